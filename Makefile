@@ -1,0 +1,104 @@
+# envmgr — build, image, tests, benchmarks.
+#   make            bin/envmgr
+#   make image      the desktop guest image (cached; does nothing when inputs are unchanged)
+#   make test       unit tests (CUnit) + integration tests on real QEMU guests
+#   make asan       the same tests with AddressSanitizer + UBSan
+#   make valgrind   unit tests and the CLI integration tests under valgrind
+#   make bench      benchmark figures (printed, not pass/fail)
+#   make fuzz       libFuzzer targets (clang)
+
+CC      ?= gcc
+PKGS    := libvncclient libpng jansson libmicrohttpd
+CSTD    := -std=c17 -D_GNU_SOURCE
+WARN    := -Wall -Wextra -Wshadow -Wformat=2 -Wno-unused-parameter -Wstrict-prototypes
+OPT     ?= -O2 -g
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null) $(shell libgcrypt-config --cflags 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null) $(shell libgcrypt-config --libs 2>/dev/null || echo -lgcrypt)
+ROOT    := $(CURDIR)
+DEFS    := -DENVMGR_VERSION='"0.1.0"' -DENVMGR_SOURCE_DIR='"$(ROOT)"'
+CFLAGS  += $(CSTD) $(WARN) $(OPT) $(PKG_CFLAGS) $(DEFS) -I$(ROOT) -MMD -MP
+LDLIBS  += $(PKG_LIBS) -lm -lpthread
+
+BUILD   ?= build
+BIN     ?= bin
+
+LIB_SRC := $(wildcard envmgr/*.c recorder/*.c evaluator/*.c)
+CLI_SRC := $(wildcard envmgr/cli/*.c)
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
+CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
+LIB     := $(BUILD)/libenvmgr.a
+
+UNIT_SRC := $(wildcard tests/unit/test_*.c)
+UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+TEST_HELPER_SRC := $(wildcard tests/unit/helpers/*.c)
+TEST_HELPER_OBJ := $(TEST_HELPER_SRC:%.c=$(BUILD)/%.o)
+
+.PHONY: all image test unit integration asan valgrind bench fuzz clean distclean demo
+all: $(BIN)/envmgr
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+$(LIB): $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(BIN)/envmgr: $(CLI_OBJ) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(LIB) $(LDLIBS)
+
+$(BUILD)/tests/%: tests/unit/%.c $(LIB) $(TEST_HELPER_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(TEST_HELPER_OBJ) $(LIB) $(LDLIBS) -lcunit
+
+image:
+	$(MAKE) -C vm-images image
+
+unit: $(UNIT_BIN) $(BIN)/envmgr
+	@tests/run-unit.sh $(UNIT_BIN)
+
+# The whole suite: unit tests, then integration tests on real guests (builds the image if needed).
+test: all $(UNIT_BIN) image
+	@tests/run-all.sh $(UNIT_BIN)
+
+integration: all image
+	@tests/run-all.sh --integration-only
+
+asan:
+	$(MAKE) BUILD=build-asan BIN=build-asan/bin OPT="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer" \
+	        LDFLAGS="-fsanitize=address,undefined" ENVMGR_TEST_BIN=build-asan/bin/envmgr test-with-bin
+
+valgrind: all $(UNIT_BIN)
+	@ENVMGR_VALGRIND=1 tests/run-unit.sh $(UNIT_BIN)
+
+# Used by asan: the same driver, pointed at an instrumented binary.
+test-with-bin: all $(UNIT_BIN) image
+	@ENVMGR_BIN=$(ROOT)/$(BIN)/envmgr tests/run-all.sh $(UNIT_BIN)
+
+bench: all image
+	@bench/run.sh
+
+demo: all image
+	@./demo.sh
+
+# libFuzzer targets: tests/fuzz/fuzz_*.c, each linked with the library built by clang.
+FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=build-fuzz/%)
+FUZZ_SECONDS ?= 60
+build-fuzz/%: tests/fuzz/%.c $(LIB_SRC)
+	@mkdir -p build-fuzz
+	clang $(CSTD) -g -O1 -fsanitize=fuzzer,address,undefined $(PKG_CFLAGS) $(DEFS) -I$(ROOT) -o $@ $< $(LIB_SRC) $(LDLIBS)
+fuzz: $(FUZZ_BIN)
+	@for f in $(FUZZ_BIN); do n=$$(basename $$f); mkdir -p build-fuzz/corpus/$$n; \
+	  echo "== $$n ($(FUZZ_SECONDS) s)"; \
+	  $$f -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -artifact_prefix=build-fuzz/crash-$$n- \
+	      build-fuzz/corpus/$$n tests/fuzz/corpus/$$n || exit 1; done
+
+clean:
+	rm -rf build build-asan build-fuzz bin
+
+distclean: clean
+	$(MAKE) -C vm-images clean
+
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d)

@@ -1,0 +1,29 @@
+/* The thin CLI: one small file per subcommand over the env library. */
+#ifndef ENVMGR_CLI_H
+#define ENVMGR_CLI_H
+
+#include "envmgr/err.h"
+
+typedef struct cli_command {
+    const char *name;
+    const char *summary;
+    int (*run)(int argc, char **argv);
+} cli_command;
+
+/* Print "envmgr: msg" (one line) and return the exit code the error carries. */
+int cli_report(const em_err *err);
+/* True when argv holds -h/--help; prints usage then. */
+int cli_wants_help(int argc, char **argv, const char *usage);
+/* Print a usage error (one line) and return EM_EXIT_USAGE. */
+int cli_usage_error(const char *usage, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+int cmd_up(int argc, char **argv);
+int cmd_down(int argc, char **argv);
+int cmd_ls(int argc, char **argv);
+int cmd_screenshot(int argc, char **argv);
+int cmd_act(int argc, char **argv);
+int cmd_reset(int argc, char **argv);
+int cmd_exec(int argc, char **argv);
+int cmd_image(int argc, char **argv);
+
+#endif

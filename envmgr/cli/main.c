@@ -1,0 +1,85 @@
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "envmgr/util.h"
+
+static const cli_command commands[] = {
+    {"up", "boot (restore) a desktop env from its image's golden state", cmd_up},
+    {"down", "stop an env and remove its run directory", cmd_down},
+    {"ls", "list envs and whether their QEMU runs", cmd_ls},
+    {"screenshot", "save a PNG (or raw RGBX) of the env's screen", cmd_screenshot},
+    {"act", "perform a computer_13 action (JSON) on the env", cmd_act},
+    {"reset", "return the env to the clean golden state", cmd_reset},
+    {"exec", "run a command in the guest through the guest agent", cmd_exec},
+    {"image", "image tools: verify", cmd_image},
+};
+
+int cli_report(const em_err *err)
+{
+    fprintf(stderr, "envmgr: %s\n", err->msg[0] ? err->msg : "failed");
+    return err->code ? err->code : EM_EXIT_FAIL;
+}
+
+int cli_wants_help(int argc, char **argv, const char *usage)
+{
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--"))
+            break;
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            fputs(usage, stdout);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int cli_usage_error(const char *usage, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("envmgr: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    const char *first = strchr(usage, '\n');
+    fprintf(stderr, "%.*s\n", first ? (int)(first - usage) : (int)strlen(usage), usage);
+    return EM_EXIT_USAGE;
+}
+
+static void usage(FILE *out)
+{
+    fputs("usage: envmgr COMMAND [OPTIONS]\n\n"
+          "envmgr boots QEMU desktop guests for benchmarking GUI agents: observe (screenshots over VNC),\n"
+          "act (mouse and keyboard over VNC), reset to a golden snapshot, run commands in the guest.\n\n"
+          "commands:\n",
+          out);
+    for (size_t i = 0; i < ARRAY_LEN(commands); i++)
+        fprintf(out, "  %-11s %s\n", commands[i].name, commands[i].summary);
+    fputs("\n`envmgr COMMAND --help` lists each command's options.\n"
+          "environment: ENVMGR_RUN_DIR, ENVMGR_CACHE_DIR, ENVMGR_IMAGE_DIR, ENVMGR_QEMU\n",
+          out);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return EM_EXIT_USAGE;
+    }
+    if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("envmgr %s\n", ENVMGR_VERSION);
+        return 0;
+    }
+    install_interrupt_handlers();
+    for (size_t i = 0; i < ARRAY_LEN(commands); i++)
+        if (!strcmp(argv[1], commands[i].name))
+            return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "envmgr: unknown command `%s` (envmgr --help lists them)\n", argv[1]);
+    return EM_EXIT_USAGE;
+}

@@ -1,0 +1,359 @@
+#include "vm.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "qmp.h"
+#include "util.h"
+
+#define SPAWN_TIMEOUT_MS 30000.0
+#define ARGV_MAX 96
+
+const char *vm_qemu_binary(void)
+{
+    const char *q = getenv("ENVMGR_QEMU");
+    return q && *q ? q : "qemu-system-x86_64";
+}
+
+typedef struct argv_builder {
+    char *v[ARGV_MAX + 1];
+    int n;
+} argv_builder;
+
+static void arg(argv_builder *a, char *s) /* takes ownership */
+{
+    if (a->n < ARGV_MAX)
+        a->v[a->n++] = s;
+    else
+        free(s);
+}
+
+static void args_free(argv_builder *a)
+{
+    for (int i = 0; i < a->n; i++)
+        free(a->v[i]);
+}
+
+/* Every path QEMU sees is absolute: -daemonize changes its directory to /. */
+static void build_argv(const vm_spec *s, argv_builder *a)
+{
+    const manifest *m = s->image;
+    bool kvm = !strcmp(s->accel, "kvm");
+    arg(a, xstrdup(vm_qemu_binary()));
+    arg(a, xstrdup("-name"));
+    arg(a, xasprintf("envmgr-%s,process=envmgr-%s", s->name, s->name));
+    arg(a, xstrdup("-nodefaults"));
+    arg(a, xstrdup("-no-user-config"));
+    arg(a, xstrdup("-machine"));
+    arg(a, xasprintf("pc,accel=%s,memory-backend=ram0", kvm ? "kvm" : "tcg"));
+    arg(a, xstrdup("-cpu"));
+    arg(a, xstrdup(kvm ? "host" : "max"));
+    arg(a, xstrdup("-smp"));
+    arg(a, xstrdup("1"));
+    arg(a, xstrdup("-m"));
+    arg(a, xasprintf("%d", m->memory_mb));
+    arg(a, xstrdup("-object"));
+    arg(a, xasprintf("memory-backend-file,id=ram0,size=%dM,mem-path=%s,share=%s", m->memory_mb, s->ram_file,
+                     s->ram_shared ? "on" : "off"));
+    arg(a, xstrdup("-kernel"));
+    arg(a, xstrdup(m->kernel));
+    arg(a, xstrdup("-initrd"));
+    arg(a, xstrdup(m->initrd));
+    arg(a, xstrdup("-append"));
+    arg(a, xstrdup(m->append));
+    arg(a, xstrdup("-drive"));
+    arg(a, xasprintf("file=%s,if=none,id=disk0,format=qcow2,discard=unmap", s->disk));
+    arg(a, xstrdup("-device"));
+    arg(a, xstrdup("virtio-blk-pci,drive=disk0"));
+    arg(a, xstrdup("-device"));
+    arg(a, xasprintf("VGA,edid=on,xres=%d,yres=%d", m->width, m->height));
+    arg(a, xstrdup("-device"));
+    arg(a, xstrdup("virtio-serial-pci"));
+    arg(a, xstrdup("-chardev"));
+    arg(a, xasprintf("socket,id=qga0,path=%s/" VM_QGA_SOCK ",server=on,wait=off", s->dir));
+    arg(a, xstrdup("-device"));
+    arg(a, xstrdup("virtserialport,chardev=qga0,name=org.qemu.guest_agent.0"));
+    /* restrict=on: the guest reaches nothing but what a guestfwd rule opens. */
+    arg(a, xstrdup("-netdev"));
+    arg(a, xstrdup("user,id=net0,restrict=on"));
+    arg(a, xstrdup("-device"));
+    arg(a, xstrdup("virtio-net-pci,netdev=net0"));
+    arg(a, xstrdup("-device"));
+    arg(a, xstrdup("qemu-xhci"));
+    arg(a, xstrdup("-device"));
+    arg(a, xstrdup("usb-tablet")); /* absolute pointer: VNC coordinates are screen coordinates */
+    arg(a, xstrdup("-vnc"));
+    arg(a, xasprintf("unix:%s/" VM_VNC_SOCK, s->dir));
+    arg(a, xstrdup("-qmp"));
+    arg(a, xasprintf("unix:%s/" VM_QMP_SOCK ",server=on,wait=off", s->dir));
+    arg(a, xstrdup("-serial"));
+    arg(a, xasprintf("file:%s/" VM_SERIAL_LOG, s->dir));
+    arg(a, xstrdup("-display"));
+    arg(a, xstrdup("none"));
+    arg(a, xstrdup("-sandbox"));
+    arg(a, xstrdup("on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny"));
+    arg(a, xstrdup("-pidfile"));
+    arg(a, xasprintf("%s/" VM_PID_FILE, s->dir));
+    arg(a, xstrdup("-daemonize"));
+    if (s->incoming) {
+        arg(a, xstrdup("-incoming"));
+        arg(a, xstrdup("defer"));
+    }
+    a->v[a->n] = NULL;
+}
+
+static void last_log_line(const char *dir, char *buf, size_t len)
+{
+    _cleanup_free_ char *path = xasprintf("%s/" VM_LOG_FILE, dir), *text = NULL;
+    buf[0] = '\0';
+    if (read_file_capped(path, 1 << 20, &text, NULL, NULL) < 0)
+        return;
+    char *end = text + strlen(text);
+    while (end > text && (end[-1] == '\n' || end[-1] == '\r'))
+        *--end = '\0';
+    char *start = strrchr(text, '\n');
+    snprintf(buf, len, "%s", start ? start + 1 : text);
+}
+
+int vm_spawn(const vm_spec *s, pid_t *pid_out, em_err *err)
+{
+    argv_builder a = {0};
+    build_argv(s, &a);
+    if (a.n >= ARGV_MAX) {
+        args_free(&a);
+        return em_fail(err, "qemu: too many arguments");
+    }
+    static const char *socks[] = {VM_QMP_SOCK, VM_VNC_SOCK, VM_QGA_SOCK, VM_PID_FILE};
+    for (size_t i = 0; i < ARRAY_LEN(socks); i++) {
+        _cleanup_free_ char *p = xasprintf("%s/%s", s->dir, socks[i]);
+        unlink(p);
+    }
+    _cleanup_free_ char *log = xasprintf("%s/" VM_LOG_FILE, s->dir);
+    int logfd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (logfd < 0) {
+        args_free(&a);
+        return em_fail_errno(err, "qemu: open `%s`", log);
+    }
+    if (getenv("ENVMGR_DEBUG")) {
+        for (int i = 0; i < a.n; i++)
+            fprintf(stderr, "%s%s", a.v[i], i + 1 < a.n ? " " : "\n");
+    }
+    pid_t child = fork();
+    if (child < 0) {
+        close(logfd);
+        args_free(&a);
+        return em_fail_errno(err, "qemu: fork");
+    }
+    if (child == 0) {
+        int devnull = open("/dev/null", O_RDONLY);
+        if (devnull >= 0)
+            dup2(devnull, 0);
+        dup2(logfd, 1);
+        dup2(logfd, 2);
+        /* Not our process group: a Ctrl-C at the terminal must not kill envs it did not ask to. */
+        setsid();
+        execvp(a.v[0], a.v);
+        dprintf(2, "exec %s: %s\n", a.v[0], strerror(errno));
+        _exit(127);
+    }
+    close(logfd);
+    args_free(&a);
+    /* With -daemonize the first process exits once the VM is set up (or failed). */
+    int status = 0;
+    double deadline = now_ms() + SPAWN_TIMEOUT_MS;
+    for (;;) {
+        pid_t r = waitpid(child, &status, WNOHANG);
+        if (r == child)
+            break;
+        if (r < 0 && errno != EINTR)
+            return em_fail_errno(err, "qemu: waitpid");
+        if (now_ms() > deadline) {
+            kill(child, SIGKILL);
+            waitpid(child, &status, 0);
+            return em_fail(err, "qemu: did not finish starting within %.0f s", SPAWN_TIMEOUT_MS / 1000);
+        }
+        sleep_ms(5);
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        char line[512];
+        last_log_line(s->dir, line, sizeof line);
+        return em_fail(err, "qemu failed to start: %s (see %s)", line[0] ? line : "no message", log);
+    }
+    if (vm_read_pid(s->dir, pid_out, err) < 0)
+        return em_prefix(err, "qemu started but ");
+    return 0;
+}
+
+int vm_read_pid(const char *dir, pid_t *pid, em_err *err)
+{
+    _cleanup_free_ char *path = xasprintf("%s/" VM_PID_FILE, dir), *text = NULL;
+    if (read_file_capped(path, 64, &text, NULL, err) < 0)
+        return -1;
+    long v;
+    text[strcspn(text, "\r\n")] = '\0';
+    if (parse_int(text, 2, 1 << 30, &v) < 0)
+        return em_fail(err, "pid file `%s` holds no pid", path);
+    *pid = (pid_t)v;
+    return 0;
+}
+
+/* Containers may run a PID 1 that never reaps: a zombie QEMU is a dead QEMU. */
+static bool pid_running(pid_t pid)
+{
+    if (pid <= 1 || (kill(pid, 0) < 0 && errno == ESRCH))
+        return false;
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return false;
+    buf[n] = '\0';
+    char *rp = strrchr(buf, ')');
+    return !(rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X'));
+}
+
+bool vm_alive(pid_t pid, const char *dir)
+{
+    if (!pid_running(pid))
+        return false;
+    /* Guard against pid reuse: the process must be a QEMU of this run directory. */
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
+    _cleanup_free_ char *cmd = NULL;
+    size_t len;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    cmd = xmalloc(65537);
+    ssize_t n = read(fd, cmd, 65536);
+    close(fd);
+    if (n <= 0)
+        return false;
+    len = (size_t)n;
+    cmd[len] = '\0';
+    _cleanup_free_ char *needle = xasprintf("%s/" VM_QMP_SOCK, dir);
+    for (size_t i = 0; i < len; i += strlen(cmd + i) + 1)
+        if (strstr(cmd + i, needle))
+            return true;
+    return false;
+}
+
+int vm_wait_gone(pid_t pid, double timeout_ms)
+{
+    double deadline = now_ms() + timeout_ms;
+    while (pid_running(pid)) {
+        if (now_ms() > deadline)
+            return -1;
+        sleep_ms(5);
+    }
+    return 0;
+}
+
+int vm_stop(const char *dir, pid_t pid, em_err *err)
+{
+    if (!vm_alive(pid, dir))
+        return 0;
+    _cleanup_free_ char *sock = xasprintf("%s/" VM_QMP_SOCK, dir);
+    qmp *q = NULL;
+    em_err ignored;
+    if (qmp_open(sock, 1000, &q, &ignored) == 0) {
+        qmp_execute(q, "quit", NULL, 1000, NULL, &ignored);
+        qmp_close(q);
+        if (vm_wait_gone(pid, 3000) == 0)
+            return 0;
+    }
+    kill(pid, SIGTERM);
+    if (vm_wait_gone(pid, 2000) == 0)
+        return 0;
+    kill(pid, SIGKILL);
+    if (vm_wait_gone(pid, 5000) == 0)
+        return 0;
+    return em_fail(err, "qemu pid %d did not exit after SIGKILL", (int)pid);
+}
+
+/* Run a helper program with a timeout, capturing the first line of its stderr. */
+static int run_tool(char *const argv[], double timeout_ms, char **out, em_err *err)
+{
+    int pipefd[2];
+    if (pipe2(pipefd, O_CLOEXEC) < 0)
+        return em_fail_errno(err, "%s: pipe", argv[0]);
+    pid_t child = fork();
+    if (child < 0) {
+        close(pipefd[0]);
+        close(pipefd[1]);
+        return em_fail_errno(err, "%s: fork", argv[0]);
+    }
+    if (child == 0) {
+        dup2(pipefd[1], 1);
+        dup2(pipefd[1], 2);
+        execvp(argv[0], argv);
+        dprintf(2, "exec: %s\n", strerror(errno));
+        _exit(127);
+    }
+    close(pipefd[1]);
+    char buf[8192];
+    size_t n = 0;
+    double deadline = now_ms() + timeout_ms;
+    em_err werr;
+    for (;;) {
+        if (wait_readable(pipefd[0], deadline, &werr) < 0) {
+            kill(child, SIGKILL);
+            break;
+        }
+        ssize_t r = read(pipefd[0], buf + n, sizeof buf - 1 - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        n += (size_t)r;
+        if (n == sizeof buf - 1)
+            break;
+    }
+    buf[n] = '\0';
+    close(pipefd[0]);
+    int status;
+    while (waitpid(child, &status, 0) < 0 && errno == EINTR)
+        ;
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        buf[strcspn(buf, "\n")] = '\0';
+        return em_fail(err, "%s failed: %s", argv[0], buf[0] ? buf : "killed or timed out");
+    }
+    if (out)
+        *out = xstrdup(buf);
+    return 0;
+}
+
+int vm_create_overlay(const char *backing, const char *overlay, em_err *err)
+{
+    unlink(overlay);
+    char *argv[] = {"qemu-img", "create", "-q", "-f", "qcow2", "-F", "qcow2", "-b", (char *)backing,
+                    (char *)overlay, NULL};
+    if (run_tool(argv, 30000, NULL, err) < 0)
+        return em_prefix(err, "overlay `%s`: ", overlay);
+    return 0;
+}
+
+int vm_qemu_version(char **out, em_err *err)
+{
+    char *argv[] = {(char *)vm_qemu_binary(), "--version", NULL};
+    char *text = NULL;
+    if (run_tool(argv, 10000, &text, err) < 0)
+        return -1;
+    const char *v = strstr(text, "version ");
+    char ver[64] = "unknown";
+    if (v)
+        sscanf(v + 8, "%63s", ver);
+    free(text);
+    *out = xstrdup(ver);
+    return 0;
+}
