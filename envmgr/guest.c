@@ -56,7 +56,7 @@ int guest_sync(guest *g, double timeout_ms, em_err *err)
     double deadline = now_ms() + timeout_ms;
     /* A 0xFF byte resets the agent's parser in case a previous client left half a command. */
     static const unsigned char reset = 0xff;
-    if (write_full(g->conn.fd, &reset, 1, err) < 0)
+    if (send_full(g->conn.fd, &reset, 1, err) < 0)
         return em_prefix(err, "guest agent: sync: ");
     unsigned id = (unsigned)(now_ms() * 1000) ^ (++g->sync_id * 2654435761u);
     id &= 0x7fffffff;

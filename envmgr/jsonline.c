@@ -106,7 +106,7 @@ int jsonline_send(jsonline *c, json_t *msg, int fd, em_err *err)
     text[n++] = '\n';
     text[n] = '\0';
     if (fd < 0)
-        return write_full(c->fd, text, n, err) < 0 ? em_prefix(err, "%s: send: ", c->label) : 0;
+        return send_full(c->fd, text, n, err) < 0 ? em_prefix(err, "%s: send: ", c->label) : 0;
 
     /* The fd must travel with the first byte of the command that uses it. */
     struct iovec iov = {.iov_base = text, .iov_len = n};
@@ -124,7 +124,7 @@ int jsonline_send(jsonline *c, json_t *msg, int fd, em_err *err)
     while (w < 0 && errno == EINTR);
     if (w < 0)
         return em_fail_errno(err, "%s: sendmsg", c->label);
-    if ((size_t)w < n && write_full(c->fd, text + w, n - (size_t)w, err) < 0)
+    if ((size_t)w < n && send_full(c->fd, text + w, n - (size_t)w, err) < 0)
         return em_prefix(err, "%s: send: ", c->label);
     return 0;
 }

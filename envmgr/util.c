@@ -308,6 +308,20 @@ int write_full(int fd, const void *buf, size_t n, em_err *err)
     return 0;
 }
 
+int send_full(int fd, const void *buf, size_t n, em_err *err)
+{
+    size_t done = 0;
+    while (done < n) {
+        ssize_t w = send(fd, (const char *)buf + done, n - done, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0)
+            return em_fail_errno(err, "send");
+        done += (size_t)w;
+    }
+    return 0;
+}
+
 int unix_connect(const char *path, double timeout_ms, em_err *err)
 {
     struct sockaddr_un sa = {.sun_family = AF_UNIX};

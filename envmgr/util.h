@@ -46,6 +46,8 @@ int write_file_atomic(const char *path, const void *data, size_t len, mode_t mod
 /* Read exactly n bytes / write all, with a deadline (monotonic ms); EINTR-safe. */
 int read_full_deadline(int fd, void *buf, size_t n, double deadline, em_err *err);
 int write_full(int fd, const void *buf, size_t n, em_err *err);
+/* write_full for sockets: a peer that went away is an error, never a SIGPIPE. */
+int send_full(int fd, const void *buf, size_t n, em_err *err);
 /* Wait until fd is readable; 0 ready, -1 error or timeout (message says which). */
 int wait_readable(int fd, double deadline, em_err *err);
 

@@ -1,4 +1,3 @@
-#define _GNU_SOURCE
 #include "cunit_main.h"
 
 #include <stdio.h>
