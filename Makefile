@@ -52,6 +52,16 @@ $(BUILD)/tests/%: tests/unit/%.c $(LIB) $(TEST_HELPER_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(TEST_HELPER_OBJ) $(LIB) $(LDLIBS) -lcunit
 
+# Small programs the shell tests use (PNG facts); built from the same library.
+TOOLS := $(BUILD)/tools/pngtool
+$(BUILD)/tools/%: tests/tools/%.c $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS)
+
+$(BUILD)/bench/envbench: bench/envbench.c $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS)
+
 image:
 	$(MAKE) -C vm-images image
 
@@ -59,10 +69,10 @@ unit: $(UNIT_BIN) $(BIN)/envmgr
 	@tests/run-unit.sh $(UNIT_BIN)
 
 # The whole suite: unit tests, then integration tests on real guests (builds the image if needed).
-test: all $(UNIT_BIN) image
+test: all $(UNIT_BIN) $(TOOLS) image
 	@tests/run-all.sh $(UNIT_BIN)
 
-integration: all image
+integration: all $(TOOLS) image
 	@tests/run-all.sh --integration-only
 
 asan:
@@ -73,10 +83,10 @@ valgrind: all $(UNIT_BIN)
 	@ENVMGR_VALGRIND=1 tests/run-unit.sh $(UNIT_BIN)
 
 # Used by asan: the same driver, pointed at an instrumented binary.
-test-with-bin: all $(UNIT_BIN) image
+test-with-bin: all $(UNIT_BIN) $(TOOLS) image
 	@ENVMGR_BIN=$(ROOT)/$(BIN)/envmgr tests/run-all.sh $(UNIT_BIN)
 
-bench: all image
+bench: all $(TOOLS) $(BUILD)/bench/envbench image
 	@bench/run.sh
 
 demo: all image

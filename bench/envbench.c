@@ -1,0 +1,230 @@
+/* envmgr benchmark: prints figures, never pass/fail.
+ *   envbench [--resets N] [--shots N] [--cold]
+ * Measures on one env (through the library, as the episode runner and the
+ * HTTP API use it): reset p50/p99, screenshot p50/p99 (envmgr's live VNC
+ * path vs QMP screendump of the same env), new env from the golden state,
+ * memory (PSS) and CPU of an idle env; with --cold, a cold boot to a ready
+ * desktop and the golden state creation in a scratch cache. */
+#include <getopt.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "envmgr/env.h"
+#include "envmgr/golden.h"
+#include "envmgr/manifest.h"
+#include "envmgr/paths.h"
+#include "envmgr/qmp.h"
+#include "envmgr/util.h"
+#include "envmgr/vm.h"
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double pct(double *v, int n, double p)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    int i = (int)(p / 100.0 * (n - 1) + 0.5);
+    return v[i < 0 ? 0 : i >= n ? n - 1 : i];
+}
+
+static const char *accel_label;
+
+static void line(const char *what, const char *value)
+{
+    printf("%-44s %-28s [%s]\n", what, value, accel_label);
+    fflush(stdout);
+}
+
+static long pss_kib(pid_t pid)
+{
+    char path[64], buf[256];
+    snprintf(path, sizeof path, "/proc/%d/smaps_rollup", (int)pid);
+    FILE *f = fopen(path, "re");
+    long v = -1;
+    if (!f)
+        return -1;
+    while (fgets(buf, sizeof buf, f))
+        if (sscanf(buf, "Pss: %ld kB", &v) == 1)
+            break;
+    fclose(f);
+    return v;
+}
+
+static double cpu_seconds(pid_t pid)
+{
+    char path[64], buf[2048];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return -1;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    char *p = strrchr(buf, ')');
+    unsigned long ut = 0, st = 0;
+    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
+        return -1;
+    return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+static int die(const em_err *err)
+{
+    fprintf(stderr, "envbench: %s\n", err->msg);
+    return 1;
+}
+
+int main(int argc, char **argv)
+{
+    int resets = 20, shots = 50, cold = 0;
+    static const struct option opts[] = {{"resets", required_argument, 0, 'r'},
+                                         {"shots", required_argument, 0, 's'},
+                                         {"cold", no_argument, 0, 'c'},
+                                         {0, 0, 0, 0}};
+    int c;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        if (c == 'r')
+            resets = atoi(optarg);
+        else if (c == 's')
+            shots = atoi(optarg);
+        else if (c == 'c')
+            cold = 1;
+        else
+            return 2;
+    }
+    if (resets < 1 || shots < 1)
+        return 2;
+    install_interrupt_handlers();
+    em_err err = {0};
+    char name[64];
+    snprintf(name, sizeof name, "bench-%d", (int)getpid());
+    env_up_opts o = {.name = name, .image = "desktop", .accel = getenv("ENVMGR_ACCEL") ? getenv("ENVMGR_ACCEL") : "auto"};
+    env *e;
+    env_timings t;
+    double t0 = now_ms();
+    if (env_up(&o, &e, &t, &err) < 0)
+        return die(&err);
+    accel_label = env_accel(e);
+    char v[128];
+    snprintf(v, sizeof v, "%.0f ms", now_ms() - t0 - t.golden_ms);
+    line("new env from the golden state, ready", v);
+    int rc = 0;
+
+    /* reset */
+    double *r = calloc((size_t)resets, sizeof *r), *ra = calloc((size_t)resets, sizeof *ra);
+    for (int i = 0; i < resets && rc == 0; i++) {
+        double s = now_ms();
+        rc = env_reset(e, &t, &err);
+        r[i] = now_ms() - s;
+        ra[i] = t.agent_ms;
+    }
+    if (rc == 0) {
+        snprintf(v, sizeof v, "p50 %.0f ms, p99 %.0f ms", pct(r, resets, 50), pct(r, resets, 99));
+        line("reset (n=20, until the guest agent answers)", v);
+        snprintf(v, sizeof v, "p50 %.0f ms", pct(ra, resets, 50));
+        line("  of which guest agent resync + clock", v);
+    }
+    free(r);
+    free(ra);
+
+    /* screenshots: envmgr (live VNC, fresh full frame, PNG) vs QMP screendump */
+    double *s1 = calloc((size_t)shots, sizeof *s1), *s2 = calloc((size_t)shots, sizeof *s2);
+    const png_buf *png;
+    if (rc == 0)
+        rc = env_screenshot(e, &png, &err); /* connect once: the API and runner keep the session */
+    for (int i = 0; i < shots && rc == 0; i++) {
+        double s = now_ms();
+        rc = env_screenshot(e, &png, &err);
+        s1[i] = now_ms() - s;
+    }
+    /* The same work without the unchanged-frame reuse: a fresh frame and a full encode. */
+    double *s3 = calloc((size_t)shots, sizeof *s3);
+    for (int i = 0; i < shots && rc == 0; i++) {
+        const uint8_t *px;
+        png_buf b = {0};
+        double s = now_ms();
+        rc = env_frame(e, &px, &err);
+        if (rc == 0)
+            rc = png_encode_rgbx(px, env_width(e), env_height(e), (size_t)env_width(e) * 4, 1, &b, &err);
+        s3[i] = now_ms() - s;
+        png_buf_free(&b);
+    }
+    qmp *q = NULL;
+    _cleanup_free_ char *sock = xasprintf("%s/" VM_QMP_SOCK, env_dir(e));
+    _cleanup_free_ char *dump = xasprintf("%s/bench-screendump.png", env_dir(e));
+    if (rc == 0)
+        rc = qmp_open(sock, 5000, &q, &err);
+    for (int i = 0; i < shots && rc == 0; i++) {
+        json_t *a = json_pack("{s:s, s:s}", "filename", dump, "format", "png");
+        double s = now_ms();
+        rc = qmp_execute(q, "screendump", a, 10000, NULL, &err);
+        s2[i] = now_ms() - s;
+        json_decref(a);
+    }
+    qmp_close(q);
+    unlink(dump);
+    if (rc == 0) {
+        double p1 = pct(s1, shots, 50), p2 = pct(s2, shots, 50);
+        snprintf(v, sizeof v, "p50 %.1f ms, p99 %.1f ms", p1, pct(s1, shots, 99));
+        line("screenshot envmgr (1280x800 PNG, fresh frame)", v);
+        snprintf(v, sizeof v, "p50 %.1f ms, p99 %.1f ms", pct(s3, shots, 50), pct(s3, shots, 99));
+        line("  same, always re-encoding (no frame reuse)", v);
+        snprintf(v, sizeof v, "p50 %.1f ms, p99 %.1f ms", p2, pct(s2, shots, 99));
+        line("screenshot QMP screendump (PNG, same env)", v);
+        snprintf(v, sizeof v, "%.1fx", p2 / p1);
+        line("  envmgr speed-up over screendump (p50)", v);
+    }
+    free(s1);
+    free(s2);
+    free(s3);
+
+    /* idle env: PSS and CPU over 10 s */
+    pid_t pid;
+    if (rc == 0 && vm_read_pid(env_dir(e), &pid, &err) == 0) {
+        env_close(e); /* no client connected while idle */
+        e = NULL;
+        sleep_ms(2000);
+        double c0 = cpu_seconds(pid), w0 = now_ms();
+        sleep_ms(10000);
+        double c1 = cpu_seconds(pid), w1 = now_ms();
+        snprintf(v, sizeof v, "%.1f%% of one core", 100.0 * (c1 - c0) / ((w1 - w0) / 1000));
+        line("idle env CPU (10 s)", v);
+        snprintf(v, sizeof v, "%.0f MiB", pss_kib(pid) / 1024.0);
+        line("idle env memory (PSS)", v);
+    }
+    if (e)
+        env_close(e);
+    em_err derr = {0};
+    env_down(name, &derr);
+
+    if (rc == 0 && cold) {
+        /* Cold boot and golden creation, in a scratch cache so nothing cached is reused. */
+        char tmpl[] = "/tmp/envbench-cache-XXXXXX";
+        if (!mkdtemp(tmpl))
+            return 1;
+        setenv("ENVMGR_CACHE_DIR", tmpl, 1);
+        manifest *m;
+        _cleanup_free_ char *idir = paths_image_dir("desktop");
+        golden *g = NULL;
+        if (manifest_load(idir, &m, &err) == 0) {
+            double s = now_ms();
+            rc = golden_ensure(m, accel_label, &g, &err);
+            if (rc == 0) {
+                snprintf(v, sizeof v, "%.1f s", json_real_value(json_object_get(g->meta, "boot_to_ready_s")));
+                line("cold boot to a ready desktop", v);
+                snprintf(v, sizeof v, "%.2f s (total with boot %.1f s)",
+                         json_real_value(json_object_get(g->meta, "save_s")), (now_ms() - s) / 1000);
+                line("golden state save", v);
+            }
+            golden_free(g);
+            manifest_free(m);
+        }
+        remove_tree(tmpl, NULL);
+    }
+    return rc < 0 ? die(&err) : 0;
+}

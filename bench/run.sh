@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# make bench: figures, not pass/fail. Each line names KVM or TCG.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+echo "envmgr benchmark on $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB, $(date -u +%F)"
+export ENVMGR_RUN_DIR=${ENVMGR_RUN_DIR:-$(mktemp -d /tmp/envmgr-bench.XXXXXX)}
+trap 'rm -rf "$ENVMGR_RUN_DIR"' EXIT
+"$root/build/bench/envbench" ${ENVMGR_BENCH_ARGS:---cold}

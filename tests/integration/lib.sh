@@ -1,0 +1,42 @@
+# Shared by the integration tests: an isolated run directory, the envmgr
+# binary, checks that count, waits with timeouts, and a cleanup that leaves
+# no QEMU and no temp file behind whatever happens.
+set -u
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+ENVMGR=${ENVMGR_BIN:-$ROOT/bin/envmgr}
+PNGTOOL=$ROOT/build/tools/pngtool
+T=$(mktemp -d /tmp/envmgr-it.XXXXXX)
+export ENVMGR_RUN_DIR=$T/run
+PASS=0 FAIL=0
+SUITE=${SUITE:-$(basename "$0" .sh)}
+
+cleanup() {
+    for d in "$ENVMGR_RUN_DIR"/*/; do
+        [ -d "$d" ] && "$ENVMGR" down "$(basename "$d")" >/dev/null 2>&1
+    done
+    # Belt and braces: nothing started from this run directory may survive.
+    pkill -9 -f -- "$ENVMGR_RUN_DIR/" 2>/dev/null
+    rm -rf "$T"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+ok()   { PASS=$((PASS + 1)); echo "ok   $*"; }
+bad()  { FAIL=$((FAIL + 1)); echo "FAIL $*"; }
+# check NAME COMMAND...: passes when the command exits 0
+check() { local name=$1; shift; if "$@"; then ok "$name"; else bad "$name"; fi; }
+# wait_until SECONDS COMMAND...: polls every 0.5 s
+wait_until() {
+    local limit=$1; shift
+    local end=$(( $(date +%s) + limit ))
+    while [ "$(date +%s)" -lt "$end" ]; do "$@" >/dev/null 2>&1 && return 0; sleep 0.5; done
+    return 1
+}
+finish() {
+    echo "$SUITE: $PASS passed, $FAIL failed"
+    [ "$FAIL" = 0 ]
+}
+# gexec ENV CMD...: run in the guest as root with the desktop's display
+gexec() { local e=$1; shift; "$ENVMGR" exec "$e" -- env DISPLAY=:0 "$@"; }
+act() { "$ENVMGR" act "$1" "$2"; }
+shot() { "$ENVMGR" screenshot "$1" "$2"; }
