@@ -116,21 +116,38 @@ int main(int argc, char **argv)
     int rc = 0;
 
     /* reset */
-    double *r = calloc((size_t)resets, sizeof *r), *ra = calloc((size_t)resets, sizeof *ra);
+    double *r = calloc((size_t)resets, sizeof *r), *rs = calloc((size_t)resets, sizeof *rs);
     for (int i = 0; i < resets && rc == 0; i++) {
         double s = now_ms();
+        const uint8_t *px;
         rc = env_reset(e, &t, &err);
         r[i] = now_ms() - s;
-        ra[i] = t.agent_ms;
+        if (rc == 0)
+            rc = env_frame(e, &px, &err); /* the clean screen is really there */
+        rs[i] = now_ms() - s;
     }
     if (rc == 0) {
         snprintf(v, sizeof v, "p50 %.0f ms, p99 %.0f ms", pct(r, resets, 50), pct(r, resets, 99));
-        line("reset (n=20, until the guest agent answers)", v);
-        snprintf(v, sizeof v, "p50 %.0f ms", pct(ra, resets, 50));
-        line("  of which guest agent resync + clock", v);
+        line("reset (n=20, until the guest runs)", v);
+        snprintf(v, sizeof v, "p50 %.0f ms, p99 %.0f ms", pct(rs, resets, 50), pct(rs, resets, 99));
+        line("reset + first fresh frame over VNC", v);
+    }
+    /* The guest agent answers later (TCG retranslates the guest's code after a restore). */
+    int na = resets < 5 ? resets : 5;
+    for (int i = 0; i < na && rc == 0; i++) {
+        guest *g;
+        rc = env_reset(e, &t, &err);
+        double s = now_ms();
+        if (rc == 0)
+            rc = env_guest(e, &g, &err);
+        r[i] = now_ms() - s;
+    }
+    if (rc == 0) {
+        snprintf(v, sizeof v, "p50 %.0f ms (n=%d)", pct(r, na, 50), na);
+        line("  guest agent answers + clock set, after reset", v);
     }
     free(r);
-    free(ra);
+    free(rs);
 
     /* screenshots: envmgr (live VNC, fresh full frame, PNG) vs QMP screendump */
     double *s1 = calloc((size_t)shots, sizeof *s1), *s2 = calloc((size_t)shots, sizeof *s2);

@@ -126,15 +126,14 @@ static void reset_pointer_state(env *e)
     write_file_atomic(path, text, strlen(text), 0600, NULL);
 }
 
-/* A restored guest's agent may hold stale bytes and its clock is the saved one. */
-static int refresh_agent(env *e, em_err *err)
+/* A restored guest wakes with the clock of the moment it was saved. Setting
+ * it needs the guest agent, which under TCG answers about a second after a
+ * restore (the translation cache starts empty), so it is done by the first
+ * command that needs the agent, not by up/reset: the screen and input are
+ * usable at once. */
+static void mark_clock_stale(env *e)
 {
-    guest *g = NULL;
-    if (env_guest(e, &g, err) < 0)
-        return -1;
-    if (guest_set_time(g, err) < 0)
-        return em_prefix(err, "env %s: ", e->name);
-    return 0;
+    json_object_set_new(e->meta, "clock_synced", json_false());
 }
 
 static env *env_new(const char *name)
@@ -190,9 +189,9 @@ int env_up(const env_up_opts *o, env **out, env_timings *t, em_err *err)
     double t2 = now_ms();
     if (rc == 0) {
         reset_pointer_state(e);
-        rc = refresh_agent(e, err);
+        mark_clock_stale(e);
+        rc = write_meta(e, err);
     }
-    double t3 = now_ms();
     if (rc < 0) {
         em_err ignored;
         if (e->pid)
@@ -204,7 +203,6 @@ int env_up(const env_up_opts *o, env **out, env_timings *t, em_err *err)
     }
     tm.golden_ms = t1 - t0;
     tm.restore_ms = t2 - t1;
-    tm.agent_ms = t3 - t2;
     if (t)
         *t = tm;
     *out = e;
@@ -292,12 +290,13 @@ int env_reset(env *e, env_timings *t, em_err *err)
         return em_prefix(err, "reset %s: ", e->name);
     double t2 = now_ms();
     reset_pointer_state(e);
-    if (refresh_agent(e, err) < 0)
+    mark_clock_stale(e);
+    if (write_meta(e, err) < 0)
         return em_prefix(err, "reset %s: ", e->name);
     if (t) {
-        t->golden_ms = t1 - t0; /* here: stopping the old QEMU */
+        t->golden_ms = 0;
+        t->stop_ms = t1 - t0;
         t->restore_ms = t2 - t1;
-        t->agent_ms = now_ms() - t2;
     }
     return 0;
 }
@@ -308,6 +307,13 @@ int env_guest(env *e, guest **g, em_err *err)
         _cleanup_free_ char *sock = in_dir(e, VM_QGA_SOCK);
         if (guest_open(sock, AGENT_TIMEOUT_MS, &e->ga, err) < 0)
             return em_prefix(err, "env %s: ", e->name);
+        if (!json_is_true(json_object_get(e->meta, "clock_synced"))) {
+            if (guest_set_time(e->ga, err) < 0)
+                return em_prefix(err, "env %s: set the guest clock: ", e->name);
+            json_object_set_new(e->meta, "clock_synced", json_true());
+            if (write_meta(e, err) < 0)
+                return -1;
+        }
     }
     *g = e->ga;
     return 0;

@@ -25,9 +25,9 @@ typedef struct env_up_opts {
 } env_up_opts;
 
 typedef struct env_timings {
-    double golden_ms;   /* finding (or building) the golden state */
-    double restore_ms;  /* QEMU start + state load */
-    double agent_ms;    /* guest agent resync + clock */
+    double golden_ms;   /* up: finding (or building) the golden state */
+    double stop_ms;     /* reset: stopping the old QEMU */
+    double restore_ms;  /* QEMU start + state load, until the guest runs */
 } env_timings;
 
 int env_up(const env_up_opts *o, env **out, env_timings *t, em_err *err);

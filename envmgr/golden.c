@@ -333,23 +333,11 @@ int golden_start_clone(const golden *g, const manifest *m, const char *accel, co
         rc = qmp_execute(q, "migrate-incoming", args, QMP_TIMEOUT_MS, NULL, err);
         json_decref(args);
     }
-    /* The VM runs by itself once the incoming migration completes. */
-    double deadline = now_ms() + MIGRATE_TIMEOUT_MS;
-    while (rc == 0) {
-        char *st = NULL;
-        if ((rc = qmp_status(q, QMP_TIMEOUT_MS, &st, err)) < 0)
-            break;
-        int running = !strcmp(st, "running"), failed = !strcmp(st, "internal-error") || !strcmp(st, "shutdown");
-        free(st);
-        if (running)
-            break;
-        if (check_interrupt(err) < 0)
-            rc = -1;
-        else if (failed || now_ms() > deadline)
-            rc = em_fail(err, "the restored VM did not start running");
-        else
-            sleep_ms(2);
-    }
+    /* The state was saved from a stopped VM, so it arrives paused: start it. */
+    if (rc == 0)
+        rc = wait_migration(q, MIGRATE_TIMEOUT_MS, err);
+    if (rc == 0)
+        rc = qmp_execute(q, "cont", NULL, QMP_TIMEOUT_MS, NULL, err);
     qmp_close(q);
     if (rc < 0) {
         em_err ignored;

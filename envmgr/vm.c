@@ -98,15 +98,17 @@ static void build_argv(const vm_spec *s, argv_builder *a)
     arg(a, xstrdup("none"));
     arg(a, xstrdup("-sandbox"));
     arg(a, xstrdup("on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny"));
+    /* No -daemonize: its fork is refused by spawn=deny; envmgr detaches QEMU itself. */
     arg(a, xstrdup("-pidfile"));
     arg(a, xasprintf("%s/" VM_PID_FILE, s->dir));
-    arg(a, xstrdup("-daemonize"));
     if (s->incoming) {
         arg(a, xstrdup("-incoming"));
         arg(a, xstrdup("defer"));
     }
     a->v[a->n] = NULL;
 }
+
+static bool pid_running(pid_t pid);
 
 static void last_log_line(const char *dir, char *buf, size_t len)
 {
@@ -144,49 +146,69 @@ int vm_spawn(const vm_spec *s, pid_t *pid_out, em_err *err)
         for (int i = 0; i < a.n; i++)
             fprintf(stderr, "%s%s", a.v[i], i + 1 < a.n ? " " : "\n");
     }
+    /* Double fork: QEMU becomes a child of init in its own session, so it
+     * outlives this command and a Ctrl-C at the terminal does not reach it. */
+    int pipefd[2];
+    if (pipe2(pipefd, O_CLOEXEC) < 0) {
+        close(logfd);
+        args_free(&a);
+        return em_fail_errno(err, "qemu: pipe");
+    }
     pid_t child = fork();
     if (child < 0) {
         close(logfd);
+        close(pipefd[0]);
+        close(pipefd[1]);
         args_free(&a);
         return em_fail_errno(err, "qemu: fork");
     }
     if (child == 0) {
-        int devnull = open("/dev/null", O_RDONLY);
-        if (devnull >= 0)
-            dup2(devnull, 0);
-        dup2(logfd, 1);
-        dup2(logfd, 2);
-        /* Not our process group: a Ctrl-C at the terminal must not kill envs it did not ask to. */
         setsid();
-        execvp(a.v[0], a.v);
-        dprintf(2, "exec %s: %s\n", a.v[0], strerror(errno));
-        _exit(127);
+        pid_t qemu = fork();
+        if (qemu == 0) {
+            int devnull = open("/dev/null", O_RDONLY);
+            if (devnull >= 0)
+                dup2(devnull, 0);
+            dup2(logfd, 1);
+            dup2(logfd, 2);
+            execvp(a.v[0], a.v);
+            dprintf(2, "exec %s: %s\n", a.v[0], strerror(errno));
+            _exit(127);
+        }
+        ssize_t w = write(pipefd[1], &qemu, sizeof qemu);
+        _exit(w == (ssize_t)sizeof qemu && qemu > 0 ? 0 : 1);
     }
     close(logfd);
+    close(pipefd[1]);
     args_free(&a);
-    /* With -daemonize the first process exits once the VM is set up (or failed). */
-    int status = 0;
+    pid_t qemu = -1;
+    em_err rerr;
+    int got = read_full_deadline(pipefd[0], &qemu, sizeof qemu, now_ms() + SPAWN_TIMEOUT_MS, &rerr);
+    close(pipefd[0]);
+    while (waitpid(child, NULL, 0) < 0 && errno == EINTR)
+        ;
+    if (got < 0 || qemu <= 0)
+        return em_fail(err, "qemu: could not start the process");
+
+    /* Ready when QMP accepts connections; dead if the process went away first. */
+    _cleanup_free_ char *qmp_path = xasprintf("%s/" VM_QMP_SOCK, s->dir);
     double deadline = now_ms() + SPAWN_TIMEOUT_MS;
     for (;;) {
-        pid_t r = waitpid(child, &status, WNOHANG);
-        if (r == child)
+        struct stat st;
+        if (stat(qmp_path, &st) == 0 && S_ISSOCK(st.st_mode))
             break;
-        if (r < 0 && errno != EINTR)
-            return em_fail_errno(err, "qemu: waitpid");
-        if (now_ms() > deadline) {
-            kill(child, SIGKILL);
-            waitpid(child, &status, 0);
-            return em_fail(err, "qemu: did not finish starting within %.0f s", SPAWN_TIMEOUT_MS / 1000);
+        if (!pid_running(qemu)) {
+            char line[512];
+            last_log_line(s->dir, line, sizeof line);
+            return em_fail(err, "qemu failed to start: %s", line[0] ? line : "it exited without a message");
         }
-        sleep_ms(5);
+        if (now_ms() > deadline) {
+            kill(qemu, SIGKILL);
+            return em_fail(err, "qemu: no QMP socket after %.0f s", SPAWN_TIMEOUT_MS / 1000);
+        }
+        sleep_ms(2);
     }
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        char line[512];
-        last_log_line(s->dir, line, sizeof line);
-        return em_fail(err, "qemu failed to start: %s (see %s)", line[0] ? line : "no message", log);
-    }
-    if (vm_read_pid(s->dir, pid_out, err) < 0)
-        return em_prefix(err, "qemu started but ");
+    *pid_out = qemu;
     return 0;
 }
 

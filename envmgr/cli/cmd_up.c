@@ -38,8 +38,8 @@ int cmd_up(int argc, char **argv)
     env_timings t;
     if (env_up(&o, &e, &t, &err) < 0)
         return cli_report(&err);
-    printf("env %s ready (%s): restore %.0f ms, guest agent %.0f ms, golden state %.0f ms\n", o.name, env_accel(e),
-           t.restore_ms, t.agent_ms, t.golden_ms);
+    printf("env %s ready (%s): restore %.0f ms, golden state %.0f ms\n", o.name, env_accel(e), t.restore_ms,
+           t.golden_ms);
     env_close(e);
     return 0;
 }
