@@ -90,7 +90,7 @@ bench: all $(TOOLS) $(BUILD)/bench/envbench image
 	@bench/run.sh
 
 demo: all image
-	@./demo.sh
+	@./demo
 
 # libFuzzer targets: tests/fuzz/fuzz_*.c, each linked with the library built by clang.
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)

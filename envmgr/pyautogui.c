@@ -463,9 +463,10 @@ static int parse_value(parser *p, value *v)
         if (v->n >= LIST_MAX)
             return fail_at(p, p->tok.line, "a list has more than %d items", LIST_MAX);
         v->items = xrealloc(v->items, (v->n + 1) * sizeof *v->items);
-        if (parse_scalar(p, &v->items[v->n]) < 0)
+        value *item = &v->items[v->n++]; /* counted first: a half-parsed item is freed with the rest */
+        memset(item, 0, sizeof *item);
+        if (parse_scalar(p, item) < 0)
             return -1;
-        v->n++;
         if (is_op(p, ',')) {
             comma = true;
             if (next(p) < 0)

@@ -16,6 +16,11 @@ int cmd_exec(int argc, char **argv)
 {
     if (cli_wants_help(argc, argv, usage))
         return 0;
+    if (argc < 2 || argv[1][0] == '-')
+        return cli_usage_error(usage, "exec: NAME missing");
+    const char *name = argv[1];
+    argc--;
+    argv++; /* options follow the name */
     double timeout = 60;
     long cap = GUEST_OUTPUT_CAP_DEFAULT;
     static const struct option opts[] = {
@@ -34,9 +39,6 @@ int cmd_exec(int argc, char **argv)
         default: return cli_usage_error(usage, "exec: bad option");
         }
     }
-    if (optind >= argc)
-        return cli_usage_error(usage, "exec: NAME missing");
-    const char *name = argv[optind++];
     if (optind < argc && !strcmp(argv[optind], "--"))
         optind++;
     if (optind >= argc)

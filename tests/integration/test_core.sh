@@ -47,9 +47,11 @@ shot $E1 "$T/after-bad.png"
 check "the screen is unchanged after refused actions" test "$("$PNGTOOL" diff "$T/clean.png" "$T/after-bad.png")" = 0.000000
 
 # --- a terminal through the GUI -----------------------------------------------
+active_is() { gexec $E1 xdotool getactivewindow getwindowname 2>/dev/null | grep -q "$1"; }
 xterm_up() { gexec $E1 xdotool search --class xterm >/dev/null 2>&1; }
 act $E1 '{"action_type":"HOTKEY","keys":["ctrl","alt","t"]}'
 check "ctrl+alt+t opens a terminal" wait_until 60 xterm_up
+wait_until 30 active_is 'user@' || true
 sleep 1
 # After a still period QEMU's refresh has backed off; the action must still show at once.
 sleep 4
@@ -74,13 +76,11 @@ check "KEY_DOWN/KEY_UP hold a modifier across commands" wait_until 20 bash -c "'
 
 # --- mousepad: type, save with ctrl+s, read back ------------------------------
 act $E1 '{"action_type":"TYPING","text":"mousepad &\n"}'
-mousepad_up() { gexec $E1 xdotool search --name 'Mousepad' >/dev/null 2>&1; }
-check "mousepad opens" wait_until 60 mousepad_up
-sleep 2
+check "mousepad opens and takes the focus" wait_until 60 active_is Mousepad
+sleep 1
 act $E1 '{"action_type":"TYPING","text":"Written by envmgr over VNC.\n"}'
 act $E1 '{"action_type":"HOTKEY","keys":["ctrl","s"]}'
-dialog_up() { gexec $E1 xdotool search --name '^Save As' >/dev/null 2>&1; }
-check "ctrl+s opens the save dialog" wait_until 30 dialog_up
+check "ctrl+s opens the save dialog" wait_until 30 active_is 'Save As'
 sleep 1
 act $E1 '{"action_type":"HOTKEY","keys":["ctrl","a"]}'
 act $E1 '{"action_type":"TYPING","text":"/tmp/note.txt\n"}'
@@ -130,16 +130,25 @@ check "down cleans a dead env" "$ENVMGR" down $E2
 check "its run directory is gone" test ! -e "$ENVMGR_RUN_DIR/$E2"
 
 # --- interrupts leave nothing behind ----------------------------------------
-"$ENVMGR" up --name it-core-int --accel tcg >/dev/null 2>&1 &
+# A scratch cache forces a golden-state build (a cold boot): interrupt it midway.
+ENVMGR_CACHE_DIR=$T/scratch-cache "$ENVMGR" up --name it-core-int --accel tcg >"$T/int.log" 2>&1 &
 upid=$!
-sleep 0.3
+sleep 4
 kill -INT $upid
-wait $upid
+wait $upid; rc=$?
+check "an interrupted up exits non-zero ($rc)" test $rc != 0
+check "it says it was interrupted" grep -q interrupted "$T/int.log"
 check "an interrupted up leaves no run directory" test ! -e "$ENVMGR_RUN_DIR/it-core-int"
-check "an interrupted up leaves no QEMU" bash -c "! pgrep -f '$ENVMGR_RUN_DIR/it-core-int/' >/dev/null"
+check "an interrupted golden build leaves no QEMU" no_qemu_under "$ENVMGR_RUN_DIR/.golden-"
+check "an interrupted golden build leaves no partial state" \
+    bash -c "[ -z \"\$(ls -A '$T/scratch-cache/golden' 2>/dev/null | grep -v '\.lock\$')\" ]"
+check "an interrupted golden build leaves no builder directory" bash -c "! ls -d '$ENVMGR_RUN_DIR'/.golden-* 2>/dev/null"
+out=$("$ENVMGR" exec $E1 --timeout 30 -- sleep 30 2>&1 & p=$!; sleep 2; kill -INT $p; wait $p; echo "rc=$?")
+check "an interrupted exec stops with a message" bash -c "echo '$out' | grep -q interrupted"
+check "the env still works after an interrupted exec" bash -c "'$ENVMGR' exec $E1 -- true"
 
 # --- down ------------------------------------------------------------------------
 check "down $E1" "$ENVMGR" down $E1
-check "no QEMU of this run is left" bash -c "! pgrep -f '$ENVMGR_RUN_DIR/' >/dev/null"
+check "no QEMU of this run is left" no_qemu_under "$ENVMGR_RUN_DIR/"
 check "down of an unknown env: exit 2" bash -c "'$ENVMGR' down nosuch >/dev/null 2>&1; [ \$? = 2 ]"
 finish

@@ -1,0 +1,53 @@
+/* Getters: the evaluator's "result" and "expected" specs, turned into
+ * artifacts a metric can compare. An artifact is a JSON object:
+ *
+ *   {"type": "file", "path": "<host path>", "sha256": "<hex>", "size": N, ...}
+ *   {"type": "text", "value": "..."}                (+ "exit_code" for commands)
+ *   {"type": "json", "value": <any JSON>}
+ *
+ * Spec types (OSWorld names where OSWorld has them):
+ *   vm_file {path, dest?}            guest file → <artifact_dir>/<sanitized dest or basename>
+ *   vm_command_line {command, shell?, timeout?}   stdout as text
+ *   rule {rules}                     the rules value, as json
+ *   cache_file / local_file {path}   a file shipped in the task folder
+ *   screenshot {region?: [x,y,w,h]}  the screen as PNG; the region is recorded, not cropped
+ *   list_directory {path}            names in a guest directory, sorted, as json
+ *   vm_window_title                  the active window's title, as text
+ *   egress_log                       (not available yet: always an error)
+ * Guest data is size-capped and every name written into artifact_dir is
+ * sanitized, so a guest cannot write outside it. */
+#ifndef ENVMGR_GETTERS_H
+#define ENVMGR_GETTERS_H
+
+#include <jansson.h>
+
+#include "envmgr/err.h"
+#include "evaluator/env_ops.h"
+#include "evaluator/task.h"
+
+#define GETTER_FILE_CAP (16u << 20)   /* bytes of a guest file */
+#define GETTER_OUTPUT_CAP (1u << 20)  /* bytes of command output */
+#define GETTER_TIMEOUT_S 60.0         /* default guest command timeout */
+#define GETTER_TIMEOUT_MAX_S 600.0
+
+/* Static check of a spec at task load. Messages start with the field,
+ * relative to the spec ("type: unknown getter `x`", "path: missing"), so
+ * the caller can prefix the JSON path of the spec. */
+int getter_check(json_t *spec, em_err *err);
+
+/* Run a spec and return a new artifact (*artifact, caller decrefs).
+ * ops may be NULL when only host-side getters (rule, cache_file,
+ * local_file) are used; t may be NULL. task_dir NULL means t->dir.
+ * Messages start with the getter type ("vm_file `/tmp/x`: ..."). */
+int getter_run(const em_env_ops *ops, const task *t, json_t *spec, const char *artifact_dir, const char *task_dir,
+               json_t **artifact, em_err *err);
+
+/* A JSON string of untrusted bytes: NUL bytes and invalid UTF-8 become
+ * U+FFFD, so guest output never makes an artifact fail to build. */
+json_t *getter_text_json(const char *s, size_t n);
+
+/* A guest-chosen name made safe as one path component: only [A-Za-z0-9._-],
+ * no leading dots, at most 100 bytes, never empty. Caller frees. */
+char *getter_safe_name(const char *name);
+
+#endif

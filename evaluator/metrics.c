@@ -1,0 +1,1074 @@
+/* Built-in metrics and the external `script` metric. A metric never fails
+ * the run: bad or missing inputs score 0 and the reason says why. */
+#include "metrics.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "envmgr/png.h"
+#include "envmgr/util.h"
+#include "evaluator/getters.h"
+#include "evaluator/task.h"
+
+#ifndef ENVMGR_SOURCE_DIR
+#define ENVMGR_SOURCE_DIR "."
+#endif
+#define SCRIPTS_DIR ENVMGR_SOURCE_DIR "/evaluator/scripts"
+#define SHOW_MAX 80 /* characters of a value quoted in a reason */
+
+typedef double (*metric_fn)(const metric_ctx *ctx, json_t *result, json_t *expected, json_t *options, char **reason);
+
+static const char *jtype(json_t *j)
+{
+    switch (json_typeof(j)) {
+    case JSON_OBJECT: return "object";
+    case JSON_ARRAY: return "array";
+    case JSON_STRING: return "string";
+    case JSON_INTEGER: return "integer";
+    case JSON_REAL: return "number";
+    case JSON_TRUE:
+    case JSON_FALSE: return "boolean";
+    default: return "null";
+    }
+}
+
+/* Set the reason and return the score: `return verdict(reason, 0, "...")`. */
+static double verdict(char **reason, double score, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static double verdict(char **reason, double score, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    free(*reason);
+    if (vasprintf(reason, fmt, ap) < 0)
+        *reason = NULL;
+    va_end(ap);
+    /* one line: guest text quoted in a reason must not break it */
+    for (char *s = *reason; s && *s; s++)
+        if (*s == '\n' || *s == '\r')
+            *s = ' ';
+    return score;
+}
+
+/* A value for a reason: compact JSON, cut at SHOW_MAX characters. */
+static char *show(json_t *v)
+{
+    char *s = v ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+    if (!s)
+        return xstrdup("null");
+    if (strlen(s) > SHOW_MAX)
+        strcpy(s + SHOW_MAX - 3, "...");
+    return s;
+}
+
+static char *show_bytes(const char *b, size_t n)
+{
+    json_auto_t *j = getter_text_json(b, n);
+    return show(j);
+}
+
+/* ---- artifacts as inputs (see getters.h) ---- */
+
+static const char *art_type(json_t *a)
+{
+    return json_string_value(json_object_get(a, "type"));
+}
+
+/* Contents as bytes: text, a json string, a file's contents; other json is
+ * its compact serialization. Owned, NUL-terminated. */
+static int art_bytes(json_t *a, char **s, size_t *n, em_err *e)
+{
+    const char *type = art_type(a);
+    *s = NULL;
+    *n = 0;
+    if (!a)
+        return em_fail(e, "no artifact");
+    if (!type)
+        return em_fail(e, "not an artifact (no `type`)");
+    json_t *v = json_object_get(a, "value");
+    if (!strcmp(type, "text") || (!strcmp(type, "json") && json_is_string(v))) {
+        if (!json_is_string(v))
+            return em_fail(e, "text artifact without a string value");
+        *n = json_string_length(v);
+        *s = xmalloc(*n + 1);
+        memcpy(*s, json_string_value(v), *n + 1);
+        return 0;
+    }
+    if (!strcmp(type, "json")) {
+        if (!v)
+            return em_fail(e, "json artifact without a value");
+        *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+        if (!*s)
+            return em_fail(e, "cannot serialize the json value");
+        *n = strlen(*s);
+        return 0;
+    }
+    if (!strcmp(type, "file")) {
+        const char *path = json_string_value(json_object_get(a, "path"));
+        if (!path)
+            return em_fail(e, "file artifact without a path");
+        return read_file_capped(path, METRIC_TEXT_MAX, s, n, e);
+    }
+    return em_fail(e, "unknown artifact type `%.32s`", type);
+}
+
+/* The artifact as a JSON value: text → string, json → its value, file → its contents as a string. */
+static json_t *art_value(json_t *a, em_err *e)
+{
+    const char *type = art_type(a);
+    if (a && type && !strcmp(type, "json")) {
+        json_t *v = json_object_get(a, "value");
+        if (!v)
+            em_fail(e, "json artifact without a value");
+        return json_incref(v);
+    }
+    char *s;
+    size_t n;
+    if (art_bytes(a, &s, &n, e) < 0)
+        return NULL;
+    json_t *j = getter_text_json(s, n);
+    free(s);
+    return j;
+}
+
+/* What to compare against: rules.expected when the expected artifact is a
+ * rules object (OSWorld's `rule` getter), else the artifact's own value. */
+static json_t *expected_value(json_t *a, em_err *e)
+{
+    json_t *v = art_value(a, e);
+    if (json_is_object(v) && json_object_get(v, "expected")) {
+        json_t *x = json_incref(json_object_get(v, "expected"));
+        json_decref(v);
+        return x;
+    }
+    return v;
+}
+
+/* The expected value as bytes (strings as they are, other JSON serialized). */
+static int expected_bytes(json_t *a, char **s, size_t *n, em_err *e)
+{
+    const char *type = art_type(a);
+    if (!type || strcmp(type, "json"))
+        return art_bytes(a, s, n, e);
+    json_auto_t *v = expected_value(a, e);
+    if (!v)
+        return -1;
+    if (json_is_string(v)) {
+        *n = json_string_length(v);
+        *s = xmalloc(*n + 1);
+        memcpy(*s, json_string_value(v), *n + 1);
+        return 0;
+    }
+    *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+    *n = *s ? strlen(*s) : 0;
+    return *s ? 0 : em_fail(e, "cannot serialize the expected value");
+}
+
+/* ---- comparisons with Python's semantics ---- */
+
+/* ==, as Python compares parsed JSON: 1 == 1.0, key order does not matter. */
+static bool py_equal(json_t *a, json_t *b)
+{
+    if (!a || !b)
+        return a == b;
+    if (json_is_number(a) && json_is_number(b)) {
+        if (json_is_integer(a) && json_is_integer(b))
+            return json_integer_value(a) == json_integer_value(b);
+        return json_number_value(a) == json_number_value(b);
+    }
+    if (json_typeof(a) != json_typeof(b))
+        return false;
+    switch (json_typeof(a)) {
+    case JSON_STRING:
+        return json_string_length(a) == json_string_length(b) &&
+               !memcmp(json_string_value(a), json_string_value(b), json_string_length(a));
+    case JSON_ARRAY: {
+        if (json_array_size(a) != json_array_size(b))
+            return false;
+        for (size_t i = 0; i < json_array_size(a); i++)
+            if (!py_equal(json_array_get(a, i), json_array_get(b, i)))
+                return false;
+        return true;
+    }
+    case JSON_OBJECT: {
+        if (json_object_size(a) != json_object_size(b))
+            return false;
+        const char *k;
+        json_t *v;
+        json_object_foreach(a, k, v)
+        {
+            if (!py_equal(v, json_object_get(b, k)))
+                return false;
+        }
+        return true;
+    }
+    default:
+        return true; /* true, false, null: same type is equal */
+    }
+}
+
+static bool array_contains(json_t *arr, json_t *v)
+{
+    for (size_t i = 0; i < json_array_size(arr); i++)
+        if (py_equal(json_array_get(arr, i), v))
+            return true;
+    return false;
+}
+
+/* sorted(a) == sorted(b): equal as multisets. */
+static bool multiset_equal(json_t *a, json_t *b)
+{
+    size_t n = json_array_size(a);
+    if (n != json_array_size(b))
+        return false;
+    bool *used = xcalloc(n + 1, sizeof *used);
+    bool ok = true;
+    for (size_t i = 0; i < n && ok; i++) {
+        ok = false;
+        for (size_t j = 0; j < n && !ok; j++)
+            if (!used[j] && py_equal(json_array_get(a, i), json_array_get(b, j)))
+                used[j] = ok = true;
+    }
+    free(used);
+    return ok;
+}
+
+/* str(x) for literal_match: strings as they are, anything else as compact JSON. */
+static char *to_str(json_t *v, size_t *n)
+{
+    char *s;
+    if (json_is_string(v)) {
+        *n = json_string_length(v);
+        s = xmalloc(*n + 1);
+        memcpy(s, json_string_value(v), *n + 1);
+        return s;
+    }
+    s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+    if (!s)
+        s = xstrdup("null");
+    *n = strlen(s);
+    return s;
+}
+
+static void ascii_lower(char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        s[i] = (char)tolower((unsigned char)s[i]);
+}
+
+static bool opt_bool(json_t *options, const char *key)
+{
+    return json_is_true(json_object_get(options, key));
+}
+
+static double opt_num(json_t *options, const char *key, double dflt)
+{
+    json_t *v = json_object_get(options, key);
+    return json_is_number(v) ? json_number_value(v) : dflt;
+}
+
+/* ---- the metrics ---- */
+
+static double m_exact_match(const metric_ctx *ctx, json_t *result, json_t *expected, json_t *options, char **reason)
+{
+    em_err e = {0};
+    json_auto_t *r = art_value(result, &e);
+    if (!r)
+        return verdict(reason, 0, "exact_match: result: %s", e.msg);
+    json_auto_t *x = expected_value(expected, &e);
+    if (!x)
+        return verdict(reason, 0, "exact_match: expected: %s", e.msg);
+    _cleanup_free_ char *rs = show(r), *xs = show(x);
+    if (py_equal(r, x))
+        return verdict(reason, 1, "exact_match: result equals %s", xs);
+    return verdict(reason, 0, "exact_match: got %s, expected %s", rs, xs);
+}
+
+static double m_include_exclude(const metric_ctx *ctx, json_t *result, json_t *expected, json_t *options,
+                                char **reason)
+{
+    em_err e = {0};
+    _cleanup_free_ char *r = NULL;
+    size_t rn;
+    if (art_bytes(result, &r, &rn, &e) < 0)
+        return verdict(reason, 0, "check_include_exclude: result: %s", e.msg);
+    json_auto_t *rules = art_value(expected, &e);
+    if (!json_is_object(rules))
+        return verdict(reason, 0, "check_include_exclude: expected rules {include: [...], exclude: [...]}, got %s",
+                       rules ? jtype(rules) : e.msg);
+    json_t *inc = json_object_get(rules, "include"), *exc = json_object_get(rules, "exclude");
+    if ((inc && !json_is_array(inc)) || (exc && !json_is_array(exc)))
+        return verdict(reason, 0, "check_include_exclude: rules.include and rules.exclude must be arrays of strings");
+    for (size_t i = 0; i < json_array_size(inc); i++) {
+        json_t *s = json_array_get(inc, i);
+        if (!json_is_string(s))
+            return verdict(reason, 0, "check_include_exclude: rules.include[%zu] is not a string", i);
+        if (json_string_length(s) && !memmem(r, rn, json_string_value(s), json_string_length(s))) {
+            _cleanup_free_ char *ss = show(s);
+            return verdict(reason, 0, "check_include_exclude: %s is not in the result", ss);
+        }
+    }
+    for (size_t i = 0; i < json_array_size(exc); i++) {
+        json_t *s = json_array_get(exc, i);
+        if (!json_is_string(s))
+            return verdict(reason, 0, "check_include_exclude: rules.exclude[%zu] is not a string", i);
+        if (!json_string_length(s) || memmem(r, rn, json_string_value(s), json_string_length(s))) {
+            _cleanup_free_ char *ss = show(s);
+            return verdict(reason, 0, "check_include_exclude: %s is in the result", ss);
+        }
+    }
+    return verdict(reason, 1, "check_include_exclude: all %zu included strings found, none of %zu excluded",
+                   json_array_size(inc), json_array_size(exc));
+}
+
+static double m_match_in_list(const metric_ctx *ctx, json_t *result, json_t *expected, json_t *options,
+                              char **reason)
+{
+    em_err e = {0};
+    json_auto_t *r = art_value(result, &e);
+    if (!r)
+        return verdict(reason, 0, "match_in_list: result: %s", e.msg);
+    json_auto_t *x = expected_value(expected, &e);
+    if (!json_is_array(x))
+        return verdict(reason, 0, "match_in_list: the expected value must be a list, got %s", x ? jtype(x) : e.msg);
+    _cleanup_free_ char *rs = show(r);
+    if (array_contains(x, r))
+        return verdict(reason, 1, "match_in_list: %s is in the list", rs);
+    return verdict(reason, 0, "match_in_list: %s is not one of the %zu expected values", rs, json_array_size(x));
+}
+
+static double m_is_in_list(const metric_ctx *ctx, json_t *result, json_t *expected, json_t *options, char **reason)
+{
+    em_err e = {0};
+    json_auto_t *r = art_value(result, &e);
+    if (!r)
+        return verdict(reason, 0, "is_in_list: result: %s", e.msg);
+    json_auto_t *x = expected_value(expected, &e);
+    if (!x)
+        return verdict(reason, 0, "is_in_list: expected: %s", e.msg);
+    _cleanup_free_ char *xs = show(x);
+    bool in;
+    if (json_is_array(r))
+        in = array_contains(r, x);
+    else if (json_is_string(r) && json_is_string(x))
+        in = memmem(json_string_value(r), json_string_length(r), json_string_value(x), json_string_length(x)) != NULL;
+    else
+        return verdict(reason, 0, "is_in_list: the result must be a list or text, got %s", jtype(r));
+    return verdict(reason, in ? 1 : 0, "is_in_list: %s is %sin the result", xs, in ? "" : "not ");
+}
+
+static bool str_equal(json_t *a, json_t *b, bool ignore_case)
+{
+    size_t an, bn;
+    _cleanup_free_ char *as = to_str(a, &an), *bs = to_str(b, &bn);
+    if (ignore_case) {
+        ascii_lower(as, an);
+        ascii_lower(bs, bn);
+    }
+    return an == bn && !memcmp(as, bs, an);
+}
+
+static double m_literal_match(const metric_ctx *ctx, json_t *result, json_t *expected, json_t *options,
+                              char **reason)
+{
+    em_err e = {0};
+    json_auto_t *r = art_value(result, &e);
+    if (!r)
+        return verdict(reason, 0, "literal_match: result: %s", e.msg);
+    json_auto_t *x = expected_value(expected, &e);
+    if (!x)
+        return verdict(reason, 0, "literal_match: expected: %s", e.msg);
+    const char *type = json_string_value(json_object_get(options, "type"));
+    bool icase = opt_bool(options, "ignore_case");
+    _cleanup_free_ char *rs = show(r), *xs = show(x);
+    if (type && !strcmp(type, "list")) {
+        if (!json_is_array(r) || !json_is_array(x) || json_array_size(r) != json_array_size(x))
+            return verdict(reason, 0, "literal_match: got %s, expected the list %s", rs, xs);
+        for (size_t i = 0; i < json_array_size(r); i++)
+            if (!str_equal(json_array_get(r, i), json_array_get(x, i), icase))
+                return verdict(reason, 0, "literal_match: item %zu differs: got %s, expected %s", i, rs, xs);
+        return verdict(reason, 1, "literal_match: lists are equal");
+    }
+    if (str_equal(r, x, icase))
+        return verdict(reason, 1, "literal_match: result equals %s", xs);
+    return verdict(reason, 0, "literal_match: got %s, expected %s", rs, xs);
+}
+
+/* Code points of a UTF-8 string; an invalid byte is one code point of its own. */
+static size_t code_points(const char *s, size_t n, uint32_t *out)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t k = 0;
+    for (size_t i = 0; i < n;) {
+        unsigned char c = u[i];
+        size_t len = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
+        uint32_t cp = len == 1 ? c : len == 2 ? (c & 0x1fu) : len == 3 ? (c & 0x0fu) : (c & 0x07u);
+        bool ok = len > 0 && i + len <= n;
+        for (size_t j = 1; ok && j < len; j++) {
+            ok = (u[i + j] & 0xc0) == 0x80;
+            cp = (cp << 6) | (u[i + j] & 0x3fu);
+        }
+        if (!ok) {
+            cp = 0x110000u + c; /* outside Unicode: never equal to a real character */
+            len = 1;
+        }
+        if (out)
+            out[k] = cp;
+        k++;
+        i += len;
+    }
+    return k;
+}
+
+double metric_fuzzy_ratio(const char *a, size_t alen, const char *b, size_t blen)
+{
+    size_t la = code_points(a, alen, NULL), lb = code_points(b, blen, NULL);
+    if (la > METRIC_FUZZY_MAX || lb > METRIC_FUZZY_MAX)
+        return -1;
+    if (la + lb == 0)
+        return 1.0;
+    uint32_t *ca = xmalloc((la + 1) * sizeof *ca), *cb = xmalloc((lb + 1) * sizeof *cb);
+    code_points(a, alen, ca);
+    code_points(b, blen, cb);
+    /* LCS by dynamic programming over one row: O(la * lb) time, O(lb) space. */
+    uint32_t *row = xcalloc(lb + 1, sizeof *row);
+    for (size_t i = 1; i <= la; i++) {
+        uint32_t diag = 0; /* row[j - 1] of the previous row */
+        for (size_t j = 1; j <= lb; j++) {
+            uint32_t up = row[j];
+            row[j] = ca[i - 1] == cb[j - 1] ? diag + 1 : (up > row[j - 1] ? up : row[j - 1]);
+            diag = up;
+        }
+    }
+    double ratio = 2.0 * row[lb] / (double)(la + lb);
+    free(row);
+    free(ca);
+    free(cb);
+    return ratio;
+}
+
+static double m_fuzzy_match(const metric_ctx *ctx, json_t *result, json_t *expected, json_t *options, char **reason)
+{
+    em_err e = {0};
+    _cleanup_free_ char *r = NULL, *x = NULL;
+    size_t rn, xn;
+    if (art_bytes(result, &r, &rn, &e) < 0)
+        return verdict(reason, 0, "fuzzy_match: result: %s", e.msg);
+    if (expected_bytes(expected, &x, &xn, &e) < 0)
+        return verdict(reason, 0, "fuzzy_match: expected: %s", e.msg);
+    double ratio = metric_fuzzy_ratio(r, rn, x, xn);
+    if (ratio < 0)
+        return verdict(reason, 0, "fuzzy_match: texts longer than %d characters are not compared", METRIC_FUZZY_MAX);
+    json_t *th = json_object_get(options, "threshold");
+    if (th) {
+        double t = json_number_value(th);
+        return verdict(reason, ratio >= t ? 1 : 0, "fuzzy_match: ratio %.4f %s threshold %g", ratio,
+                       ratio >= t ? ">=" : "<", t);
+    }
+    return verdict(reason, ratio, "fuzzy_match: ratio %.4f", ratio);
+}
+
+/* Python's re.sub(r'\s+', ' ', text).strip() for ASCII whitespace. */
+static size_t collapse_blanks(char *s, size_t n)
+{
+    size_t o = 0;
+    bool space = false;
+    for (size_t i = 0; i < n; i++) {
+        if (isspace((unsigned char)s[i])) {
+            space = o > 0;
+            continue;
+        }
+        if (space)
+            s[o++] = ' ';
+        space = false;
+        s[o++] = s[i];
+    }
+    s[o] = '\0';
+    return o;
+}
+
+static double m_compare_text_file(const metric_ctx *ctx, json_t *result, json_t *expected, json_t *options,
+                                  char **reason)
+{
+    em_err e = {0};
+    _cleanup_free_ char *r = NULL, *x = NULL;
+    size_t rn, xn;
+    if (art_bytes(result, &r, &rn, &e) < 0)
+        return verdict(reason, 0, "compare_text_file: result: %s", e.msg);
+    if (expected_bytes(expected, &x, &xn, &e) < 0)
+        return verdict(reason, 0, "compare_text_file: expected: %s", e.msg);
+    if (opt_bool(options, "ignore_blanks")) {
+        rn = collapse_blanks(r, rn);
+        xn = collapse_blanks(x, xn);
+    }
+    if (opt_bool(options, "ignore_case")) {
+        ascii_lower(r, rn);
+        ascii_lower(x, xn);
+    }
+    if (rn == xn && !memcmp(r, x, rn))
+        return verdict(reason, 1, "compare_text_file: the texts are equal (%zu bytes)", rn);
+    size_t i = 0;
+    while (i < rn && i < xn && r[i] == x[i])
+        i++;
+    size_t from = i > 20 ? i - 20 : 0;
+    _cleanup_free_ char *rs = show_bytes(r + from, (rn - from) < 40 ? rn - from : 40);
+    _cleanup_free_ char *xs = show_bytes(x + from, (xn - from) < 40 ? xn - from : 40);
+    return verdict(reason, 0, "compare_text_file: the texts differ at byte %zu: got %s, expected %s", i, rs, xs);
+}
+
+static double m_direct_json_object(const metric_ctx *ctx, json_t *result, json_t *expected, json_t *options,
+                                   char **reason)
+{
+    em_err e = {0};
+    json_auto_t *r = art_value(result, &e);
+    if (!r)
+        return verdict(reason, 0, "check_direct_json_object: result: %s", e.msg);
+    if (json_is_string(r)) {
+        /* OSWorld: strip, replace ' with ", json.loads */
+        size_t n = json_string_length(r);
+        _cleanup_free_ char *s = xmalloc(n + 1);
+        memcpy(s, json_string_value(r), n + 1);
+        for (size_t i = 0; i < n; i++)
+            if (s[i] == '\'')
+                s[i] = '"';
+        json_error_t je;
+        json_t *parsed = json_loadb(s, n, JSON_DECODE_ANY, &je);
+        if (!parsed)
+            return verdict(reason, 0, "check_direct_json_object: the result is not JSON: %s", je.text);
+        json_decref(r);
+        r = parsed;
+    }
+    if (!json_is_object(r))
+        return verdict(reason, 0, "check_direct_json_object: the result is not a JSON object (%s)", jtype(r));
+    json_auto_t *rules = art_value(expected, &e);
+    json_t *x = json_object_get(rules, "expected");
+    if (!json_is_object(x))
+        return verdict(reason, 0, "check_direct_json_object: expected rules {\"expected\": {...}}");
+    bool in_result = json_is_true(json_object_get(rules, "expect_in_result"));
+    bool any_order = json_is_true(json_object_get(rules, "ignore_list_order"));
+    const char *k;
+    json_t *xv;
+    json_object_foreach(x, k, xv)
+    {
+        json_t *rv = json_object_get(r, k);
+        _cleanup_free_ char *xs = show(xv), *rs = show(rv);
+        bool ok;
+        if (!in_result) {
+            if (any_order && json_is_array(xv) && json_is_array(rv))
+                ok = multiset_equal(xv, rv);
+            else
+                ok = rv ? py_equal(xv, rv) : json_is_null(xv);
+        } else if (json_is_array(xv)) {
+            ok = false;
+            for (size_t i = 0; i < json_array_size(xv) && !ok; i++) {
+                json_t *one = json_array_get(xv, i);
+                ok = (json_is_array(rv) && array_contains(rv, one)) || (json_is_string(rv) && py_equal(one, rv));
+            }
+        } else if (json_is_string(xv)) {
+            ok = json_is_string(rv) &&
+                 memmem(json_string_value(rv), json_string_length(rv), json_string_value(xv), json_string_length(xv));
+        } else {
+            return verdict(reason, 0, "check_direct_json_object: key `%.64s`: expect_in_result takes lists and strings",
+                           k);
+        }
+        if (!ok)
+            return verdict(reason, 0, "check_direct_json_object: key `%.64s`: got %s, expected %s%s", k, rs,
+                           in_result ? "it to contain " : "", xs);
+    }
+    return verdict(reason, 1, "check_direct_json_object: all %zu keys match", json_object_size(x));
+}
+
+/* A file artifact's pixels, cropped to its "region" when it has one. */
+static int art_pixels(json_t *a, uint8_t **px, int *w, int *h, em_err *e)
+{
+    const char *type = art_type(a), *path = json_string_value(json_object_get(a, "path"));
+    *px = NULL;
+    if (!type || strcmp(type, "file") || !path)
+        return em_fail(e, "not a file artifact");
+    if (png_decode_file(path, px, w, h, e) < 0)
+        return -1;
+    json_t *r = json_object_get(a, "region");
+    if (!r)
+        return 0;
+    json_int_t v[4];
+    for (size_t i = 0; i < 4; i++)
+        v[i] = json_is_integer(json_array_get(r, i)) ? json_integer_value(json_array_get(r, i)) : -1;
+    if (json_array_size(r) != 4 || v[0] < 0 || v[1] < 0 || v[2] < 1 || v[3] < 1 || v[0] + v[2] > *w ||
+        v[1] + v[3] > *h) {
+        free(*px);
+        *px = NULL;
+        return em_fail(e, "region is outside the %dx%d image", *w, *h);
+    }
+    uint8_t *crop = xmalloc((size_t)v[2] * (size_t)v[3] * 4);
+    for (json_int_t y = 0; y < v[3]; y++)
+        memcpy(crop + (size_t)y * (size_t)v[2] * 4, *px + ((size_t)(v[1] + y) * (size_t)*w + (size_t)v[0]) * 4,
+               (size_t)v[2] * 4);
+    free(*px);
+    *px = crop;
+    *w = (int)v[2];
+    *h = (int)v[3];
+    return 0;
+}
+
+static double m_compare_images(const metric_ctx *ctx, json_t *result, json_t *expected, json_t *options,
+                               char **reason)
+{
+    em_err e = {0};
+    uint8_t *a = NULL, *b = NULL;
+    int aw, ah, bw, bh;
+    if (art_pixels(result, &a, &aw, &ah, &e) < 0)
+        return verdict(reason, 0, "compare_images: result: %s", e.msg);
+    if (art_pixels(expected, &b, &bw, &bh, &e) < 0) {
+        free(a);
+        return verdict(reason, 0, "compare_images: expected: %s", e.msg);
+    }
+    if (aw != bw || ah != bh) {
+        free(a);
+        free(b);
+        return verdict(reason, 0, "compare_images: sizes differ: %dx%d vs %dx%d", aw, ah, bw, bh);
+    }
+    int tol = (int)opt_num(options, "tolerance", 0);
+    double allowed = opt_num(options, "max_diff_fraction", 0);
+    size_t total = (size_t)aw * (size_t)ah, diff = 0;
+    for (size_t i = 0; i < total; i++) {
+        const uint8_t *p = a + i * 4, *q = b + i * 4; /* RGB; the 4th byte (alpha or filler) is ignored */
+        if (abs(p[0] - q[0]) > tol || abs(p[1] - q[1]) > tol || abs(p[2] - q[2]) > tol)
+            diff++;
+    }
+    free(a);
+    free(b);
+    double frac = total ? (double)diff / (double)total : 0;
+    return verdict(reason, frac <= allowed ? 1 : 0, "compare_images: %zu of %zu pixels differ (%.4f%%, allowed %.4f%%)",
+                   diff, total, frac * 100, allowed * 100);
+}
+
+static double m_infeasible(const metric_ctx *ctx, json_t *result, json_t *expected, json_t *options, char **reason)
+{
+    const char *exit = ctx->agent_exit;
+    if (exit && !strcmp(exit, "fail"))
+        return verdict(reason, 1, "infeasible: the agent answered FAIL");
+    return verdict(reason, 0, "infeasible: the task is infeasible but the agent ended with `%s`, not FAIL",
+                   exit ? exit : "(unknown)");
+}
+
+/* ---- script ---- */
+
+typedef struct proc_io {
+    char *out;
+    size_t out_len;
+    char *errs;
+    size_t err_len;
+    int status;
+    bool timed_out, overflow, lost;
+} proc_io;
+
+static void close_fd(int *fd)
+{
+    if (*fd >= 0)
+        close(*fd);
+    *fd = -1;
+}
+
+/* Read what is there into *buf (at most cap bytes kept); 0 at EOF, 1 more may come, 2 over the cap. */
+static int drain(int fd, char **buf, size_t *len, size_t cap)
+{
+    char tmp[16384];
+    for (;;) {
+        ssize_t r = read(fd, tmp, sizeof tmp);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return errno == EAGAIN || errno == EWOULDBLOCK ? 1 : 0;
+        if (r == 0)
+            return 0;
+        if (*len + (size_t)r > cap)
+            return 2;
+        *buf = xrealloc(*buf, *len + (size_t)r + 1);
+        memcpy(*buf + *len, tmp, (size_t)r);
+        *len += (size_t)r;
+        (*buf)[*len] = '\0';
+    }
+}
+
+/* fork/exec exe (no shell) in its own process group, feed it input, collect
+ * stdout and stderr, kill the whole group at the deadline. */
+static int run_process(const char *exe, const char *cwd, char *const envp[], const char *input, size_t in_len,
+                       double timeout_s, proc_io *io, em_err *err)
+{
+    int in_sv[2] = {-1, -1}, out_p[2] = {-1, -1}, err_p[2] = {-1, -1};
+    memset(io, 0, sizeof *io);
+    /* stdin is a socket so a script that exits early cannot SIGPIPE us (send + MSG_NOSIGNAL). */
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, in_sv) < 0 || pipe2(out_p, O_CLOEXEC) < 0 ||
+        pipe2(err_p, O_CLOEXEC) < 0) {
+        em_fail_errno(err, "pipe");
+        goto fail;
+    }
+    char *const argv[] = {(char *)exe, NULL};
+    pid_t pid = fork();
+    if (pid < 0) {
+        em_fail_errno(err, "fork");
+        goto fail;
+    }
+    if (pid == 0) {
+        /* only async-signal-safe calls from here to execve */
+        setpgid(0, 0);
+        if (dup2(in_sv[1], 0) < 0 || dup2(out_p[1], 1) < 0 || dup2(err_p[1], 2) < 0)
+            _exit(126);
+        if (cwd && chdir(cwd) < 0)
+            _exit(126);
+        close_range(3, ~0u, 0);
+        execve(exe, argv, envp);
+        _exit(127);
+    }
+    setpgid(pid, pid); /* also from here, so the group exists before any kill */
+    close_fd(&in_sv[1]);
+    close_fd(&out_p[1]);
+    close_fd(&err_p[1]);
+    fcntl(in_sv[0], F_SETFL, O_NONBLOCK);
+    fcntl(out_p[0], F_SETFL, O_NONBLOCK);
+    fcntl(err_p[0], F_SETFL, O_NONBLOCK);
+    if (in_len == 0)
+        close_fd(&in_sv[0]);
+
+    double deadline = now_ms() + timeout_s * 1000;
+    size_t in_off = 0;
+    while ((out_p[0] >= 0 || err_p[0] >= 0) && !io->overflow) {
+        double left = deadline - now_ms();
+        if (left <= 0) {
+            io->timed_out = true;
+            break;
+        }
+        struct pollfd pf[3];
+        int n = 0, i_in = -1, i_out = -1, i_err = -1;
+        if (in_sv[0] >= 0)
+            pf[i_in = n++] = (struct pollfd){.fd = in_sv[0], .events = POLLOUT};
+        if (out_p[0] >= 0)
+            pf[i_out = n++] = (struct pollfd){.fd = out_p[0], .events = POLLIN};
+        if (err_p[0] >= 0)
+            pf[i_err = n++] = (struct pollfd){.fd = err_p[0], .events = POLLIN};
+        int r = poll(pf, (nfds_t)n, (int)left + 1);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            em_fail_errno(err, "poll");
+            kill(-pid, SIGKILL);
+            kill(pid, SIGKILL);
+            waitpid(pid, NULL, 0);
+            goto fail;
+        }
+        if (i_in >= 0 && pf[i_in].revents) {
+            ssize_t w = send(in_sv[0], input + in_off, in_len - in_off, MSG_NOSIGNAL | MSG_DONTWAIT);
+            if (w > 0)
+                in_off += (size_t)w;
+            if ((w < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) || in_off == in_len)
+                close_fd(&in_sv[0]); /* done, or the script stopped reading: either way EOF */
+        }
+        if (i_out >= 0 && pf[i_out].revents) {
+            int d = drain(out_p[0], &io->out, &io->out_len, METRIC_SCRIPT_OUTPUT_MAX);
+            if (d == 2)
+                io->overflow = true;
+            else if (d == 0)
+                close_fd(&out_p[0]);
+        }
+        if (i_err >= 0 && pf[i_err].revents) {
+            int d = drain(err_p[0], &io->errs, &io->err_len, METRIC_SCRIPT_OUTPUT_MAX);
+            if (d != 1)
+                close_fd(&err_p[0]); /* stderr past the cap is dropped, not an error */
+        }
+    }
+    if (io->timed_out || io->overflow)
+        kill(-pid, SIGKILL);
+    /* Wait for the exit without reaping (WNOWAIT keeps the pid ours), kill
+     * whatever the script left running in its group, then reap. */
+    for (;;) {
+        siginfo_t si = {0};
+        int r = waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0 || si.si_pid == pid)
+            break;
+        if (now_ms() >= deadline && !io->timed_out) {
+            io->timed_out = true;
+            kill(-pid, SIGKILL);
+        }
+        sleep_ms(5);
+    }
+    kill(-pid, SIGKILL);
+    int status = 0, r;
+    while ((r = waitpid(pid, &status, 0)) < 0 && errno == EINTR)
+        ;
+    io->status = status;
+    io->lost = r != pid; /* reaped elsewhere (a SIGCHLD handler?): the exit status is unknown */
+    close_fd(&in_sv[0]);
+    close_fd(&out_p[0]);
+    close_fd(&err_p[0]);
+    return 0;
+fail:
+    close_fd(&in_sv[0]);
+    close_fd(&in_sv[1]);
+    close_fd(&out_p[0]);
+    close_fd(&out_p[1]);
+    close_fd(&err_p[0]);
+    close_fd(&err_p[1]);
+    return -1;
+}
+
+/* A bare name is looked up in the built-in scripts folder first, then in
+ * the task folder; a name with a '/' only in the task folder. */
+static int resolve_script(const metric_ctx *ctx, const char *name, char **exe, em_err *e)
+{
+    *exe = NULL;
+    if (!strchr(name, '/')) {
+        _cleanup_free_ char *cand = xasprintf("%s/%s", SCRIPTS_DIR, name);
+        if (access(cand, F_OK) == 0)
+            return task_path_inside(SCRIPTS_DIR, name, true, exe, e);
+    }
+    if (!ctx->task_dir)
+        return em_fail(e, "not found in %s (and no task folder)", SCRIPTS_DIR);
+    if (task_path_inside(ctx->task_dir, name, true, exe, e) < 0)
+        return strchr(name, '/') ? -1 : em_fail(e, "not found in %s or the task folder", SCRIPTS_DIR);
+    return 0;
+}
+
+/* The last line of stderr, cleaned up for a one-line reason. */
+static char *stderr_tail(const proc_io *io)
+{
+    size_t n = io->err_len;
+    while (n > 0 && isspace((unsigned char)io->errs[n - 1]))
+        n--;
+    size_t s = n;
+    while (s > 0 && io->errs[s - 1] != '\n')
+        s--;
+    if (n - s > 200)
+        s = n - 200;
+    char *t = xmalloc(n - s + 1);
+    for (size_t i = s; i < n; i++)
+        t[i - s] = (io->errs[i] >= 0x20 && io->errs[i] < 0x7f) ? io->errs[i] : '?';
+    t[n - s] = '\0';
+    return t;
+}
+
+static double m_script(const metric_ctx *ctx, json_t *result, json_t *expected, json_t *options, char **reason)
+{
+    const char *name = json_string_value(json_object_get(options, "path"));
+    double timeout = opt_num(options, "timeout_s", METRIC_SCRIPT_TIMEOUT_S);
+    em_err e = {0};
+    _cleanup_free_ char *exe = NULL;
+    if (!name)
+        return verdict(reason, 0, "script: options.path: missing");
+    if (resolve_script(ctx, name, &exe, &e) < 0)
+        return verdict(reason, 0, "script `%s`: %s", name, e.msg);
+    struct stat st;
+    if (stat(exe, &st) < 0 || !S_ISREG(st.st_mode) || access(exe, X_OK) < 0)
+        return verdict(reason, 0, "script `%s`: not an executable file", name);
+
+    json_auto_t *in = json_pack("{s:O?,s:O?,s:O?}", "result", result, "expected", expected, "options", options);
+    _cleanup_free_ char *input = json_dumps(in, JSON_COMPACT);
+    const char *path_env = getenv("PATH"), *home = getenv("HOME");
+    _cleanup_free_ char *e_path = xasprintf("PATH=%s", path_env ? path_env : "/usr/local/bin:/usr/bin:/bin");
+    _cleanup_free_ char *e_home = xasprintf("HOME=%s", home ? home : "/");
+    _cleanup_free_ char *e_task = xasprintf("ENVMGR_TASK_DIR=%s", ctx->task_dir ? ctx->task_dir : "");
+    _cleanup_free_ char *e_art = xasprintf("ENVMGR_ARTIFACT_DIR=%s", ctx->artifact_dir ? ctx->artifact_dir : "");
+    char *const envp[] = {e_path, e_home, "LANG=C.UTF-8", e_task, e_art, NULL};
+
+    proc_io io;
+    if (run_process(exe, ctx->artifact_dir, envp, input ? input : "{}", input ? strlen(input) : 2, timeout, &io,
+                    &e) < 0)
+        return verdict(reason, 0, "script `%s`: %s", name, e.msg);
+    _cleanup_free_ char *out = io.out, *errs = io.errs, *tail = stderr_tail(&io);
+    if (io.timed_out)
+        return verdict(reason, 0, "script `%s`: timed out after %g s", name, timeout);
+    if (io.overflow)
+        return verdict(reason, 0, "script `%s`: printed more than %u bytes", name, METRIC_SCRIPT_OUTPUT_MAX);
+    if (io.lost)
+        return verdict(reason, 0, "script `%s`: its exit status was lost (reaped elsewhere)", name);
+    if (WIFSIGNALED(io.status))
+        return verdict(reason, 0, "script `%s`: killed by signal %d%s%s", name, WTERMSIG(io.status),
+                       *tail ? ": " : "", tail);
+    if (WEXITSTATUS(io.status) != 0)
+        return verdict(reason, 0, "script `%s`: exited with status %d%s%s", name, WEXITSTATUS(io.status),
+                       *tail ? ": " : "", tail);
+    json_error_t je;
+    json_auto_t *res = io.out_len ? json_loadb(io.out, io.out_len, 0, &je) : NULL;
+    if (!json_is_object(res))
+        return verdict(reason, 0, "script `%s`: expected {\"score\": 0..1, \"reason\": \"...\"} on stdout", name);
+    json_t *sj = json_object_get(res, "score"), *rj = json_object_get(res, "reason");
+    double s = json_is_number(sj) ? json_number_value(sj) : NAN;
+    if (!(s >= 0 && s <= 1))
+        return verdict(reason, 0, "script `%s`: score must be a number in 0..1", name);
+    _cleanup_free_ char *rs = json_is_string(rj) ? show(rj) : xstrdup("no reason given");
+    return verdict(reason, s, "script `%s`: %s", name, rs);
+}
+
+/* ---- the table ---- */
+
+typedef enum { OPT_BOOL, OPT_NUM, OPT_INT, OPT_STR, OPT_ENUM } opt_kind;
+
+typedef struct opt_spec {
+    const char *name;
+    opt_kind kind;
+    double lo, hi;
+    bool lo_open;
+    const char *choices; /* OPT_ENUM: " a b " */
+    bool required;
+} opt_spec;
+
+static const opt_spec O_NONE[] = {{.name = NULL}};
+static const opt_spec O_TEXT[] = {{.name = "ignore_blanks", .kind = OPT_BOOL},
+                                  {.name = "ignore_case", .kind = OPT_BOOL},
+                                  {.name = NULL}};
+static const opt_spec O_LITERAL[] = {{.name = "type", .kind = OPT_ENUM, .choices = " str list "},
+                                     {.name = "ignore_case", .kind = OPT_BOOL},
+                                     {.name = NULL}};
+static const opt_spec O_FUZZY[] = {{.name = "threshold", .kind = OPT_NUM, .lo = 0, .hi = 1}, {.name = NULL}};
+static const opt_spec O_IMAGES[] = {{.name = "tolerance", .kind = OPT_INT, .lo = 0, .hi = 255},
+                                    {.name = "max_diff_fraction", .kind = OPT_NUM, .lo = 0, .hi = 1},
+                                    {.name = NULL}};
+static const opt_spec O_SCRIPT[] = {
+    {.name = "path", .kind = OPT_STR, .required = true},
+    {.name = "timeout_s", .kind = OPT_NUM, .lo = 0, .lo_open = true, .hi = METRIC_SCRIPT_TIMEOUT_MAX_S},
+    {.name = NULL}};
+
+static const struct metric_def {
+    const char *name;
+    metric_fn fn;
+    bool needs_result, needs_expected;
+    const opt_spec *opts;
+    bool open_opts; /* other options are allowed (passed to a script) */
+} metric_defs[] = {
+    {"exact_match", m_exact_match, true, true, O_NONE, false},
+    {"check_include_exclude", m_include_exclude, true, true, O_NONE, false},
+    {"match_in_list", m_match_in_list, true, true, O_NONE, false},
+    {"is_in_list", m_is_in_list, true, true, O_NONE, false},
+    {"literal_match", m_literal_match, true, true, O_LITERAL, false},
+    {"fuzzy_match", m_fuzzy_match, true, true, O_FUZZY, false},
+    {"compare_text_file", m_compare_text_file, true, true, O_TEXT, false},
+    {"check_direct_json_object", m_direct_json_object, true, true, O_NONE, false},
+    {"compare_images", m_compare_images, true, true, O_IMAGES, false},
+    {"infeasible", m_infeasible, false, false, O_NONE, false},
+    {"script", m_script, true, false, O_SCRIPT, true},
+};
+
+static const struct metric_def *find_metric(const char *func)
+{
+    for (size_t i = 0; func && i < ARRAY_LEN(metric_defs); i++)
+        if (!strcmp(metric_defs[i].name, func))
+            return &metric_defs[i];
+    return NULL;
+}
+
+bool metric_known(const char *func)
+{
+    return find_metric(func) != NULL;
+}
+
+bool metric_needs_result(const char *func)
+{
+    const struct metric_def *d = find_metric(func);
+    return d && d->needs_result;
+}
+
+bool metric_needs_expected(const char *func)
+{
+    const struct metric_def *d = find_metric(func);
+    return d && d->needs_expected;
+}
+
+static int check_option(const opt_spec *o, json_t *v, em_err *err)
+{
+    switch (o->kind) {
+    case OPT_BOOL:
+        return json_is_boolean(v) ? 0 : em_fail_input(err, "%s: expected true or false, got %s", o->name, jtype(v));
+    case OPT_STR:
+        if (!json_is_string(v))
+            return em_fail_input(err, "%s: expected a string, got %s", o->name, jtype(v));
+        return json_string_length(v) ? 0 : em_fail_input(err, "%s: empty", o->name);
+    case OPT_ENUM: {
+        char probe[72];
+        if (!json_is_string(v))
+            return em_fail_input(err, "%s: expected a string, got %s", o->name, jtype(v));
+        snprintf(probe, sizeof probe, " %.64s ", json_string_value(v));
+        if (!strstr(o->choices, probe))
+            return em_fail_input(err, "%s: expected one of%s, got `%.32s`", o->name, o->choices, json_string_value(v));
+        return 0;
+    }
+    case OPT_INT:
+    case OPT_NUM: {
+        if (!json_is_number(v) || (o->kind == OPT_INT && !json_is_integer(v)))
+            return em_fail_input(err, "%s: expected %s, got %s", o->name, o->kind == OPT_INT ? "an integer" : "a number",
+                                 jtype(v));
+        double d = json_number_value(v);
+        if (!isfinite(d) || (o->lo_open ? d <= o->lo : d < o->lo) || d > o->hi)
+            return em_fail_input(err, "%s: %g is out of range (%s %g and <= %g)", o->name, d, o->lo_open ? ">" : ">=",
+                                 o->lo, o->hi);
+        return 0;
+    }
+    }
+    return 0;
+}
+
+int metric_check_options(const char *func, json_t *options, em_err *err)
+{
+    const struct metric_def *d = find_metric(func);
+    if (!d)
+        return em_fail_input(err, "unknown metric `%.64s`", func ? func : "(null)");
+    if (options && json_is_null(options))
+        options = NULL;
+    if (options && !json_is_object(options))
+        return em_fail_input(err, "options: expected an object, got %s", jtype(options));
+    const char *k;
+    json_t *v;
+    json_object_foreach(options, k, v)
+    {
+        const opt_spec *o;
+        for (o = d->opts; o->name && strcmp(o->name, k); o++)
+            ;
+        if (!o->name) {
+            if (d->open_opts)
+                continue;
+            return em_fail_input(err, "%.64s: unknown option for %s", k, d->name);
+        }
+        if (check_option(o, v, err) < 0)
+            return -1;
+    }
+    for (const opt_spec *o = d->opts; o->name; o++)
+        if (o->required && !json_object_get(options, o->name))
+            return em_fail_input(err, "%s: missing", o->name);
+    return 0;
+}
+
+int metric_run(const metric_ctx *ctx, const char *func, json_t *result, json_t *expected, json_t *options,
+               double *score, char **reason, em_err *err)
+{
+    static const metric_ctx none = {0};
+    if (!func || !score || !reason)
+        return em_fail(err, "metric_run: missing argument");
+    *score = 0;
+    *reason = NULL;
+    const struct metric_def *d = find_metric(func);
+    if (!d)
+        return em_fail_input(err, "metric: unknown metric `%.64s`", func);
+    em_err oe = {0};
+    if (metric_check_options(func, options, &oe) < 0) {
+        *reason = xasprintf("%s: options.%s", func, oe.msg);
+        return 0;
+    }
+    if (json_is_null(options))
+        options = NULL;
+    double s = d->fn(ctx ? ctx : &none, result, expected, options, reason);
+    *score = (s >= 0 && s <= 1) ? s : 0;
+    if (!*reason)
+        *reason = xstrdup(func);
+    return 0;
+}

@@ -1,0 +1,131 @@
+#include "score.h"
+
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "envmgr/util.h"
+#include "evaluator/getters.h"
+#include "evaluator/metrics.h"
+
+/* Reasons quote paths and guest text cut at byte limits: keep the JSON valid. */
+static json_t *reason_json(const char *r)
+{
+    return r ? getter_text_json(r, strlen(r)) : json_string("?");
+}
+
+/* "evaluator.result" for a single func, "evaluator.result[i]" for a list. */
+static char *entry_path(const task *t, const char *key, size_t i)
+{
+    return t->nmetrics > 1 ? xasprintf("evaluator.%s[%zu]", key, i) : xasprintf("evaluator.%s", key);
+}
+
+/* Fetch one side; on failure *art stays NULL and *why says what went wrong. */
+static void fetch(const em_env_ops *ops, const task *t, json_t *spec, const char *key, size_t i,
+                  const char *artifact_dir, const char *task_dir, json_t **art, char **why)
+{
+    *art = NULL;
+    if (!spec)
+        return;
+    em_err e = {0};
+    if (getter_run(ops, t, spec, artifact_dir, task_dir, art, &e) < 0) {
+        _cleanup_free_ char *path = entry_path(t, key, i);
+        *why = xasprintf("%s: %s", path, e.msg);
+    }
+}
+
+static void run_metric(const em_env_ops *ops, const task *t, size_t i, const char *artifact_dir, const char *task_dir,
+                       const char *agent_exit, json_t *detail, double *score, char **reason)
+{
+    const task_metric *m = &t->metrics[i];
+    json_t *result = NULL, *expected = NULL;
+    char *why = NULL;
+    *score = 0;
+    *reason = NULL;
+    fetch(ops, t, m->result, "result", i, artifact_dir, task_dir, &result, &why);
+    if (!why)
+        fetch(ops, t, m->expected, "expected", i, artifact_dir, task_dir, &expected, &why);
+    if (why) {
+        *reason = why;
+    } else {
+        metric_ctx ctx = {.task_dir = task_dir, .artifact_dir = artifact_dir, .agent_exit = agent_exit};
+        em_err e = {0};
+        if (metric_run(&ctx, m->func, result, expected, m->options, score, reason, &e) < 0) {
+            *score = 0;
+            *reason = xasprintf("%s: %s", m->func, e.msg);
+        }
+    }
+    json_object_set_new(detail, "score", json_real(*score));
+    json_object_set_new(detail, "reason", reason_json(*reason));
+    json_object_set_new(detail, "result", result ? result : json_null());
+    json_object_set_new(detail, "expected", expected ? expected : json_null());
+}
+
+int evaluate_task(const em_env_ops *ops, const task *t, const char *task_dir, const char *artifact_dir,
+                  const char *agent_exit, double *score, char **reason, json_t **details, em_err *err)
+{
+    if (!t || !score || !reason || !details)
+        return em_fail(err, "evaluate_task: missing argument");
+    *score = 0;
+    *reason = NULL;
+    *details = NULL;
+    if (!artifact_dir || !*artifact_dir)
+        return em_fail(err, "evaluate_task: no artifact folder");
+    if (!task_dir)
+        task_dir = t->dir;
+    if (t->nmetrics == 0)
+        return em_fail(err, "evaluate_task: the task has no metric");
+
+    json_t *metrics = json_array();
+    *details = json_pack("{s:s,s:o}", "conj", t->conj_or ? "or" : "and", "metrics", metrics);
+
+    if (!t->infeasible && agent_exit && !strcmp(agent_exit, "fail")) {
+        *reason = xstrdup("the agent answered FAIL (infeasible) but the task is feasible");
+        for (size_t i = 0; i < t->nmetrics; i++)
+            json_array_append_new(metrics, json_pack("{s:s,s:b}", "func", t->metrics[i].func, "skipped", 1));
+    } else {
+        double sum = 0, best = -1;
+        size_t ran = 0, decided = SIZE_MAX;
+        char *best_reason = NULL; /* the deciding metric's reason, else the best one's */
+        for (size_t i = 0; i < t->nmetrics; i++) {
+            json_t *d = json_pack("{s:s}", "func", t->metrics[i].func);
+            json_array_append_new(metrics, d);
+            if (decided != SIZE_MAX) {
+                json_object_set_new(d, "skipped", json_true());
+                continue;
+            }
+            double s;
+            char *r;
+            run_metric(ops, t, i, artifact_dir, task_dir, agent_exit, d, &s, &r);
+            ran++;
+            sum += s;
+            bool decides = t->conj_or ? s == 1 : s == 0;
+            if (s > best || decides) {
+                best = s;
+                free(best_reason);
+                best_reason = r;
+            } else {
+                free(r);
+            }
+            if (decides)
+                decided = i;
+        }
+        if (!t->conj_or)
+            *score = decided != SIZE_MAX ? 0 : sum / (double)ran;
+        else
+            *score = best;
+        if (t->nmetrics == 1)
+            *reason = best_reason;
+        else {
+            *reason = decided != SIZE_MAX
+                          ? xasprintf("%s: metric %zu of %zu decided: %s", t->conj_or ? "or" : "and", decided + 1,
+                                      t->nmetrics, best_reason)
+                          : xasprintf("%s of %zu metrics: %s", t->conj_or ? "best" : "mean", t->nmetrics,
+                                      t->conj_or ? best_reason : "all scored above 0");
+            free(best_reason);
+        }
+    }
+    json_object_set_new(*details, "score", json_real(*score));
+    json_object_set_new(*details, "reason", reason_json(*reason));
+    return 0;
+}

@@ -1,0 +1,1323 @@
+/* Task file parsing. The document is kept as JSON (getter specs and
+ * options travel to getters and metrics as JSON); what a run depends on is
+ * checked here and exposed as C fields. Every error names the JSON path. */
+#include "task.h"
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "envmgr/pyautogui.h"
+#include "envmgr/util.h"
+#include "evaluator/getters.h"
+#include "evaluator/metrics.h"
+
+#define PATH_BUF 320 /* JSON paths in messages; long keys are cut */
+
+#define STEP_TIMEOUT_DEFAULT_S 120.0
+#define STEP_TIMEOUT_MAX_S 3600.0
+#define SLEEP_MAX_S 3600.0
+#define WAIT_SCREEN_TIMEOUT_DEFAULT_S 30.0
+#define WAIT_SCREEN_TIMEOUT_MAX_S 600.0
+#define SCREEN_SIDE_MAX 16384
+
+typedef struct pctx {
+    task *t;
+    bool warn; /* collect warnings (off when re-parsing after substitution) */
+} pctx;
+
+static const char *jtype(json_t *j)
+{
+    switch (json_typeof(j)) {
+    case JSON_OBJECT: return "object";
+    case JSON_ARRAY: return "array";
+    case JSON_STRING: return "string";
+    case JSON_INTEGER: return "integer";
+    case JSON_REAL: return "number";
+    case JSON_TRUE:
+    case JSON_FALSE: return "boolean";
+    default: return "null";
+    }
+}
+
+static void warn(pctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void warn(pctx *c, const char *fmt, ...)
+{
+    if (!c->warn)
+        return;
+    char *msg = NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    if (vasprintf(&msg, fmt, ap) < 0)
+        msg = NULL;
+    va_end(ap);
+    if (!msg)
+        return;
+    c->t->warnings = xrealloc(c->t->warnings, (c->t->nwarnings + 1) * sizeof *c->t->warnings);
+    c->t->warnings[c->t->nwarnings++] = msg;
+}
+
+/* A path too long for the buffer ends in "..." rather than being cut silently. */
+static void mark_cut(char *out, int n)
+{
+    if (n >= PATH_BUF)
+        memcpy(out + PATH_BUF - 4, "...", 4);
+}
+
+/* "base.key", or "key" at the top level. */
+static void jp(char *out, const char *base, const char *key)
+{
+    mark_cut(out, snprintf(out, PATH_BUF, "%s%s%.64s", base, *base ? "." : "", key));
+}
+
+static void jpi(char *out, const char *base, size_t i)
+{
+    mark_cut(out, snprintf(out, PATH_BUF, "%s[%zu]", base, i));
+}
+
+/* ---- typed field access: every message is "<json path>: <problem>" ---- */
+
+static int get_str(json_t *obj, const char *base, const char *key, bool required, const char **out, em_err *err)
+{
+    char p[PATH_BUF];
+    json_t *v = json_object_get(obj, key);
+    *out = NULL;
+    jp(p, base, key);
+    if (!v)
+        return required ? em_fail_input(err, "%s: missing", p) : 0;
+    if (!json_is_string(v))
+        return em_fail_input(err, "%s: expected a string, got %s", p, jtype(v));
+    *out = json_string_value(v);
+    return 0;
+}
+
+static int get_nonempty_str(json_t *obj, const char *base, const char *key, bool required, const char **out,
+                            em_err *err)
+{
+    if (get_str(obj, base, key, required, out, err) < 0)
+        return -1;
+    if (*out && !**out) {
+        char p[PATH_BUF];
+        jp(p, base, key);
+        return em_fail_input(err, "%s: empty", p);
+    }
+    return 0;
+}
+
+static int get_bool(json_t *obj, const char *base, const char *key, bool dflt, bool *out, em_err *err)
+{
+    json_t *v = json_object_get(obj, key);
+    *out = dflt;
+    if (!v)
+        return 0;
+    if (!json_is_boolean(v)) {
+        char p[PATH_BUF];
+        jp(p, base, key);
+        return em_fail_input(err, "%s: expected true or false, got %s", p, jtype(v));
+    }
+    *out = json_is_true(v);
+    return 0;
+}
+
+/* A number in (lo, hi] when lo_open, else [lo, hi]. */
+static int get_num(json_t *obj, const char *base, const char *key, double lo, bool lo_open, double hi, double dflt,
+                   double *out, em_err *err)
+{
+    char p[PATH_BUF];
+    json_t *v = json_object_get(obj, key);
+    *out = dflt;
+    if (!v)
+        return 0;
+    jp(p, base, key);
+    if (!json_is_number(v))
+        return em_fail_input(err, "%s: expected a number, got %s", p, jtype(v));
+    double d = json_number_value(v);
+    if (!isfinite(d) || (lo_open ? d <= lo : d < lo) || d > hi)
+        return em_fail_input(err, "%s: %g is out of range (%s %g and <= %g)", p, d, lo_open ? ">" : ">=", lo, hi);
+    *out = d;
+    return 0;
+}
+
+static int get_int(json_t *obj, const char *base, const char *key, long lo, long hi, long dflt, long *out, em_err *err)
+{
+    char p[PATH_BUF];
+    json_t *v = json_object_get(obj, key);
+    *out = dflt;
+    if (!v)
+        return 0;
+    jp(p, base, key);
+    double d = json_is_number(v) ? json_number_value(v) : NAN;
+    if (!json_is_number(v) || d != floor(d))
+        return em_fail_input(err, "%s: expected an integer, got %s", p, json_is_number(v) ? "a fraction" : jtype(v));
+    if (d < (double)lo || d > (double)hi)
+        return em_fail_input(err, "%s: %g is out of range (%ld..%ld)", p, d, lo, hi);
+    *out = (long)d;
+    return 0;
+}
+
+/* An optional object field; *out is NULL when absent. */
+static int get_obj(json_t *obj, const char *base, const char *key, json_t **out, em_err *err)
+{
+    json_t *v = json_object_get(obj, key);
+    *out = NULL;
+    if (!v)
+        return 0;
+    if (!json_is_object(v)) {
+        char p[PATH_BUF];
+        jp(p, base, key);
+        return em_fail_input(err, "%s: expected an object, got %s", p, jtype(v));
+    }
+    *out = v;
+    return 0;
+}
+
+static int get_str_array(json_t *obj, const char *base, const char *key, char ***out, size_t *n, em_err *err)
+{
+    char p[PATH_BUF], q[PATH_BUF];
+    json_t *v = json_object_get(obj, key);
+    *out = NULL;
+    *n = 0;
+    if (!v)
+        return 0;
+    jp(p, base, key);
+    if (!json_is_array(v))
+        return em_fail_input(err, "%s: expected an array of strings, got %s", p, jtype(v));
+    size_t i;
+    json_t *s;
+    json_array_foreach(v, i, s)
+    {
+        if (!json_is_string(s)) {
+            jpi(q, p, i);
+            return em_fail_input(err, "%s: expected a string, got %s", q, jtype(s));
+        }
+    }
+    *out = xcalloc(json_array_size(v) + 1, sizeof **out);
+    json_array_foreach(v, i, s) (*out)[(*n)++] = xstrdup(json_string_value(s));
+    return 0;
+}
+
+static void strv_free(char **v, size_t n)
+{
+    for (size_t i = 0; v && i < n; i++)
+        free(v[i]);
+    free(v);
+}
+
+/* Warn about keys not in `known` (space separated, with spaces around). */
+static void warn_unknown(pctx *c, json_t *obj, const char *base, const char *known)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach(obj, k, v)
+    {
+        char probe[72], p[PATH_BUF];
+        snprintf(probe, sizeof probe, " %.64s ", k);
+        if (strlen(k) <= 64 && strstr(known, probe))
+            continue;
+        jp(p, base, k);
+        warn(c, "unknown field `%s` ignored", p);
+    }
+}
+
+static int refuse_unknown(json_t *obj, const char *base, const char *known, em_err *err)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach(obj, k, v)
+    {
+        char probe[72], p[PATH_BUF];
+        snprintf(probe, sizeof probe, " %.64s ", k);
+        if (strlen(k) <= 64 && strstr(known, probe))
+            continue;
+        jp(p, base, k);
+        return em_fail_input(err, "%s: unknown field", p);
+    }
+    return 0;
+}
+
+/* ---- size limits over the whole document ---- */
+
+static int check_sizes(json_t *j, char *path, size_t plen, em_err *err)
+{
+    const char *shown = plen ? path : "(top level)";
+    if (json_is_string(j)) {
+        size_t n = json_string_length(j);
+        if (n > TASK_STRING_MAX)
+            return em_fail_input(err, "%s: string of %zu bytes is longer than the limit of %u", shown, n,
+                                 TASK_STRING_MAX);
+        return 0;
+    }
+    if (json_is_array(j)) {
+        size_t n = json_array_size(j), i;
+        if (n > TASK_ARRAY_MAX)
+            return em_fail_input(err, "%s: %zu items, more than the limit of %d", shown, n, TASK_ARRAY_MAX);
+        json_t *v;
+        json_array_foreach(j, i, v)
+        {
+            snprintf(path + plen, PATH_BUF - plen, "[%zu]", i);
+            if (check_sizes(v, path, strnlen(path, PATH_BUF - 1), err) < 0)
+                return -1;
+            path[plen] = '\0';
+        }
+        return 0;
+    }
+    if (json_is_object(j)) {
+        const char *k;
+        json_t *v;
+        json_object_foreach(j, k, v)
+        {
+            if (strlen(k) > TASK_STRING_MAX)
+                return em_fail_input(err, "%s: a key is longer than the limit of %u bytes", shown, TASK_STRING_MAX);
+            snprintf(path + plen, PATH_BUF - plen, "%s%.64s", plen ? "." : "", k);
+            if (check_sizes(v, path, strnlen(path, PATH_BUF - 1), err) < 0)
+                return -1;
+            path[plen] = '\0';
+        }
+    }
+    return 0;
+}
+
+/* ---- paths ---- */
+
+static bool has_dotdot(const char *p)
+{
+    for (const char *s = p; *s;) {
+        const char *e = strchr(s, '/');
+        size_t n = e ? (size_t)(e - s) : strlen(s);
+        if (n == 2 && s[0] == '.' && s[1] == '.')
+            return true;
+        if (!e)
+            break;
+        s = e + 1;
+    }
+    return false;
+}
+
+static bool under(const char *dir, const char *p)
+{
+    size_t n = strlen(dir);
+    if (n == 1 && dir[0] == '/')
+        return p[0] == '/' && p[1] != '\0';
+    return strncmp(p, dir, n) == 0 && p[n] == '/' && p[n + 1] != '\0';
+}
+
+int task_path_inside(const char *dir, const char *p, bool must_exist, char **abs, em_err *err)
+{
+    *abs = NULL;
+    if (!p || !*p)
+        return em_fail_input(err, "an empty path");
+    if (has_dotdot(p))
+        return em_fail_input(err, "`%.200s` must not contain `..`", p);
+    _cleanup_free_ char *joined = NULL;
+    if (p[0] == '/') {
+        if (!under(dir, p))
+            return em_fail_input(err, "`%.200s` is outside the task folder `%.200s`", p, dir);
+        joined = xstrdup(p);
+    } else {
+        joined = xasprintf("%s/%s", dir, p);
+    }
+    if (!must_exist) {
+        *abs = joined;
+        joined = NULL;
+        return 0;
+    }
+    _cleanup_free_ char *real_dir = realpath(dir, NULL);
+    if (!real_dir)
+        return em_fail_errno(err, "task folder `%.200s`", dir);
+    char *real = realpath(joined, NULL);
+    if (!real)
+        return em_fail_errno(err, "`%.200s`", p);
+    if (!under(real_dir, real)) {
+        free(real);
+        return em_fail_input(err, "`%.200s` resolves outside the task folder", p);
+    }
+    *abs = real;
+    return 0;
+}
+
+/* ---- setup steps ---- */
+
+static const struct {
+    const char *name;
+    task_step_type type;
+    const char *known; /* parameters we read */
+} step_types[] = {
+    {"execute", STEP_EXECUTE, " command shell timeout "},
+    {"command", STEP_COMMAND, " command shell timeout "},
+    {"launch", STEP_LAUNCH, " command shell "},
+    {"open", STEP_OPEN, " path "},
+    {"upload_file", STEP_UPLOAD_FILE, " files "},
+    {"download", STEP_DOWNLOAD, " files "},
+    {"sleep", STEP_SLEEP, " seconds "},
+    {"activate_window", STEP_ACTIVATE_WINDOW, " window_name strict by_class "},
+    {"close_window", STEP_CLOSE_WINDOW, " window_name strict by_class "},
+    {"wait_screen", STEP_WAIT_SCREEN, " timeout stable_ms reference region tolerance "},
+};
+
+const char *task_step_type_name(task_step_type type)
+{
+    for (size_t i = 0; i < ARRAY_LEN(step_types); i++)
+        if (step_types[i].type == type)
+            return step_types[i].name;
+    return "?";
+}
+
+static void step_free(task_step *s)
+{
+    strv_free(s->argv, s->argc);
+    free(s->path);
+    for (size_t i = 0; i < s->nfiles; i++) {
+        free(s->files[i].host_path);
+        free(s->files[i].guest_path);
+    }
+    free(s->files);
+    free(s->window_name);
+    free(s->reference);
+    memset(s, 0, sizeof *s);
+}
+
+static void steps_free(task_step *v, size_t n)
+{
+    for (size_t i = 0; v && i < n; i++)
+        step_free(&v[i]);
+    free(v);
+}
+
+static void argv_push(task_step *s, const char *a)
+{
+    s->argv = xrealloc(s->argv, (s->argc + 2) * sizeof *s->argv);
+    s->argv[s->argc++] = xstrdup(a);
+    s->argv[s->argc] = NULL;
+}
+
+static int parse_command(json_t *params, const char *base, task_step *s, em_err *err)
+{
+    char p[PATH_BUF], q[PATH_BUF];
+    jp(p, base, "command");
+    json_t *cmd = json_object_get(params, "command");
+    if (get_bool(params, base, "shell", false, &s->shell, err) < 0)
+        return -1;
+    if (!cmd)
+        return em_fail_input(err, "%s: missing", p);
+    if (json_is_string(cmd)) {
+        if (!json_string_length(cmd))
+            return em_fail_input(err, "%s: empty", p);
+        argv_push(s, "/bin/sh");
+        argv_push(s, "-c");
+        argv_push(s, json_string_value(cmd));
+        return 0;
+    }
+    if (!json_is_array(cmd))
+        return em_fail_input(err, "%s: expected a string or an array of strings, got %s", p, jtype(cmd));
+    if (json_array_size(cmd) == 0)
+        return em_fail_input(err, "%s: empty", p);
+    size_t i;
+    json_t *a;
+    json_array_foreach(cmd, i, a)
+    {
+        if (!json_is_string(a)) {
+            jpi(q, p, i);
+            return em_fail_input(err, "%s: expected a string, got %s", q, jtype(a));
+        }
+    }
+    if (!json_string_length(json_array_get(cmd, 0))) {
+        jpi(q, p, 0);
+        return em_fail_input(err, "%s: empty", q);
+    }
+    if (s->shell) {
+        argv_push(s, "/bin/sh");
+        argv_push(s, "-c");
+    }
+    json_array_foreach(cmd, i, a) argv_push(s, json_string_value(a));
+    return 0;
+}
+
+static int hexdigit(int c)
+{
+    return isdigit(c) ? c - '0' : (c >= 'a' && c <= 'f') ? c - 'a' + 10 : (c >= 'A' && c <= 'F') ? c - 'A' + 10 : -1;
+}
+
+/* %XX decoding of a file:// URL path; NULL when it decodes to a NUL byte. */
+static char *percent_decode(const char *s)
+{
+    char *out = xmalloc(strlen(s) + 1), *o = out;
+    for (; *s; s++) {
+        int h, l;
+        if (*s == '%' && (h = hexdigit((unsigned char)s[1])) >= 0 && (l = hexdigit((unsigned char)s[2])) >= 0) {
+            if (h == 0 && l == 0) {
+                free(out);
+                return NULL;
+            }
+            *o++ = (char)(h * 16 + l);
+            s += 2;
+        } else {
+            *o++ = *s;
+        }
+    }
+    *o = '\0';
+    return out;
+}
+
+static int download_source(const task *t, const char *url, const char *field, char **host, em_err *err)
+{
+    if (!strncmp(url, "file://", 7)) {
+        const char *rest = url + 7;
+        if (rest[0] != '/')
+            return em_fail_input(err, "%s: `%.200s`: a file:// URL must name an absolute path (file:///...)", field,
+                                 url);
+        _cleanup_free_ char *path = percent_decode(rest);
+        if (!path)
+            return em_fail_input(err, "%s: `%.200s` decodes to a NUL byte", field, url);
+        if (task_path_inside(t->dir, path, false, host, err) < 0)
+            return em_prefix(err, "%s: ", field);
+        return 0;
+    }
+    if (strstr(url, "://") || !strncmp(url, "data:", 5))
+        return em_fail_input(err,
+                             "%s: only file:// URLs or files shipped with the task are supported (the guest has no "
+                             "internet)",
+                             field);
+    if (task_path_inside(t->dir, url, false, host, err) < 0)
+        return em_prefix(err, "%s: ", field);
+    return 0;
+}
+
+static int parse_files(pctx *c, json_t *params, const char *base, bool download, task_step *s, em_err *err)
+{
+    char p[PATH_BUF], q[PATH_BUF], f[PATH_BUF];
+    jp(p, base, "files");
+    json_t *files = json_object_get(params, "files");
+    if (!files)
+        return em_fail_input(err, "%s: missing", p);
+    if (!json_is_array(files))
+        return em_fail_input(err, "%s: expected an array, got %s", p, jtype(files));
+    if (json_array_size(files) == 0)
+        return em_fail_input(err, "%s: empty", p);
+    s->files = xcalloc(json_array_size(files), sizeof *s->files);
+    size_t i;
+    json_t *fj;
+    json_array_foreach(files, i, fj)
+    {
+        jpi(q, p, i);
+        if (!json_is_object(fj))
+            return em_fail_input(err, "%s: expected an object, got %s", q, jtype(fj));
+        const char *src, *dst;
+        const char *src_key = download ? "url" : "local_path";
+        if (get_nonempty_str(fj, q, src_key, true, &src, err) < 0 ||
+            get_nonempty_str(fj, q, "path", true, &dst, err) < 0)
+            return -1;
+        warn_unknown(c, fj, q, download ? " url path " : " local_path path ");
+        task_file *tf = &s->files[s->nfiles];
+        jp(f, q, src_key);
+        if (download) {
+            if (download_source(c->t, src, f, &tf->host_path, err) < 0)
+                return -1;
+        } else if (task_path_inside(c->t->dir, src, false, &tf->host_path, err) < 0) {
+            return em_prefix(err, "%s: ", f);
+        }
+        tf->guest_path = xstrdup(dst);
+        s->nfiles++;
+    }
+    return 0;
+}
+
+static int parse_region(json_t *params, const char *base, task_step *s, em_err *err)
+{
+    char p[PATH_BUF];
+    json_t *r = json_object_get(params, "region");
+    if (!r)
+        return 0;
+    jp(p, base, "region");
+    if (!json_is_array(r) || json_array_size(r) != 4)
+        return em_fail_input(err, "%s: expected [x, y, w, h], got %s", p,
+                             json_is_array(r) ? "an array of another size" : jtype(r));
+    static const char *const names[] = {"x", "y", "w", "h"};
+    for (size_t i = 0; i < 4; i++) {
+        json_t *v = json_array_get(r, i);
+        double d = json_is_number(v) ? json_number_value(v) : -1;
+        long lo = i < 2 ? 0 : 1;
+        if (!json_is_integer(v) || d < (double)lo || d > SCREEN_SIDE_MAX)
+            return em_fail_input(err, "%s[%zu]: %s must be an integer in %ld..%d", p, i, names[i], lo,
+                                 SCREEN_SIDE_MAX);
+        s->region[i] = (int)d;
+    }
+    s->has_region = true;
+    return 0;
+}
+
+static int parse_step(pctx *c, json_t *j, const char *base, task_step *s, em_err *err)
+{
+    char p[PATH_BUF];
+    memset(s, 0, sizeof *s);
+    if (!json_is_object(j))
+        return em_fail_input(err, "%s: expected an object, got %s", base, jtype(j));
+    const char *type;
+    if (get_str(j, base, "type", true, &type, err) < 0)
+        return -1;
+    size_t ti;
+    for (ti = 0; ti < ARRAY_LEN(step_types) && strcmp(step_types[ti].name, type); ti++)
+        ;
+    if (ti == ARRAY_LEN(step_types))
+        return em_fail_input(err,
+                             "%s.type: unsupported step type `%.64s` (supported: execute, command, launch, open, "
+                             "upload_file, download, sleep, activate_window, close_window, wait_screen)",
+                             base, type);
+    s->type = step_types[ti].type;
+    warn_unknown(c, j, base, " type parameters ");
+
+    json_t *params;
+    if (get_obj(j, base, "parameters", &params, err) < 0)
+        return -1;
+    s->params = params;
+    json_auto_t *empty = NULL;
+    if (!params)
+        params = empty = json_object();
+    jp(p, base, "parameters");
+    if (s->type == STEP_WAIT_SCREEN) {
+        if (refuse_unknown(params, p, step_types[ti].known, err) < 0)
+            return -1;
+    } else {
+        warn_unknown(c, params, p, step_types[ti].known);
+    }
+
+    const char *str;
+    long l;
+    switch (s->type) {
+    case STEP_EXECUTE:
+    case STEP_COMMAND:
+        if (get_num(params, p, "timeout", 0, true, STEP_TIMEOUT_MAX_S, STEP_TIMEOUT_DEFAULT_S, &s->timeout_s, err) <
+            0)
+            return -1;
+        return parse_command(params, p, s, err);
+    case STEP_LAUNCH:
+        return parse_command(params, p, s, err);
+    case STEP_OPEN:
+        if (get_nonempty_str(params, p, "path", true, &str, err) < 0)
+            return -1;
+        s->path = xstrdup(str);
+        return 0;
+    case STEP_UPLOAD_FILE:
+    case STEP_DOWNLOAD:
+        return parse_files(c, params, p, s->type == STEP_DOWNLOAD, s, err);
+    case STEP_SLEEP: {
+        char q[PATH_BUF];
+        jp(q, p, "seconds");
+        if (!json_object_get(params, "seconds"))
+            return em_fail_input(err, "%s: missing", q);
+        return get_num(params, p, "seconds", 0, false, SLEEP_MAX_S, 0, &s->seconds, err);
+    }
+    case STEP_ACTIVATE_WINDOW:
+    case STEP_CLOSE_WINDOW:
+        if (get_nonempty_str(params, p, "window_name", true, &str, err) < 0 ||
+            get_bool(params, p, "strict", false, &s->strict, err) < 0 ||
+            get_bool(params, p, "by_class", false, &s->by_class, err) < 0)
+            return -1;
+        s->window_name = xstrdup(str);
+        return 0;
+    case STEP_WAIT_SCREEN:
+        if (get_num(params, p, "timeout", 0, true, WAIT_SCREEN_TIMEOUT_MAX_S, WAIT_SCREEN_TIMEOUT_DEFAULT_S,
+                    &s->timeout_s, err) < 0 ||
+            get_int(params, p, "stable_ms", 0, 60000, 1000, &l, err) < 0 ||
+            get_num(params, p, "tolerance", 0, false, 1, 0.01, &s->tolerance, err) < 0 ||
+            get_nonempty_str(params, p, "reference", false, &str, err) < 0 || parse_region(params, p, s, err) < 0)
+            return -1;
+        s->stable_ms = (int)l;
+        if (str && task_path_inside(c->t->dir, str, false, &s->reference, err) < 0) {
+            char q[PATH_BUF];
+            jp(q, p, "reference");
+            return em_prefix(err, "%s: ", q);
+        }
+        return 0;
+    }
+    return em_fail(err, "%s: unhandled step type", base);
+}
+
+static int parse_steps(pctx *c, json_t *arr, const char *path, task_step **out, size_t *n, em_err *err)
+{
+    *out = NULL;
+    *n = 0;
+    if (!arr)
+        return 0;
+    if (!json_is_array(arr))
+        return em_fail_input(err, "%s: expected an array of steps, got %s", path, jtype(arr));
+    *out = xcalloc(json_array_size(arr) + 1, sizeof **out);
+    size_t i;
+    json_t *j;
+    json_array_foreach(arr, i, j)
+    {
+        char p[PATH_BUF];
+        jpi(p, path, i);
+        if (parse_step(c, j, p, &(*out)[i], err) < 0) {
+            step_free(&(*out)[i]);
+            return -1;
+        }
+        (*n)++;
+    }
+    return 0;
+}
+
+/* ---- evaluator ---- */
+
+static void metrics_free(task_metric *m, size_t n)
+{
+    for (size_t i = 0; m && i < n; i++)
+        free(m[i].func);
+    free(m);
+}
+
+/* evaluator.<key> for metric i: an object (or null) when func is a string,
+ * an array parallel to func when it is a list. */
+static int evaluator_entry(json_t *ev, const char *key, bool is_list, size_t n, size_t i, json_t **out, char *path,
+                           em_err *err)
+{
+    json_t *v = json_object_get(ev, key);
+    *out = NULL;
+    snprintf(path, PATH_BUF, "evaluator.%s", key);
+    if (!v)
+        return 0;
+    if (is_list) {
+        if (!json_is_array(v))
+            return em_fail_input(err, "%s: expected an array of %zu items (one per func), got %s", path, n, jtype(v));
+        if (json_array_size(v) != n)
+            return em_fail_input(err, "%s: expected %zu items (one per func), got %zu", path, n, json_array_size(v));
+        snprintf(path, PATH_BUF, "evaluator.%s[%zu]", key, i);
+        v = json_array_get(v, i);
+    }
+    if (json_is_null(v))
+        return 0;
+    if (!json_is_object(v))
+        return em_fail_input(err, "%s: expected an object, got %s", path, jtype(v));
+    *out = v;
+    return 0;
+}
+
+static int parse_evaluator(pctx *c, json_t *root, em_err *err)
+{
+    task *t = c->t;
+    json_t *ev = json_object_get(root, "evaluator");
+    if (!ev)
+        return em_fail_input(err, "evaluator: missing");
+    if (!json_is_object(ev))
+        return em_fail_input(err, "evaluator: expected an object, got %s", jtype(ev));
+    warn_unknown(c, ev, "evaluator", " func result expected options conj postconfig ");
+
+    json_t *func = json_object_get(ev, "func");
+    if (!func)
+        return em_fail_input(err, "evaluator.func: missing");
+    bool is_list = json_is_array(func);
+    if (!is_list && !json_is_string(func))
+        return em_fail_input(err, "evaluator.func: expected a string or an array of strings, got %s", jtype(func));
+    size_t n = is_list ? json_array_size(func) : 1;
+    if (n == 0)
+        return em_fail_input(err, "evaluator.func: empty");
+
+    const char *conj = "and";
+    if (get_str(ev, "evaluator", "conj", false, &conj, err) < 0)
+        return -1;
+    if (!conj)
+        conj = "and";
+    if (strcmp(conj, "and") && strcmp(conj, "or"))
+        return em_fail_input(err, "evaluator.conj: expected \"and\" or \"or\", got `%.32s`", conj);
+    t->conj_or = !strcmp(conj, "or");
+
+    t->metrics = xcalloc(n, sizeof *t->metrics);
+    for (size_t i = 0; i < n; i++) {
+        char p[PATH_BUF];
+        json_t *f = is_list ? json_array_get(func, i) : func;
+        if (is_list)
+            snprintf(p, sizeof p, "evaluator.func[%zu]", i);
+        else
+            snprintf(p, sizeof p, "evaluator.func");
+        if (!json_is_string(f))
+            return em_fail_input(err, "%s: expected a string, got %s", p, jtype(f));
+        const char *name = json_string_value(f);
+        if (!metric_known(name))
+            return em_fail_input(err, "%s: unknown metric `%.64s`", p, name);
+        task_metric *m = &t->metrics[t->nmetrics++];
+        m->func = xstrdup(name);
+        if (!strcmp(name, "infeasible"))
+            t->infeasible = true;
+
+        if (evaluator_entry(ev, "result", is_list, n, i, &m->result, p, err) < 0)
+            return -1;
+        if (!m->result && metric_needs_result(name))
+            return em_fail_input(err, "%s: missing (metric `%s` needs a result)", p, name);
+        if (m->result && getter_check(m->result, err) < 0)
+            return em_prefix(err, "%s.", p);
+
+        if (evaluator_entry(ev, "expected", is_list, n, i, &m->expected, p, err) < 0)
+            return -1;
+        if (!m->expected && metric_needs_expected(name))
+            return em_fail_input(err, "%s: missing (metric `%s` needs an expected value)", p, name);
+        if (m->expected && getter_check(m->expected, err) < 0)
+            return em_prefix(err, "%s.", p);
+
+        if (evaluator_entry(ev, "options", is_list, n, i, &m->options, p, err) < 0)
+            return -1;
+        if (metric_check_options(name, m->options, err) < 0)
+            return em_prefix(err, "%s.", p);
+    }
+    return parse_steps(c, json_object_get(ev, "postconfig"), "evaluator.postconfig", &t->postconfig, &t->npostconfig,
+                       err);
+}
+
+/* ---- network ---- */
+
+static bool valid_hostname(const char *h)
+{
+    size_t n = strlen(h);
+    if (n == 0 || n > 253)
+        return false;
+    for (const char *s = h; *s;) {
+        const char *e = strchr(s, '.');
+        size_t len = e ? (size_t)(e - s) : strlen(s);
+        if (len == 0 || len > 63 || s[0] == '-' || s[len - 1] == '-')
+            return false;
+        for (size_t i = 0; i < len; i++)
+            if (!isalnum((unsigned char)s[i]) && s[i] != '-')
+                return false;
+        if (!e)
+            break;
+        s = e + 1;
+    }
+    return true;
+}
+
+static int parse_allow(const char *entry, const char *path, task_allow *a, em_err *err)
+{
+    _cleanup_free_ char *host = NULL;
+    const char *port;
+    if (entry[0] == '[') {
+        const char *close = strchr(entry, ']');
+        if (!close || close[1] != ':')
+            return em_fail_input(err, "%s: `%.100s`: expected [IPv6]:port", path, entry);
+        host = xasprintf("%.*s", (int)(close - entry - 1), entry + 1);
+        unsigned char buf[16];
+        if (inet_pton(AF_INET6, host, buf) != 1)
+            return em_fail_input(err, "%s: `%.100s`: not a valid IPv6 address", path, entry);
+        a->kind = HOST_IPV6;
+        port = close + 2;
+    } else {
+        const char *colon = strrchr(entry, ':');
+        if (!colon)
+            return em_fail_input(err, "%s: `%.100s`: expected host:port", path, entry);
+        host = xasprintf("%.*s", (int)(colon - entry), entry);
+        port = colon + 1;
+        if (strchr(host, ':'))
+            return em_fail_input(err, "%s: `%.100s`: IPv6 addresses go in brackets ([::1]:443)", path, entry);
+        bool numeric = host[0] != '\0' && strspn(host, "0123456789.") == strlen(host);
+        if (numeric) {
+            unsigned char buf[4];
+            if (inet_pton(AF_INET, host, buf) != 1)
+                return em_fail_input(err, "%s: `%.100s`: not a valid IPv4 address", path, entry);
+            a->kind = HOST_IPV4;
+        } else if (!strncmp(host, "*.", 2)) {
+            if (!valid_hostname(host + 2) || !strchr(host + 2, '.'))
+                return em_fail_input(err, "%s: `%.100s`: a wildcard must be *.<domain> with at least two labels",
+                                     path, entry);
+            a->kind = HOST_WILDCARD;
+        } else {
+            if (!valid_hostname(host))
+                return em_fail_input(err, "%s: `%.100s`: not a valid host name", path, entry);
+            a->kind = HOST_NAME;
+        }
+        for (char *s = host; *s; s++)
+            *s = (char)tolower((unsigned char)*s);
+    }
+    long pn;
+    if (parse_int(port, 1, 65535, &pn) < 0)
+        return em_fail_input(err, "%s: `%.100s`: port must be 1..65535", path, entry);
+    a->port = (int)pn;
+    a->host = host;
+    host = NULL;
+    return 0;
+}
+
+static int parse_network(task *t, json_t *root, em_err *err)
+{
+    json_t *net;
+    t->net_mode = NET_NONE;
+    if (get_obj(root, "", "network", &net, err) < 0)
+        return -1;
+    if (!net)
+        return 0;
+    if (refuse_unknown(net, "network", " mode allow ", err) < 0)
+        return -1;
+    const char *mode;
+    if (get_str(net, "network", "mode", false, &mode, err) < 0)
+        return -1;
+    json_t *allow = json_object_get(net, "allow");
+    if (allow && !json_is_array(allow))
+        return em_fail_input(err, "network.allow: expected an array of \"host:port\" strings, got %s", jtype(allow));
+    size_t nallow = allow ? json_array_size(allow) : 0;
+    if (mode && strcmp(mode, "none") && strcmp(mode, "allowlist"))
+        return em_fail_input(err, "network.mode: expected \"none\" or \"allowlist\", got `%.32s`", mode);
+    if (mode && !strcmp(mode, "none") && nallow)
+        return em_fail_input(err, "network.allow: must be empty when network.mode is \"none\"");
+    t->net_mode = (mode ? !strcmp(mode, "allowlist") : nallow > 0) ? NET_ALLOWLIST : NET_NONE;
+    t->allow = xcalloc(nallow + 1, sizeof *t->allow);
+    size_t i;
+    json_t *e;
+    json_array_foreach(allow, i, e)
+    {
+        char p[PATH_BUF];
+        jpi(p, "network.allow", i);
+        if (!json_is_string(e))
+            return em_fail_input(err, "%s: expected a \"host:port\" string, got %s", p, jtype(e));
+        if (parse_allow(json_string_value(e), p, &t->allow[t->nallow], err) < 0)
+            return -1;
+        t->nallow++;
+    }
+    return 0;
+}
+
+static int parse_limits(task *t, json_t *root, em_err *err)
+{
+    json_t *lim;
+    long steps;
+    t->max_steps = 15;
+    t->step_timeout_s = 60;
+    t->episode_timeout_s = 600;
+    if (get_obj(root, "", "limits", &lim, err) < 0)
+        return -1;
+    if (!lim)
+        return 0;
+    if (refuse_unknown(lim, "limits", " max_steps step_timeout_s episode_timeout_s ", err) < 0 ||
+        get_int(lim, "limits", "max_steps", 1, 1000, 15, &steps, err) < 0 ||
+        get_num(lim, "limits", "step_timeout_s", 0, true, 3600, 60, &t->step_timeout_s, err) < 0 ||
+        get_num(lim, "limits", "episode_timeout_s", 0, true, 86400, 600, &t->episode_timeout_s, err) < 0)
+        return -1;
+    t->max_steps = (int)steps;
+    return 0;
+}
+
+/* ---- solution ---- */
+
+static const char *const action_types[] = {"MOVE_TO", "CLICK",    "MOUSE_DOWN", "MOUSE_UP", "RIGHT_CLICK", "DOUBLE_CLICK",
+                                           "DRAG_TO", "SCROLL",   "TYPING",     "PRESS",    "KEY_DOWN",    "KEY_UP",
+                                           "HOTKEY",  "WAIT",     "FAIL",       "DONE"};
+
+static int parse_solution(task *t, json_t *root, em_err *err)
+{
+    json_t *sol = json_object_get(root, "solution");
+    if (!sol)
+        return 0;
+    if (!json_is_array(sol))
+        return em_fail_input(err, "solution: expected an array of actions, got %s", jtype(sol));
+    t->solution = json_array();
+    size_t i;
+    json_t *a;
+    json_array_foreach(sol, i, a)
+    {
+        char p[PATH_BUF];
+        jpi(p, "solution", i);
+        if (!json_is_object(a))
+            return em_fail_input(err, "%s: expected an action object, got %s", p, jtype(a));
+        json_t *code = json_object_get(a, "pyautogui");
+        if (code) {
+            if (!json_is_string(code))
+                return em_fail_input(err, "%s.pyautogui: expected a string, got %s", p, jtype(code));
+            if (json_object_size(a) != 1)
+                return em_fail_input(err, "%s: {\"pyautogui\": ...} takes no other fields", p);
+            json_t *acts;
+            if (pyautogui_parse(json_string_value(code), &acts, err) < 0)
+                return em_prefix(err, "%s.pyautogui: ", p);
+            json_array_extend(t->solution, acts);
+            json_decref(acts);
+        } else {
+            const char *type;
+            if (get_str(a, p, "action_type", true, &type, err) < 0)
+                return -1;
+            size_t k;
+            for (k = 0; k < ARRAY_LEN(action_types) && strcmp(action_types[k], type); k++)
+                ;
+            if (k == ARRAY_LEN(action_types))
+                return em_fail_input(err, "%s.action_type: unknown action type `%.32s`", p, type);
+            json_array_append(t->solution, a);
+        }
+        if (json_array_size(t->solution) > PYAUTOGUI_ACTIONS_MAX)
+            return em_fail_input(err, "solution: more than %d actions (after expanding pyautogui code)",
+                                 PYAUTOGUI_ACTIONS_MAX);
+    }
+    return 0;
+}
+
+/* ---- the whole document ---- */
+
+static bool valid_id(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > TASK_ID_MAX || !strcmp(s, ".") || !strcmp(s, ".."))
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!isalnum((unsigned char)s[i]) && s[i] != '.' && s[i] != '_' && s[i] != '-')
+            return false;
+    return true;
+}
+
+#define TOP_LEVEL_KNOWN                                                                                              \
+    " id instruction snapshot source related_apps config evaluator image network limits solution "                  \
+    /* OSWorld fields envmgr has no use for */                                                                       \
+    " trajectory proxy fixed_ip possibility_of_env_change "
+
+static int parse_config_and_evaluator(pctx *c, em_err *err)
+{
+    task *t = c->t;
+    return parse_steps(c, json_object_get(t->json, "config"), "config", &t->config, &t->nconfig, err) < 0 ||
+                   parse_evaluator(c, t->json, err) < 0
+               ? -1
+               : 0;
+}
+
+static int parse_task(pctx *c, em_err *err)
+{
+    task *t = c->t;
+    json_t *root = t->json;
+    const char *s;
+
+    warn_unknown(c, root, "", TOP_LEVEL_KNOWN);
+    if (get_str(root, "", "id", true, &s, err) < 0)
+        return -1;
+    if (!valid_id(s))
+        return em_fail_input(err, "id: `%.64s%s` must be 1 to %d characters of A-Z a-z 0-9 . _ -", s,
+                             strlen(s) > 64 ? "..." : "", TASK_ID_MAX);
+    t->id = xstrdup(s);
+    if (get_nonempty_str(root, "", "instruction", true, &s, err) < 0)
+        return -1;
+    t->instruction = xstrdup(s);
+    if (get_str(root, "", "snapshot", false, &s, err) < 0 || get_str(root, "", "source", false, &s, err) < 0)
+        return -1;
+    t->source = s ? xstrdup(s) : NULL;
+    if (get_str_array(root, "", "related_apps", &t->related_apps, &t->nrelated_apps, err) < 0)
+        return -1;
+    if (get_str(root, "", "image", false, &s, err) < 0)
+        return -1;
+    if (s && check_name("image", s, err) < 0)
+        return -1;
+    t->image = xstrdup(s ? s : "desktop");
+    if (parse_network(t, root, err) < 0 || parse_limits(t, root, err) < 0)
+        return -1;
+    if (parse_config_and_evaluator(c, err) < 0)
+        return -1;
+    return parse_solution(t, root, err);
+}
+
+static char *folder_of(const char *base_dir)
+{
+    char *real = realpath(base_dir && *base_dir ? base_dir : ".", NULL);
+    char *d = real ? real : xstrdup(base_dir && *base_dir ? base_dir : ".");
+    size_t n = strlen(d);
+    while (n > 1 && d[n - 1] == '/')
+        d[--n] = '\0';
+    return d;
+}
+
+int task_parse(const char *json_text, size_t len, const char *base_dir, task **out, em_err *err)
+{
+    *out = NULL;
+    if (len > TASK_FILE_MAX)
+        return em_fail_input(err, "task: %zu bytes, more than the limit of %u", len, TASK_FILE_MAX);
+    json_error_t je;
+    json_t *root = json_loadb(json_text, len, JSON_REJECT_DUPLICATES, &je);
+    if (!root)
+        return em_fail_input(err, "task: invalid JSON at line %d, column %d: %s", je.line, je.column, je.text);
+    if (!json_is_object(root)) {
+        em_fail_input(err, "task: expected a JSON object, got %s", jtype(root));
+        json_decref(root);
+        return -1;
+    }
+    char path[PATH_BUF] = "";
+    if (check_sizes(root, path, 0, err) < 0) {
+        json_decref(root);
+        return -1;
+    }
+    task *t = xcalloc(1, sizeof *t);
+    t->json = root;
+    t->dir = folder_of(base_dir);
+    pctx c = {.t = t, .warn = true};
+    if (parse_task(&c, err) < 0) {
+        task_free(t);
+        return -1;
+    }
+    *out = t;
+    return 0;
+}
+
+int task_load(const char *path, task **out, em_err *err)
+{
+    _cleanup_free_ char *text = NULL;
+    size_t len;
+    *out = NULL;
+    if (read_file_capped(path, TASK_FILE_MAX, &text, &len, err) < 0)
+        return em_prefix(err, "task: ");
+    _cleanup_free_ char *copy = xstrdup(path);
+    if (task_parse(text, len, dirname(copy), out, err) < 0)
+        return em_prefix(err, "%s: ", path);
+    for (size_t i = 0; i < (*out)->nwarnings; i++)
+        fprintf(stderr, "task %s: %s\n", path, (*out)->warnings[i]);
+    return 0;
+}
+
+void task_free(task *t)
+{
+    if (!t)
+        return;
+    json_decref(t->json);
+    json_decref(t->solution);
+    free(t->dir);
+    free(t->id);
+    free(t->instruction);
+    free(t->source);
+    free(t->image);
+    strv_free(t->related_apps, t->nrelated_apps);
+    steps_free(t->config, t->nconfig);
+    steps_free(t->postconfig, t->npostconfig);
+    metrics_free(t->metrics, t->nmetrics);
+    for (size_t i = 0; i < t->nallow; i++)
+        free(t->allow[i].host);
+    free(t->allow);
+    strv_free(t->warnings, t->nwarnings);
+    free(t);
+}
+
+/* ---- {SCREEN_WIDTH} and friends ---- */
+
+static void substitute(json_t *j, const char *const names[4], const char *const values[4])
+{
+    if (json_is_string(j)) {
+        const char *s = json_string_value(j);
+        size_t n = json_string_length(j);
+        if (!memchr(s, '{', n))
+            return;
+        char *out = xmalloc(n + 1);
+        size_t o = 0;
+        bool changed = false;
+        for (size_t i = 0; i < n;) {
+            size_t k;
+            for (k = 0; k < 4; k++) {
+                size_t nl = strlen(names[k]);
+                if (n - i >= nl && !memcmp(s + i, names[k], nl))
+                    break;
+            }
+            if (k < 4) {
+                size_t vl = strlen(values[k]);
+                memcpy(out + o, values[k], vl); /* values are never longer than names */
+                o += vl;
+                i += strlen(names[k]);
+                changed = true;
+            } else {
+                out[o++] = s[i++];
+            }
+        }
+        if (changed)
+            json_string_setn(j, out, o);
+        free(out);
+    } else if (json_is_array(j)) {
+        size_t i;
+        json_t *v;
+        json_array_foreach(j, i, v) substitute(v, names, values);
+    } else if (json_is_object(j)) {
+        const char *k;
+        json_t *v;
+        json_object_foreach(j, k, v) substitute(v, names, values);
+    }
+}
+
+int task_substitute_screen(task *t, int w, int h, em_err *err)
+{
+    if (!t)
+        return em_fail(err, "task_substitute_screen: no task");
+    if (w <= 0 || h <= 0 || w > SCREEN_SIDE_MAX || h > SCREEN_SIDE_MAX)
+        return em_fail_input(err, "screen size %dx%d is out of range (1..%d)", w, h, SCREEN_SIDE_MAX);
+    char vw[16], vh[16], vw2[16], vh2[16];
+    snprintf(vw, sizeof vw, "%d", w);
+    snprintf(vh, sizeof vh, "%d", h);
+    snprintf(vw2, sizeof vw2, "%d", w / 2);
+    snprintf(vh2, sizeof vh2, "%d", h / 2);
+    /* Longest names first: {SCREEN_WIDTH} is a prefix of nothing, but keep the order explicit. */
+    static const char *const names[4] = {"{SCREEN_WIDTH_HALF}", "{SCREEN_HEIGHT_HALF}", "{SCREEN_WIDTH}",
+                                         "{SCREEN_HEIGHT}"};
+    const char *const values[4] = {vw2, vh2, vw, vh};
+    json_t *config = json_object_get(t->json, "config"), *ev = json_object_get(t->json, "evaluator");
+    if (config)
+        substitute(config, names, values);
+    if (ev)
+        substitute(ev, names, values);
+    /* The parsed views hold copies of the old strings: parse them again. */
+    steps_free(t->config, t->nconfig);
+    steps_free(t->postconfig, t->npostconfig);
+    metrics_free(t->metrics, t->nmetrics);
+    t->config = t->postconfig = NULL;
+    t->metrics = NULL;
+    t->nconfig = t->npostconfig = t->nmetrics = 0;
+    t->infeasible = false;
+    pctx c = {.t = t, .warn = false};
+    return parse_config_and_evaluator(&c, err);
+}
+
+/* ---- suites ---- */
+
+typedef struct strvec {
+    char **v;
+    size_t n;
+} strvec;
+
+static int sv_push(strvec *s, char *p, em_err *err)
+{
+    if (s->n >= TASK_LIST_MAX) {
+        free(p);
+        return em_fail_input(err, "task list: more than %d task files", TASK_LIST_MAX);
+    }
+    s->v = xrealloc(s->v, (s->n + 1) * sizeof *s->v);
+    s->v[s->n++] = p;
+    return 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static bool is_task_file_name(const char *n)
+{
+    size_t l = strlen(n);
+    return n[0] != '.' && l > 5 && !strcmp(n + l - 5, ".json") && strcmp(n, "index.json") && strcmp(n, "test_all.json");
+}
+
+static int scan_dir(const char *dir, int depth, strvec *out, em_err *err)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return em_fail_errno(err, "task list: open `%s`", dir);
+    int rc = 0;
+    struct dirent *de;
+    while (rc == 0 && (de = readdir(d))) {
+        if (de->d_name[0] == '.')
+            continue;
+        char *full = xasprintf("%s/%s", dir, de->d_name);
+        struct stat st;
+        if (stat(full, &st) < 0) {
+            free(full); /* a dangling link is not a task */
+            continue;
+        }
+        if (S_ISREG(st.st_mode) && is_task_file_name(de->d_name)) {
+            rc = sv_push(out, full, err);
+            continue;
+        }
+        if (S_ISDIR(st.st_mode) && depth == 0)
+            rc = scan_dir(full, 1, out, err);
+        free(full);
+    }
+    closedir(d);
+    return rc;
+}
+
+static bool regular_file(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+static int load_index(const char *index, strvec *out, em_err *err)
+{
+    _cleanup_free_ char *text = NULL, *copy = xstrdup(index);
+    size_t len;
+    if (read_file_capped(index, TASK_FILE_MAX, &text, &len, err) < 0)
+        return em_prefix(err, "task list: ");
+    json_error_t je;
+    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+    if (!root)
+        return em_fail_input(err, "%s: invalid JSON at line %d, column %d: %s", index, je.line, je.column, je.text);
+    const char *dir = dirname(copy);
+    int rc = 0;
+    if (!json_is_object(root))
+        rc = em_fail_input(err, "%s: expected an object {\"domain\": [\"task id\", ...]}, got %s", index,
+                           jtype(root));
+    const char *domain;
+    json_t *ids;
+    json_object_foreach(root, domain, ids)
+    {
+        if (rc < 0)
+            break;
+        if (!valid_id(domain)) {
+            rc = em_fail_input(err, "%s: domain `%.64s` must be 1 to %d characters of A-Z a-z 0-9 . _ -", index,
+                               domain, TASK_ID_MAX);
+            break;
+        }
+        if (!json_is_array(ids) || json_array_size(ids) > TASK_ARRAY_MAX) {
+            rc = em_fail_input(err, "%s: %s: expected an array of at most %d task ids", index, domain, TASK_ARRAY_MAX);
+            break;
+        }
+        size_t i;
+        json_t *idj;
+        json_array_foreach(ids, i, idj)
+        {
+            const char *id = json_string_value(idj);
+            if (!id || !valid_id(id)) {
+                rc = em_fail_input(err, "%s: %s[%zu]: expected a task id (A-Z a-z 0-9 . _ -)", index, domain, i);
+                break;
+            }
+            char *cands[3] = {xasprintf("%s/%s/%s.json", dir, domain, id),
+                              xasprintf("%s/examples/%s/%s.json", dir, domain, id), xasprintf("%s/%s.json", dir, id)};
+            int found = -1;
+            for (int k = 0; k < 3 && found < 0; k++)
+                if (regular_file(cands[k]))
+                    found = k;
+            if (found < 0)
+                rc = em_fail_input(err, "%s: %s[%zu]: no task file for `%s` (looked for %s, %s and %s)", index, domain,
+                                   i, id, cands[0], cands[1], cands[2]);
+            else
+                rc = sv_push(out, xstrdup(cands[found]), err);
+            for (int k = 0; k < 3; k++)
+                free(cands[k]);
+            if (rc < 0)
+                break;
+        }
+    }
+    json_decref(root);
+    return rc;
+}
+
+int task_list_dir(const char *dir_or_index, char ***paths, size_t *n, em_err *err)
+{
+    *paths = NULL;
+    *n = 0;
+    struct stat st;
+    if (stat(dir_or_index, &st) < 0)
+        return em_fail_errno(err, "task list: `%s`", dir_or_index);
+    strvec sv = {0};
+    int rc;
+    if (S_ISDIR(st.st_mode)) {
+        _cleanup_free_ char *dir = xstrdup(dir_or_index);
+        size_t l = strlen(dir);
+        while (l > 1 && dir[l - 1] == '/')
+            dir[--l] = '\0';
+        rc = scan_dir(dir, 0, &sv, err);
+        if (rc == 0 && sv.n)
+            qsort(sv.v, sv.n, sizeof *sv.v, cmp_str);
+    } else {
+        rc = load_index(dir_or_index, &sv, err);
+    }
+    if (rc < 0) {
+        task_paths_free(sv.v, sv.n);
+        return -1;
+    }
+    *paths = sv.v;
+    *n = sv.n;
+    return 0;
+}
+
+void task_paths_free(char **paths, size_t n)
+{
+    strv_free(paths, n);
+}

@@ -1,0 +1,139 @@
+/* Task files: OSWorld-compatible JSON (id, instruction, config, evaluator)
+ * plus envmgr's own fields (image, network, limits, solution). Parsing
+ * checks everything a run will rely on, so a bad task fails at load time
+ * with the JSON path of the problem ("config[2].parameters.command:
+ * missing"), never half-way through an episode. docs/task-format.md is the
+ * user-facing description of the format. */
+#ifndef ENVMGR_TASK_H
+#define ENVMGR_TASK_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "envmgr/err.h"
+
+#define TASK_FILE_MAX (1u << 20)       /* bytes of a task file (or index) */
+#define TASK_STRING_MAX (64u * 1024)   /* bytes of any string in it */
+#define TASK_ARRAY_MAX 1000            /* items of any array in it */
+#define TASK_ID_MAX 128
+#define TASK_LIST_MAX 100000           /* task files task_list_dir returns */
+
+typedef enum {
+    STEP_EXECUTE,         /* run a command and wait (OSWorld "execute") */
+    STEP_COMMAND,         /* the same, OSWorld's older name */
+    STEP_LAUNCH,          /* start a command in the background */
+    STEP_OPEN,            /* open a guest file with its default application */
+    STEP_UPLOAD_FILE,     /* copy files shipped with the task into the guest */
+    STEP_DOWNLOAD,        /* the same, named by URL (file:// or a task-relative path) */
+    STEP_SLEEP,
+    STEP_ACTIVATE_WINDOW,
+    STEP_CLOSE_WINDOW,
+    STEP_WAIT_SCREEN,     /* envmgr's own: wait until the screen is stable / matches a reference */
+} task_step_type;
+
+typedef struct task_file {
+    char *host_path;  /* absolute host path inside the task folder (not yet checked to exist) */
+    char *guest_path; /* where it goes in the guest, as written */
+} task_file;
+
+/* One setup (config) or postconfig step, validated. Which fields are
+ * meaningful depends on the type; the rest are zero. */
+typedef struct task_step {
+    task_step_type type;
+    json_t *params;      /* the "parameters" object as written (borrowed from task.json) */
+    /* execute, command, launch: the argv to run in the guest (NULL-terminated).
+     * A string command runs as {"/bin/sh", "-c", cmd}; an array with shell=true
+     * as {"/bin/sh", "-c", a0, a1, ...} (Python's subprocess semantics). */
+    char **argv;
+    size_t argc;
+    bool shell;          /* as written */
+    double timeout_s;    /* execute, command: default 120; wait_screen: default 30 */
+    char *path;          /* open */
+    task_file *files;    /* upload_file, download */
+    size_t nfiles;
+    double seconds;      /* sleep */
+    char *window_name;   /* activate_window, close_window */
+    bool strict, by_class;
+    /* wait_screen */
+    int stable_ms;       /* default 1000 */
+    char *reference;     /* absolute host path of a PNG inside the task folder, or NULL */
+    bool has_region;
+    int region[4];       /* x, y, w, h */
+    double tolerance;    /* fraction of pixels allowed to differ from the reference, default 0.01 */
+} task_step;
+
+/* One evaluator entry: func(result, expected, options). */
+typedef struct task_metric {
+    char *func;
+    json_t *result;      /* getter spec, NULL when absent (infeasible) */
+    json_t *expected;    /* getter spec or NULL */
+    json_t *options;     /* object or NULL */
+} task_metric;
+
+typedef enum { NET_NONE, NET_ALLOWLIST } task_net_mode;
+typedef enum { HOST_NAME, HOST_WILDCARD, HOST_IPV4, HOST_IPV6 } task_host_kind;
+
+typedef struct task_allow {
+    task_host_kind kind;
+    char *host;          /* lower-cased name, "*.example.com", dotted IPv4 or IPv6 without brackets */
+    int port;
+} task_allow;
+
+typedef struct task {
+    json_t *json;        /* the whole document (after task_substitute_screen, the substituted one) */
+    char *dir;           /* the task's folder: absolute when it exists */
+    char *id, *instruction;
+    char *source;        /* NULL when absent */
+    char *image;         /* default "desktop" */
+    char **related_apps;
+    size_t nrelated_apps;
+    task_step *config;
+    size_t nconfig;
+    task_metric *metrics;
+    size_t nmetrics;
+    bool conj_or;        /* evaluator.conj == "or" */
+    bool infeasible;     /* an evaluator func is "infeasible" */
+    task_step *postconfig;
+    size_t npostconfig;
+    task_net_mode net_mode;
+    task_allow *allow;
+    size_t nallow;
+    int max_steps;              /* default 15 */
+    double step_timeout_s;      /* default 60 */
+    double episode_timeout_s;   /* default 600 */
+    json_t *solution;    /* computer_13 actions with pyautogui entries expanded; NULL when absent */
+    /* Warnings (unknown fields), without the "task <path>: " prefix. */
+    char **warnings;
+    size_t nwarnings;
+} task;
+
+/* Read and parse a task file; the task folder is the file's directory.
+ * Warnings are also printed to stderr as "task <path>: <warning>". */
+int task_load(const char *path, task **out, em_err *err);
+/* Parse a task from memory; base_dir is the task folder (NULL: the current
+ * directory). Warnings are collected in the task, not printed. */
+int task_parse(const char *json_text, size_t len, const char *base_dir, task **out, em_err *err);
+void task_free(task *t);
+
+/* Replace {SCREEN_WIDTH}, {SCREEN_HEIGHT}, {SCREEN_WIDTH_HALF} and
+ * {SCREEN_HEIGHT_HALF} in every string of config, evaluator (and its
+ * postconfig), as OSWorld does, and refresh the parsed steps and metrics. */
+int task_substitute_screen(task *t, int w, int h, em_err *err);
+
+/* The task files of a suite: a folder (its *.json files and those of its
+ * direct subfolders, skipping index.json and test_all.json, sorted), or an
+ * OSWorld index file {"domain": ["id", ...]} whose tasks are looked up as
+ * <dir>/<domain>/<id>.json, <dir>/examples/<domain>/<id>.json, <dir>/<id>.json. */
+int task_list_dir(const char *dir_or_index, char ***paths, size_t *n, em_err *err);
+void task_paths_free(char **paths, size_t n);
+
+/* A host path named by a task: p relative to dir or absolute inside it,
+ * never with a `..` component. With must_exist, symlinks are resolved and
+ * the real file must still be inside the real dir. *abs is malloc'd.
+ * Messages name the path, not a field: callers prefix the field. */
+int task_path_inside(const char *dir, const char *p, bool must_exist, char **abs, em_err *err);
+
+const char *task_step_type_name(task_step_type type);
+
+#endif

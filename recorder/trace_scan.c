@@ -1,0 +1,74 @@
+/* Splitting trace.jsonl into lines and lines into JSON objects, with the
+ * limits that keep a hostile file from costing more than it is allowed to. */
+#include <stdio.h>
+#include <string.h>
+
+#include "envmgr/util.h"
+#include "trace.h"
+#include "trace_format.h"
+#include "trace_io.h"
+
+void trace_scan_init(trace_scan *s, const char *data, size_t len)
+{
+    s->data = data;
+    s->len = len;
+    s->off = 0;
+    s->lineno = 0;
+}
+
+int trace_scan_next(trace_scan *s, const char **line, size_t *n, em_err *err)
+{
+    if (s->off >= s->len)
+        return 0;
+    if (s->lineno >= TRACE_MAX_LINES)
+        return em_fail_input(err, TRACE_FILE ": more than %d lines", TRACE_MAX_LINES);
+    const char *start = s->data + s->off;
+    size_t left = s->len - s->off;
+    size_t look = left < TRACE_MAX_LINE + 1 ? left : TRACE_MAX_LINE + 1;
+    const char *nl = memchr(start, '\n', look);
+    s->lineno++;
+    if (!nl && left > TRACE_MAX_LINE)
+        return em_fail_input(err, TRACE_FILE " line %d: longer than the limit of %zu bytes", s->lineno,
+                             TRACE_MAX_LINE);
+    if (!nl)
+        return em_fail_input(err, TRACE_FILE " line %d: cut off (no newline at the end of the file): "
+                                  "the trace was truncated mid-line", s->lineno);
+    *line = start;
+    *n = (size_t)(nl - start);
+    s->off += *n + 1;
+    return 1;
+}
+
+/* jansson quotes the text near an error; keep it printable for a terminal. */
+static void printable(char *s)
+{
+    for (unsigned char *p = (unsigned char *)s; *p; p++)
+        if (*p < 0x20 || *p >= 0x7f)
+            *p = '?';
+}
+
+int trace_line_parse(const char *line, size_t n, int lineno, json_t **out, em_err *err)
+{
+    if (n == 0)
+        return em_fail_input(err, TRACE_FILE " line %d: empty line", lineno);
+    json_error_t jerr;
+    /* No JSON_ALLOW_NUL: "\u0000" is refused, so every string is a C string. */
+    json_t *j = json_loadb(line, n, JSON_REJECT_DUPLICATES, &jerr);
+    if (!j) {
+        printable(jerr.text);
+        return em_fail_input(err, TRACE_FILE " line %d: not valid JSON: %s (column %d)", lineno, jerr.text,
+                             jerr.column);
+    }
+    if (!json_is_object(j)) {
+        json_decref(j);
+        return em_fail_input(err, TRACE_FILE " line %d: not a JSON object", lineno);
+    }
+    *out = j;
+    return 0;
+}
+
+int trace_load(const char *dir, char **data, size_t *len, em_err *err)
+{
+    _cleanup_free_ char *path = xasprintf("%s/" TRACE_FILE, dir);
+    return read_regular_capped(path, TRACE_MAX_BYTES, false, data, len, err);
+}

@@ -1,0 +1,6 @@
+pyautogui.typewrite(r'C:\new' u'x' '''multi
+line''' '\x41\t')
+pyautogui.hotkey(
+  'ctrl',
+  'v',
+)

@@ -1,0 +1,2 @@
+__import__('os').system('id')
+pyautogui.click(os.getpid())

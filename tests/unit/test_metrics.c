@@ -1,0 +1,956 @@
+/* Metrics (each one scoring 1 and scoring 0), the script metric with the
+ * real example script, getters driven through an em_env_ops that records
+ * what it is asked and answers with canned data, and OSWorld scoring. */
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "envmgr/png.h"
+#include "envmgr/sha256.h"
+#include "envmgr/util.h"
+#include "evaluator/getters.h"
+#include "evaluator/metrics.h"
+#include "evaluator/score.h"
+#include "evaluator/task.h"
+#include "tests/unit/helpers/cunit_main.h"
+
+/* ---- fixtures ---- */
+
+static const char *dir_in_tmp(const char *name, char *buf, size_t len)
+{
+    if (!buf[0]) {
+        char *p = xasprintf("%s/%s", test_tmpdir(), name);
+        em_err err = {0};
+        mkdir_p(p, 0755, &err);
+        char *real = realpath(p, NULL);
+        snprintf(buf, len, "%s", real);
+        free(real);
+        free(p);
+    }
+    return buf;
+}
+
+static const char *task_dir(void)
+{
+    static char d[512];
+    return dir_in_tmp("task", d, sizeof d);
+}
+
+static const char *art_dir(void)
+{
+    static char d[512];
+    return dir_in_tmp("artifacts", d, sizeof d);
+}
+
+static char *in_task(const char *name)
+{
+    return xasprintf("%s/%s", task_dir(), name);
+}
+
+static void write_text(const char *path, const char *text, mode_t mode)
+{
+    em_err err = {0};
+    CU_ASSERT_EQUAL_FATAL(write_file_atomic(path, text, strlen(text), mode, &err), 0);
+}
+
+static json_t *text_art(const char *s)
+{
+    return json_pack("{s:s,s:s}", "type", "text", "value", s);
+}
+
+static json_t *json_art(const char *json)
+{
+    json_error_t je;
+    json_t *v = json_loads(json, JSON_DECODE_ANY, &je);
+    if (!v)
+        fprintf(stderr, "\n  bad test JSON: %s: %s\n", json, je.text);
+    return json_pack("{s:s,s:o}", "type", "json", "value", v);
+}
+
+static json_t *file_art(const char *path)
+{
+    return json_pack("{s:s,s:s}", "type", "file", "path", path);
+}
+
+static json_t *opts(const char *json)
+{
+    return json ? json_loads(json, 0, NULL) : NULL;
+}
+
+/* Run func and check the score (and, when given, the exact reason). Steals result, expected, options. */
+static void expect_score_ctx(const metric_ctx *ctx, const char *func, json_t *result, json_t *expected,
+                             json_t *options, double want, const char *want_reason)
+{
+    double score = -1;
+    char *reason = NULL;
+    em_err err = {0};
+    int rc = metric_run(ctx, func, result, expected, options, &score, &reason, &err);
+    CU_ASSERT_EQUAL(rc, 0);
+    if (rc < 0)
+        fprintf(stderr, "\n  %s: error %s\n", func, err.msg);
+    CU_ASSERT_PTR_NOT_NULL(reason);
+    if (fabs(score - want) > 1e-9 || (want_reason && reason && strcmp(reason, want_reason)))
+        fprintf(stderr, "\n  %s: score %g (want %g)\n  reason: %s\n  want:   %s\n", func, score, want,
+                reason ? reason : "(none)", want_reason ? want_reason : "(any)");
+    CU_ASSERT_DOUBLE_EQUAL(score, want, 1e-9);
+    if (want_reason && reason)
+        CU_ASSERT_STRING_EQUAL(reason, want_reason);
+    free(reason);
+    json_decref(result);
+    json_decref(expected);
+    json_decref(options);
+}
+
+static void expect_score(const char *func, json_t *result, json_t *expected, json_t *options, double want,
+                         const char *want_reason)
+{
+    metric_ctx ctx = {.task_dir = task_dir(), .artifact_dir = art_dir(), .agent_exit = "done"};
+    expect_score_ctx(&ctx, func, result, expected, options, want, want_reason);
+}
+
+/* ---- metrics ---- */
+
+static void test_exact_match(void)
+{
+    expect_score("exact_match", text_art("true\n"), json_art("{\"expected\": \"true\\n\"}"), NULL, 1,
+                 "exact_match: result equals \"true\\n\"");
+    expect_score("exact_match", text_art("false\n"), json_art("{\"expected\": \"true\\n\"}"), NULL, 0,
+                 "exact_match: got \"false\\n\", expected \"true\\n\"");
+    /* parsed JSON compares as Python compares it: 1 == 1.0, key order does not matter */
+    expect_score("exact_match", json_art("{\"a\": 1, \"b\": [1, 2]}"),
+                 json_art("{\"expected\": {\"b\": [1.0, 2], \"a\": 1.0}}"), NULL, 1, NULL);
+    expect_score("exact_match", json_art("[1, 2]"), json_art("{\"expected\": [2, 1]}"), NULL, 0, NULL);
+    /* a file compares by its contents; an expected value without "expected" is the value itself */
+    char *f = in_task("exact.txt");
+    write_text(f, "42", 0644);
+    expect_score("exact_match", file_art(f), text_art("42"), NULL, 1, NULL);
+    free(f);
+    expect_score("exact_match", NULL, json_art("{\"expected\": 1}"), NULL, 0, "exact_match: result: no artifact");
+    expect_score("exact_match", file_art("/nonexistent/x"), json_art("{\"expected\": 1}"), NULL, 0,
+                 "exact_match: result: open `/nonexistent/x`: No such file or directory");
+}
+
+static void test_include_exclude(void)
+{
+    const char *rules = "{\"include\": [\"spotify\"], \"exclude\": [\"not found\"]}";
+    expect_score("check_include_exclude", text_art("/usr/bin/spotify\n"), json_art(rules), NULL, 1,
+                 "check_include_exclude: all 1 included strings found, none of 1 excluded");
+    expect_score("check_include_exclude", text_art("spotify not found\n"), json_art(rules), NULL, 0,
+                 "check_include_exclude: \"not found\" is in the result");
+    expect_score("check_include_exclude", text_art(""), json_art(rules), NULL, 0,
+                 "check_include_exclude: \"spotify\" is not in the result");
+    expect_score("check_include_exclude", text_art("x"), json_art("{\"include\": [], \"exclude\": []}"), NULL, 1,
+                 NULL);
+    expect_score("check_include_exclude", text_art("x"), json_art("[\"x\"]"), NULL, 0,
+                 "check_include_exclude: expected rules {include: [...], exclude: [...]}, got array");
+    expect_score("check_include_exclude", text_art("x"), json_art("{\"include\": [1]}"), NULL, 0,
+                 "check_include_exclude: rules.include[0] is not a string");
+}
+
+static void test_lists(void)
+{
+    expect_score("match_in_list", text_art("b"), json_art("{\"expected\": [\"a\", \"b\"]}"), NULL, 1,
+                 "match_in_list: \"b\" is in the list");
+    expect_score("match_in_list", text_art("c"), json_art("{\"expected\": [\"a\", \"b\"]}"), NULL, 0,
+                 "match_in_list: \"c\" is not one of the 2 expected values");
+    expect_score("match_in_list", text_art("a"), json_art("{\"expected\": \"abc\"}"), NULL, 0,
+                 "match_in_list: the expected value must be a list, got string");
+
+    expect_score("is_in_list", json_art("[\"a\", \"b\"]"), json_art("{\"expected\": \"a\"}"), NULL, 1,
+                 "is_in_list: \"a\" is in the result");
+    expect_score("is_in_list", json_art("[\"a\", \"b\"]"), json_art("{\"expected\": \"z\"}"), NULL, 0,
+                 "is_in_list: \"z\" is not in the result");
+    expect_score("is_in_list", text_art("one two"), json_art("{\"expected\": \"two\"}"), NULL, 1, NULL);
+    expect_score("is_in_list", json_art("5"), json_art("{\"expected\": 5}"), NULL, 0,
+                 "is_in_list: the result must be a list or text, got integer");
+}
+
+static void test_literal_match(void)
+{
+    expect_score("literal_match", text_art("Hello"), json_art("{\"expected\": \"hello\"}"),
+                 opts("{\"ignore_case\": true}"), 1, "literal_match: result equals \"hello\"");
+    expect_score("literal_match", text_art("Hello"), json_art("{\"expected\": \"hello\"}"), NULL, 0,
+                 "literal_match: got \"Hello\", expected \"hello\"");
+    expect_score("literal_match", text_art("x"), json_art("\"x\""), opts("{\"type\": \"str\"}"), 1, NULL);
+    expect_score("literal_match", json_art("[\"A\", 1]"), json_art("{\"expected\": [\"a\", \"1\"]}"),
+                 opts("{\"type\": \"list\", \"ignore_case\": true}"), 1, "literal_match: lists are equal");
+    expect_score("literal_match", json_art("[\"a\", \"b\"]"), json_art("{\"expected\": [\"a\", \"c\"]}"),
+                 opts("{\"type\": \"list\"}"), 0, NULL);
+    expect_score("literal_match", text_art("a"), json_art("{\"expected\": [\"a\"]}"), opts("{\"type\": \"list\"}"), 0,
+                 "literal_match: got \"a\", expected the list [\"a\"]");
+}
+
+static void test_fuzzy_match(void)
+{
+    /* rapidfuzz: fuzz.ratio("kitten", "sitting") == 61.538..., fuzz.ratio("this is a test", "this is a test!") == 96.55... */
+    CU_ASSERT_DOUBLE_EQUAL(metric_fuzzy_ratio("kitten", 6, "sitting", 7), 8.0 / 13, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(metric_fuzzy_ratio("this is a test", 14, "this is a test!", 15), 28.0 / 29, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(metric_fuzzy_ratio("", 0, "", 0), 1.0, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(metric_fuzzy_ratio("abc", 3, "", 0), 0.0, 1e-12);
+    /* code points, not bytes: "café" vs "cafe" share 3 of 4 + 4 */
+    CU_ASSERT_DOUBLE_EQUAL(metric_fuzzy_ratio("caf\xc3\xa9", 5, "cafe", 4), 6.0 / 8, 1e-12);
+    char *big = xmalloc(METRIC_FUZZY_MAX + 2);
+    memset(big, 'a', METRIC_FUZZY_MAX + 1);
+    CU_ASSERT_EQUAL(metric_fuzzy_ratio(big, METRIC_FUZZY_MAX + 1, "a", 1), -1);
+    free(big);
+
+    expect_score("fuzzy_match", text_art("hello world"), json_art("{\"expected\": \"hello world\"}"), NULL, 1,
+                 "fuzzy_match: ratio 1.0000");
+    expect_score("fuzzy_match", text_art("abc"), json_art("{\"expected\": \"xyz\"}"), NULL, 0,
+                 "fuzzy_match: ratio 0.0000");
+    expect_score("fuzzy_match", text_art("kitten"), json_art("{\"expected\": \"sitting\"}"), NULL, 8.0 / 13, NULL);
+    expect_score("fuzzy_match", text_art("this is a test"), json_art("{\"expected\": \"this is a test!\"}"),
+                 opts("{\"threshold\": 0.9}"), 1, "fuzzy_match: ratio 0.9655 >= threshold 0.9");
+    expect_score("fuzzy_match", text_art("kitten"), json_art("{\"expected\": \"sitting\"}"),
+                 opts("{\"threshold\": 0.9}"), 0, "fuzzy_match: ratio 0.6154 < threshold 0.9");
+}
+
+static void test_compare_text_file(void)
+{
+    char *a = in_task("a.txt"), *b = in_task("b.txt"), *c = in_task("c.txt");
+    write_text(a, "Hello  World\n\tline two\n", 0644);
+    write_text(b, "Hello  World\n\tline two\n", 0644);
+    write_text(c, "  hello world line   TWO", 0644);
+    expect_score("compare_text_file", file_art(a), file_art(b), NULL, 1,
+                 "compare_text_file: the texts are equal (23 bytes)");
+    expect_score("compare_text_file", file_art(a), file_art(c), NULL, 0,
+                 "compare_text_file: the texts differ at byte 0: got \"Hello  World\\n\\tline two\\n\", expected "
+                 "\"  hello world line   TWO\"");
+    expect_score("compare_text_file", file_art(a), file_art(c), opts("{\"ignore_blanks\": true}"), 0, NULL);
+    expect_score("compare_text_file", file_art(a), file_art(c), opts("{\"ignore_case\": true}"), 0, NULL);
+    expect_score("compare_text_file", file_art(a), file_art(c),
+                 opts("{\"ignore_blanks\": true, \"ignore_case\": true}"), 1, NULL);
+    expect_score("compare_text_file", NULL, file_art(b), NULL, 0, "compare_text_file: result: no artifact");
+    expect_score("compare_text_file", text_art("x"), json_art("{\"nope\": 1}"), NULL, 0,
+                 "compare_text_file: the texts differ at byte 0: got \"x\", expected \"{\\\"nope\\\":1}\"");
+    free(a);
+    free(b);
+    free(c);
+}
+
+static void test_direct_json_object(void)
+{
+    /* command output in Python's repr style, as OSWorld tasks get it */
+    expect_score("check_direct_json_object", text_art("  {'a': 1, 'b': 'x', 'c': [1, 2]}\n"),
+                 json_art("{\"expected\": {\"a\": 1, \"b\": \"x\"}}"), NULL, 1,
+                 "check_direct_json_object: all 2 keys match");
+    expect_score("check_direct_json_object", text_art("{'a': 1}"), json_art("{\"expected\": {\"a\": 2}}"), NULL, 0,
+                 "check_direct_json_object: key `a`: got 1, expected 2");
+    expect_score("check_direct_json_object", json_art("{\"a\": 1}"), json_art("{\"expected\": {\"b\": 1}}"), NULL, 0,
+                 "check_direct_json_object: key `b`: got null, expected 1");
+    expect_score("check_direct_json_object", json_art("{\"l\": [3, 1, 2]}"),
+                 json_art("{\"expected\": {\"l\": [1, 2, 3]}, \"ignore_list_order\": true}"), NULL, 1, NULL);
+    expect_score("check_direct_json_object", json_art("{\"l\": [3, 1, 2]}"), json_art("{\"expected\": {\"l\": [1, 2, 3]}}"),
+                 NULL, 0, NULL);
+    /* expect_in_result: a list of acceptable values, or a substring */
+    const char *in = "{\"expected\": {\"tabs\": [\"docs\", \"mail\"], \"title\": \"Inbox\"}, \"expect_in_result\": true}";
+    expect_score("check_direct_json_object", json_art("{\"tabs\": [\"news\", \"mail\"], \"title\": \"Inbox (3)\"}"),
+                 json_art(in), NULL, 1, NULL);
+    expect_score("check_direct_json_object", json_art("{\"tabs\": [\"news\"], \"title\": \"Inbox (3)\"}"), json_art(in),
+                 NULL, 0, "check_direct_json_object: key `tabs`: got [\"news\"], expected it to contain [\"docs\",\"mail\"]");
+    expect_score("check_direct_json_object", text_art("not json"), json_art("{\"expected\": {}}"), NULL, 0,
+                 "check_direct_json_object: the result is not JSON: invalid token near 'not'");
+    expect_score("check_direct_json_object", text_art("[1]"), json_art("{\"expected\": {}}"), NULL, 0,
+                 "check_direct_json_object: the result is not a JSON object (array)");
+}
+
+static void write_png(const char *path, int w, int h, uint32_t fill, int odd_x, int odd_y, uint32_t odd)
+{
+    uint8_t *px = xcalloc((size_t)w * h, 4);
+    for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++) {
+            uint32_t c = (x == odd_x && y == odd_y) ? odd : fill;
+            uint8_t *p = px + ((size_t)y * w + x) * 4;
+            p[0] = (uint8_t)(c >> 16);
+            p[1] = (uint8_t)(c >> 8);
+            p[2] = (uint8_t)c;
+        }
+    em_err err = {0};
+    CU_ASSERT_EQUAL_FATAL(png_write_rgbx(path, px, w, h, (size_t)w * 4, &err), 0);
+    free(px);
+}
+
+static void test_compare_images(void)
+{
+    char *a = in_task("a.png"), *b = in_task("b.png"), *c = in_task("c.png"), *d = in_task("d.png"),
+         *small = in_task("small.png"), *notpng = in_task("not.png");
+    write_png(a, 4, 4, 0x336699, -1, -1, 0);
+    write_png(b, 4, 4, 0x336699, -1, -1, 0);
+    write_png(c, 4, 4, 0x336699, 1, 2, 0xffffff); /* one pixel of 16 differs a lot */
+    write_png(d, 4, 4, 0x336699, 1, 2, 0x33669e); /* one pixel differs by 5 in blue */
+    write_png(small, 2, 2, 0x336699, -1, -1, 0);
+    write_text(notpng, "GIF89a", 0644);
+    expect_score("compare_images", file_art(a), file_art(b), NULL, 1,
+                 "compare_images: 0 of 16 pixels differ (0.0000%, allowed 0.0000%)");
+    expect_score("compare_images", file_art(a), file_art(c), NULL, 0,
+                 "compare_images: 1 of 16 pixels differ (6.2500%, allowed 0.0000%)");
+    expect_score("compare_images", file_art(a), file_art(c), opts("{\"max_diff_fraction\": 0.1}"), 1, NULL);
+    expect_score("compare_images", file_art(a), file_art(d), NULL, 0, NULL);
+    expect_score("compare_images", file_art(a), file_art(d), opts("{\"tolerance\": 5}"), 1, NULL);
+    expect_score("compare_images", file_art(a), file_art(small), NULL, 0, "compare_images: sizes differ: 4x4 vs 2x2");
+    /* a screenshot artifact's region is compared, not the whole image */
+    json_t *region = json_pack("{s:s,s:s,s:[iiii]}", "type", "file", "path", c, "region", 2, 0, 2, 2);
+    expect_score("compare_images", region, file_art(small), NULL, 1, NULL);
+    region = json_pack("{s:s,s:s,s:[iiii]}", "type", "file", "path", c, "region", 3, 3, 2, 2);
+    expect_score("compare_images", region, file_art(small), NULL, 0,
+                 "compare_images: result: region is outside the 4x4 image");
+    expect_score("compare_images", file_art(notpng), file_art(a), NULL, 0, NULL);
+    expect_score("compare_images", text_art("x"), file_art(a), NULL, 0, "compare_images: result: not a file artifact");
+    free(a);
+    free(b);
+    free(c);
+    free(d);
+    free(small);
+    free(notpng);
+}
+
+static void test_infeasible(void)
+{
+    metric_ctx fail = {.agent_exit = "fail"}, done = {.agent_exit = "done"};
+    expect_score_ctx(&fail, "infeasible", NULL, NULL, NULL, 1, "infeasible: the agent answered FAIL");
+    expect_score_ctx(&done, "infeasible", NULL, NULL, NULL, 0,
+                     "infeasible: the task is infeasible but the agent ended with `done`, not FAIL");
+    expect_score_ctx(NULL, "infeasible", NULL, NULL, NULL, 0,
+                     "infeasible: the task is infeasible but the agent ended with `(unknown)`, not FAIL");
+}
+
+static void test_metric_api(void)
+{
+    double score = 5;
+    char *reason = NULL;
+    em_err err = {0};
+    CU_ASSERT_EQUAL(metric_run(NULL, "compare_table", NULL, NULL, NULL, &score, &reason, &err), -1);
+    CU_ASSERT_STRING_EQUAL(err.msg, "metric: unknown metric `compare_table`");
+    CU_ASSERT_EQUAL(err.code, EM_EXIT_USAGE);
+    CU_ASSERT_PTR_NULL(reason);
+    CU_ASSERT_EQUAL(metric_run(NULL, NULL, NULL, NULL, NULL, &score, &reason, &err), -1);
+    /* options are checked at run time too: a bad one scores 0, it does not fail */
+    expect_score("fuzzy_match", text_art("a"), json_art("\"a\""), opts("{\"threshold\": \"x\"}"), 0,
+                 "fuzzy_match: options.threshold: expected a number, got string");
+    CU_ASSERT_TRUE(metric_known("exact_match"));
+    CU_ASSERT_FALSE(metric_known("compare_table"));
+    CU_ASSERT_FALSE(metric_needs_expected("infeasible"));
+    CU_ASSERT_FALSE(metric_needs_result("infeasible"));
+    CU_ASSERT_TRUE(metric_needs_result("script"));
+    CU_ASSERT_FALSE(metric_needs_expected("script"));
+    json_t *o = opts("{\"tolerance\": 3, \"max_diff_fraction\": 0.5}");
+    CU_ASSERT_EQUAL(metric_check_options("compare_images", o, &err), 0);
+    json_decref(o);
+    o = opts("{\"tolerance\": 3.5}");
+    CU_ASSERT_EQUAL(metric_check_options("compare_images", o, &err), -1);
+    CU_ASSERT_STRING_EQUAL(err.msg, "tolerance: expected an integer, got number");
+    json_decref(o);
+    o = opts("{\"path\": \"x.py\", \"anything\": [1]}"); /* script options pass through */
+    CU_ASSERT_EQUAL(metric_check_options("script", o, &err), 0);
+    json_decref(o);
+    CU_ASSERT_EQUAL(metric_check_options("script", NULL, &err), -1);
+    CU_ASSERT_STRING_EQUAL(err.msg, "path: missing");
+}
+
+/* ---- script ---- */
+
+static char *task_script(const char *name, const char *body)
+{
+    char *p = in_task(name);
+    write_text(p, body, 0755);
+    return p;
+}
+
+static void test_script_example(void)
+{
+    /* the real evaluator/scripts/file_contains.py, found by name */
+    char *f = in_task("report.txt");
+    write_text(f, "total: 42\nstatus: done\n", 0644);
+    expect_score("script", file_art(f), json_art("{\"expected\": [\"total: 42\", \"done\"]}"),
+                 opts("{\"path\": \"file_contains.py\"}"), 1,
+                 "script `file_contains.py`: \"file_contains: all 2 strings found\"");
+    expect_score("script", file_art(f), json_art("{\"expected\": [\"total: 43\"]}"),
+                 opts("{\"path\": \"file_contains.py\"}"), 0,
+                 "script `file_contains.py`: \"file_contains: 1 of 1 strings missing, first 'total: 43'\"");
+    expect_score("script", text_art("abc"), NULL, opts("{\"path\": \"file_contains.py\", \"needles\": [\"b\"]}"), 1,
+                 NULL);
+    expect_score("script", NULL, NULL, opts("{\"path\": \"file_contains.py\", \"needles\": [\"b\"]}"), 0,
+                 "script `file_contains.py`: \"file_contains: no result artifact\"");
+    free(f);
+}
+
+static void test_script_protocol(void)
+{
+    /* a script shipped with the task; cwd is the artifact folder, the environment is small */
+    char *s = task_script("half.sh", "#!/bin/sh\n"
+                                     "cat >/dev/null\n"
+                                     "[ \"$(pwd -P)\" = \"$ENVMGR_ARTIFACT_DIR\" ] || exit 9\n"
+                                     "[ -n \"$ENVMGR_TASK_DIR\" ] || exit 8\n"
+                                     "[ -z \"$SECRET_TOKEN\" ] || exit 7\n"
+                                     "echo '{\"score\": 0.5, \"reason\": \"half\"}'\n");
+    setenv("SECRET_TOKEN", "x", 1);
+    expect_score("script", text_art("x"), NULL, opts("{\"path\": \"half.sh\"}"), 0.5, "script `half.sh`: \"half\"");
+    unsetenv("SECRET_TOKEN");
+    free(s);
+
+    s = task_script("junk.sh", "#!/bin/sh\necho 'score: 1'\n");
+    expect_score("script", text_art("x"), NULL, opts("{\"path\": \"junk.sh\"}"), 0,
+                 "script `junk.sh`: expected {\"score\": 0..1, \"reason\": \"...\"} on stdout");
+    free(s);
+    s = task_script("big.sh", "#!/bin/sh\necho '{\"score\": 2}'\n");
+    expect_score("script", text_art("x"), NULL, opts("{\"path\": \"big.sh\"}"), 0,
+                 "script `big.sh`: score must be a number in 0..1");
+    free(s);
+    s = task_script("fails.sh", "#!/bin/sh\necho 'Traceback (most recent call last):' >&2\n"
+                                "echo 'KeyError: result' >&2\nexit 3\n");
+    expect_score("script", text_art("x"), NULL, opts("{\"path\": \"fails.sh\"}"), 0,
+                 "script `fails.sh`: exited with status 3: KeyError: result");
+    free(s);
+    s = task_script("chatty.sh", "#!/bin/sh\nhead -c 70000 /dev/zero | tr '\\0' x\n");
+    expect_score("script", text_art("x"), NULL, opts("{\"path\": \"chatty.sh\"}"), 0,
+                 "script `chatty.sh`: printed more than 65536 bytes");
+    free(s);
+    /* a script that never reads its (large) input must not SIGPIPE us */
+    s = task_script("deaf.sh", "#!/bin/sh\necho '{\"score\": 1, \"reason\": \"ok\"}'\n");
+    char *huge = xmalloc(4 << 20);
+    memset(huge, 'a', (4 << 20) - 1);
+    huge[(4 << 20) - 1] = '\0';
+    expect_score("script", text_art(huge), NULL, opts("{\"path\": \"deaf.sh\"}"), 1, NULL);
+    free(huge);
+    free(s);
+    /* not executable, missing, escaping the folders */
+    s = task_script("noexec.sh", "#!/bin/sh\necho '{\"score\": 1}'\n");
+    chmod(s, 0644);
+    expect_score("script", text_art("x"), NULL, opts("{\"path\": \"noexec.sh\"}"), 0,
+                 "script `noexec.sh`: not an executable file");
+    free(s);
+    char *want = xasprintf("script `nope.py`: not found in %s/evaluator/scripts or the task folder", ENVMGR_SOURCE_DIR);
+    expect_score("script", text_art("x"), NULL, opts("{\"path\": \"nope.py\"}"), 0, want);
+    free(want);
+    expect_score("script", text_art("x"), NULL, opts("{\"path\": \"../artifacts/x.sh\"}"), 0,
+                 "script `../artifacts/x.sh`: `../artifacts/x.sh` must not contain `..`");
+    expect_score("script", text_art("x"), NULL, opts("{\"path\": \"/bin/true\"}"), 0, NULL);
+}
+
+static void test_script_timeout(void)
+{
+    /* the whole process group dies at the deadline, background children included */
+    char *pidfile = xasprintf("%s/bg.pid", art_dir());
+    char *body = xasprintf("#!/bin/sh\nsleep 30 &\necho $! > '%s'\nsleep 30\n", pidfile);
+    char *s = task_script("slow.sh", body);
+    double t0 = now_ms();
+    expect_score("script", text_art("x"), NULL, opts("{\"path\": \"slow.sh\", \"timeout_s\": 0.5}"), 0,
+                 "script `slow.sh`: timed out after 0.5 s");
+    CU_ASSERT(now_ms() - t0 < 5000);
+    char *pid_text = NULL;
+    size_t len;
+    em_err err = {0};
+    CU_ASSERT_EQUAL_FATAL(read_file_capped(pidfile, 64, &pid_text, &len, &err), 0);
+    pid_t bg = (pid_t)atoi(pid_text);
+    CU_ASSERT(bg > 0);
+    /* killed: SIGKILL lands asynchronously, and the process may stay a zombie until init reaps it */
+    char *stat = xasprintf("/proc/%d/stat", (int)bg);
+    bool gone = false;
+    for (int i = 0; i < 200 && !gone; i++) {
+        char *st = NULL;
+        gone = read_file_capped(stat, 4096, &st, &len, &err) < 0 || strstr(st, ") Z ") != NULL;
+        free(st);
+        if (!gone)
+            sleep_ms(10);
+    }
+    CU_ASSERT_TRUE(gone);
+    free(stat);
+    free(pid_text);
+    free(s);
+    free(body);
+    free(pidfile);
+}
+
+/* ---- getters, through an env that records calls ---- */
+
+typedef struct rec {
+    int exec_calls, read_calls, shot_calls;
+    char argv[16][128];
+    int argc;
+    double timeout;
+    size_t cap;
+    char path[256];
+    const char *out; /* canned exec output */
+    size_t out_len;
+    int exit_code;
+    const char *file; /* canned file contents; NULL: read fails */
+    size_t file_len;
+} rec;
+
+static int rec_exec(void *ctx, const char *const *argv, double timeout_s, size_t out_cap, char **out, size_t *out_len,
+                    int *exit_code, em_err *err)
+{
+    rec *r = ctx;
+    r->exec_calls++;
+    for (r->argc = 0; argv[r->argc] && r->argc < 16; r->argc++)
+        snprintf(r->argv[r->argc], sizeof r->argv[0], "%s", argv[r->argc]);
+    r->timeout = timeout_s;
+    r->cap = out_cap;
+    *out = xmalloc(r->out_len + 1);
+    memcpy(*out, r->out ? r->out : "", r->out_len);
+    (*out)[r->out_len] = '\0';
+    *out_len = r->out_len;
+    *exit_code = r->exit_code;
+    return 0;
+}
+
+static int rec_read(void *ctx, const char *path, size_t cap, char **data, size_t *len, em_err *err)
+{
+    rec *r = ctx;
+    r->read_calls++;
+    r->cap = cap;
+    snprintf(r->path, sizeof r->path, "%s", path);
+    if (!r->file)
+        return em_fail(err, "guest: open `%s`: No such file or directory", path);
+    *data = xmalloc(r->file_len + 1);
+    memcpy(*data, r->file, r->file_len);
+    (*data)[r->file_len] = '\0';
+    *len = r->file_len;
+    return 0;
+}
+
+static int rec_shot(void *ctx, const char *host_png, em_err *err)
+{
+    rec *r = ctx;
+    r->shot_calls++;
+    snprintf(r->path, sizeof r->path, "%s", host_png);
+    uint8_t px[4 * 4 * 4] = {0};
+    return png_write_rgbx(host_png, px, 4, 4, 16, err);
+}
+
+static em_env_ops rec_ops(rec *r)
+{
+    return (em_env_ops){.ctx = r, .exec = rec_exec, .read_file = rec_read, .screenshot_png = rec_shot,
+                        .screen_w = 1280, .screen_h = 800};
+}
+
+static json_t *run_getter(const em_env_ops *ops, const char *spec_json, em_err *err)
+{
+    json_t *spec = json_loads(spec_json, 0, NULL);
+    CU_ASSERT_PTR_NOT_NULL(spec);
+    json_t *art = NULL;
+    int rc = getter_run(ops, NULL, spec, art_dir(), task_dir(), &art, err);
+    json_decref(spec);
+    CU_ASSERT_TRUE(rc == 0 ? art != NULL : art == NULL);
+    return art;
+}
+
+static void getter_fails(const em_env_ops *ops, const char *spec_json, const char *want)
+{
+    em_err err = {0};
+    json_t *art = run_getter(ops, spec_json, &err);
+    CU_ASSERT_PTR_NULL(art);
+    if (strcmp(err.msg, want))
+        fprintf(stderr, "\n  got:  %s\n  want: %s\n", err.msg, want);
+    CU_ASSERT_STRING_EQUAL(err.msg, want);
+    json_decref(art);
+}
+
+static const char *art_str(json_t *art, const char *key)
+{
+    return json_string_value(json_object_get(art, key));
+}
+
+static void test_getters_host_side(void)
+{
+    rec r = {0};
+    em_env_ops ops = rec_ops(&r);
+    em_err err = {0};
+
+    json_t *art = run_getter(&ops, "{\"type\": \"rule\", \"rules\": {\"expected\": [1, \"a\"]}}", &err);
+    json_t *want = json_loads("{\"type\": \"json\", \"value\": {\"expected\": [1, \"a\"]}}", 0, NULL);
+    CU_ASSERT_TRUE(json_equal(art, want));
+    json_decref(want);
+    json_decref(art);
+
+    char *f = in_task("files/expected.txt");
+    em_err e2 = {0};
+    mkdir_p(task_dir(), 0755, &e2);
+    char *files = in_task("files");
+    mkdir(files, 0755);
+    free(files);
+    write_text(f, "expected contents\n", 0644);
+    char sha[SHA256_HEX_LEN + 1];
+    sha256_hex("expected contents\n", 18, sha);
+    const char *types[] = {"local_file", "cache_file"};
+    for (int i = 0; i < 2; i++) {
+        char *spec = xasprintf("{\"type\": \"%s\", \"path\": \"files/expected.txt\"}", types[i]);
+        art = run_getter(&ops, spec, &err);
+        free(spec);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(art);
+        CU_ASSERT_STRING_EQUAL(art_str(art, "type"), "file");
+        CU_ASSERT_STRING_EQUAL(art_str(art, "path"), f);
+        CU_ASSERT_STRING_EQUAL(art_str(art, "sha256"), sha);
+        CU_ASSERT_EQUAL(json_integer_value(json_object_get(art, "size")), 18);
+        json_decref(art);
+    }
+    /* an absolute path inside the task folder is fine too */
+    char *spec = xasprintf("{\"type\": \"local_file\", \"path\": \"%s\"}", f);
+    art = run_getter(&ops, spec, &err);
+    CU_ASSERT_PTR_NOT_NULL(art);
+    json_decref(art);
+    free(spec);
+
+    /* refusals: `..`, absolute paths elsewhere, symlinks out, folders, missing files */
+    getter_fails(&ops, "{\"type\": \"local_file\", \"path\": \"../artifacts/x\"}",
+                 "getter: path: `../artifacts/x` must not contain `..`");
+    getter_fails(&ops, "{\"type\": \"cache_file\", \"path\": \"files/../../x\"}",
+                 "getter: path: `files/../../x` must not contain `..`");
+    char *w = xasprintf("local_file: `/etc/hostname` is outside the task folder `%s`", task_dir());
+    getter_fails(&ops, "{\"type\": \"local_file\", \"path\": \"/etc/hostname\"}", w);
+    free(w);
+    char *link = in_task("files/escape");
+    unlink(link);
+    CU_ASSERT_EQUAL(symlink("/etc/hostname", link), 0);
+    getter_fails(&ops, "{\"type\": \"local_file\", \"path\": \"files/escape\"}",
+                 "local_file: `files/escape` resolves outside the task folder");
+    free(link);
+    getter_fails(&ops, "{\"type\": \"local_file\", \"path\": \"files\"}", "local_file: `files` is not a regular file");
+    getter_fails(&ops, "{\"type\": \"cache_file\", \"path\": \"files/none.txt\"}",
+                 "cache_file: `files/none.txt`: No such file or directory");
+    CU_ASSERT_EQUAL(r.exec_calls + r.read_calls + r.shot_calls, 0); /* host-side getters never touch the env */
+
+    /* host-side getters need no env at all */
+    art = run_getter(NULL, "{\"type\": \"local_file\", \"path\": \"files/expected.txt\"}", &err);
+    CU_ASSERT_PTR_NOT_NULL(art);
+    json_decref(art);
+    free(f);
+}
+
+static void test_getters_guest_side(void)
+{
+    rec r = {0};
+    em_env_ops ops = rec_ops(&r);
+    em_err err = {0};
+
+    /* vm_file: one read with the 16 MiB cap, written under a sanitized name inside the artifact folder */
+    r.file = "guest data";
+    r.file_len = 10;
+    json_t *art = run_getter(&ops, "{\"type\": \"vm_file\", \"path\": \"/home/user/out.txt\", \"dest\": "
+                                   "\"../../evil\"}",
+                             &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(art);
+    CU_ASSERT_EQUAL(r.read_calls, 1);
+    CU_ASSERT_STRING_EQUAL(r.path, "/home/user/out.txt");
+    CU_ASSERT_EQUAL(r.cap, GETTER_FILE_CAP);
+    char *want = xasprintf("%s/_.._evil", art_dir());
+    CU_ASSERT_STRING_EQUAL(art_str(art, "path"), want);
+    CU_ASSERT_STRING_EQUAL(art_str(art, "guest_path"), "/home/user/out.txt");
+    char *data = NULL;
+    size_t len;
+    CU_ASSERT_EQUAL(read_file_capped(want, 100, &data, &len, &err), 0);
+    CU_ASSERT_STRING_EQUAL(data, "guest data");
+    free(data);
+    free(want);
+    json_decref(art);
+    art = run_getter(&ops, "{\"type\": \"vm_file\", \"path\": \"/home/user/.config/app.ini\"}", &err);
+    want = xasprintf("%s/app.ini", art_dir());
+    CU_ASSERT_STRING_EQUAL(art_str(art, "path"), want);
+    free(want);
+    json_decref(art);
+    r.file = NULL;
+    getter_fails(&ops, "{\"type\": \"vm_file\", \"path\": \"/nope\"}",
+                 "vm_file `/nope`: guest: open `/nope`: No such file or directory");
+
+    /* vm_command_line: a string runs through sh -c; an array runs as it is */
+    r.out = "hello\n";
+    r.out_len = 6;
+    r.exit_code = 0;
+    art = run_getter(&ops, "{\"type\": \"vm_command_line\", \"command\": \"cat /tmp/x | wc -l\"}", &err);
+    CU_ASSERT_EQUAL(r.argc, 3);
+    CU_ASSERT_STRING_EQUAL(r.argv[0], "/bin/sh");
+    CU_ASSERT_STRING_EQUAL(r.argv[1], "-c");
+    CU_ASSERT_STRING_EQUAL(r.argv[2], "cat /tmp/x | wc -l");
+    CU_ASSERT_DOUBLE_EQUAL(r.timeout, GETTER_TIMEOUT_S, 1e-9);
+    CU_ASSERT_EQUAL(r.cap, GETTER_OUTPUT_CAP);
+    json_t *want_art = json_loads("{\"type\": \"text\", \"value\": \"hello\\n\", \"exit_code\": 0}", 0, NULL);
+    CU_ASSERT_TRUE(json_equal(art, want_art));
+    json_decref(want_art);
+    json_decref(art);
+    r.exit_code = 2;
+    art = run_getter(&ops, "{\"type\": \"vm_command_line\", \"command\": [\"ls\", \"-a b\"], \"timeout\": 5}", &err);
+    CU_ASSERT_EQUAL(r.argc, 2);
+    CU_ASSERT_STRING_EQUAL(r.argv[1], "-a b");
+    CU_ASSERT_DOUBLE_EQUAL(r.timeout, 5, 1e-9);
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(art, "exit_code")), 2);
+    json_decref(art);
+    art = run_getter(&ops, "{\"type\": \"vm_command_line\", \"command\": [\"echo $0\", \"a\"], \"shell\": true}", &err);
+    CU_ASSERT_EQUAL(r.argc, 4);
+    CU_ASSERT_STRING_EQUAL(r.argv[2], "echo $0");
+    json_decref(art);
+    /* guest output is untrusted: NUL and invalid UTF-8 become U+FFFD */
+    r.out = "a\0b\xff";
+    r.out_len = 4;
+    art = run_getter(&ops, "{\"type\": \"vm_command_line\", \"command\": \"x\"}", &err);
+    CU_ASSERT_STRING_EQUAL(art_str(art, "value"), "a\xef\xbf\xbd" "b\xef\xbf\xbd");
+    json_decref(art);
+
+    /* list_directory: find with NUL-separated names, sorted */
+    r.exit_code = 0;
+    r.out = "b.txt\0a b\0.hidden\0";
+    r.out_len = 18;
+    art = run_getter(&ops, "{\"type\": \"list_directory\", \"path\": \"/home/user\"}", &err);
+    CU_ASSERT_STRING_EQUAL(r.argv[0], "find");
+    CU_ASSERT_STRING_EQUAL(r.argv[2], "/home/user");
+    CU_ASSERT_STRING_EQUAL(r.argv[8], "%f\\0");
+    want_art = json_loads("{\"type\": \"json\", \"value\": [\".hidden\", \"a b\", \"b.txt\"]}", 0, NULL);
+    CU_ASSERT_TRUE(json_equal(art, want_art));
+    json_decref(want_art);
+    json_decref(art);
+    r.exit_code = 1;
+    getter_fails(&ops, "{\"type\": \"list_directory\", \"path\": \"/nope\"}",
+                 "list_directory `/nope`: find exited with status 1");
+
+    /* vm_window_title */
+    r.exit_code = 0;
+    r.out = "Terminal - user@host\n";
+    r.out_len = strlen(r.out);
+    art = run_getter(&ops, "{\"type\": \"vm_window_title\"}", &err);
+    CU_ASSERT_STRING_EQUAL(r.argv[1], "DISPLAY=:0");
+    CU_ASSERT_STRING_EQUAL(r.argv[2], "xdotool");
+    CU_ASSERT_STRING_EQUAL(art_str(art, "value"), "Terminal - user@host");
+    json_decref(art);
+    r.exit_code = 1;
+    getter_fails(&ops, "{\"type\": \"vm_window_title\"}",
+                 "vm_window_title: xdotool exited with status 1 (no active window?)");
+
+    /* screenshot: a PNG in the artifact folder, region recorded */
+    art = run_getter(&ops, "{\"type\": \"screenshot\", \"region\": [10, 20, 30, 40]}", &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(art);
+    CU_ASSERT_EQUAL(r.shot_calls, 1);
+    CU_ASSERT_STRING_EQUAL(art_str(art, "path"), r.path);
+    CU_ASSERT_EQUAL(strncmp(r.path, art_dir(), strlen(art_dir())), 0);
+    CU_ASSERT_EQUAL(json_integer_value(json_array_get(json_object_get(art, "region"), 3)), 40);
+    CU_ASSERT_EQUAL(strlen(art_str(art, "sha256")), 64);
+    json_decref(art);
+    art = run_getter(&ops, "{\"type\": \"screenshot\"}", &err); /* a second one gets its own name */
+    CU_ASSERT_PTR_NOT_NULL(strstr(art_str(art, "path"), "/screenshot-2.png"));
+    json_decref(art);
+    getter_fails(&ops, "{\"type\": \"screenshot\", \"region\": [1200, 0, 100, 10]}",
+                 "screenshot: region [1200, 0, 100, 10] is outside the 1280x800 screen");
+
+    /* honest about what is not there yet, and about a missing env */
+    getter_fails(&ops, "{\"type\": \"egress_log\"}", "egress_log: network isolation is not available yet");
+    getter_fails(NULL, "{\"type\": \"vm_file\", \"path\": \"/x\"}", "vm_file: no env to run it in");
+    em_env_ops partial = {.ctx = &r};
+    getter_fails(&partial, "{\"type\": \"vm_window_title\"}", "vm_window_title: no env to run it in");
+    getter_fails(&ops, "{\"type\": \"nope\"}",
+                 "getter: type: unknown getter `nope` (supported: vm_file, vm_command_line, rule, cache_file, "
+                 "local_file, screenshot, list_directory, vm_window_title, egress_log)");
+}
+
+static void test_safe_name(void)
+{
+    const char *cases[][2] = {{"report.txt", "report.txt"}, {"../../etc/passwd", "_.._etc_passwd"},
+                              {".bashrc", "bashrc"},        {"..", "file"},
+                              {"", "file"},                 {"a b/c\\d", "a_b_c_d"},
+                              {"caf\xc3\xa9.txt", "caf__.txt"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *s = getter_safe_name(cases[i][0]);
+        CU_ASSERT_STRING_EQUAL(s, cases[i][1]);
+        free(s);
+    }
+    char *long_name = xmalloc(301);
+    memset(long_name, 'n', 300);
+    long_name[300] = '\0';
+    char *s = getter_safe_name(long_name);
+    CU_ASSERT_EQUAL(strlen(s), 100);
+    free(s);
+    free(long_name);
+}
+
+/* ---- scoring ---- */
+
+static task *load_task(const char *evaluator)
+{
+    char *text = xasprintf("{\"id\": \"score\", \"instruction\": \"x\", \"evaluator\": %s}", evaluator);
+    task *t = NULL;
+    em_err err = {0};
+    if (task_parse(text, strlen(text), task_dir(), &t, &err) < 0)
+        fprintf(stderr, "\n  task: %s\n", err.msg);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+    free(text);
+    return t;
+}
+
+/* Evaluate and check score and reason; returns details (caller decrefs). */
+static json_t *expect_eval(const em_env_ops *ops, const char *evaluator, const char *agent_exit, double want,
+                           const char *want_reason)
+{
+    task *t = load_task(evaluator);
+    double score = -1;
+    char *reason = NULL;
+    json_t *details = NULL;
+    em_err err = {0};
+    CU_ASSERT_EQUAL(evaluate_task(ops, t, NULL, art_dir(), agent_exit, &score, &reason, &details, &err), 0);
+    if (fabs(score - want) > 1e-9 || (want_reason && strcmp(reason, want_reason)))
+        fprintf(stderr, "\n  score %g (want %g)\n  reason: %s\n  want:   %s\n", score, want, reason,
+                want_reason ? want_reason : "(any)");
+    CU_ASSERT_DOUBLE_EQUAL(score, want, 1e-9);
+    if (want_reason)
+        CU_ASSERT_STRING_EQUAL(reason, want_reason);
+    CU_ASSERT_DOUBLE_EQUAL(json_real_value(json_object_get(details, "score")), want, 1e-9);
+    free(reason);
+    task_free(t);
+    return details;
+}
+
+static json_t *detail(json_t *details, size_t i)
+{
+    return json_array_get(json_object_get(details, "metrics"), i);
+}
+
+#define R_TRUE "{\"type\": \"rule\", \"rules\": {\"expected\": \"yes\"}}"
+#define R_FALSE "{\"type\": \"rule\", \"rules\": {\"expected\": \"no\"}}"
+#define CMD "{\"type\": \"vm_command_line\", \"command\": \"echo yes\"}"
+
+static void test_score_single(void)
+{
+    rec r = {.out = "yes", .out_len = 3};
+    em_env_ops ops = rec_ops(&r);
+    json_t *d = expect_eval(&ops, "{\"func\": \"exact_match\", \"result\": " CMD ", \"expected\": " R_TRUE "}", "done",
+                            1, "exact_match: result equals \"yes\"");
+    CU_ASSERT_EQUAL(r.exec_calls, 1);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(d, "conj")), "and");
+    json_t *m = detail(d, 0);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(m, "func")), "exact_match");
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(json_object_get(m, "result"), "value")), "yes");
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(json_object_get(m, "expected"), "type")), "json");
+    json_decref(d);
+
+    d = expect_eval(&ops, "{\"func\": \"exact_match\", \"result\": " CMD ", \"expected\": " R_FALSE "}", "done", 0,
+                    "exact_match: got \"yes\", expected \"no\"");
+    json_decref(d);
+}
+
+static void test_score_and_or(void)
+{
+    rec r = {.out = "yes", .out_len = 3};
+    em_env_ops ops = rec_ops(&r);
+    /* and: stops at the first 0 */
+    json_t *d = expect_eval(&ops,
+                            "{\"func\": [\"exact_match\", \"exact_match\", \"exact_match\"],"
+                            " \"result\": [" CMD ", " CMD ", " CMD "], \"expected\": [" R_TRUE ", " R_FALSE ", " R_TRUE
+                            "]}",
+                            "done", 0, "and: metric 2 of 3 decided: exact_match: got \"yes\", expected \"no\"");
+    CU_ASSERT_EQUAL(r.exec_calls, 2);
+    CU_ASSERT_TRUE(json_is_true(json_object_get(detail(d, 2), "skipped")));
+    CU_ASSERT_PTR_NULL(json_object_get(detail(d, 1), "skipped"));
+    json_decref(d);
+    /* and: the mean when nothing is 0 */
+    d = expect_eval(&ops,
+                    "{\"func\": [\"exact_match\", \"fuzzy_match\"], \"result\": [" CMD ", " CMD "],"
+                    " \"expected\": [" R_TRUE ", {\"type\": \"rule\", \"rules\": {\"expected\": \"yeah\"}}]}",
+                    "done", (1 + 4.0 / 7) / 2, "mean of 2 metrics: all scored above 0"); /* LCS("yes", "yeah") = 2 */
+    json_decref(d);
+    /* or: stops at the first 1 */
+    r.exec_calls = 0;
+    d = expect_eval(&ops,
+                    "{\"func\": [\"exact_match\", \"exact_match\", \"exact_match\"], \"conj\": \"or\","
+                    " \"result\": [" CMD ", " CMD ", " CMD "], \"expected\": [" R_FALSE ", " R_TRUE ", " R_FALSE "]}",
+                    "done", 1, "or: metric 2 of 3 decided: exact_match: result equals \"yes\"");
+    CU_ASSERT_EQUAL(r.exec_calls, 2);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(d, "conj")), "or");
+    CU_ASSERT_TRUE(json_is_true(json_object_get(detail(d, 2), "skipped")));
+    json_decref(d);
+    /* or: the best score when nothing is 1 */
+    d = expect_eval(&ops,
+                    "{\"func\": [\"exact_match\", \"fuzzy_match\"], \"conj\": \"or\", \"result\": [" CMD ", " CMD "],"
+                    " \"expected\": [" R_FALSE ", {\"type\": \"rule\", \"rules\": {\"expected\": \"yeah\"}}]}",
+                    "done", 4.0 / 7, "best of 2 metrics: fuzzy_match: ratio 0.5714");
+    json_decref(d);
+}
+
+static void test_score_failures(void)
+{
+    rec r = {.out = "yes", .out_len = 3};
+    em_env_ops ops = rec_ops(&r);
+    /* a getter failure scores that metric 0 with the reason; the run does not fail */
+    json_t *d = expect_eval(&ops, "{\"func\": \"exact_match\", \"result\": {\"type\": \"egress_log\"}, \"expected\": " R_TRUE "}",
+                            "done", 0, "evaluator.result: egress_log: network isolation is not available yet");
+    CU_ASSERT_TRUE(json_is_null(json_object_get(detail(d, 0), "result")));
+    json_decref(d);
+    d = expect_eval(&ops,
+                    "{\"func\": [\"exact_match\", \"exact_match\"], \"conj\": \"or\", \"result\": [" CMD ", " CMD "],"
+                    " \"expected\": [{\"type\": \"local_file\", \"path\": \"missing.txt\"}, " R_TRUE "]}",
+                    "done", 1, NULL);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(detail(d, 0), "reason")),
+                           "evaluator.expected[0]: local_file: `missing.txt`: No such file or directory");
+    json_decref(d);
+    d = expect_eval(NULL, "{\"func\": \"exact_match\", \"result\": " CMD ", \"expected\": " R_TRUE "}", "done", 0,
+                    "evaluator.result: vm_command_line: no env to run it in");
+    json_decref(d);
+
+    /* FAIL on a feasible task scores 0 without looking at anything */
+    r.exec_calls = 0;
+    d = expect_eval(&ops, "{\"func\": \"exact_match\", \"result\": " CMD ", \"expected\": " R_TRUE "}", "fail", 0,
+                    "the agent answered FAIL (infeasible) but the task is feasible");
+    CU_ASSERT_EQUAL(r.exec_calls, 0);
+    CU_ASSERT_TRUE(json_is_true(json_object_get(detail(d, 0), "skipped")));
+    json_decref(d);
+
+    /* infeasible tasks want FAIL */
+    d = expect_eval(&ops, "{\"func\": \"infeasible\"}", "fail", 1, "infeasible: the agent answered FAIL");
+    json_decref(d);
+    d = expect_eval(&ops, "{\"func\": \"infeasible\"}", "done", 0, NULL);
+    json_decref(d);
+
+    /* programmer errors */
+    task *t = load_task("{\"func\": \"infeasible\"}");
+    double score;
+    char *reason;
+    json_t *details;
+    em_err err = {0};
+    CU_ASSERT_EQUAL(evaluate_task(&ops, t, NULL, NULL, "done", &score, &reason, &details, &err), -1);
+    CU_ASSERT_STRING_EQUAL(err.msg, "evaluate_task: no artifact folder");
+    CU_ASSERT_EQUAL(evaluate_task(&ops, NULL, NULL, art_dir(), "done", &score, &reason, &details, &err), -1);
+    task_free(t);
+}
+
+static void test_score_with_script(void)
+{
+    /* the example script, end to end: a guest file checked by file_contains.py */
+    rec r = {.file = "name=envmgr\nversion=1\n", .file_len = 23};
+    em_env_ops ops = rec_ops(&r);
+    json_t *d = expect_eval(&ops,
+                            "{\"func\": \"script\", \"result\": {\"type\": \"vm_file\", \"path\": \"/etc/app.conf\"},"
+                            " \"expected\": {\"type\": \"rule\", \"rules\": {\"expected\": [\"name=envmgr\"]}},"
+                            " \"options\": {\"path\": \"file_contains.py\"}}",
+                            "done", 1, "script `file_contains.py`: \"file_contains: all 1 strings found\"");
+    json_decref(d);
+}
+
+static CU_TestInfo tests[] = {
+    {"exact_match", test_exact_match},
+    {"check_include_exclude", test_include_exclude},
+    {"match_in_list and is_in_list", test_lists},
+    {"literal_match", test_literal_match},
+    {"fuzzy_match", test_fuzzy_match},
+    {"compare_text_file", test_compare_text_file},
+    {"check_direct_json_object", test_direct_json_object},
+    {"compare_images", test_compare_images},
+    {"infeasible", test_infeasible},
+    {"metric_run API", test_metric_api},
+    {"script: the example file_contains.py", test_script_example},
+    {"script: protocol and failures", test_script_protocol},
+    {"script: timeout kills the process group", test_script_timeout},
+    {"getters: rule, local_file, cache_file, refusals", test_getters_host_side},
+    {"getters: guest side through recorded ops", test_getters_guest_side},
+    {"getters: safe artifact names", test_safe_name},
+    {"score: one metric", test_score_single},
+    {"score: and / or", test_score_and_or},
+    {"score: failures and FAIL", test_score_failures},
+    {"score: script end to end", test_score_with_script},
+    CU_TEST_INFO_NULL,
+};
+
+int main(void)
+{
+    return run_suite("metrics", tests);
+}
