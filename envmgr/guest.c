@@ -92,7 +92,7 @@ int guest_open(const char *sock_path, double timeout_ms, guest **out, em_err *er
         double left = deadline - now_ms();
         if (guest_sync(g, left < 2000 ? left : 2000, err) == 0)
             break;
-        if (now_ms() >= deadline) {
+        if (interrupted() || now_ms() >= deadline) {
             guest_close(g);
             return -1;
         }

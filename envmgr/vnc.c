@@ -238,5 +238,11 @@ int vnc_key(vnc_session *v, const key_code *k, bool down, em_err *err)
 
 int vnc_pump(vnc_session *v, double ms, em_err *err)
 {
-    return handle_messages(v, now_ms() + ms, err);
+    double deadline = now_ms() + ms;
+    while (now_ms() < deadline) {
+        if (handle_messages(v, deadline, err) < 0 || check_interrupt(err) < 0)
+            return -1;
+        sleep_ms(deadline - now_ms() < 20 ? deadline - now_ms() : 20);
+    }
+    return 0;
 }

@@ -25,5 +25,7 @@ int cmd_act(int argc, char **argv);
 int cmd_reset(int argc, char **argv);
 int cmd_exec(int argc, char **argv);
 int cmd_image(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+int cmd_trace(int argc, char **argv);
 
 #endif

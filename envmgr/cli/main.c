@@ -13,6 +13,8 @@ static const cli_command commands[] = {
     {"act", "perform a computer_13 action (JSON) on the env", cmd_act},
     {"reset", "return the env to the clean golden state", cmd_reset},
     {"exec", "run a command in the guest through the guest agent", cmd_exec},
+    {"run", "run a task (or a folder of tasks) with an agent, score it, record a trace", cmd_run},
+    {"trace", "traces: verify, show, export", cmd_trace},
     {"image", "image tools: verify", cmd_image},
 };
 

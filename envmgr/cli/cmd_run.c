@@ -1,0 +1,177 @@
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "envmgr/env.h"
+#include "envmgr/episode.h"
+#include "envmgr/util.h"
+#include "evaluator/task.h"
+
+static const char usage[] =
+    "usage: envmgr run TASK.json|SUITE_DIR --agent CMD [--env NAME] [--out DIR] [--record DIR]\n"
+    "                  [--accel auto|kvm|tcg] [--settle-ms MS]\n"
+    "  Run episodes: restore the clean snapshot, run the task's setup, let the agent act\n"
+    "  (docs/agent-protocol.md), run postconfig and the evaluator, revert. Prints the score and\n"
+    "  writes OUT/result.json and the trace (OUT/trace, or --record DIR). A folder runs its tasks\n"
+    "  in sequence into OUT/<task id>/ and prints a table.\n"
+    "  --env NAME      use this existing env (reverted after the run); default: a temporary env\n"
+    "  --out DIR       default: ./envmgr-out/<task id> (one task) or ./envmgr-out (a folder)\n"
+    "  --settle-ms MS  after each action wait for two identical frames MS apart (default 300)\n";
+
+typedef struct run_args {
+    const char *agent, *env_name, *out, *record, *accel;
+    double settle_ms;
+} run_args;
+
+static int one(env *e, bool fresh, const char *path, const char *out_dir, const run_args *a, json_t **res,
+               em_err *err)
+{
+    task *t = NULL;
+    if (task_load(path, &t, err) < 0)
+        return -1;
+    int rc = task_substitute_screen(t, env_width(e), env_height(e), err);
+    episode_opts o = {.agent_cmd = a->agent, .out_dir = out_dir, .trace_dir = a->record, .fresh = fresh,
+                      .settle_ms = a->settle_ms};
+    if (rc == 0)
+        rc = episode_run(e, t, path, &o, res, err);
+    task_free(t);
+    return rc;
+}
+
+int cmd_run(int argc, char **argv)
+{
+    if (cli_wants_help(argc, argv, usage))
+        return 0;
+    run_args a = {.accel = "auto", .settle_ms = 300};
+    static const struct option opts[] = {{"agent", required_argument, 0, 'a'}, {"env", required_argument, 0, 'e'},
+                                         {"out", required_argument, 0, 'o'},   {"record", required_argument, 0, 'r'},
+                                         {"accel", required_argument, 0, 'A'}, {"settle-ms", required_argument, 0, 's'},
+                                         {0, 0, 0, 0}};
+    int c;
+    while ((c = getopt_long(argc, argv, "a:e:o:r:", opts, NULL)) != -1) {
+        switch (c) {
+        case 'a': a.agent = optarg; break;
+        case 'e': a.env_name = optarg; break;
+        case 'o': a.out = optarg; break;
+        case 'r': a.record = optarg; break;
+        case 'A': a.accel = optarg; break;
+        case 's':
+            if (parse_double(optarg, &a.settle_ms) < 0 || a.settle_ms < 0 || a.settle_ms > 10000)
+                return cli_usage_error(usage, "--settle-ms: expected 0..10000, got `%s`", optarg);
+            break;
+        default: return cli_usage_error(usage, "run: bad option");
+        }
+    }
+    if (argc - optind != 1)
+        return cli_usage_error(usage, "run: expected one TASK.json or SUITE_DIR");
+    if (!a.agent)
+        return cli_usage_error(usage, "--agent: missing");
+    const char *target = argv[optind];
+    struct stat st;
+    if (stat(target, &st) < 0)
+        return cli_usage_error(usage, "run: `%s` does not exist", target);
+    bool suite = S_ISDIR(st.st_mode);
+    em_err err = {0};
+    char **paths = NULL;
+    size_t n = 0;
+    if (suite) {
+        if (task_list_dir(target, &paths, &n, &err) < 0)
+            return cli_report(&err);
+        if (n == 0) {
+            task_paths_free(paths, n);
+            return cli_usage_error(usage, "run: no task files in `%s`", target);
+        }
+        if (a.record)
+            return cli_usage_error(usage, "--record: only for a single task (a folder records into OUT/<id>/trace)");
+    } else {
+        /* Check the task before any VM starts: bad input costs nothing. */
+        task *t;
+        if (task_load(target, &t, &err) < 0)
+            return cli_report(&err);
+        task_free(t);
+        paths = xcalloc(1, sizeof *paths);
+        paths[0] = xstrdup(target);
+        n = 1;
+    }
+
+    env *e = NULL;
+    bool temporary = !a.env_name, fresh = false;
+    char temp_name[64];
+    int rc;
+    if (temporary) {
+        snprintf(temp_name, sizeof temp_name, "run-%d", (int)getpid());
+        env_up_opts uo = {.name = temp_name, .image = "desktop", .accel = a.accel};
+        rc = env_up(&uo, &e, NULL, &err);
+        fresh = true;
+    } else {
+        rc = env_open(a.env_name, &e, &err);
+    }
+    if (rc < 0) {
+        task_paths_free(paths, n);
+        return cli_report(&err);
+    }
+    if (suite)
+        printf("%-32s %6s %6s %8s  %s\n", "TASK", "SCORE", "STEPS", "SECONDS", "EXIT");
+    double total = 0;
+    size_t ran = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        const char *base = strrchr(paths[i], '/') ? strrchr(paths[i], '/') + 1 : paths[i];
+        _cleanup_free_ char *id = xstrdup(base);
+        char *dot = strrchr(id, '.');
+        if (dot)
+            *dot = '\0';
+        _cleanup_free_ char *out = suite ? xasprintf("%s/%s", a.out ? a.out : "envmgr-out", id)
+                                         : xstrdup(a.out ? a.out : "envmgr-out");
+        if (!suite && !a.out) {
+            free(out);
+            out = xasprintf("envmgr-out/%s", id);
+        }
+        json_t *res = NULL;
+        em_err terr = {0};
+        if (one(e, fresh, paths[i], out, &a, &res, &terr) < 0) {
+            if (interrupted() || !suite) {
+                err = terr;
+                rc = -1;
+                break;
+            }
+            printf("%-32s %6s %6s %8s  error: %s\n", id, "-", "-", "-", terr.msg);
+            fresh = false;
+            continue;
+        }
+        fresh = false;
+        double score = json_real_value(json_object_get(res, "score"));
+        total += score;
+        ran++;
+        if (suite)
+            printf("%-32s %6.2f %6lld %8.1f  %s\n", json_string_value(json_object_get(res, "task_id")), score,
+                   json_integer_value(json_object_get(res, "steps")),
+                   json_real_value(json_object_get(json_object_get(res, "timings"), "total_s")),
+                   json_string_value(json_object_get(res, "exit_cause")));
+        else
+            printf("%s: score %.2f (%s, %lld steps, %.1f s) — %s\n", json_string_value(json_object_get(res, "task_id")),
+                   score, json_string_value(json_object_get(res, "exit_cause")),
+                   json_integer_value(json_object_get(res, "steps")),
+                   json_real_value(json_object_get(json_object_get(res, "timings"), "total_s")),
+                   json_string_value(json_object_get(res, "reason")));
+        fflush(stdout);
+        json_decref(res);
+    }
+    if (suite && rc == 0)
+        printf("%zu of %zu tasks ran, mean score %.3f\n", ran, n, ran ? total / (double)ran : 0.0);
+    task_paths_free(paths, n);
+    em_err cerr = {0};
+    if (temporary) {
+        env_close(e);
+        env_down(temp_name, &cerr);
+    } else {
+        env_timings tm; /* leave a borrowed env as clean as we found it */
+        if (env_reset(e, &tm, &cerr) < 0)
+            fprintf(stderr, "envmgr: revert %s: %s\n", a.env_name, cerr.msg);
+        env_close(e);
+    }
+    return rc < 0 ? cli_report(&err) : 0;
+}

@@ -1,0 +1,399 @@
+#include "episode.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "actions.h"
+#include "agent.h"
+#include "guest_ops.h"
+#include "pyautogui.h"
+#include "recorder/trace.h"
+#include "evaluator/score.h"
+#include "setup.h"
+#include "sha256.h"
+#include "util.h"
+
+#define SETTLE_MAX_MS 3000.0
+#define AGENT_GRACE_MS 2000.0
+
+typedef struct run {
+    env *e;
+    const task *t;
+    const episode_opts *o;
+    trace_writer *tw;
+    agent *ag;
+    const char *exit_cause;
+    char *reason;   /* why the episode ended early (agent or env trouble) */
+    int steps;      /* agent replies */
+    int actions;    /* actions executed */
+    double t_start, setup_ms, agent_ms, action_ms;
+} run;
+
+static void set_end(run *r, const char *cause, const char *why)
+{
+    if (r->exit_cause)
+        return;
+    r->exit_cause = cause;
+    free(r->reason);
+    r->reason = why ? xstrdup(why) : NULL;
+}
+
+static int frame_sha(run *r, char sha[65], em_err *err)
+{
+    const uint8_t *px;
+    int w = env_width(r->e), h = env_height(r->e);
+    if (env_frame(r->e, &px, err) < 0)
+        return -1;
+    return trace_add_frame_rgb(r->tw, px, w, h, w * 4, sha, err);
+}
+
+static int run_steps(run *r, const task_step *steps, size_t n, const char *list_name, bool abort_on_error,
+                     em_err *err)
+{
+    json_t *raw = json_object_get(r->t->json, list_name);
+    if (!strcmp(list_name, "postconfig"))
+        raw = json_object_get(json_object_get(r->t->json, "evaluator"), "postconfig");
+    for (size_t i = 0; i < n; i++) {
+        double t0 = now_ms();
+        json_t *detail = NULL;
+        em_err serr = {0};
+        int rc = setup_run_step(r->e, r->t, &steps[i], &detail, &serr);
+        json_t *line = json_pack("{s:s, s:O, s:f, s:b}", "type", "setup", "step",
+                                 json_array_get(raw, i) ? json_array_get(raw, i) : json_null(), "duration_ms",
+                                 now_ms() - t0, "ok", rc == 0);
+        if (!json_is_object(json_object_get(line, "step")))
+            json_object_set_new(line, "step", json_pack("{s:s}", "type", task_step_type_name(steps[i].type)));
+        json_object_set_new(line, "phase", json_string(list_name));
+        if (detail)
+            json_object_set_new(line, "detail", detail);
+        if (rc < 0)
+            json_object_set_new(line, "error", json_string(serr.msg));
+        int wrc = trace_append(r->tw, line, err);
+        json_decref(line);
+        if (wrc < 0)
+            return -1;
+        if (rc < 0) {
+            if (check_interrupt(err) < 0)
+                return -1;
+            char why[EM_ERR_MAX + 64];
+            snprintf(why, sizeof why, "%s[%zu] (%s): %s", list_name, i, task_step_type_name(steps[i].type), serr.msg);
+            if (abort_on_error) {
+                set_end(r, "env_error", why);
+                return 1;
+            }
+            fprintf(stderr, "envmgr: %s\n", why);
+        }
+    }
+    return 0;
+}
+
+/* The agent's reply as a list of validated actions, or a message to send back. */
+static int decode_reply(run *r, json_t *reply, json_t **actions, const char **source, char **refusal)
+{
+    em_err perr = {0};
+    json_t *code = json_object_get(reply, "pyautogui");
+    *actions = NULL;
+    *refusal = NULL;
+    if (code) {
+        *source = "pyautogui";
+        if (!json_is_string(code)) {
+            *refusal = xstrdup("pyautogui: expected a string of code");
+            return 0;
+        }
+        if (json_object_size(reply) != 1) {
+            *refusal = xstrdup("a pyautogui reply has no other fields");
+            return 0;
+        }
+        if (pyautogui_parse(json_string_value(code), actions, &perr) < 0) {
+            *refusal = xstrdup(perr.msg);
+            return 0;
+        }
+    } else {
+        *source = "computer_13";
+        *actions = json_pack("[O]", reply);
+    }
+    size_t i;
+    json_t *a;
+    json_array_foreach(*actions, i, a)
+    {
+        action parsed;
+        if (action_parse(a, env_width(r->e), env_height(r->e), &parsed, &perr) < 0) {
+            *refusal = xstrdup(perr.msg);
+            json_decref(*actions);
+            *actions = NULL;
+            return 0;
+        }
+        action_free(&parsed);
+    }
+    return 0;
+}
+
+static int record_step(run *r, json_t *act_json, const char *source, double agent_ms, double action_ms,
+                       const char *before, const char *after, const char *error, em_err *err)
+{
+    json_t *line = json_pack("{s:s, s:O, s:s, s:f, s:f, s:s}", "type", "step", "action", act_json, "source", source,
+                             "agent_ms", agent_ms, "action_ms", action_ms, "frame_before", before);
+    if (after)
+        json_object_set_new(line, "frame_after", json_string(after));
+    if (error)
+        json_object_set_new(line, "error", json_string(error));
+    int rc = trace_append(r->tw, line, err);
+    json_decref(line);
+    return rc;
+}
+
+/* Execute one reply's actions; returns 1 when the episode ended (DONE/FAIL or env trouble). */
+static int execute_actions(run *r, json_t *actions, const char *source, double agent_ms, char before[65],
+                           em_err *err)
+{
+    size_t i;
+    json_t *a;
+    json_array_foreach(actions, i, a)
+    {
+        action parsed;
+        em_err aerr = {0};
+        if (action_parse(a, env_width(r->e), env_height(r->e), &parsed, &aerr) < 0)
+            return em_fail(err, "action changed after validation: %s", aerr.msg);
+        json_t *canon = action_to_json(&parsed);
+        double t0 = now_ms();
+        int rc = 0;
+        if (!action_is_terminal(&parsed)) {
+            rc = env_act(r->e, &parsed, &aerr);
+            if (rc == 0)
+                rc = screen_settle(r->e, r->o->settle_ms, SETTLE_MAX_MS, &aerr);
+        }
+        double action_ms = now_ms() - t0;
+        r->action_ms += action_ms;
+        r->actions++;
+        char after[65] = "";
+        if (rc == 0)
+            rc = frame_sha(r, after, &aerr);
+        int wrc = record_step(r, canon, source, i == 0 ? agent_ms : 0, action_ms, before, rc == 0 ? after : NULL,
+                              rc == 0 ? NULL : aerr.msg, err);
+        json_decref(canon);
+        bool terminal = action_is_terminal(&parsed);
+        action_type type = parsed.type;
+        action_free(&parsed);
+        if (wrc < 0)
+            return -1;
+        if (rc < 0) {
+            if (check_interrupt(err) < 0)
+                return -1;
+            set_end(r, "env_error", aerr.msg);
+            return 1;
+        }
+        memcpy(before, after, 65);
+        if (terminal) {
+            set_end(r, type == ACT_DONE ? "done" : "fail", NULL);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int agent_loop(run *r, const char *task_path, em_err *err)
+{
+    _cleanup_free_ char *log = xasprintf("%s/agent.log", r->o->out_dir);
+    char real_task[4096];
+    if (!realpath(task_path, real_task))
+        snprintf(real_task, sizeof real_task, "%s", task_path);
+    _cleanup_free_ char *e1 = xasprintf("ENVMGR_TASK=%s", real_task), *e2 = xasprintf("ENVMGR_TASK_ID=%s", r->t->id);
+    _cleanup_free_ char *e3 = xasprintf("ENVMGR_SCREEN_WIDTH=%d", env_width(r->e));
+    _cleanup_free_ char *e4 = xasprintf("ENVMGR_SCREEN_HEIGHT=%d", env_height(r->e));
+    const char *envv[] = {e1, e2, e3, e4, NULL};
+    em_err aerr = {0};
+    if (agent_start(r->o->agent_cmd, envv, log, &r->ag, &aerr) < 0) {
+        set_end(r, "agent_error", aerr.msg);
+        return 0;
+    }
+    double deadline = r->t_start + r->t->episode_timeout_s * 1000;
+    char *refusal = NULL;
+    char before[65];
+    int rc = 0;
+    for (r->steps = 0; !r->exit_cause; r->steps++) {
+        if (r->steps >= r->t->max_steps) {
+            set_end(r, "max_steps", NULL);
+            break;
+        }
+        if ((rc = check_interrupt(err)) < 0)
+            break;
+        if (frame_sha(r, before, &aerr) < 0) {
+            set_end(r, "env_error", aerr.msg);
+            break;
+        }
+        _cleanup_free_ char *shot = xasprintf("%s/" TRACE_FRAMES_DIR "/%s.png", trace_writer_dir(r->tw), before);
+        json_t *obs = json_pack("{s:i, s:s, s:s, s:i, s:i}", "step", r->steps, "instruction", r->t->instruction,
+                                "screenshot", shot, "width", env_width(r->e), "height", env_height(r->e));
+        if (refusal) {
+            json_object_set_new(obs, "error", json_string(refusal));
+            free(refusal);
+            refusal = NULL;
+        }
+        int src = agent_send(r->ag, obs, &aerr);
+        json_decref(obs);
+        if (src < 0) {
+            set_end(r, "agent_error", aerr.msg);
+            break;
+        }
+        double left = deadline - now_ms(), step_ms = r->t->step_timeout_s * 1000;
+        bool episode_limit = left < step_ms;
+        double t0 = now_ms();
+        json_t *reply = NULL;
+        agent_status st = agent_receive(r->ag, episode_limit ? (left > 0 ? left : 0) : step_ms, &reply, &aerr);
+        double agent_ms = now_ms() - t0;
+        r->agent_ms += agent_ms;
+        if (st == AGENT_TIMEOUT) {
+            set_end(r, "timeout", episode_limit ? "episode timeout" : aerr.msg);
+            break;
+        }
+        if (st != AGENT_OK) {
+            if ((rc = check_interrupt(err)) < 0)
+                break;
+            set_end(r, "agent_error", aerr.msg);
+            break;
+        }
+        json_t *actions;
+        const char *source;
+        decode_reply(r, reply, &actions, &source, &refusal);
+        if (!actions) {
+            /* Refused: nothing reaches the guest; the agent hears why with the next observation. */
+            json_t *stub = json_pack("{s:s}", "action_type", "REFUSED");
+            rc = record_step(r, stub, source, agent_ms, 0, before, NULL, refusal, err);
+            json_decref(stub);
+        } else {
+            rc = execute_actions(r, actions, source, agent_ms, before, err);
+            json_decref(actions);
+            rc = rc < 0 ? -1 : 0;
+        }
+        json_decref(reply);
+        if (rc < 0)
+            break;
+        if (!r->exit_cause && now_ms() > deadline)
+            set_end(r, "timeout", "episode timeout");
+    }
+    free(refusal);
+    agent_stop(r->ag, AGENT_GRACE_MS);
+    r->ag = NULL;
+    return rc;
+}
+
+static json_t *artifact_hashes(json_t *details)
+{
+    json_t *out = json_object();
+    size_t i;
+    json_t *m;
+    json_array_foreach(json_object_get(details, "metrics"), i, m)
+    {
+        const char *sides[] = {"result", "expected"};
+        for (int s = 0; s < 2; s++) {
+            const char *sha = json_string_value(json_object_get(json_object_get(m, sides[s]), "sha256"));
+            if (sha && is_sha256_hex(sha)) {
+                char name[64];
+                snprintf(name, sizeof name, "metric%zu_%s", i, sides[s]);
+                json_object_set_new(out, name, json_string(sha));
+            }
+        }
+    }
+    return out;
+}
+
+int episode_run(env *e, const task *t, const char *task_path, const episode_opts *o, json_t **result, em_err *err)
+{
+    run r = {.e = e, .t = t, .o = o, .t_start = now_ms()};
+    if (mkdir_p(o->out_dir, 0755, err) < 0)
+        return -1;
+    _cleanup_free_ char *trace_dir = o->trace_dir ? xstrdup(o->trace_dir) : xasprintf("%s/trace", o->out_dir);
+    _cleanup_free_ char *artifacts = xasprintf("%s/artifacts", o->out_dir);
+    if (mkdir_p(artifacts, 0755, err) < 0)
+        return -1;
+    char task_sha[65];
+    if (sha256_file_hex(task_path, task_sha, err) < 0)
+        return -1;
+    double t_reset = now_ms();
+    env_timings tm;
+    if (!o->fresh && env_reset(e, &tm, err) < 0)
+        return -1;
+    double reset_ms = now_ms() - t_reset;
+    json_t *hdr = json_pack("{s:s, s:s, s:s, s:{s:i, s:i}, s:s, s:b, s:s, s:s}", "task_id", t->id, "task_sha256",
+                            task_sha, "image_manifest_sha256", env_image_sha256(e), "screen", "width", env_width(e),
+                            "height", env_height(e), "accel", env_accel(e), "unsafe_open_network", 0, "agent",
+                            o->agent_cmd, "task_path", task_path);
+    json_object_set_new(hdr, "settle_ms", json_real(o->settle_ms));
+    int rc = trace_open(trace_dir, hdr, &r.tw, err);
+    json_decref(hdr);
+    if (rc < 0)
+        return -1;
+
+    double t0 = now_ms();
+    rc = run_steps(&r, t->config, t->nconfig, "config", true, err);
+    r.setup_ms = now_ms() - t0;
+    if (rc == 0) {
+        em_err serr = {0};
+        if (screen_settle(e, o->settle_ms, SETTLE_MAX_MS, &serr) < 0)
+            set_end(&r, "env_error", serr.msg);
+    }
+    if (rc == 0 && !r.exit_cause)
+        rc = agent_loop(&r, task_path, err);
+    if (rc < 0) { /* interrupted or the trace cannot be written: keep what is recorded, marked incomplete */
+        agent_stop(r.ag, 0);
+        trace_abandon(r.tw);
+        free(r.reason);
+        return -1;
+    }
+
+    double t_eval = now_ms();
+    double score = 0;
+    char *reason = NULL;
+    json_t *details = NULL;
+    if (strcmp(r.exit_cause, "env_error")) {
+        rc = run_steps(&r, t->postconfig, t->npostconfig, "postconfig", false, err);
+        em_env_ops ops;
+        guest_ops_bind(e, &ops);
+        if (rc == 0)
+            rc = evaluate_task(&ops, t, t->dir, artifacts, r.exit_cause, &score, &reason, &details, err);
+    } else {
+        reason = xasprintf("not evaluated: %s", r.reason ? r.reason : "the env failed");
+    }
+    if (rc < 0) {
+        trace_abandon(r.tw);
+        free(r.reason);
+        return -1;
+    }
+    if (r.reason && strcmp(r.exit_cause, "env_error")) { /* keep why the episode ended next to the score */
+        char *joined = xasprintf("%s (episode ended: %s)", reason ? reason : "", r.reason);
+        free(reason);
+        reason = joined;
+    }
+    double eval_ms = now_ms() - t_eval;
+    json_t *eval = json_pack("{s:s, s:f, s:s, s:s, s:o}", "type", "evaluation", "score", score, "reason",
+                             reason ? reason : "", "exit_cause", r.exit_cause, "artifacts", artifact_hashes(details));
+    if (details)
+        json_object_set(eval, "details", details);
+    rc = trace_append(r.tw, eval, err);
+    json_decref(eval);
+    if (rc == 0)
+        rc = trace_close(r.tw, err);
+    else
+        trace_abandon(r.tw);
+
+    json_t *res = json_pack("{s:s, s:f, s:s, s:s, s:i, s:i, s:s, s:s, s:{s:f, s:f, s:f, s:f, s:f, s:f}}", "task_id",
+                            t->id, "score", score, "reason", reason ? reason : "", "exit_cause", r.exit_cause, "steps",
+                            r.steps, "actions", r.actions, "trace", trace_dir, "accel", env_accel(e), "timings",
+                            "reset_ms", reset_ms, "setup_ms", r.setup_ms, "agent_ms", r.agent_ms, "actions_ms",
+                            r.action_ms, "evaluation_ms", eval_ms, "total_s", (now_ms() - r.t_start) / 1000);
+    if (details)
+        json_object_set_new(res, "evaluation", details);
+    free(reason);
+    free(r.reason);
+    _cleanup_free_ char *text = json_dumps(res, JSON_INDENT(2)), *path = xasprintf("%s/result.json", o->out_dir);
+    if (rc == 0)
+        rc = write_file_atomic(path, text, strlen(text), 0644, err);
+    if (rc < 0) {
+        json_decref(res);
+        return -1;
+    }
+    *result = res;
+    return 0;
+}
