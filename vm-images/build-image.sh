@@ -21,7 +21,7 @@ umask 022
 
 FORMAT=1        # bump when the meaning of the outputs changes
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-# shellcheck source=lib/common.sh
+# shellcheck source-path=SCRIPTDIR source=lib/common.sh
 . "$HERE/lib/common.sh"
 
 usage() { die "usage: build-image.sh [--key|--prune] NAME"; }
@@ -33,11 +33,12 @@ case ${1:-} in
 esac
 [ $# -eq 1 ] || usage
 NAME=$1
-[[ $NAME =~ ^[a-z0-9][a-z0-9-]*$ ]] && [ -f "$HERE/$NAME/build.sh" ] ||
+if ! [[ $NAME =~ ^[a-z0-9][a-z0-9-]*$ ]] || [ ! -f "$HERE/$NAME/build.sh" ]; then
     die "no image recipe '$NAME' in $HERE"
+fi
 
 CACHE=$(realpath -m -- "${ENVMGR_IMAGE_CACHE:-/var/cache/envmgr/images}")
-# shellcheck source=desktop/image.conf
+# shellcheck source-path=SCRIPTDIR source=desktop/image.conf
 . "$HERE/$NAME/image.conf"
 
 # The mirror the host's apt uses, unless ENVMGR_MIRROR (and

@@ -19,9 +19,9 @@ export LC_ALL=C.UTF-8
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 LIB=$HERE/../lib
-# shellcheck source=../lib/common.sh
+# shellcheck source-path=SCRIPTDIR source=../lib/common.sh
 . "$LIB/common.sh"
-# shellcheck source=image.conf
+# shellcheck source-path=SCRIPTDIR source=image.conf
 . "$HERE/image.conf"
 
 [ $# -eq 2 ] || die "usage: build.sh OUTDIR WORKDIR"
@@ -219,10 +219,11 @@ check_config() {
     [ "$(in_root systemctl get-default)" = graphical.target ] || die "default target is not graphical"
     in_root id -nG "$GUEST_USER" | grep -qw sudo || die "$GUEST_USER is not in group sudo"
     # (looked up inside the chroot: alternatives are absolute symlinks)
+    # shellcheck disable=SC2016  # $p is expanded by the guest's sh
     f=$(in_root sh -c 'for p; do command -v "$p" >/dev/null || echo "$p"; done' - \
         xterm mousepad thunar xfwm4 xfce4-panel xfdesktop xdotool wmctrl xhost xset \
         xwininfo xdpyinfo qemu-ga python3 curl nc ping dig sudo)
-    [ -z "$f" ] || die "missing programs in image: $(echo $f)"
+    [ -z "$f" ] || die "missing programs in image: ${f//$'\n'/ }"
     grep -q 'value="xterm"' "$ROOT/etc/xdg/xfce4/xfconf/xfce-perchannel-xml/xfce4-keyboard-shortcuts.xml" ||
         die "ctrl+alt+t shortcut not set"
 }
@@ -251,8 +252,8 @@ do_kernel() {
     local kernels initrds
     kernels=("$ROOT"/boot/vmlinuz-*)
     initrds=("$ROOT"/boot/initrd.img-*)
-    [ ${#kernels[@]} -eq 1 ] && [ -f "${kernels[0]}" ] || die "expected one kernel in /boot"
-    [ ${#initrds[@]} -eq 1 ] && [ -f "${initrds[0]}" ] || die "expected one initrd in /boot"
+    if [ ${#kernels[@]} -ne 1 ] || [ ! -f "${kernels[0]}" ]; then die "expected one kernel in /boot"; fi
+    if [ ${#initrds[@]} -ne 1 ] || [ ! -f "${initrds[0]}" ]; then die "expected one initrd in /boot"; fi
     # The initrd must be able to mount the root disk.
     in_root lsinitramfs "/boot/$(basename "${initrds[0]}")" >"$WORK/initrd.list"
     for m in virtio_blk.ko virtio_pci.ko ext4.ko; do
@@ -268,6 +269,7 @@ do_kernel() {
 
 do_finish() {
     # Package list for the manifest, while dpkg is still runnable.
+    # shellcheck disable=SC2016  # dpkg-query format, not shell variables
     in_root dpkg-query -W -f '${db:Status-Abbrev}\t${Package}\t${Version}\n' |
         awk -F'\t' '$1 ~ /^ii/ { print $2 "\t" $3 }' | LC_ALL=C sort -u >"$WORK/packages.tsv"
 
