@@ -83,7 +83,9 @@ act $E1 '{"action_type":"HOTKEY","keys":["ctrl","s"]}'
 check "ctrl+s opens the save dialog" wait_until 30 active_is 'Save As'
 sleep 1
 act $E1 '{"action_type":"HOTKEY","keys":["ctrl","a"]}'
-act $E1 '{"action_type":"TYPING","text":"/tmp/note.txt\n"}'
+act $E1 '{"action_type":"TYPING","text":"/tmp/note.txt"}'
+sleep 1   # let the file chooser's completion settle before Enter
+act $E1 '{"action_type":"PRESS","key":"enter"}'
 check "the saved file holds the typed text" \
     wait_until 30 bash -c "'$ENVMGR' exec $E1 -- cat /tmp/note.txt | grep -qx 'Written by envmgr over VNC.'"
 
