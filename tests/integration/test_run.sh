@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Episodes on a real guest: a scripted solution scores 1.0 with a verifiable trace; agents that crash,
+# hang, write garbage, send refused actions or never finish end with the right exit cause; bad task
+# files are refused before any VM starts. Prints `run: N passed, N failed`.
+SUITE=run
+source "$(dirname "$0")/lib.sh"
+D=$ROOT/tests/data
+TASK=$D/tasks/terminal-echo.json
+SCRIPTED=$ROOT/tasks/agents/scripted
+[ -x "$SCRIPTED" ] || SCRIPTED=$D/agents/scripted-fallback
+E=it-run
+"$ENVMGR" up --name $E --accel tcg >/dev/null || { bad "up"; finish; exit 1; }
+
+field() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$1" "$2"; }
+
+out=$("$ENVMGR" run "$TASK" --env $E --agent "$SCRIPTED" --out "$T/ok" 2>&1); rc=$?
+echo "$out"
+check "scripted solution runs (exit 0)" test $rc = 0
+check "scripted solution scores 1.0" test "$(field "$T/ok/result.json" score)" = 1.0
+check "exit cause done" test "$(field "$T/ok/result.json" exit_cause)" = done
+check "trace verifies" "$ENVMGR" trace verify "$T/ok/trace"
+check "trace shows the score" bash -c "'$ENVMGR' trace show '$T/ok/trace' | grep -q 'score:    1'"
+check "the env was reverted after the run" bash -c "! '$ENVMGR' exec $E -- test -e /tmp/out.txt"
+
+run_with() { "$ENVMGR" run "$TASK" --env $E --agent "$1" --out "$T/$2" >/dev/null 2>&1; }
+run_with "$D/agents/crash" crash
+check "a crashing agent: agent_error" test "$(field "$T/crash/result.json" exit_cause)" = agent_error
+check "a crashing agent: score 0 (nothing done)" test "$(field "$T/crash/result.json" score)" = 0.0
+check "a crashing agent: the trace still verifies" "$ENVMGR" trace verify "$T/crash/trace"
+run_with "$D/agents/garbage" garbage
+check "a garbage-writing agent: agent_error" test "$(field "$T/garbage/result.json" exit_cause)" = agent_error
+s=$(date +%s)
+run_with "$D/agents/hang" hang
+check "a hanging agent: timeout" test "$(field "$T/hang/result.json" exit_cause)" = timeout
+check "a hanging agent is cut at the step timeout (5 s), not later" test $(( $(date +%s) - s )) -lt 60
+check "no process of the hanging agent survives" bash -c "! pgrep -f '$D/agents/hang' >/dev/null"
+run_with "$D/agents/refused-then-done" refused
+check "refused actions are reported to the agent, then DONE ends it" \
+    test "$(field "$T/refused/result.json" exit_cause)" = done
+check "unsafe pyautogui was not executed" bash -c "! '$ENVMGR' exec $E -- test -e /tmp/pwned"
+check "refused steps are in the trace with their error" grep -q '"REFUSED"' "$T/refused/trace/trace.jsonl"
+run_with "$D/agents/waiter" waiter
+check "an agent that never finishes: max_steps" test "$(field "$T/waiter/result.json" exit_cause)" = max_steps
+
+# Bad task files: one line naming the JSON path, exit 2, no VM started.
+echo '{"id":"x","instruction":"y","evaluator":{"func":"exact_match","result":{"type":7}}}' >"$T/bad.json"
+out=$("$ENVMGR" run "$T/bad.json" --agent /bin/true 2>&1); rc=$?
+check "a bad task: exit 2" test $rc = 2
+check "a bad task: one line naming evaluator.result.type" \
+    bash -c "[ \$(printf '%s\n' \"\$1\" | wc -l) = 1 ] && printf '%s' \"\$1\" | grep -q 'evaluator.result.type'" _ "$out"
+check "a bad task starts no env" test -z "$(ls "$ENVMGR_RUN_DIR" | grep run- || true)"
+"$ENVMGR" run /nonexistent.json --agent /bin/true >/dev/null 2>&1
+check "a missing task file: exit 2" test $? = 2
+"$ENVMGR" down $E >/dev/null
+check "no QEMU of this run is left" no_qemu_under "$ENVMGR_RUN_DIR/"
+finish
