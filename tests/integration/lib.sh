@@ -32,7 +32,7 @@ wait_until() {
     while [ "$(date +%s)" -lt "$end" ]; do "$@" >/dev/null 2>&1 && return 0; sleep 0.5; done
     return 1
 }
-# no_qemu_under PATH: no process has PATH in its command line (call it
+# no_qemu_under PATH: no process (QEMU or other) has PATH in its command line (call it
 # directly, not through bash -c, or pgrep finds that shell's own command line)
 no_qemu_under() { ! pgrep -f -- "$1" >/dev/null; }
 finish() {
