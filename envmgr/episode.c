@@ -1,5 +1,6 @@
 #include "episode.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,18 +19,25 @@
 #define SETTLE_MAX_MS 3000.0
 #define AGENT_GRACE_MS 2000.0
 
-typedef struct run {
+struct episode {
     env *e;
     const task *t;
-    const episode_opts *o;
+    episode_opts o;        /* a copy; its strings are owned by the episode */
+    char *task_path;       /* NULL for an inline task */
+    char *trace_dir, *artifacts;
     trace_writer *tw;
     agent *ag;
     const char *exit_cause;
     char *reason;   /* why the episode ended early (agent or env trouble) */
     int steps;      /* agent replies */
     int actions;    /* actions executed */
-    double t_start, setup_ms, agent_ms, action_ms;
-} run;
+    double t_start, reset_ms, setup_ms, agent_ms, action_ms;
+    char before[65];       /* the frame the next reply acts on */
+    bool have_last;        /* last_sha names the frame whose pixels hash to last_hash */
+    uint64_t last_hash;
+    char last_sha[65];
+};
+typedef struct episode run; /* the agent loop below reads as "a run of an episode" */
 
 static void set_end(run *r, const char *cause, const char *why)
 {
@@ -40,13 +48,26 @@ static void set_end(run *r, const char *cause, const char *why)
     r->reason = why ? xstrdup(why) : NULL;
 }
 
+/* The current frame into the trace. An unchanged screen (same pixel hash as
+ * the last frame stored) reuses that frame's name instead of encoding again. */
 static int frame_sha(run *r, char sha[65], em_err *err)
 {
     const uint8_t *px;
+    vnc_session *v;
     int w = env_width(r->e), h = env_height(r->e);
-    if (env_frame(r->e, &px, err) < 0)
+    if (env_frame(r->e, &px, err) < 0 || env_vnc(r->e, &v, err) < 0)
         return -1;
-    return trace_add_frame_rgb(r->tw, px, w, h, w * 4, sha, err);
+    uint64_t hash = vnc_frame_hash(v);
+    if (r->have_last && hash == r->last_hash) {
+        memcpy(sha, r->last_sha, 65);
+        return 0;
+    }
+    if (trace_add_frame_rgb(r->tw, px, w, h, w * 4, sha, err) < 0)
+        return -1;
+    r->have_last = true;
+    r->last_hash = hash;
+    memcpy(r->last_sha, sha, 65);
+    return 0;
 }
 
 static int run_steps(run *r, const task_step *steps, size_t n, const char *list_name, bool abort_on_error,
@@ -162,7 +183,7 @@ static int execute_actions(run *r, json_t *actions, const char *source, double a
         if (!action_is_terminal(&parsed)) {
             rc = env_act(r->e, &parsed, &aerr);
             if (rc == 0)
-                rc = screen_settle(r->e, r->o->settle_ms, SETTLE_MAX_MS, &aerr);
+                rc = screen_settle(r->e, r->o.settle_ms, SETTLE_MAX_MS, &aerr);
         }
         double action_ms = now_ms() - t0;
         r->action_ms += action_ms;
@@ -193,9 +214,81 @@ static int execute_actions(run *r, json_t *actions, const char *source, double a
     return 0;
 }
 
+/* ---- one reply: the per-step logic shared by the agent loop and the HTTP API ---- */
+
+int episode_observe(episode *ep, char sha[65], em_err *err)
+{
+    if (frame_sha(ep, ep->before, err) < 0)
+        return -1;
+    memcpy(sha, ep->before, 65);
+    return 0;
+}
+
+int episode_step(episode *r, json_t *reply, double agent_ms, episode_step_out *out, em_err *err)
+{
+    memset(out, 0, sizeof *out);
+    if (r->exit_cause) {
+        out->ended = true;
+        return 0;
+    }
+    if (!r->before[0]) { /* no observation yet: the reply acts on the current screen */
+        em_err ferr = {0};
+        if (frame_sha(r, r->before, &ferr) < 0) {
+            set_end(r, "env_error", ferr.msg);
+            snprintf(out->error, sizeof out->error, "%s", ferr.msg);
+            out->ended = true;
+            return 0;
+        }
+    }
+    r->agent_ms += agent_ms;
+    json_t *actions;
+    const char *source;
+    char *refusal = NULL;
+    int rc, actions_before = r->actions;
+    decode_reply(r, reply, &actions, &source, &refusal);
+    if (!actions) {
+        /* Refused: nothing reaches the guest; the agent hears why. */
+        json_t *stub = json_pack("{s:s}", "action_type", "REFUSED");
+        rc = record_step(r, stub, source, agent_ms, 0, r->before, NULL, refusal, err);
+        json_decref(stub);
+        out->refused = true;
+        snprintf(out->error, sizeof out->error, "%s", refusal);
+        free(refusal);
+    } else {
+        rc = execute_actions(r, actions, source, agent_ms, r->before, err);
+        json_decref(actions);
+        rc = rc < 0 ? -1 : 0;
+    }
+    r->steps++;
+    out->actions = r->actions - actions_before;
+    if (rc < 0)
+        return -1;
+    if (!r->exit_cause && now_ms() > r->t_start + r->t->episode_timeout_s * 1000)
+        set_end(r, "timeout", "episode timeout");
+    if (!r->exit_cause && r->steps >= r->t->max_steps)
+        set_end(r, "max_steps", NULL);
+    if (r->exit_cause) {
+        out->ended = true;
+        if (!out->refused && r->reason && !strcmp(r->exit_cause, "env_error"))
+            snprintf(out->error, sizeof out->error, "%s", r->reason);
+    }
+    return 0;
+}
+
+void episode_end(episode *ep, const char *cause, const char *why)
+{
+    set_end(ep, cause, why);
+}
+
+const char *episode_exit_cause(const episode *ep) { return ep->exit_cause; }
+int episode_steps(const episode *ep) { return ep->steps; }
+const char *episode_trace_dir(const episode *ep) { return ep->trace_dir; }
+
+/* ---- the stdio agent loop (envmgr run) ---- */
+
 static int agent_loop(run *r, const char *task_path, em_err *err)
 {
-    _cleanup_free_ char *log = xasprintf("%s/agent.log", r->o->out_dir);
+    _cleanup_free_ char *log = xasprintf("%s/agent.log", r->o.out_dir);
     char real_task[4096];
     if (!realpath(task_path, real_task))
         snprintf(real_task, sizeof real_task, "%s", task_path);
@@ -204,32 +297,31 @@ static int agent_loop(run *r, const char *task_path, em_err *err)
     _cleanup_free_ char *e4 = xasprintf("ENVMGR_SCREEN_HEIGHT=%d", env_height(r->e));
     const char *envv[] = {e1, e2, e3, e4, NULL};
     em_err aerr = {0};
-    if (agent_start(r->o->agent_cmd, envv, log, &r->ag, &aerr) < 0) {
+    if (agent_start(r->o.agent_cmd, envv, log, &r->ag, &aerr) < 0) {
         set_end(r, "agent_error", aerr.msg);
         return 0;
     }
     double deadline = r->t_start + r->t->episode_timeout_s * 1000;
-    char *refusal = NULL;
+    char refusal[EM_ERR_MAX] = "";
     char before[65];
     int rc = 0;
-    for (r->steps = 0; !r->exit_cause; r->steps++) {
+    while (!r->exit_cause) {
         if (r->steps >= r->t->max_steps) {
             set_end(r, "max_steps", NULL);
             break;
         }
         if ((rc = check_interrupt(err)) < 0)
             break;
-        if (frame_sha(r, before, &aerr) < 0) {
+        if (episode_observe(r, before, &aerr) < 0) {
             set_end(r, "env_error", aerr.msg);
             break;
         }
         _cleanup_free_ char *shot = xasprintf("%s/" TRACE_FRAMES_DIR "/%s.png", trace_writer_dir(r->tw), before);
         json_t *obs = json_pack("{s:i, s:s, s:s, s:i, s:i}", "step", r->steps, "instruction", r->t->instruction,
                                 "screenshot", shot, "width", env_width(r->e), "height", env_height(r->e));
-        if (refusal) {
+        if (refusal[0]) {
             json_object_set_new(obs, "error", json_string(refusal));
-            free(refusal);
-            refusal = NULL;
+            refusal[0] = '\0';
         }
         int src = agent_send(r->ag, obs, &aerr);
         json_decref(obs);
@@ -243,37 +335,26 @@ static int agent_loop(run *r, const char *task_path, em_err *err)
         json_t *reply = NULL;
         agent_status st = agent_receive(r->ag, episode_limit ? (left > 0 ? left : 0) : step_ms, &reply, &aerr);
         double agent_ms = now_ms() - t0;
-        r->agent_ms += agent_ms;
         if (st == AGENT_TIMEOUT) {
+            r->agent_ms += agent_ms;
             set_end(r, "timeout", episode_limit ? "episode timeout" : aerr.msg);
             break;
         }
         if (st != AGENT_OK) {
+            r->agent_ms += agent_ms;
             if ((rc = check_interrupt(err)) < 0)
                 break;
             set_end(r, "agent_error", aerr.msg);
             break;
         }
-        json_t *actions;
-        const char *source;
-        decode_reply(r, reply, &actions, &source, &refusal);
-        if (!actions) {
-            /* Refused: nothing reaches the guest; the agent hears why with the next observation. */
-            json_t *stub = json_pack("{s:s}", "action_type", "REFUSED");
-            rc = record_step(r, stub, source, agent_ms, 0, before, NULL, refusal, err);
-            json_decref(stub);
-        } else {
-            rc = execute_actions(r, actions, source, agent_ms, before, err);
-            json_decref(actions);
-            rc = rc < 0 ? -1 : 0;
-        }
+        episode_step_out so;
+        rc = episode_step(r, reply, agent_ms, &so, err);
         json_decref(reply);
         if (rc < 0)
             break;
-        if (!r->exit_cause && now_ms() > deadline)
-            set_end(r, "timeout", "episode timeout");
+        if (so.refused)
+            snprintf(refusal, sizeof refusal, "%s", so.error);
     }
-    free(refusal);
     agent_stop(r->ag, AGENT_GRACE_MS);
     r->ag = NULL;
     return rc;
@@ -299,101 +380,161 @@ static json_t *artifact_hashes(json_t *details)
     return out;
 }
 
-int episode_run(env *e, const task *t, const char *task_path, const episode_opts *o, json_t **result, em_err *err)
+static void episode_free(episode *ep)
 {
-    run r = {.e = e, .t = t, .o = o, .t_start = now_ms()};
+    if (!ep)
+        return;
+    agent_stop(ep->ag, 0);
+    free(ep->reason);
+    free(ep->task_path);
+    free(ep->trace_dir);
+    free(ep->artifacts);
+    free((char *)ep->o.agent_cmd);
+    free((char *)ep->o.out_dir);
+    free((char *)ep->o.trace_dir);
+    free(ep);
+}
+
+void episode_abandon(episode *ep)
+{
+    if (!ep)
+        return;
+    trace_abandon(ep->tw);
+    episode_free(ep);
+}
+
+int episode_begin(env *e, const task *t, const char *task_path, const char *task_sha256, const episode_opts *o,
+                  episode **out, em_err *err)
+{
     if (mkdir_p(o->out_dir, 0755, err) < 0)
         return -1;
-    _cleanup_free_ char *trace_dir = o->trace_dir ? xstrdup(o->trace_dir) : xasprintf("%s/trace", o->out_dir);
-    _cleanup_free_ char *artifacts = xasprintf("%s/artifacts", o->out_dir);
-    if (mkdir_p(artifacts, 0755, err) < 0)
-        return -1;
+    episode *r = xcalloc(1, sizeof *r);
+    r->e = e;
+    r->t = t;
+    r->t_start = now_ms();
+    r->o = *o;
+    r->o.agent_cmd = o->agent_cmd ? xstrdup(o->agent_cmd) : NULL;
+    r->o.out_dir = xstrdup(o->out_dir);
+    r->o.trace_dir = o->trace_dir ? xstrdup(o->trace_dir) : NULL;
+    r->task_path = task_path ? xstrdup(task_path) : NULL;
+    r->trace_dir = o->trace_dir ? xstrdup(o->trace_dir) : xasprintf("%s/trace", o->out_dir);
+    r->artifacts = xasprintf("%s/artifacts", o->out_dir);
     char task_sha[65];
-    if (sha256_file_hex(task_path, task_sha, err) < 0)
-        return -1;
+    int rc = mkdir_p(r->artifacts, 0755, err);
+    if (rc == 0 && task_sha256)
+        snprintf(task_sha, sizeof task_sha, "%s", task_sha256);
+    else if (rc == 0)
+        rc = task_path ? sha256_file_hex(task_path, task_sha, err) : em_fail(err, "episode: no task file nor sha256");
     double t_reset = now_ms();
     env_timings tm;
-    if (!o->fresh && env_reset(e, &tm, err) < 0)
+    if (rc == 0 && !o->fresh)
+        rc = env_reset(e, &tm, err);
+    r->reset_ms = now_ms() - t_reset;
+    if (rc < 0) {
+        episode_free(r);
         return -1;
-    double reset_ms = now_ms() - t_reset;
-    json_t *hdr = json_pack("{s:s, s:s, s:s, s:{s:i, s:i}, s:s, s:b, s:s, s:s}", "task_id", t->id, "task_sha256",
-                            task_sha, "image_manifest_sha256", env_image_sha256(e), "screen", "width", env_width(e),
-                            "height", env_height(e), "accel", env_accel(e), "unsafe_open_network", 0, "agent",
-                            o->agent_cmd, "task_path", task_path);
+    }
+    json_t *hdr = json_pack("{s:s, s:s, s:s, s:{s:i, s:i}, s:s, s:b, s:s}", "task_id", t->id, "task_sha256", task_sha,
+                            "image_manifest_sha256", env_image_sha256(e), "screen", "width", env_width(e), "height",
+                            env_height(e), "accel", env_accel(e), "unsafe_open_network", 0, "agent",
+                            o->agent_cmd ? o->agent_cmd : "");
+    if (task_path)
+        json_object_set_new(hdr, "task_path", json_string(task_path));
     json_object_set_new(hdr, "settle_ms", json_real(o->settle_ms));
-    int rc = trace_open(trace_dir, hdr, &r.tw, err);
+    rc = trace_open(r->trace_dir, hdr, &r->tw, err);
     json_decref(hdr);
-    if (rc < 0)
+    if (rc < 0) {
+        episode_free(r);
         return -1;
+    }
 
     double t0 = now_ms();
-    rc = run_steps(&r, t->config, t->nconfig, "config", true, err);
-    r.setup_ms = now_ms() - t0;
-    if (rc == 0) {
+    rc = run_steps(r, t->config, t->nconfig, "config", true, err);
+    r->setup_ms = now_ms() - t0;
+    if (rc == 0 && !r->exit_cause) {
         em_err serr = {0};
         if (screen_settle(e, o->settle_ms, SETTLE_MAX_MS, &serr) < 0)
-            set_end(&r, "env_error", serr.msg);
+            set_end(r, "env_error", serr.msg);
     }
-    if (rc == 0 && !r.exit_cause)
-        rc = agent_loop(&r, task_path, err);
     if (rc < 0) { /* interrupted or the trace cannot be written: keep what is recorded, marked incomplete */
-        agent_stop(r.ag, 0);
-        trace_abandon(r.tw);
-        free(r.reason);
+        episode_abandon(r);
         return -1;
     }
+    *out = r;
+    return 0;
+}
 
+int episode_finish(episode *ep, const char *cause, json_t **result, em_err *err)
+{
+    run *r = ep;
+    const task *t = r->t;
+    env *e = r->e;
+    if (!r->exit_cause)
+        set_end(r, cause ? cause : "evaluated", NULL);
+    int rc = 0;
     double t_eval = now_ms();
     double score = 0;
     char *reason = NULL;
     json_t *details = NULL;
-    if (strcmp(r.exit_cause, "env_error")) {
-        rc = run_steps(&r, t->postconfig, t->npostconfig, "postconfig", false, err);
+    if (strcmp(r->exit_cause, "env_error")) {
+        rc = run_steps(r, t->postconfig, t->npostconfig, "postconfig", false, err);
         em_env_ops ops;
         guest_ops_bind(e, &ops);
         if (rc == 0)
-            rc = evaluate_task(&ops, t, t->dir, artifacts, r.exit_cause, &score, &reason, &details, err);
+            rc = evaluate_task(&ops, t, t->dir, r->artifacts, r->exit_cause, &score, &reason, &details, err);
     } else {
-        reason = xasprintf("not evaluated: %s", r.reason ? r.reason : "the env failed");
+        reason = xasprintf("not evaluated: %s", r->reason ? r->reason : "the env failed");
     }
     if (rc < 0) {
-        trace_abandon(r.tw);
-        free(r.reason);
+        episode_abandon(r);
         return -1;
     }
-    if (r.reason && strcmp(r.exit_cause, "env_error")) { /* keep why the episode ended next to the score */
-        char *joined = xasprintf("%s (episode ended: %s)", reason ? reason : "", r.reason);
+    if (r->reason && strcmp(r->exit_cause, "env_error")) { /* keep why the episode ended next to the score */
+        char *joined = xasprintf("%s (episode ended: %s)", reason ? reason : "", r->reason);
         free(reason);
         reason = joined;
     }
     double eval_ms = now_ms() - t_eval;
     json_t *eval = json_pack("{s:s, s:f, s:s, s:s, s:o}", "type", "evaluation", "score", score, "reason",
-                             reason ? reason : "", "exit_cause", r.exit_cause, "artifacts", artifact_hashes(details));
+                             reason ? reason : "", "exit_cause", r->exit_cause, "artifacts", artifact_hashes(details));
     if (details)
         json_object_set(eval, "details", details);
-    rc = trace_append(r.tw, eval, err);
+    rc = trace_append(r->tw, eval, err);
     json_decref(eval);
     if (rc == 0)
-        rc = trace_close(r.tw, err);
+        rc = trace_close(r->tw, err);
     else
-        trace_abandon(r.tw);
+        trace_abandon(r->tw);
+    r->tw = NULL;
 
     json_t *res = json_pack("{s:s, s:f, s:s, s:s, s:i, s:i, s:s, s:s, s:{s:f, s:f, s:f, s:f, s:f, s:f}}", "task_id",
-                            t->id, "score", score, "reason", reason ? reason : "", "exit_cause", r.exit_cause, "steps",
-                            r.steps, "actions", r.actions, "trace", trace_dir, "accel", env_accel(e), "timings",
-                            "reset_ms", reset_ms, "setup_ms", r.setup_ms, "agent_ms", r.agent_ms, "actions_ms",
-                            r.action_ms, "evaluation_ms", eval_ms, "total_s", (now_ms() - r.t_start) / 1000);
+                            t->id, "score", score, "reason", reason ? reason : "", "exit_cause", r->exit_cause, "steps",
+                            r->steps, "actions", r->actions, "trace", r->trace_dir, "accel", env_accel(e), "timings",
+                            "reset_ms", r->reset_ms, "setup_ms", r->setup_ms, "agent_ms", r->agent_ms, "actions_ms",
+                            r->action_ms, "evaluation_ms", eval_ms, "total_s", (now_ms() - r->t_start) / 1000);
     if (details)
         json_object_set_new(res, "evaluation", details);
     free(reason);
-    free(r.reason);
-    _cleanup_free_ char *text = json_dumps(res, JSON_INDENT(2)), *path = xasprintf("%s/result.json", o->out_dir);
+    _cleanup_free_ char *text = json_dumps(res, JSON_INDENT(2)), *path = xasprintf("%s/result.json", r->o.out_dir);
     if (rc == 0)
         rc = write_file_atomic(path, text, strlen(text), 0644, err);
+    episode_free(r);
     if (rc < 0) {
         json_decref(res);
         return -1;
     }
     *result = res;
     return 0;
+}
+
+int episode_run(env *e, const task *t, const char *task_path, const episode_opts *o, json_t **result, em_err *err)
+{
+    episode *ep;
+    if (episode_begin(e, t, task_path, NULL, o, &ep, err) < 0)
+        return -1;
+    if (!ep->exit_cause && agent_loop(ep, task_path, err) < 0) {
+        episode_abandon(ep); /* interrupted or the trace cannot be written */
+        return -1;
+    }
+    return episode_finish(ep, NULL, result, err);
 }

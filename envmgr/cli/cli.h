@@ -27,5 +27,7 @@ int cmd_exec(int argc, char **argv);
 int cmd_image(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_trace(int argc, char **argv);
+int cmd_replay(int argc, char **argv);
+int cmd_replay_agent(int argc, char **argv);
 
 #endif

@@ -15,6 +15,7 @@ static const cli_command commands[] = {
     {"exec", "run a command in the guest through the guest agent", cmd_exec},
     {"run", "run a task (or a folder of tasks) with an agent, score it, record a trace", cmd_run},
     {"trace", "traces: verify, show, export", cmd_trace},
+    {"replay", "replay a recorded episode and check that every frame and the score reproduce", cmd_replay},
     {"image", "image tools: verify", cmd_image},
 };
 
@@ -79,6 +80,8 @@ int main(int argc, char **argv)
         return 0;
     }
     install_interrupt_handlers();
+    if (!strcmp(argv[1], "__replay-agent")) /* started by `envmgr replay`, not listed */
+        return cmd_replay_agent(argc - 1, argv + 1);
     for (size_t i = 0; i < ARRAY_LEN(commands); i++)
         if (!strcmp(argv[1], commands[i].name))
             return commands[i].run(argc - 1, argv + 1);
