@@ -34,9 +34,12 @@ int guest_ops_run(env *e, const char *const *argv, int as_user, int detach, doub
         full[k++] = "DBUS_SESSION_BUS_ADDRESS=unix:path=/run/user/1000/bus";
     }
     if (detach) {
-        /* Its own session, output dropped: the agent's exec returns at once and the app lives on. */
-        full[k++] = "setsid";
-        full[k++] = "-f";
+        /* Its own session with stdio on /dev/null: the agent waits for the output pipes of what it
+         * runs to close, so a detached app must not inherit them or the exec never returns. */
+        full[k++] = "sh";
+        full[k++] = "-c";
+        full[k++] = "exec setsid -f \"$@\" </dev/null >/dev/null 2>&1";
+        full[k++] = "sh";
     }
     for (size_t i = 0; i < n; i++)
         full[k++] = argv[i];

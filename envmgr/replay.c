@@ -79,6 +79,14 @@ static int compare_steps(const trace *rec, const trace *rep, const replay_opts *
                                    rb, "diff", rd);
         }
     }
+    /* A replay that stopped before the recording did diverged at the first step it did not reach. */
+    size_t remaining = 0;
+    for (size_t k = i; k < trace_n_steps(rec); k++)
+        remaining += replayable(trace_step(rec, k));
+    if (!divergence && remaining && (o->until < 0 || (long)compared < o->until))
+        divergence = json_pack("{s:i, s:O, s:f, s:s}", "step", (int)compared, "action",
+                               json_object_get(trace_step(rec, i < trace_n_steps(rec) ? i : 0), "action"), "fraction",
+                               1.0, "reason", "the replay ended before reaching this step");
     json_object_set_new(report, "steps_compared", json_integer((json_int_t)compared));
     json_object_set_new(report, "steps_matched", json_integer((json_int_t)matched));
     json_object_set_new(report, "steps_exact", json_integer((json_int_t)exact));
@@ -153,6 +161,8 @@ int replay_run(env *e, bool fresh, const replay_opts *o, json_t **out, em_err *e
     if (rc == 0)
         rc = compare_steps(rec, rep, o, report, err);
     if (rc == 0) {
+        json_object_set(report, "replay_exit_cause", json_object_get(result, "exit_cause"));
+        json_object_set(report, "replay_reason", json_object_get(result, "reason"));
         json_t *ev = trace_evaluation(rec);
         double want = json_number_value(json_object_get(ev, "score"));
         double got = json_number_value(json_object_get(result, "score"));

@@ -108,7 +108,12 @@ int cmd_replay(int argc, char **argv)
            json_integer_value(json_object_get(report, "steps_matched")),
            json_integer_value(json_object_get(report, "steps_exact")),
            json_real_value(json_object_get(report, "worst_fraction")));
-    if (json_is_object(div))
+    if (json_is_object(div) && json_object_get(div, "reason"))
+        printf("  first divergent step %lld: %s (replay ended: %s: %s)\n", json_integer_value(json_object_get(div, "step")),
+               json_string_value(json_object_get(div, "reason")),
+               json_string_value(json_object_get(report, "replay_exit_cause")),
+               json_string_value(json_object_get(report, "replay_reason")));
+    else if (json_is_object(div))
         printf("  first divergent step %lld (%.4f of pixels differ): recorded %s, replayed %s, diff %s\n",
                json_integer_value(json_object_get(div, "step")), json_real_value(json_object_get(div, "fraction")),
                json_string_value(json_object_get(div, "recorded")), json_string_value(json_object_get(div, "replayed")),
