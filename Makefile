@@ -52,8 +52,14 @@ $(BUILD)/tests/%: tests/unit/%.c $(LIB) $(TEST_HELPER_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(TEST_HELPER_OBJ) $(LIB) $(LDLIBS) -lcunit
 
+# Fuzz targets rebuilt with gcc and a plain main(): `make test` replays their corpora.
+FUZZ_REPLAY := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz-replay/%,$(wildcard tests/fuzz/fuzz_*.c))
+$(BUILD)/fuzz-replay/%: tests/fuzz/%.c tests/fuzz/replay_main.c $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< tests/fuzz/replay_main.c $(LIB) $(LDLIBS)
+
 # Small programs the shell tests use (PNG facts); built from the same library.
-TOOLS := $(BUILD)/tools/pngtool
+TOOLS := $(BUILD)/tools/pngtool $(FUZZ_REPLAY)
 $(BUILD)/tools/%: tests/tools/%.c $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS)
