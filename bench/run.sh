@@ -6,3 +6,4 @@ echo "envmgr benchmark on $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') G
 export ENVMGR_RUN_DIR=${ENVMGR_RUN_DIR:-$(mktemp -d /tmp/envmgr-bench.XXXXXX)}
 trap 'rm -rf "$ENVMGR_RUN_DIR"' EXIT
 "$root/build/bench/envbench" ${ENVMGR_BENCH_ARGS:---cold}
+[ -d "$root/tasks/demo" ] && "$root/bench/replay_bench.sh"
