@@ -81,9 +81,14 @@ test: all $(UNIT_BIN) $(TOOLS) image
 integration: all $(TOOLS) image
 	@tests/run-all.sh --integration-only
 
+# Sanitizer reports go to files (tests often silence stderr); run-all.sh fails on each one.
 asan:
+	rm -rf $(ROOT)/build-asan/reports && mkdir -p $(ROOT)/build-asan/reports
+	ASAN_OPTIONS=log_path=$(ROOT)/build-asan/reports/asan:detect_leaks=1 \
+	UBSAN_OPTIONS=log_path=$(ROOT)/build-asan/reports/ubsan:print_stacktrace=1 \
+	ENVMGR_SANITIZER_LOGS=$(ROOT)/build-asan/reports \
 	$(MAKE) BUILD=build-asan BIN=build-asan/bin OPT="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer" \
-	        LDFLAGS="-fsanitize=address,undefined" ENVMGR_TEST_BIN=build-asan/bin/envmgr test-with-bin
+	        LDFLAGS="-fsanitize=address,undefined" test-with-bin
 
 valgrind: all $(UNIT_BIN)
 	@ENVMGR_VALGRIND=1 tests/run-unit.sh $(UNIT_BIN)

@@ -117,6 +117,7 @@ int vnc_open(const char *sock_path, double timeout_ms, vnc_session **out, em_err
     c->GotFrameBufferUpdate = got_update;
     c->FinishedFrameBufferUpdate = finished_update;
     c->MallocFrameBuffer = refuse_resize;
+    free(c->serverHost); /* rfbGetClient's placeholder */
     c->serverHost = strdup(sock_path); /* freed by rfbClientCleanup */
     c->serverPort = 0;
     c->readTimeout = 10; /* a QEMU that stops answering mid-message must not hang us */
@@ -142,8 +143,11 @@ void vnc_close(vnc_session *v)
 {
     if (!v)
         return;
-    if (v->client)
+    if (v->client) {
+        free(v->client->frameBuffer); /* ours (refuse_resize): rfbClientCleanup leaves it */
+        v->client->frameBuffer = NULL;
         rfbClientCleanup(v->client);
+    }
     free(v->path);
     free(v);
 }

@@ -22,13 +22,24 @@ for t in "$here"/integration/test_*.sh; do
     bash "$t" 2>&1 | tee "$log"
     rc=${PIPESTATUS[0]}
     row=$(grep -E '^[a-z_-]*:? ?[0-9]+ passed, [0-9]+ failed' "$log" | tail -1)
-    rm -f "$log"
     p=$(echo "$row" | grep -oE '[0-9]+ passed' | grep -oE '[0-9]+')
     f=$(echo "$row" | grep -oE '[0-9]+ failed' | grep -oE '[0-9]+')
     [ -n "$p" ] || p=0
     [ -n "$f" ] || f=0
     if [ "$rc" -ne 0 ] && [ "$f" = 0 ]; then f=1; echo "$name: exited $rc without reporting a failure"; fi
+    # Under `make asan` a sanitizer report anywhere in the log fails the suite, even if its checks passed.
+    if n=$(grep -cE 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:' "$log") && [ "$n" -gt 0 ]; then
+        echo "$name: $n sanitizer report(s) in the log"; f=$((f + 1))
+    fi
+    rm -f "$log"
     passed=$((passed + p)); failed=$((failed + f))
 done
+# `make asan` sends every sanitizer report to files (stderr is often silenced in tests): each one fails.
+if [ -n "${ENVMGR_SANITIZER_LOGS:-}" ] && [ -d "$ENVMGR_SANITIZER_LOGS" ]; then
+    for r in "$ENVMGR_SANITIZER_LOGS"/*; do
+        [ -f "$r" ] || continue
+        echo "sanitizer report $r:"; head -30 "$r"; failed=$((failed + 1))
+    done
+fi
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]
