@@ -90,8 +90,14 @@ asan:
 	$(MAKE) BUILD=build-asan BIN=build-asan/bin OPT="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer" \
 	        LDFLAGS="-fsanitize=address,undefined" test-with-bin
 
-valgrind: all $(UNIT_BIN)
+# Unit tests and fuzz corpora under valgrind, then the CLI integration tests with envmgr itself
+# under valgrind (tests/tools/valgrind-envmgr); every non-empty report fails the run.
+valgrind: all $(UNIT_BIN) $(TOOLS) image
 	@ENVMGR_VALGRIND=1 tests/run-unit.sh $(UNIT_BIN)
+	@rm -rf build/valgrind && mkdir -p build/valgrind
+	@ENVMGR_VALGRIND=1 ENVMGR_VALGRIND_LOGS=$(ROOT)/build/valgrind ENVMGR_SANITIZER_LOGS=$(ROOT)/build/valgrind \
+	 ENVMGR_BIN=$(ROOT)/tests/tools/valgrind-envmgr ENVMGR_TESTS="$${ENVMGR_TESTS:-fuzz_corpus run replay}" \
+	 tests/run-all.sh --integration-only
 
 # Used by asan: the same driver, pointed at an instrumented binary.
 test-with-bin: all $(UNIT_BIN) $(TOOLS) image

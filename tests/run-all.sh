@@ -37,7 +37,7 @@ done
 # `make asan` sends every sanitizer report to files (stderr is often silenced in tests): each one fails.
 if [ -n "${ENVMGR_SANITIZER_LOGS:-}" ] && [ -d "$ENVMGR_SANITIZER_LOGS" ]; then
     for r in "$ENVMGR_SANITIZER_LOGS"/*; do
-        [ -f "$r" ] || continue
+        [ -s "$r" ] || continue   # valgrind leaves an empty log when it found nothing
         echo "sanitizer report $r:"; head -30 "$r"; failed=$((failed + 1))
     done
 fi
