@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json_type.h"
 #include "util.h"
 
 /* QEMU queues key events 10 ms apart (its default key-delay-ms); pacing at
@@ -42,20 +43,6 @@ const char *action_type_name(action_type t)
         if (types[i].type == t)
             return types[i].name;
     return "?";
-}
-
-static const char *json_type_name(json_t *j)
-{
-    switch (json_typeof(j)) {
-    case JSON_OBJECT: return "object";
-    case JSON_ARRAY: return "array";
-    case JSON_STRING: return "string";
-    case JSON_INTEGER: return "integer";
-    case JSON_REAL: return "number";
-    case JSON_TRUE:
-    case JSON_FALSE: return "boolean";
-    default: return "null";
-    }
 }
 
 /* Coordinates may come as 640 or 640.0 (agents print floats); anything else is an error. */

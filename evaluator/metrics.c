@@ -1,5 +1,6 @@
 /* Built-in metrics and the external `script` metric. A metric never fails
  * the run: bad or missing inputs score 0 and the reason says why. */
+#include "envmgr/json_type.h"
 #include "metrics.h"
 
 #include <ctype.h>
@@ -29,20 +30,6 @@
 #define SHOW_MAX 80 /* characters of a value quoted in a reason */
 
 typedef double (*metric_fn)(const metric_ctx *ctx, json_t *result, json_t *expected, json_t *options, char **reason);
-
-static const char *jtype(json_t *j)
-{
-    switch (json_typeof(j)) {
-    case JSON_OBJECT: return "object";
-    case JSON_ARRAY: return "array";
-    case JSON_STRING: return "string";
-    case JSON_INTEGER: return "integer";
-    case JSON_REAL: return "number";
-    case JSON_TRUE:
-    case JSON_FALSE: return "boolean";
-    default: return "null";
-    }
-}
 
 /* Set the reason and return the score: `return verdict(reason, 0, "...")`. */
 static double verdict(char **reason, double score, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -306,7 +293,7 @@ static double m_include_exclude(const metric_ctx *ctx, json_t *result, json_t *e
     json_auto_t *rules = art_value(expected, &e);
     if (!json_is_object(rules))
         return verdict(reason, 0, "check_include_exclude: expected rules {include: [...], exclude: [...]}, got %s",
-                       rules ? jtype(rules) : e.msg);
+                       rules ? json_type_name(rules) : e.msg);
     json_t *inc = json_object_get(rules, "include"), *exc = json_object_get(rules, "exclude");
     if ((inc && !json_is_array(inc)) || (exc && !json_is_array(exc)))
         return verdict(reason, 0, "check_include_exclude: rules.include and rules.exclude must be arrays of strings");
@@ -341,7 +328,7 @@ static double m_match_in_list(const metric_ctx *ctx, json_t *result, json_t *exp
         return verdict(reason, 0, "match_in_list: result: %s", e.msg);
     json_auto_t *x = expected_value(expected, &e);
     if (!json_is_array(x))
-        return verdict(reason, 0, "match_in_list: the expected value must be a list, got %s", x ? jtype(x) : e.msg);
+        return verdict(reason, 0, "match_in_list: the expected value must be a list, got %s", x ? json_type_name(x) : e.msg);
     _cleanup_free_ char *rs = show(r);
     if (array_contains(x, r))
         return verdict(reason, 1, "match_in_list: %s is in the list", rs);
@@ -364,7 +351,7 @@ static double m_is_in_list(const metric_ctx *ctx, json_t *result, json_t *expect
     else if (json_is_string(r) && json_is_string(x))
         in = memmem(json_string_value(r), json_string_length(r), json_string_value(x), json_string_length(x)) != NULL;
     else
-        return verdict(reason, 0, "is_in_list: the result must be a list or text, got %s", jtype(r));
+        return verdict(reason, 0, "is_in_list: the result must be a list or text, got %s", json_type_name(r));
     return verdict(reason, in ? 1 : 0, "is_in_list: %s is %sin the result", xs, in ? "" : "not ");
 }
 
@@ -550,7 +537,7 @@ static double m_direct_json_object(const metric_ctx *ctx, json_t *result, json_t
         r = parsed;
     }
     if (!json_is_object(r))
-        return verdict(reason, 0, "check_direct_json_object: the result is not a JSON object (%s)", jtype(r));
+        return verdict(reason, 0, "check_direct_json_object: the result is not a JSON object (%s)", json_type_name(r));
     json_auto_t *rules = art_value(expected, &e);
     json_t *x = json_object_get(rules, "expected");
     if (!json_is_object(x))
@@ -989,15 +976,15 @@ static int check_option(const opt_spec *o, json_t *v, em_err *err)
 {
     switch (o->kind) {
     case OPT_BOOL:
-        return json_is_boolean(v) ? 0 : em_fail_input(err, "%s: expected true or false, got %s", o->name, jtype(v));
+        return json_is_boolean(v) ? 0 : em_fail_input(err, "%s: expected true or false, got %s", o->name, json_type_name(v));
     case OPT_STR:
         if (!json_is_string(v))
-            return em_fail_input(err, "%s: expected a string, got %s", o->name, jtype(v));
+            return em_fail_input(err, "%s: expected a string, got %s", o->name, json_type_name(v));
         return json_string_length(v) ? 0 : em_fail_input(err, "%s: empty", o->name);
     case OPT_ENUM: {
         char probe[72];
         if (!json_is_string(v))
-            return em_fail_input(err, "%s: expected a string, got %s", o->name, jtype(v));
+            return em_fail_input(err, "%s: expected a string, got %s", o->name, json_type_name(v));
         snprintf(probe, sizeof probe, " %.64s ", json_string_value(v));
         if (!strstr(o->choices, probe))
             return em_fail_input(err, "%s: expected one of%s, got `%.32s`", o->name, o->choices, json_string_value(v));
@@ -1007,7 +994,7 @@ static int check_option(const opt_spec *o, json_t *v, em_err *err)
     case OPT_NUM: {
         if (!json_is_number(v) || (o->kind == OPT_INT && !json_is_integer(v)))
             return em_fail_input(err, "%s: expected %s, got %s", o->name, o->kind == OPT_INT ? "an integer" : "a number",
-                                 jtype(v));
+                                 json_type_name(v));
         double d = json_number_value(v);
         if (!isfinite(d) || (o->lo_open ? d <= o->lo : d < o->lo) || d > o->hi)
             return em_fail_input(err, "%s: %g is out of range (%s %g and <= %g)", o->name, d, o->lo_open ? ">" : ">=",
@@ -1026,7 +1013,7 @@ int metric_check_options(const char *func, json_t *options, em_err *err)
     if (options && json_is_null(options))
         options = NULL;
     if (options && !json_is_object(options))
-        return em_fail_input(err, "options: expected an object, got %s", jtype(options));
+        return em_fail_input(err, "options: expected an object, got %s", json_type_name(options));
     const char *k;
     json_t *v;
     json_object_foreach(options, k, v)

@@ -1,6 +1,7 @@
 /* Task file parsing. The document is kept as JSON (getter specs and
  * options travel to getters and metrics as JSON); what a run depends on is
  * checked here and exposed as C fields. Every error names the JSON path. */
+#include "envmgr/json_type.h"
 #include "task.h"
 
 #include <arpa/inet.h>
@@ -35,20 +36,6 @@ typedef struct pctx {
     task *t;
     bool warn; /* collect warnings (off when re-parsing after substitution) */
 } pctx;
-
-static const char *jtype(json_t *j)
-{
-    switch (json_typeof(j)) {
-    case JSON_OBJECT: return "object";
-    case JSON_ARRAY: return "array";
-    case JSON_STRING: return "string";
-    case JSON_INTEGER: return "integer";
-    case JSON_REAL: return "number";
-    case JSON_TRUE:
-    case JSON_FALSE: return "boolean";
-    default: return "null";
-    }
-}
 
 static void warn(pctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void warn(pctx *c, const char *fmt, ...)
@@ -96,7 +83,7 @@ static int get_str(json_t *obj, const char *base, const char *key, bool required
     if (!v)
         return required ? em_fail_input(err, "%s: missing", p) : 0;
     if (!json_is_string(v))
-        return em_fail_input(err, "%s: expected a string, got %s", p, jtype(v));
+        return em_fail_input(err, "%s: expected a string, got %s", p, json_type_name(v));
     *out = json_string_value(v);
     return 0;
 }
@@ -123,7 +110,7 @@ static int get_bool(json_t *obj, const char *base, const char *key, bool dflt, b
     if (!json_is_boolean(v)) {
         char p[PATH_BUF];
         jp(p, base, key);
-        return em_fail_input(err, "%s: expected true or false, got %s", p, jtype(v));
+        return em_fail_input(err, "%s: expected true or false, got %s", p, json_type_name(v));
     }
     *out = json_is_true(v);
     return 0;
@@ -140,7 +127,7 @@ static int get_num(json_t *obj, const char *base, const char *key, double lo, bo
         return 0;
     jp(p, base, key);
     if (!json_is_number(v))
-        return em_fail_input(err, "%s: expected a number, got %s", p, jtype(v));
+        return em_fail_input(err, "%s: expected a number, got %s", p, json_type_name(v));
     double d = json_number_value(v);
     if (!isfinite(d) || (lo_open ? d <= lo : d < lo) || d > hi)
         return em_fail_input(err, "%s: %g is out of range (%s %g and <= %g)", p, d, lo_open ? ">" : ">=", lo, hi);
@@ -158,7 +145,7 @@ static int get_int(json_t *obj, const char *base, const char *key, long lo, long
     jp(p, base, key);
     double d = json_is_number(v) ? json_number_value(v) : NAN;
     if (!json_is_number(v) || d != floor(d))
-        return em_fail_input(err, "%s: expected an integer, got %s", p, json_is_number(v) ? "a fraction" : jtype(v));
+        return em_fail_input(err, "%s: expected an integer, got %s", p, json_is_number(v) ? "a fraction" : json_type_name(v));
     if (d < (double)lo || d > (double)hi)
         return em_fail_input(err, "%s: %g is out of range (%ld..%ld)", p, d, lo, hi);
     *out = (long)d;
@@ -175,7 +162,7 @@ static int get_obj(json_t *obj, const char *base, const char *key, json_t **out,
     if (!json_is_object(v)) {
         char p[PATH_BUF];
         jp(p, base, key);
-        return em_fail_input(err, "%s: expected an object, got %s", p, jtype(v));
+        return em_fail_input(err, "%s: expected an object, got %s", p, json_type_name(v));
     }
     *out = v;
     return 0;
@@ -191,14 +178,14 @@ static int get_str_array(json_t *obj, const char *base, const char *key, char **
         return 0;
     jp(p, base, key);
     if (!json_is_array(v))
-        return em_fail_input(err, "%s: expected an array of strings, got %s", p, jtype(v));
+        return em_fail_input(err, "%s: expected an array of strings, got %s", p, json_type_name(v));
     size_t i;
     json_t *s;
     json_array_foreach(v, i, s)
     {
         if (!json_is_string(s)) {
             jpi(q, p, i);
-            return em_fail_input(err, "%s: expected a string, got %s", q, jtype(s));
+            return em_fail_input(err, "%s: expected a string, got %s", q, json_type_name(s));
         }
     }
     *out = xcalloc(json_array_size(v) + 1, sizeof **out);
@@ -418,7 +405,7 @@ static int parse_command(json_t *params, const char *base, task_step *s, em_err 
         return 0;
     }
     if (!json_is_array(cmd))
-        return em_fail_input(err, "%s: expected a string or an array of strings, got %s", p, jtype(cmd));
+        return em_fail_input(err, "%s: expected a string or an array of strings, got %s", p, json_type_name(cmd));
     if (json_array_size(cmd) == 0)
         return em_fail_input(err, "%s: empty", p);
     size_t i;
@@ -427,7 +414,7 @@ static int parse_command(json_t *params, const char *base, task_step *s, em_err 
     {
         if (!json_is_string(a)) {
             jpi(q, p, i);
-            return em_fail_input(err, "%s: expected a string, got %s", q, jtype(a));
+            return em_fail_input(err, "%s: expected a string, got %s", q, json_type_name(a));
         }
     }
     if (!json_string_length(json_array_get(cmd, 0))) {
@@ -500,7 +487,7 @@ static int parse_files(pctx *c, json_t *params, const char *base, bool download,
     if (!files)
         return em_fail_input(err, "%s: missing", p);
     if (!json_is_array(files))
-        return em_fail_input(err, "%s: expected an array, got %s", p, jtype(files));
+        return em_fail_input(err, "%s: expected an array, got %s", p, json_type_name(files));
     if (json_array_size(files) == 0)
         return em_fail_input(err, "%s: empty", p);
     s->files = xcalloc(json_array_size(files), sizeof *s->files);
@@ -510,7 +497,7 @@ static int parse_files(pctx *c, json_t *params, const char *base, bool download,
     {
         jpi(q, p, i);
         if (!json_is_object(fj))
-            return em_fail_input(err, "%s: expected an object, got %s", q, jtype(fj));
+            return em_fail_input(err, "%s: expected an object, got %s", q, json_type_name(fj));
         const char *src, *dst;
         const char *src_key = download ? "url" : "local_path";
         if (get_nonempty_str(fj, q, src_key, true, &src, err) < 0 ||
@@ -540,7 +527,7 @@ static int parse_region(json_t *params, const char *base, task_step *s, em_err *
     jp(p, base, "region");
     if (!json_is_array(r) || json_array_size(r) != 4)
         return em_fail_input(err, "%s: expected [x, y, w, h], got %s", p,
-                             json_is_array(r) ? "an array of another size" : jtype(r));
+                             json_is_array(r) ? "an array of another size" : json_type_name(r));
     static const char *const names[] = {"x", "y", "w", "h"};
     for (size_t i = 0; i < 4; i++) {
         json_t *v = json_array_get(r, i);
@@ -560,7 +547,7 @@ static int parse_step(pctx *c, json_t *j, const char *base, task_step *s, em_err
     char p[PATH_BUF];
     memset(s, 0, sizeof *s);
     if (!json_is_object(j))
-        return em_fail_input(err, "%s: expected an object, got %s", base, jtype(j));
+        return em_fail_input(err, "%s: expected an object, got %s", base, json_type_name(j));
     const char *type;
     if (get_str(j, base, "type", true, &type, err) < 0)
         return -1;
@@ -649,7 +636,7 @@ static int parse_steps(pctx *c, json_t *arr, const char *path, task_step **out, 
     if (!arr)
         return 0;
     if (!json_is_array(arr))
-        return em_fail_input(err, "%s: expected an array of steps, got %s", path, jtype(arr));
+        return em_fail_input(err, "%s: expected an array of steps, got %s", path, json_type_name(arr));
     *out = xcalloc(json_array_size(arr) + 1, sizeof **out);
     size_t i;
     json_t *j;
@@ -687,7 +674,7 @@ static int evaluator_entry(json_t *ev, const char *key, bool is_list, size_t n, 
         return 0;
     if (is_list) {
         if (!json_is_array(v))
-            return em_fail_input(err, "%s: expected an array of %zu items (one per func), got %s", path, n, jtype(v));
+            return em_fail_input(err, "%s: expected an array of %zu items (one per func), got %s", path, n, json_type_name(v));
         if (json_array_size(v) != n)
             return em_fail_input(err, "%s: expected %zu items (one per func), got %zu", path, n, json_array_size(v));
         snprintf(path, PATH_BUF, "evaluator.%s[%zu]", key, i);
@@ -696,7 +683,7 @@ static int evaluator_entry(json_t *ev, const char *key, bool is_list, size_t n, 
     if (json_is_null(v))
         return 0;
     if (!json_is_object(v))
-        return em_fail_input(err, "%s: expected an object, got %s", path, jtype(v));
+        return em_fail_input(err, "%s: expected an object, got %s", path, json_type_name(v));
     *out = v;
     return 0;
 }
@@ -708,7 +695,7 @@ static int parse_evaluator(pctx *c, json_t *root, em_err *err)
     if (!ev)
         return em_fail_input(err, "evaluator: missing");
     if (!json_is_object(ev))
-        return em_fail_input(err, "evaluator: expected an object, got %s", jtype(ev));
+        return em_fail_input(err, "evaluator: expected an object, got %s", json_type_name(ev));
     warn_unknown(c, ev, "evaluator", " func result expected options conj postconfig ");
 
     json_t *func = json_object_get(ev, "func");
@@ -716,7 +703,7 @@ static int parse_evaluator(pctx *c, json_t *root, em_err *err)
         return em_fail_input(err, "evaluator.func: missing");
     bool is_list = json_is_array(func);
     if (!is_list && !json_is_string(func))
-        return em_fail_input(err, "evaluator.func: expected a string or an array of strings, got %s", jtype(func));
+        return em_fail_input(err, "evaluator.func: expected a string or an array of strings, got %s", json_type_name(func));
     size_t n = is_list ? json_array_size(func) : 1;
     if (n == 0)
         return em_fail_input(err, "evaluator.func: empty");
@@ -739,7 +726,7 @@ static int parse_evaluator(pctx *c, json_t *root, em_err *err)
         else
             snprintf(p, sizeof p, "evaluator.func");
         if (!json_is_string(f))
-            return em_fail_input(err, "%s: expected a string, got %s", p, jtype(f));
+            return em_fail_input(err, "%s: expected a string, got %s", p, json_type_name(f));
         const char *name = json_string_value(f);
         if (!metric_known(name))
             return em_fail_input(err, "%s: unknown metric `%.64s`", p, name);
@@ -858,7 +845,7 @@ static int parse_network(task *t, json_t *root, em_err *err)
         return -1;
     json_t *allow = json_object_get(net, "allow");
     if (allow && !json_is_array(allow))
-        return em_fail_input(err, "network.allow: expected an array of \"host:port\" strings, got %s", jtype(allow));
+        return em_fail_input(err, "network.allow: expected an array of \"host:port\" strings, got %s", json_type_name(allow));
     size_t nallow = allow ? json_array_size(allow) : 0;
     if (mode && strcmp(mode, "none") && strcmp(mode, "allowlist"))
         return em_fail_input(err, "network.mode: expected \"none\" or \"allowlist\", got `%.32s`", mode);
@@ -873,7 +860,7 @@ static int parse_network(task *t, json_t *root, em_err *err)
         char p[PATH_BUF];
         jpi(p, "network.allow", i);
         if (!json_is_string(e))
-            return em_fail_input(err, "%s: expected a \"host:port\" string, got %s", p, jtype(e));
+            return em_fail_input(err, "%s: expected a \"host:port\" string, got %s", p, json_type_name(e));
         if (parse_allow(json_string_value(e), p, &t->allow[t->nallow], err) < 0)
             return -1;
         t->nallow++;
@@ -913,7 +900,7 @@ static int parse_solution(task *t, json_t *root, em_err *err)
     if (!sol)
         return 0;
     if (!json_is_array(sol))
-        return em_fail_input(err, "solution: expected an array of actions, got %s", jtype(sol));
+        return em_fail_input(err, "solution: expected an array of actions, got %s", json_type_name(sol));
     t->solution = json_array();
     size_t i;
     json_t *a;
@@ -922,11 +909,11 @@ static int parse_solution(task *t, json_t *root, em_err *err)
         char p[PATH_BUF];
         jpi(p, "solution", i);
         if (!json_is_object(a))
-            return em_fail_input(err, "%s: expected an action object, got %s", p, jtype(a));
+            return em_fail_input(err, "%s: expected an action object, got %s", p, json_type_name(a));
         json_t *code = json_object_get(a, "pyautogui");
         if (code) {
             if (!json_is_string(code))
-                return em_fail_input(err, "%s.pyautogui: expected a string, got %s", p, jtype(code));
+                return em_fail_input(err, "%s.pyautogui: expected a string, got %s", p, json_type_name(code));
             if (json_object_size(a) != 1)
                 return em_fail_input(err, "%s: {\"pyautogui\": ...} takes no other fields", p);
             json_t *acts;
@@ -1032,7 +1019,7 @@ int task_parse(const char *json_text, size_t len, const char *base_dir, task **o
     if (!root)
         return em_fail_input(err, "task: invalid JSON at line %d, column %d: %s", je.line, je.column, je.text);
     if (!json_is_object(root)) {
-        em_fail_input(err, "task: expected a JSON object, got %s", jtype(root));
+        em_fail_input(err, "task: expected a JSON object, got %s", json_type_name(root));
         json_decref(root);
         return -1;
     }
@@ -1242,7 +1229,7 @@ static int load_index(const char *index, strvec *out, em_err *err)
     int rc = 0;
     if (!json_is_object(root))
         rc = em_fail_input(err, "%s: expected an object {\"domain\": [\"task id\", ...]}, got %s", index,
-                           jtype(root));
+                           json_type_name(root));
     const char *domain;
     json_t *ids;
     json_object_foreach(root, domain, ids)
