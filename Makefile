@@ -64,7 +64,7 @@ $(BUILD)/tools/%: tests/tools/%.c $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS)
 
-$(BUILD)/bench/envbench: bench/envbench.c $(LIB)
+$(BUILD)/bench/%: bench/%.c $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS)
 
@@ -103,7 +103,7 @@ valgrind: all $(UNIT_BIN) $(TOOLS) image
 test-with-bin: all $(UNIT_BIN) $(TOOLS) image
 	@ENVMGR_BIN=$(ROOT)/$(BIN)/envmgr tests/run-all.sh $(UNIT_BIN)
 
-bench: all $(TOOLS) $(BUILD)/bench/envbench image
+bench: all $(TOOLS) $(BUILD)/bench/envbench $(BUILD)/bench/api_bench image
 	@bench/run.sh
 
 demo: all image

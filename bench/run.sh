@@ -7,3 +7,5 @@ export ENVMGR_RUN_DIR=${ENVMGR_RUN_DIR:-$(mktemp -d /tmp/envmgr-bench.XXXXXX)}
 trap 'rm -rf "$ENVMGR_RUN_DIR"' EXIT
 "$root/build/bench/envbench" ${ENVMGR_BENCH_ARGS:---cold}
 [ -d "$root/tasks/demo" ] && "$root/bench/replay_bench.sh"
+"$root/build/bench/api_bench" ${ENVMGR_API_BENCH_ARGS:-} || echo "api_bench: the soak saw errors or leaked envs (see above)"
+"$root/bench/suite_bench.sh" || echo "suite_bench: a suite run failed (see above)"

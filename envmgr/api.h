@@ -9,6 +9,8 @@
 #ifndef ENVMGR_API_H
 #define ENVMGR_API_H
 
+#include <stdbool.h>
+
 #include "err.h"
 
 #define API_DEFAULT_LISTEN "127.0.0.1:7480"
@@ -28,11 +30,25 @@ typedef struct api_config {
 
 typedef struct api_server api_server;
 
+/* A fresh token: 64 hex digits from the kernel's random source. */
+int api_token_generate(char out[65], em_err *err);
+/* Read a token file (its mode must not let group or others read it), or
+ * create it (0600, O_EXCL) holding a new random token. *token is malloc'd. */
+int api_token_load_or_create(const char *path, char **token, bool *created, em_err *err);
+
 /* Bind, listen and start serving on MHD's threads; returns at once. */
 int api_server_start(const api_config *c, api_server **out, em_err *err);
 /* "http://127.0.0.1:7480" or "unix:/path" (borrowed). */
 const char *api_server_url(const api_server *s);
 /* Stop accepting, end live views, finish in-flight requests, tear down every env the server owns. */
 void api_server_stop(api_server *s);
+
+/* envmgr view: serve a view-only VNC relay to env `name` on a loopback TCP
+ * address (listen, "127.0.0.1:0" picks a free port) or a unix socket, one
+ * thread per viewer, until SIGINT/SIGTERM. ready(where, arg) is called once
+ * listening, with "127.0.0.1:5901" or the socket path. control lifts the
+ * input filter. */
+int api_view_serve(const char *name, const char *listen, const char *socket_path, bool control,
+                   void (*ready)(const char *where, void *arg), void *arg, em_err *err);
 
 #endif

@@ -86,10 +86,6 @@ int api_parse_task(json_t *spec, const char *field, const char *task_root, const
                    task **out, char **path, char sha[65], api_error *ae);
 
 /* ---- auth ---- */
-/* A fresh token: 64 hex digits from the kernel's random source. */
-int api_token_generate(char out[65], em_err *err);
-/* Read a token file (mode must not let group or others read it), or create it (0600) with a new token. */
-int api_token_load_or_create(const char *path, char **token, bool *created, em_err *err);
 bool api_token_equal(const char *a, const char *b); /* constant time in the length of b */
 /* The Authorization header value ("Bearer T") or the Cookie header (envmgr_token=T) carries the token. */
 bool api_auth_bearer(const char *header, const char *token);
@@ -156,7 +152,8 @@ typedef struct api_rfb_filter {
  * (forcing the shared flag, so a viewer never disconnects the env's own VNC
  * session), pixel-format, encoding and update requests; drops key, pointer and
  * clipboard messages; strips encodings that would let the client send
- * anything else. Writes at most n bytes to out; returns how many, or -1 when
+ * anything else. Writes at most n + sizeof f->buf bytes to out (a message
+ * gathered over several calls comes out whole); returns how many, or -1 when
  * the client sent something no view-only session may (the caller hangs up). */
 long api_rfb_filter_feed(api_rfb_filter *f, const uint8_t *in, size_t n, uint8_t *out);
 
@@ -176,7 +173,8 @@ typedef struct api_env {
     bool gone;            /* removed from the table; freed at refs == 0 */
     env *e;               /* open for the env's lifetime: the VNC session stays connected */
     char *image;
-    task *t;              /* the task reset runs (NULL: freeform) */
+    task *t;              /* the task reset runs (NULL before a freeform reset) */
+    bool freeform;        /* t is the built-in empty task: nothing to evaluate */
     char *task_path;
     char task_sha[65];
     episode *ep;          /* the running episode (NULL before the first reset or after evaluate) */
@@ -185,6 +183,7 @@ typedef struct api_env {
     json_t *last_result;  /* the last evaluation */
     double last_obs_ms;   /* when the last observation was returned (agent think time) */
     char created[40];
+    uint64_t egress_off;  /* how far envmgr_egress_denied_total has read the env's egress log (table lock) */
     struct api_env *next;
 } api_env;
 
@@ -214,6 +213,7 @@ typedef struct api_reply {
     const char *ctype;
     char *headers[4];      /* "Name: value", malloc'd */
     struct MHD_Response *mhd; /* a prepared response (streams, upgrades) */
+    double env_ms;         /* time spent in env work (> 0: sent as Server-Timing: env;dur=MS) */
 } api_reply;
 
 void api_reply_json(api_reply *r, int status, json_t *j);
@@ -249,6 +249,8 @@ api_env *api_env_acquire(api_server *s, const char *id); /* NULL: unknown; lock 
 void api_env_release(api_server *s, api_env *ae);
 void api_envs_teardown_all(api_server *s);
 int api_envs_count(api_server *s);
+/* Count the denied egress attempts logged since the last call into the metrics. */
+void api_envs_count_egress(api_server *s);
 
 /* A streamed tar of a trace directory (snapshot of its files now). */
 struct MHD_Response *api_tar_response(const char *trace_dir, em_err *err);

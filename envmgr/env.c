@@ -136,6 +136,37 @@ static void mark_clock_stale(env *e)
     json_object_set_new(e->meta, "clock_synced", json_false());
 }
 
+/* Network machinery of allowlist envs: the egress proxy (started with QEMU
+ * by vm_spawn) must answer, and the guest's /etc/hosts and /etc/environment
+ * point at it again (a restore brings back the golden disk). Mode none: nothing. */
+static int net_start(env *e, em_err *err)
+{
+    netpolicy p;
+    guest *g;
+    if (netpolicy_load(e->dir, &p, err) < 0)
+        return -1;
+    if (p.mode == NETPOLICY_NONE)
+        return 0;
+    if (netpolicy_wait_ready(e->dir, 10000, err) < 0 || env_guest(e, &g, err) < 0 ||
+        netpolicy_guest_setup(g, &p, err) < 0)
+        return em_prefix(err, "network: ");
+    return 0;
+}
+
+int env_network(const env *e, netpolicy *p, em_err *err)
+{
+    return netpolicy_load(e->dir, p, err);
+}
+
+int env_set_network(env *e, const netpolicy *p, bool *changed, em_err *err)
+{
+    netpolicy cur;
+    if (netpolicy_load(e->dir, &cur, err) < 0)
+        return -1;
+    *changed = !netpolicy_equal(&cur, p);
+    return *changed ? netpolicy_save(e->dir, p, NULL, err) : 0;
+}
+
 static env *env_new(const char *name)
 {
     env *e = xcalloc(1, sizeof *e);
@@ -184,6 +215,8 @@ int env_up(const env_up_opts *o, env **out, env_timings *t, em_err *err)
                             when, "width", e->image->width, "height", e->image->height);
         rc = write_meta(e, err);
     }
+    if (rc == 0 && o->net)
+        rc = netpolicy_save(e->dir, o->net, NULL, err);
     if (rc == 0)
         rc = golden_start_clone(e->gold, e->image, accel, e->dir, o->name, &e->pid, err);
     double t2 = now_ms();
@@ -192,10 +225,13 @@ int env_up(const env_up_opts *o, env **out, env_timings *t, em_err *err)
         mark_clock_stale(e);
         rc = write_meta(e, err);
     }
+    if (rc == 0)
+        rc = net_start(e, err);
     if (rc < 0) {
         em_err ignored;
         if (e->pid)
             vm_stop(e->dir, e->pid, &ignored);
+        netpolicy_stop_helper(e->dir, &ignored);
         drop_connections(e);
         remove_tree(e->dir, NULL);
         env_free(e);
@@ -274,6 +310,8 @@ int env_down(const char *name, em_err *err)
     em_err ignored;
     if (vm_read_pid(dir, &pid, &ignored) == 0 && vm_stop(dir, pid, err) < 0)
         return em_prefix(err, "down %s: ", name);
+    if (netpolicy_stop_helper(dir, err) < 0)
+        return em_prefix(err, "down %s: ", name);
     return remove_tree(dir, err) < 0 ? em_prefix(err, "down %s: ", name) : 0;
 }
 
@@ -281,7 +319,7 @@ int env_reset(env *e, env_timings *t, em_err *err)
 {
     double t0 = now_ms();
     drop_connections(e);
-    if (vm_stop(e->dir, e->pid, err) < 0)
+    if (vm_stop(e->dir, e->pid, err) < 0 || netpolicy_stop_helper(e->dir, err) < 0)
         return em_prefix(err, "reset %s: ", e->name);
     e->pid = 0;
     double t1 = now_ms();
@@ -291,7 +329,7 @@ int env_reset(env *e, env_timings *t, em_err *err)
     double t2 = now_ms();
     reset_pointer_state(e);
     mark_clock_stale(e);
-    if (write_meta(e, err) < 0)
+    if (write_meta(e, err) < 0 || net_start(e, err) < 0)
         return em_prefix(err, "reset %s: ", e->name);
     if (t) {
         t->golden_ms = 0;

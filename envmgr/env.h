@@ -13,6 +13,7 @@
 #include "actions.h"
 #include "err.h"
 #include "guest.h"
+#include "netpolicy.h"
 #include "png.h"
 #include "vnc.h"
 
@@ -22,6 +23,7 @@ typedef struct env_up_opts {
     const char *name;
     const char *image;  /* name under the image root, or a directory */
     const char *accel;  /* auto, kvm, tcg */
+    const netpolicy *net; /* NULL: network mode none (netpolicy.h) */
 } env_up_opts;
 
 typedef struct env_timings {
@@ -38,6 +40,10 @@ void env_close(env *e);
 int env_down(const char *name, em_err *err);
 /* Back to the golden state: a fresh overlay and a fresh QEMU from the saved state. */
 int env_reset(env *e, env_timings *t, em_err *err);
+/* The env's network policy, and a new one that takes effect at the next
+ * env_reset (*changed: it differs from the current one). */
+int env_network(const env *e, netpolicy *p, em_err *err);
+int env_set_network(env *e, const netpolicy *p, bool *changed, em_err *err);
 
 const char *env_name(const env *e);
 const char *env_dir(const env *e);

@@ -8,7 +8,9 @@
 
 #include "actions.h"
 #include "agent.h"
+#include "egress_log.h"
 #include "guest_ops.h"
+#include "netpolicy.h"
 #include "pyautogui.h"
 #include "recorder/trace.h"
 #include "evaluator/score.h"
@@ -36,8 +38,91 @@ struct episode {
     bool have_last;        /* last_sha names the frame whose pixels hash to last_hash */
     uint64_t last_hash;
     char last_sha[65];
+    uint64_t egress_start, egress_off; /* this episode's part of the env's egress log */
+    size_t egress_lines, egress_dropped;
 };
 typedef struct episode run; /* the agent loop below reads as "a run of an episode" */
+
+/* ---- egress events (netpolicy.h): the env's egress log, copied into the trace ---- */
+#define EGRESS_TRACE_MAX 10000 /* lines per trace; more are counted in a last line */
+#define EGRESS_ARTIFACT_MAX 100000
+#define EGRESS_ARTIFACT ".egress.jsonl" /* a leading dot: no vm_file dest can overwrite it */
+
+static char *egress_path(run *r)
+{
+    return xasprintf("%s/" NETPOLICY_LOG_FILE, env_dir(r->e));
+}
+
+static int drain_egress(run *r, em_err *err)
+{
+    _cleanup_free_ char *path = egress_path(r);
+    json_t *events = NULL;
+    em_err rerr = {0};
+    if (egress_log_read(path, &r->egress_off, EGRESS_ARTIFACT_MAX, &events, &rerr) < 0)
+        fprintf(stderr, "envmgr: %s\n", rerr.msg); /* the trace goes on without them */
+    size_t i;
+    json_t *ev;
+    int rc = 0;
+    json_array_foreach(events, i, ev)
+    {
+        if (r->egress_lines >= EGRESS_TRACE_MAX) {
+            r->egress_dropped++;
+            continue;
+        }
+        json_t *line = json_deep_copy(ev);
+        json_object_del(line, "prev");
+        json_object_set_new(line, "type", json_string("egress"));
+        rc = trace_append(r->tw, line, err);
+        json_decref(line);
+        if (rc < 0)
+            break;
+        r->egress_lines++;
+    }
+    json_decref(events);
+    return rc;
+}
+
+/* Before the evaluator: open connections logged, the rest of the events into
+ * the trace, and the episode's events as artifacts/.egress.jsonl for the
+ * egress_log getter. */
+static int finish_egress(run *r, em_err *err)
+{
+    em_err ignored;
+    if (netpolicy_helper_pid(env_dir(r->e)))
+        netpolicy_control(env_dir(r->e), "flush", 5000, &ignored);
+    if (drain_egress(r, err) < 0)
+        return -1;
+    if (r->egress_dropped) {
+        json_t *line = json_pack("{s:s, s:s, s:I}", "type", "egress", "verdict", "trace_cap", "dropped",
+                                 (json_int_t)r->egress_dropped);
+        int rc = trace_append(r->tw, line, err);
+        json_decref(line);
+        if (rc < 0)
+            return -1;
+    }
+    _cleanup_free_ char *path = egress_path(r), *art = xasprintf("%s/" EGRESS_ARTIFACT, r->artifacts);
+    uint64_t off = r->egress_start;
+    json_t *events = NULL;
+    if (egress_log_read(path, &off, EGRESS_ARTIFACT_MAX, &events, &ignored) < 0)
+        fprintf(stderr, "envmgr: %s\n", ignored.msg);
+    size_t cap = 1, n = 0, i;
+    char *text = xmalloc(cap);
+    json_t *ev;
+    json_array_foreach(events, i, ev)
+    {
+        char *l = json_dumps(ev, JSON_COMPACT | JSON_SORT_KEYS);
+        size_t ll = l ? strlen(l) : 0;
+        text = xrealloc(text, cap = n + ll + 2);
+        memcpy(text + n, l ? l : "", ll);
+        n += ll;
+        text[n++] = '\n';
+        free(l);
+    }
+    json_decref(events);
+    int rc = write_file_atomic(art, text, n, 0644, err);
+    free(text);
+    return rc;
+}
 
 static void set_end(run *r, const char *cause, const char *why)
 {
@@ -261,6 +346,8 @@ int episode_step(episode *r, json_t *reply, double agent_ms, episode_step_out *o
     }
     r->steps++;
     out->actions = r->actions - actions_before;
+    if (rc == 0)
+        rc = drain_egress(r, err);
     if (rc < 0)
         return -1;
     if (!r->exit_cause && now_ms() > r->t_start + r->t->episode_timeout_s * 1000)
@@ -281,6 +368,7 @@ void episode_end(episode *ep, const char *cause, const char *why)
 }
 
 const char *episode_exit_cause(const episode *ep) { return ep->exit_cause; }
+const char *episode_reason(const episode *ep) { return ep->reason; }
 int episode_steps(const episode *ep) { return ep->steps; }
 const char *episode_trace_dir(const episode *ep) { return ep->trace_dir; }
 
@@ -427,17 +515,26 @@ int episode_begin(env *e, const task *t, const char *task_path, const char *task
         rc = task_path ? sha256_file_hex(task_path, task_sha, err) : em_fail(err, "episode: no task file nor sha256");
     double t_reset = now_ms();
     env_timings tm;
-    if (rc == 0 && !o->fresh)
+    /* The task's network section: a policy that changes needs a restart even on a fresh env. */
+    netpolicy cur, net;
+    bool net_changed = false;
+    if (rc == 0 && (env_network(e, &cur, err) < 0 || netpolicy_for_task(&cur, t, &net, err) < 0 ||
+                    env_set_network(e, &net, &net_changed, err) < 0))
+        rc = -1;
+    if (rc == 0 && (!o->fresh || net_changed))
         rc = env_reset(e, &tm, err);
     r->reset_ms = now_ms() - t_reset;
+    _cleanup_free_ char *elog = egress_path(r);
+    r->egress_start = r->egress_off = egress_log_size(elog);
     if (rc < 0) {
         episode_free(r);
         return -1;
     }
     json_t *hdr = json_pack("{s:s, s:s, s:s, s:{s:i, s:i}, s:s, s:b, s:s}", "task_id", t->id, "task_sha256", task_sha,
                             "image_manifest_sha256", env_image_sha256(e), "screen", "width", env_width(e), "height",
-                            env_height(e), "accel", env_accel(e), "unsafe_open_network", 0, "agent",
-                            o->agent_cmd ? o->agent_cmd : "");
+                            env_height(e), "accel", env_accel(e), "unsafe_open_network",
+                            net.mode == NETPOLICY_OPEN, "agent", o->agent_cmd ? o->agent_cmd : "");
+    json_object_set_new(hdr, "network", netpolicy_to_json(&net));
     if (task_path)
         json_object_set_new(hdr, "task_path", json_string(task_path));
     json_object_set_new(hdr, "settle_ms", json_real(o->settle_ms));
@@ -450,6 +547,8 @@ int episode_begin(env *e, const task *t, const char *task_path, const char *task
 
     double t0 = now_ms();
     rc = run_steps(r, t->config, t->nconfig, "config", true, err);
+    if (rc >= 0 && drain_egress(r, err) < 0)
+        rc = -1;
     r->setup_ms = now_ms() - t0;
     if (rc == 0 && !r->exit_cause) {
         em_err serr = {0};
@@ -478,11 +577,14 @@ int episode_finish(episode *ep, const char *cause, json_t **result, em_err *err)
     json_t *details = NULL;
     if (strcmp(r->exit_cause, "env_error")) {
         rc = run_steps(r, t->postconfig, t->npostconfig, "postconfig", false, err);
+        if (rc == 0)
+            rc = finish_egress(r, err);
         em_env_ops ops;
         guest_ops_bind(e, &ops);
         if (rc == 0)
             rc = evaluate_task(&ops, t, t->dir, r->artifacts, r->exit_cause, &score, &reason, &details, err);
     } else {
+        rc = finish_egress(r, err); /* what the guest sent before the env failed still counts */
         reason = xasprintf("not evaluated: %s", r->reason ? r->reason : "the env failed");
     }
     if (rc < 0) {

@@ -48,6 +48,8 @@ int episode_step(episode *ep, json_t *reply, double agent_ms, episode_step_out *
 void episode_end(episode *ep, const char *cause, const char *why);
 /* NULL while the episode runs. */
 const char *episode_exit_cause(const episode *ep);
+/* Why it ended early (agent or env trouble), or NULL. */
+const char *episode_reason(const episode *ep);
 int episode_steps(const episode *ep);
 const char *episode_trace_dir(const episode *ep);
 /* Postconfig, evaluator, trace trailer, result.json; frees ep (also on failure).

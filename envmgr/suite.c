@@ -100,8 +100,11 @@ int suite_load(const char *source, int shard_k, int shard_n, suite **out, em_err
 {
     char real[PATH_MAX];
     struct stat st;
-    if (!realpath(source, real) || stat(real, &st) < 0)
-        return em_fail_errno(err, "suite `%s`", source);
+    if (!realpath(source, real) || stat(real, &st) < 0) {
+        em_fail_errno(err, "suite `%s`", source);
+        err->code = EM_EXIT_USAGE;
+        return -1;
+    }
     bool is_index = !S_ISDIR(st.st_mode);
     char **paths = NULL;
     size_t n = 0;

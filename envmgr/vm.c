@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -40,8 +41,87 @@ static void args_free(argv_builder *a)
         free(a->v[i]);
 }
 
+/* ---- network extras (VM_NET_FILE, see vm.h) ---- */
+#define NET_FILE_MAX (256 * 1024)
+#define NET_FWD_MAX 80
+#define NET_FWD_LEN_MAX 1000 /* QEMU copies each rule into a 1024-byte buffer */
+#define NET_SUP_MAX 16
+
+typedef struct vm_net {
+    char *netdev;      /* the -netdev value */
+    bool relaxed;      /* guestfwd commands need spawn and setsid */
+    char **supervisor; /* NULL-terminated, or NULL */
+} vm_net;
+
+static void net_free(vm_net *n)
+{
+    free(n->netdev);
+    for (size_t i = 0; n->supervisor && n->supervisor[i]; i++)
+        free(n->supervisor[i]);
+    free(n->supervisor);
+}
+
+/* Append s to the netdev value with QEMU's option escaping (',' becomes ',,'). */
+static void append_escaped(char **dst, const char *s)
+{
+    size_t n = strlen(*dst), extra = strlen(s);
+    for (const char *c = s; *c; c++)
+        extra += *c == ',';
+    *dst = xrealloc(*dst, n + extra + 1);
+    char *o = *dst + n;
+    for (const char *c = s; *c; c++) {
+        *o++ = *c;
+        if (*c == ',')
+            *o++ = ',';
+    }
+    *o = '\0';
+}
+
+static int load_net(const char *dir, vm_net *n, em_err *err)
+{
+    memset(n, 0, sizeof *n);
+    n->netdev = xstrdup("user,id=net0,restrict=on");
+    _cleanup_free_ char *path = xasprintf("%s/" VM_NET_FILE, dir), *text = NULL;
+    if (access(path, F_OK) != 0)
+        return 0;
+    if (read_file_capped(path, NET_FILE_MAX, &text, NULL, err) < 0)
+        return -1;
+    json_t *j = json_loads(text, JSON_REJECT_DUPLICATES, NULL);
+    json_t *fwd = json_object_get(j, "guestfwd"), *sup = json_object_get(j, "supervisor");
+    int rc = 0;
+    if (!json_is_object(j) || !json_is_array(fwd) || json_array_size(fwd) > NET_FWD_MAX ||
+        (sup && (!json_is_array(sup) || json_array_size(sup) == 0 || json_array_size(sup) > NET_SUP_MAX)))
+        rc = em_fail(err, "`%s`: expected {guestfwd: [...], supervisor: [...]} within limits", path);
+    for (size_t i = 0; rc == 0 && i < json_array_size(fwd); i++) {
+        const char *r = json_string_value(json_array_get(fwd, i));
+        /* guestfwd targets must stay inside slirp's network */
+        if (!r || strncmp(r, "tcp:10.0.2.", 11) || strlen(r) > NET_FWD_LEN_MAX)
+            rc = em_fail(err, "`%s`: guestfwd[%zu] is not a tcp:10.0.2.x rule within %d bytes", path, i,
+                         NET_FWD_LEN_MAX);
+        else {
+            char *joined = xasprintf("%s,guestfwd=", n->netdev); /* the separator stays a single comma */
+            free(n->netdev);
+            n->netdev = joined;
+            append_escaped(&n->netdev, r);
+            n->relaxed |= strstr(r, "-cmd:") != NULL;
+        }
+    }
+    if (rc == 0 && sup) {
+        n->supervisor = xcalloc(json_array_size(sup) + 3, sizeof *n->supervisor);
+        for (size_t i = 0; rc == 0 && i < json_array_size(sup); i++) {
+            const char *v = json_string_value(json_array_get(sup, i));
+            if (!v || (i == 0 && v[0] != '/'))
+                rc = em_fail(err, "`%s`: supervisor[%zu] must be a string (the first an absolute path)", path, i);
+            else
+                n->supervisor[i] = xstrdup(v);
+        }
+    }
+    json_decref(j);
+    return rc;
+}
+
 /* Every path QEMU sees is absolute: -daemonize changes its directory to /. */
-static void build_argv(const vm_spec *s, argv_builder *a)
+static void build_argv(const vm_spec *s, const vm_net *net, argv_builder *a)
 {
     const manifest *m = s->image;
     bool kvm = !strcmp(s->accel, "kvm");
@@ -81,7 +161,7 @@ static void build_argv(const vm_spec *s, argv_builder *a)
     arg(a, xstrdup("virtserialport,chardev=qga0,name=org.qemu.guest_agent.0"));
     /* restrict=on: the guest reaches nothing but what a guestfwd rule opens. */
     arg(a, xstrdup("-netdev"));
-    arg(a, xstrdup("user,id=net0,restrict=on"));
+    arg(a, xstrdup(net->netdev));
     arg(a, xstrdup("-device"));
     arg(a, xstrdup("virtio-net-pci,netdev=net0"));
     arg(a, xstrdup("-device"));
@@ -97,7 +177,8 @@ static void build_argv(const vm_spec *s, argv_builder *a)
     arg(a, xstrdup("-display"));
     arg(a, xstrdup("none"));
     arg(a, xstrdup("-sandbox"));
-    arg(a, xstrdup("on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny"));
+    arg(a, xstrdup(net->relaxed ? "on,obsolete=deny,elevateprivileges=allow,spawn=allow,resourcecontrol=deny"
+                                : "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny"));
     /* No -daemonize: its fork is refused by spawn=deny; envmgr detaches QEMU itself. */
     arg(a, xstrdup("-pidfile"));
     arg(a, xasprintf("%s/" VM_PID_FILE, s->dir));
@@ -123,12 +204,36 @@ static void last_log_line(const char *dir, char *buf, size_t len)
     snprintf(buf, len, "%s", start ? start + 1 : text);
 }
 
+/* The supervisor of an allowlist env takes QEMU's pid as its last arguments. */
+static void exec_supervisor(char **sup, pid_t qemu)
+{
+    size_t n = 0;
+    while (sup[n])
+        n++;
+    char pid[16];
+    snprintf(pid, sizeof pid, "%d", (int)qemu);
+    sup[n] = "--qemu-pid";
+    sup[n + 1] = pid;
+    int devnull = open("/dev/null", O_RDONLY);
+    if (devnull >= 0)
+        dup2(devnull, 0);
+    close_range(3, ~0U, CLOSE_RANGE_CLOEXEC); /* nothing of the caller's leaks into it */
+    execv(sup[0], sup);
+    dprintf(2, "exec %s: %s\n", sup[0], strerror(errno));
+}
+
 int vm_spawn(const vm_spec *s, pid_t *pid_out, em_err *err)
 {
+    vm_net net;
+    if (load_net(s->dir, &net, err) < 0) {
+        net_free(&net);
+        return em_prefix(err, "qemu: ");
+    }
     argv_builder a = {0};
-    build_argv(s, &a);
+    build_argv(s, &net, &a);
     if (a.n >= ARGV_MAX) {
         args_free(&a);
+        net_free(&net);
         return em_fail(err, "qemu: too many arguments");
     }
     static const char *socks[] = {VM_QMP_SOCK, VM_VNC_SOCK, VM_QGA_SOCK, VM_PID_FILE};
@@ -140,6 +245,7 @@ int vm_spawn(const vm_spec *s, pid_t *pid_out, em_err *err)
     int logfd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
     if (logfd < 0) {
         args_free(&a);
+        net_free(&net);
         return em_fail_errno(err, "qemu: open `%s`", log);
     }
     if (getenv("ENVMGR_DEBUG")) {
@@ -152,6 +258,7 @@ int vm_spawn(const vm_spec *s, pid_t *pid_out, em_err *err)
     if (pipe2(pipefd, O_CLOEXEC) < 0) {
         close(logfd);
         args_free(&a);
+        net_free(&net);
         return em_fail_errno(err, "qemu: pipe");
     }
     pid_t child = fork();
@@ -160,12 +267,27 @@ int vm_spawn(const vm_spec *s, pid_t *pid_out, em_err *err)
         close(pipefd[0]);
         close(pipefd[1]);
         args_free(&a);
+        net_free(&net);
         return em_fail_errno(err, "qemu: fork");
     }
     if (child == 0) {
         setsid();
+        if (net.supervisor) { /* one more fork: the supervisor stays, as QEMU's parent */
+            pid_t sup = fork();
+            if (sup != 0)
+                _exit(sup > 0 ? 0 : 1);
+            prctl(PR_SET_CHILD_SUBREAPER, 1);
+        }
+        pid_t parent = getpid();
         pid_t qemu = fork();
         if (qemu == 0) {
+            if (net.supervisor) {
+                prctl(PR_SET_PDEATHSIG, SIGKILL);
+                if (getppid() != parent)
+                    _exit(127);
+            }
+            if (net.relaxed)
+                prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
             int devnull = open("/dev/null", O_RDONLY);
             if (devnull >= 0)
                 dup2(devnull, 0);
@@ -176,11 +298,18 @@ int vm_spawn(const vm_spec *s, pid_t *pid_out, em_err *err)
             _exit(127);
         }
         ssize_t w = write(pipefd[1], &qemu, sizeof qemu);
+        if (net.supervisor && qemu > 0) {
+            dup2(logfd, 1);
+            dup2(logfd, 2);
+            exec_supervisor(net.supervisor, qemu);
+            _exit(127); /* QEMU follows: PDEATHSIG */
+        }
         _exit(w == (ssize_t)sizeof qemu && qemu > 0 ? 0 : 1);
     }
     close(logfd);
     close(pipefd[1]);
     args_free(&a);
+    net_free(&net);
     pid_t qemu = -1;
     em_err rerr;
     int got = read_full_deadline(pipefd[0], &qemu, sizeof qemu, now_ms() + SPAWN_TIMEOUT_MS, &rerr);

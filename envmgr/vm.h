@@ -29,6 +29,20 @@ typedef struct vm_spec {
 #define VM_LOG_FILE "qemu.log"
 #define VM_SERIAL_LOG "serial.log"
 
+/* Network extras of an env (written by netpolicy for allowlist envs; absent
+ * for the default, mode none). When <dir>/VM_NET_FILE exists, vm_spawn reads
+ *   {"guestfwd": ["tcp:10.0.2.X:PORT-cmd:...", ...], "supervisor": [argv...]}
+ * and then (and only then):
+ *   - appends each guestfwd rule to the user netdev (restrict=on stays);
+ *   - relaxes the sandbox to spawn=allow,elevateprivileges=allow when a rule
+ *     runs a command (libslirp forks, calls setsid and execs it per guest
+ *     connection); QEMU gets no_new_privs instead;
+ *   - starts the supervisor argv (+ "--qemu-pid" PID) as QEMU's parent, a
+ *     child subreaper that reaps those commands; QEMU gets SIGKILL if it dies.
+ * The golden state builder never has this file, and netdev options are not
+ * part of the migrated device state, so clones restore either way. */
+#define VM_NET_FILE "vm-net.json"
+
 const char *vm_qemu_binary(void);
 /* Start QEMU daemonized; returns once its sockets exist. */
 int vm_spawn(const vm_spec *s, pid_t *pid, em_err *err);

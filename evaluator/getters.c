@@ -2,6 +2,7 @@
  * em_env_ops; host-side ones (rule, cache_file, local_file) never touch the
  * env. Guest data is capped and names are sanitized before they reach the
  * host file system. */
+#include "envmgr/json_type.h"
 #include "getters.h"
 
 #include <errno.h>
@@ -12,26 +13,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "envmgr/egress_log.h"
 #include "envmgr/sha256.h"
 #include "envmgr/util.h"
 
 #define WINDOW_TITLE_TIMEOUT_S 10.0
 #define LIST_DIRECTORY_MAX 10000
 #define SCREENSHOT_NAMES_MAX 1000
-
-static const char *jtype(json_t *j)
-{
-    switch (json_typeof(j)) {
-    case JSON_OBJECT: return "object";
-    case JSON_ARRAY: return "array";
-    case JSON_STRING: return "string";
-    case JSON_INTEGER: return "integer";
-    case JSON_REAL: return "number";
-    case JSON_TRUE:
-    case JSON_FALSE: return "boolean";
-    default: return "null";
-    }
-}
 
 /* ---- untrusted bytes → JSON ---- */
 
@@ -119,7 +107,7 @@ static int check_nonempty_string(json_t *spec, const char *key, bool required, e
     if (!v)
         return required ? em_fail_input(err, "%s: missing", key) : 0;
     if (!json_is_string(v))
-        return em_fail_input(err, "%s: expected a string, got %s", key, jtype(v));
+        return em_fail_input(err, "%s: expected a string, got %s", key, json_type_name(v));
     if (!json_string_length(v))
         return em_fail_input(err, "%s: empty", key);
     return 0;
@@ -140,17 +128,17 @@ static int check_command(json_t *spec, em_err *err)
         json_array_foreach(cmd, i, v)
         {
             if (!json_is_string(v))
-                return em_fail_input(err, "command[%zu]: expected a string, got %s", i, jtype(v));
+                return em_fail_input(err, "command[%zu]: expected a string, got %s", i, json_type_name(v));
         }
     } else {
-        return em_fail_input(err, "command: expected a string or an array of strings, got %s", jtype(cmd));
+        return em_fail_input(err, "command: expected a string or an array of strings, got %s", json_type_name(cmd));
     }
     if ((v = json_object_get(spec, "shell")) && !json_is_boolean(v))
-        return em_fail_input(err, "shell: expected true or false, got %s", jtype(v));
+        return em_fail_input(err, "shell: expected true or false, got %s", json_type_name(v));
     if ((v = json_object_get(spec, "timeout"))) {
         double d = json_is_number(v) ? json_number_value(v) : NAN;
         if (!json_is_number(v))
-            return em_fail_input(err, "timeout: expected a number, got %s", jtype(v));
+            return em_fail_input(err, "timeout: expected a number, got %s", json_type_name(v));
         if (!(d > 0 && d <= GETTER_TIMEOUT_MAX_S))
             return em_fail_input(err, "timeout: %g is out of range (> 0 and <= %g)", d, GETTER_TIMEOUT_MAX_S);
     }
@@ -164,7 +152,7 @@ static int check_region(json_t *spec, em_err *err)
         return 0;
     if (!json_is_array(r) || json_array_size(r) != 4)
         return em_fail_input(err, "region: expected [x, y, w, h], got %s",
-                             json_is_array(r) ? "an array of another size" : jtype(r));
+                             json_is_array(r) ? "an array of another size" : json_type_name(r));
     for (size_t i = 0; i < 4; i++) {
         json_t *v = json_array_get(r, i);
         json_int_t lo = i < 2 ? 0 : 1;
@@ -177,12 +165,12 @@ static int check_region(json_t *spec, em_err *err)
 int getter_check(json_t *spec, em_err *err)
 {
     if (!json_is_object(spec))
-        return em_fail_input(err, "type: the spec must be an object, got %s", spec ? jtype(spec) : "nothing");
+        return em_fail_input(err, "type: the spec must be an object, got %s", spec ? json_type_name(spec) : "nothing");
     json_t *tj = json_object_get(spec, "type");
     if (!tj)
         return em_fail_input(err, "type: missing");
     if (!json_is_string(tj))
-        return em_fail_input(err, "type: expected a string, got %s", jtype(tj));
+        return em_fail_input(err, "type: expected a string, got %s", json_type_name(tj));
     const char *type = json_string_value(tj);
     if (!strcmp(type, "vm_file")) {
         json_t *multi = json_object_get(spec, "multi");
@@ -213,8 +201,15 @@ int getter_check(json_t *spec, em_err *err)
         const char *p = json_string_value(json_object_get(spec, "path"));
         return p[0] == '/' ? 0 : em_fail_input(err, "path: `%.200s` must be an absolute guest path", p);
     }
-    if (!strcmp(type, "vm_window_title") || !strcmp(type, "egress_log"))
+    if (!strcmp(type, "vm_window_title"))
         return 0;
+    if (!strcmp(type, "egress_log")) {
+        json_t *v = json_object_get(spec, "verdict");
+        const char *vs = json_string_value(v);
+        if (v && (!vs || (strcmp(vs, "allowed") && strcmp(vs, "denied") && strcmp(vs, "failed"))))
+            return em_fail_input(err, "verdict: expected \"allowed\", \"denied\" or \"failed\"");
+        return 0;
+    }
     if (!strcmp(type, "cloud_file"))
         return em_fail_input(err,
                              "type: getter `cloud_file` is not supported (tasks get no internet); ship the file with "
@@ -420,6 +415,39 @@ static int run_list_directory(const em_env_ops *ops, json_t *spec, json_t **art,
     return 0;
 }
 
+/* The episode's egress events (docs/security.md): the episode runner writes
+ * them to artifact_dir/.egress.jsonl before the evaluator runs, a name no
+ * vm_file getter can produce (sanitized names never start with a dot). An
+ * optional "verdict" keeps only allowed, denied or failed attempts. */
+#define EGRESS_EVENTS_MAX 100000
+static int run_egress_log(json_t *spec, const char *artifact_dir, json_t **art, em_err *err)
+{
+    if (!artifact_dir || !*artifact_dir)
+        return em_fail(err, "egress_log: no artifact folder");
+    _cleanup_free_ char *path = xasprintf("%s/.egress.jsonl", artifact_dir);
+    if (access(path, F_OK) != 0)
+        return em_fail(err, "egress_log: no egress record for this evaluation (the getter works inside an episode)");
+    uint64_t off = 0;
+    json_t *events = NULL;
+    if (egress_log_read(path, &off, EGRESS_EVENTS_MAX, &events, err) < 0) {
+        json_decref(events);
+        return em_prefix(err, "egress_log: ");
+    }
+    const char *want = json_string_value(json_object_get(spec, "verdict"));
+    json_t *kept = json_array();
+    size_t i;
+    json_t *ev;
+    json_array_foreach(events, i, ev)
+    {
+        const char *v = json_string_value(json_object_get(ev, "verdict"));
+        if (!want || (v && !strcmp(v, want)))
+            json_array_append(kept, ev);
+    }
+    json_decref(events);
+    *art = json_pack("{s:s, s:I, s:o}", "type", "json", "count", (json_int_t)json_array_size(kept), "value", kept);
+    return 0;
+}
+
 static int run_window_title(const em_env_ops *ops, json_t **art, em_err *err)
 {
     const char *argv[] = {"env", "DISPLAY=:0", "xdotool", "getactivewindow", "getwindowname", NULL};
@@ -465,6 +493,6 @@ int getter_run(const em_env_ops *ops, const task *t, json_t *spec, const char *a
     if (!strcmp(type, "vm_window_title"))
         return run_window_title(ops, artifact, err);
     if (!strcmp(type, "egress_log"))
-        return em_fail(err, "egress_log: network isolation is not available yet");
+        return run_egress_log(spec, artifact_dir, artifact, err);
     return em_fail(err, "getter: unhandled type `%s`", type);
 }

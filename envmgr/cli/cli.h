@@ -24,9 +24,14 @@ int cmd_screenshot(int argc, char **argv);
 int cmd_act(int argc, char **argv);
 int cmd_reset(int argc, char **argv);
 int cmd_exec(int argc, char **argv);
+int cmd_net(int argc, char **argv);
 int cmd_image(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_trace(int argc, char **argv);
+int cmd_suite(int argc, char **argv);
+int cmd_gc(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
+int cmd_view(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
 int cmd_replay_agent(int argc, char **argv);
 

@@ -1,15 +1,27 @@
 #include <getopt.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "cli.h"
 #include "envmgr/env.h"
+#include "envmgr/util.h"
+#include "evaluator/task.h"
 
 static const char usage[] =
     "usage: envmgr up --name NAME [--image IMAGE] [--accel auto|kvm|tcg]\n"
+    "                 [--network none|allowlist] [--allow HOST:PORT]... [--task FILE] [--unsafe-open-network]\n"
+    "                 [--max-egress-bytes N] [--max-connections-per-minute N]\n"
     "  Boot an env from the image's golden state (built on first use: a cold boot to a ready desktop).\n"
     "  --name NAME     the env's name (letters, digits, . - _)\n"
     "  --image IMAGE   an image name under ENVMGR_IMAGE_DIR or a directory with manifest.json (default: desktop)\n"
-    "  --accel MODE    auto (default: KVM only if a probe boot works), kvm or tcg\n";
+    "  --accel MODE    auto (default: KVM only if a probe boot works), kvm or tcg\n"
+    "  --network MODE  none (default: the guest reaches nothing) or allowlist (only --allow entries, through\n"
+    "                  envmgr's logged egress proxy; docs/security.md)\n"
+    "  --allow H:P     allow host:port, [IPv6]:port or *.domain:port (repeatable; implies allowlist)\n"
+    "  --task FILE     take the network section of a task file instead\n"
+    "  --unsafe-open-network  let the guest reach every public address (still through the logged proxy;\n"
+    "                  loopback and private addresses only when listed by --allow); traces record it\n"
+    "  --max-egress-bytes N, --max-connections-per-minute N  limits of the egress proxy (0: none)\n";
 
 int cmd_up(int argc, char **argv)
 {
@@ -19,27 +31,85 @@ int cmd_up(int argc, char **argv)
     static const struct option opts[] = {{"name", required_argument, 0, 'n'},
                                          {"image", required_argument, 0, 'i'},
                                          {"accel", required_argument, 0, 'a'},
+                                         {"network", required_argument, 0, 'N'},
+                                         {"allow", required_argument, 0, 'A'},
+                                         {"task", required_argument, 0, 'T'},
+                                         {"unsafe-open-network", no_argument, 0, 'U'},
+                                         {"max-egress-bytes", required_argument, 0, 'B'},
+                                         {"max-connections-per-minute", required_argument, 0, 'C'},
                                          {0, 0, 0, 0}};
+    /* Network flags: none given leaves the env in mode none without a policy file. */
+    netpolicy net;
+    netpolicy_init(&net);
+    const char *mode = NULL, *task_path = NULL;
+    bool any_net = false, open_net = false, allowed = false;
+    long limit;
+    em_err err = {0};
     int c;
     while ((c = getopt_long(argc, argv, "+n:i:a:", opts, NULL)) != -1) {
         switch (c) {
         case 'n': o.name = optarg; break;
         case 'i': o.image = optarg; break;
         case 'a': o.accel = optarg; break;
+        case 'N': mode = optarg; break;
+        case 'A':
+            if (netpolicy_add(&net, optarg, &err) < 0)
+                return cli_usage_error(usage, "--allow: %s", err.msg);
+            allowed = true;
+            break;
+        case 'T': task_path = optarg; break;
+        case 'U': open_net = true; break;
+        case 'B':
+        case 'C':
+            if (parse_int(optarg, 0, c == 'B' ? 1L << 62 : 1000000, &limit) < 0)
+                return cli_usage_error(usage, "--%s: expected a number, got `%s`",
+                                       c == 'B' ? "max-egress-bytes" : "max-connections-per-minute", optarg);
+            if (c == 'B')
+                net.max_bytes_out = (uint64_t)limit;
+            else
+                net.max_conn_per_min = (unsigned)limit;
+            break;
         default: return cli_usage_error(usage, "up: bad option");
         }
+        any_net |= c == 'N' || c == 'A' || c == 'T' || c == 'U' || c == 'B' || c == 'C';
     }
     if (optind < argc)
         return cli_usage_error(usage, "up: unexpected argument `%s`", argv[optind]);
     if (!o.name)
         return cli_usage_error(usage, "--name: missing");
-    em_err err = {0};
+    if (task_path && (mode || allowed))
+        return cli_usage_error(usage, "--task: takes the whole network section; not with --network or --allow");
+    if (mode && netpolicy_mode_parse(mode, &net.mode, &err) < 0)
+        return cli_usage_error(usage, "--network: %s", err.msg);
+    if (mode && net.mode == NETPOLICY_NONE && (allowed || open_net))
+        return cli_usage_error(usage, "--network none: no --allow or --unsafe-open-network with it");
+    if (!mode && allowed)
+        net.mode = NETPOLICY_ALLOWLIST;
+    if (task_path) {
+        task *t;
+        netpolicy base = net;
+        if (task_load(task_path, &t, &err) < 0)
+            return cli_report(&err);
+        int rc = netpolicy_for_task(&base, t, &net, &err);
+        task_free(t);
+        if (rc < 0)
+            return cli_report(&err);
+    }
+    if (open_net)
+        net.mode = NETPOLICY_OPEN;
+    if (net.mode == NETPOLICY_NONE && (net.max_bytes_out || net.max_conn_per_min))
+        return cli_usage_error(usage, "--max-*: limits need --network allowlist (mode none sends nothing)");
+    if (any_net)
+        o.net = &net;
     env *e;
     env_timings t;
     if (env_up(&o, &e, &t, &err) < 0)
         return cli_report(&err);
     printf("env %s ready (%s): restore %.0f ms, golden state %.0f ms\n", o.name, env_accel(e), t.restore_ms,
            t.golden_ms);
+    if (net.mode != NETPOLICY_NONE)
+        printf("network %s: %zu rule%s through http://%s:%d/ (envmgr net show %s)\n", netpolicy_mode_name(net.mode),
+               net.nrules, net.nrules == 1 ? "" : "s", NETPOLICY_PROXY_ADDR, NETPOLICY_PROXY_PORT, o.name);
     env_close(e);
     return 0;
 }

@@ -13,10 +13,15 @@ static const cli_command commands[] = {
     {"act", "perform a computer_13 action (JSON) on the env", cmd_act},
     {"reset", "return the env to the clean golden state", cmd_reset},
     {"exec", "run a command in the guest through the guest agent", cmd_exec},
+    {"net", "the env's network policy and egress log (log, show)", cmd_net},
     {"run", "run a task (or a folder of tasks) with an agent, score it, record a trace", cmd_run},
     {"trace", "traces: verify, show, export", cmd_trace},
     {"replay", "replay a recorded episode and check that every frame and the score reproduce", cmd_replay},
     {"image", "image tools: verify", cmd_image},
+    {"suite", "run a suite of tasks on a pool of envs; compare, merge, list runs", cmd_suite},
+    {"gc", "reap dead envs, envs of killed suite runs and golden states of deleted images", cmd_gc},
+    {"serve", "serve the JSON HTTP API for remote agents (docs/http-api.md)", cmd_serve},
+    {"view", "watch an env with any VNC viewer (view-only)", cmd_view},
 };
 
 int cli_report(const em_err *err)

@@ -736,7 +736,7 @@ static void test_getters_guest_side(void)
                  "screenshot: region [1200, 0, 100, 10] is outside the 1280x800 screen");
 
     /* honest about what is not there yet, and about a missing env */
-    getter_fails(&ops, "{\"type\": \"egress_log\"}", "egress_log: network isolation is not available yet");
+    getter_fails(&ops, "{\"type\": \"egress_log\"}", "egress_log: no egress record for this evaluation (the getter works inside an episode)");
     getter_fails(NULL, "{\"type\": \"vm_file\", \"path\": \"/x\"}", "vm_file: no env to run it in");
     em_env_ops partial = {.ctx = &r};
     getter_fails(&partial, "{\"type\": \"vm_window_title\"}", "vm_window_title: no env to run it in");
@@ -873,7 +873,7 @@ static void test_score_failures(void)
     em_env_ops ops = rec_ops(&r);
     /* a getter failure scores that metric 0 with the reason; the run does not fail */
     json_t *d = expect_eval(&ops, "{\"func\": \"exact_match\", \"result\": {\"type\": \"egress_log\"}, \"expected\": " R_TRUE "}",
-                            "done", 0, "evaluator.result: egress_log: network isolation is not available yet");
+                            "done", 0, "evaluator.result: egress_log: no egress record for this evaluation (the getter works inside an episode)");
     CU_ASSERT_TRUE(json_is_null(json_object_get(detail(d, 0), "result")));
     json_decref(d);
     d = expect_eval(&ops,

@@ -1,0 +1,197 @@
+"""envmgr_client: drive envmgr desktop envs over envmgr's HTTP API
+(`envmgr serve`, docs/http-api.md) with the shape of OSWorld's DesktopEnv,
+so an OSWorld agent loop runs with a one-line change:
+
+    # env = DesktopEnv(action_space="pyautogui", ...)
+    env = EnvmgrEnv("http://127.0.0.1:7480", token, action_space="pyautogui")
+    obs = env.reset(task_config=example)          # obs["screenshot"] is PNG bytes
+    obs, reward, done, info = env.step(action, pause)
+    score = env.evaluate()
+    env.close()
+
+Python 3 standard library only (urllib, json). A unix-socket server is
+reached with url="unix:/path/to/socket".
+"""
+import base64
+import http.client
+import json
+import os
+import socket
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+__all__ = ["EnvmgrEnv", "EnvmgrError", "Client"]
+
+
+class EnvmgrError(Exception):
+    """An API error: .status (HTTP code), .field (the request field at fault or None), .message."""
+
+    def __init__(self, status, message, field=None):
+        super().__init__("%s (HTTP %d%s)" % (message, status, ", field %s" % field if field else ""))
+        self.status, self.message, self.field = status, message, field
+
+
+class _UnixConnection(http.client.HTTPConnection):
+    def __init__(self, path, timeout):
+        super().__init__("localhost", timeout=timeout)
+        self.unix_path = path
+
+    def connect(self):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(self.timeout)
+        self.sock.connect(self.unix_path)
+
+
+class Client:
+    """The API one call a method: JSON in, JSON (or bytes) out, errors as EnvmgrError."""
+
+    def __init__(self, url, token=None, timeout=600):
+        if token is None:
+            token = os.environ.get("ENVMGR_TOKEN")
+            if token is None and os.environ.get("ENVMGR_TOKEN_FILE"):
+                with open(os.environ["ENVMGR_TOKEN_FILE"], encoding="ascii") as f:
+                    token = f.read().strip()
+        if not token:
+            raise ValueError("envmgr: a token is needed (argument, ENVMGR_TOKEN or ENVMGR_TOKEN_FILE)")
+        self.url, self.token, self.timeout = url.rstrip("/"), token, timeout
+
+    def request(self, method, path, body=None, raw=False):
+        data = None if body is None else json.dumps(body).encode()
+        headers = {"Authorization": "Bearer " + self.token}
+        if data is not None:
+            headers["Content-Type"] = "application/json"
+        if self.url.startswith("unix:"):
+            conn = _UnixConnection(self.url[5:], self.timeout)
+            try:
+                conn.request(method, path, body=data, headers=headers)
+                resp = conn.getresponse()
+                status, payload = resp.status, resp.read()
+            finally:
+                conn.close()
+        else:
+            req = urllib.request.Request(self.url + path, data=data, method=method, headers=headers)
+            try:
+                with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+                    status, payload = resp.status, resp.read()
+            except urllib.error.HTTPError as e:
+                status, payload = e.code, e.read()
+        if status >= 400:
+            try:
+                err = json.loads(payload)
+                raise EnvmgrError(status, err.get("error", "error"), err.get("field"))
+            except (ValueError, AttributeError):
+                raise EnvmgrError(status, payload[:200].decode(errors="replace")) from None
+        return payload if raw else json.loads(payload)
+
+    def health(self):
+        return self.request("GET", "/v1/health")
+
+    def envs(self):
+        return self.request("GET", "/v1/envs")["envs"]
+
+    def metrics(self):
+        return self.request("GET", "/v1/metrics", raw=True).decode()
+
+
+class EnvmgrEnv:
+    """One env on an envmgr server, used like OSWorld's DesktopEnv.
+
+    url, token: the server and its bearer token (token None: $ENVMGR_TOKEN or
+    the file $ENVMGR_TOKEN_FILE names). image: the guest image; task_config:
+    the default task for reset() (an OSWorld task dict, or a path the server
+    resolves inside its --task-root). action_space is "computer_13" (actions
+    are dicts) or "pyautogui" (actions are code strings, or "DONE", "FAIL",
+    "WAIT"); both are accepted either way, it only documents the agent's kind.
+    The env is created at once and deleted by close() (or the with-block).
+    """
+
+    def __init__(self, url, token=None, image=None, task_config=None, action_space="computer_13", timeout=600):
+        if action_space not in ("computer_13", "pyautogui"):
+            raise ValueError("action_space: expected computer_13 or pyautogui")
+        self.api = Client(url, token, timeout)
+        self.action_space = action_space
+        body = {}
+        if image:
+            body["image"] = image
+        if task_config is not None:
+            body["task"] = task_config
+        info = self.api.request("POST", "/v1/envs", body)
+        self.env_id = info["id"]
+        self.screen_size = (info["width"], info["height"])
+        self.instruction = None
+        self.closed = False
+
+    # -- OSWorld's DesktopEnv surface --------------------------------------------
+    def reset(self, task_config=None, seed=None, options=None):
+        """Restore the golden state, run the task's setup; returns the first observation."""
+        body = {} if task_config is None else {"task": task_config}
+        r = self.api.request("POST", self._path("reset"), body)
+        return self._obs(r["observation"])
+
+    def step(self, action, pause=0):
+        """Execute one action (computer_13 dict, pyautogui code, or "DONE"/"FAIL"/"WAIT");
+        returns (observation, reward, done, info) like DesktopEnv.step."""
+        r = self.api.request("POST", self._path("step"), {"action": action})
+        if pause:
+            time.sleep(pause)
+        obs = self._obs(r["observation"]) if r.get("observation") else None
+        return obs, r.get("reward", 0), bool(r["done"]), r.get("info", {})
+
+    def evaluate(self):
+        """Score the episode (0..1); the reason is in .last_evaluation."""
+        self.last_evaluation = self.api.request("POST", self._path("evaluate"), {})
+        return self.last_evaluation["score"]
+
+    def close(self):
+        if not self.closed:
+            self.closed = True
+            try:
+                self.api.request("DELETE", "/v1/envs/" + self.env_id)
+            except EnvmgrError as e:
+                if e.status != 404:
+                    raise
+
+    # -- more ----------------------------------------------------------------------
+    def screenshot(self):
+        """PNG bytes of the screen now."""
+        return self.api.request("GET", self._path("screenshot"), raw=True)
+
+    def trace(self, path):
+        """Save the episode's trace (a tar of trace.jsonl and frames/) to path."""
+        data = self.api.request("GET", self._path("trace"), raw=True)
+        with open(path, "wb") as f:
+            f.write(data)
+        return path
+
+    def info(self):
+        return self.api.request("GET", "/v1/envs/" + self.env_id)
+
+    def live_url(self):
+        """A browser URL for watching the env (view-only); it carries the token."""
+        return "%s/v1/envs/%s/live?token=%s" % (self.api.url, self.env_id, urllib.parse.quote(self.api.token))
+
+    def _path(self, what):
+        return "/v1/envs/%s/%s" % (self.env_id, what)
+
+    def _obs(self, o):
+        self.instruction = o.get("instruction")
+        shot = o.get("screenshot")
+        return {
+            "screenshot": base64.b64decode(shot) if shot else None,
+            "instruction": o.get("instruction"),
+            "step": o.get("step"),
+            "width": o.get("width"),
+            "height": o.get("height"),
+            "screenshot_sha256": o.get("screenshot_sha256"),
+            # DesktopEnv's other keys, so agents that read them keep working
+            "accessibility_tree": None,
+            "terminal": None,
+        }
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

@@ -1,0 +1,47 @@
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "envmgr/suite_gc.h"
+
+static const char usage[] =
+    "usage: envmgr gc [--all-suite] [--keep-golden] [--dry-run]\n"
+    "  Reap what crashed or killed envmgr commands left: run directories whose QEMU is dead, suite\n"
+    "  envs (suite-<pid>-<k>) whose envmgr is gone (with their QEMU), dead golden-state builders, and\n"
+    "  golden states in the cache whose image manifest no longer exists (each holds a RAM file of the\n"
+    "  guest's memory size). Anything an envmgr still holds or a QEMU still maps is left alone.\n"
+    "  --all-suite    also stop suite envs whose envmgr still runs\n"
+    "  --keep-golden  leave the golden states alone\n"
+    "  --dry-run      say what would be removed, remove nothing\n";
+
+int cmd_gc(int argc, char **argv)
+{
+    if (cli_wants_help(argc, argv, usage))
+        return 0;
+    gc_opts o = {0};
+    static const struct option opts[] = {{"all-suite", no_argument, 0, 'a'},
+                                         {"keep-golden", no_argument, 0, 'k'},
+                                         {"dry-run", no_argument, 0, 'n'},
+                                         {0, 0, 0, 0}};
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (c) {
+        case 'a': o.all_suite = true; break;
+        case 'k': o.keep_golden = true; break;
+        case 'n': o.dry_run = true; break;
+        default: return cli_usage_error(usage, "gc: bad option");
+        }
+    }
+    if (optind != argc)
+        return cli_usage_error(usage, "gc: takes no arguments");
+    em_err err = {0};
+    gc_stats st;
+    int rc = suite_gc(&o, stdout, &st, &err);
+    printf("gc: %s%zu env%s (%zu QEMU%s stopped), %zu golden state%s (%.0f MiB); %zu in use, left alone\n",
+           o.dry_run ? "would remove " : "removed ", st.envs, st.envs == 1 ? "" : "s", st.qemus,
+           st.qemus == 1 ? "" : "s", st.goldens, st.goldens == 1 ? "" : "s", st.golden_mib, st.busy);
+    fflush(stdout);
+    return rc < 0 ? cli_report(&err) : 0;
+}

@@ -1,0 +1,114 @@
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "envmgr/api.h"
+#include "envmgr/paths.h"
+#include "envmgr/util.h"
+
+static const char usage[] =
+    "usage: envmgr serve [--listen HOST:PORT | --socket PATH] [--token-file FILE] [--max-envs N]\n"
+    "                    [--out DIR] [--task-root DIR] [--accel auto|kvm|tcg] [--settle-ms MS]\n"
+    "  Serve the JSON HTTP API (docs/http-api.md) until SIGINT/SIGTERM, then tear down every env it created.\n"
+    "  --listen HOST:PORT  default " API_DEFAULT_LISTEN "; a port of 0 picks a free one. Only loopback\n"
+    "                      unless you name another address here.\n"
+    "  --socket PATH       a unix socket (0600) instead of TCP\n"
+    "  --token-file FILE   read the bearer token from FILE (mode 0600), or create FILE with a new one;\n"
+    "                      default: a new token in RUN_ROOT/.serve-PID.token, removed at exit\n"
+    "  --max-envs N        envs the server may own at once (default 4, at most 64)\n"
+    "  --out DIR           episodes: DIR/<env id>/<n>/{result.json,trace/} (default ./envmgr-out/serve)\n"
+    "  --task-root DIR     task paths in requests resolve inside DIR (default: the current directory)\n"
+    "  --settle-ms MS      after each action wait for two identical frames MS apart (default 300)\n"
+    "  Prints `envmgr serve: listening on URL` and `envmgr serve: token file FILE` on stdout when ready.\n";
+
+static bool is_loopback(const char *listen)
+{
+    const char *colon = strrchr(listen, ':');
+    size_t n = colon ? (size_t)(colon - listen) : strlen(listen);
+    return (n == 9 && !strncmp(listen, "localhost", 9)) || !strncmp(listen, "127.", 4) ||
+           (n == 5 && !strncmp(listen, "[::1]", 5));
+}
+
+int cmd_serve(int argc, char **argv)
+{
+    if (cli_wants_help(argc, argv, usage))
+        return 0;
+    api_config c = {.max_envs = 4, .settle_ms = 300, .accel = "auto"};
+    const char *token_file = NULL;
+    static const struct option opts[] = {
+        {"listen", required_argument, 0, 'l'},    {"socket", required_argument, 0, 'S'},
+        {"token-file", required_argument, 0, 't'}, {"max-envs", required_argument, 0, 'm'},
+        {"out", required_argument, 0, 'o'},       {"task-root", required_argument, 0, 'r'},
+        {"accel", required_argument, 0, 'A'},     {"settle-ms", required_argument, 0, 's'},
+        {0, 0, 0, 0}};
+    int ch;
+    long v;
+    while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'l': c.listen = optarg; break;
+        case 'S': c.socket_path = optarg; break;
+        case 't': token_file = optarg; break;
+        case 'm':
+            if (parse_int(optarg, 1, API_MAX_ENVS_LIMIT, &v) < 0)
+                return cli_usage_error(usage, "--max-envs: expected 1..%d, got `%s`", API_MAX_ENVS_LIMIT, optarg);
+            c.max_envs = (int)v;
+            break;
+        case 'o': c.out_dir = optarg; break;
+        case 'r': c.task_root = optarg; break;
+        case 'A':
+            if (strcmp(optarg, "auto") && strcmp(optarg, "kvm") && strcmp(optarg, "tcg"))
+                return cli_usage_error(usage, "--accel: expected auto, kvm or tcg, got `%s`", optarg);
+            c.accel = optarg;
+            break;
+        case 's':
+            if (parse_double(optarg, &c.settle_ms) < 0 || c.settle_ms < 0 || c.settle_ms > 10000)
+                return cli_usage_error(usage, "--settle-ms: expected 0..10000, got `%s`", optarg);
+            break;
+        default: return cli_usage_error(usage, "serve: bad option");
+        }
+    }
+    if (optind != argc)
+        return cli_usage_error(usage, "serve: unexpected argument `%s`", argv[optind]);
+    if (c.listen && c.socket_path)
+        return cli_usage_error(usage, "serve: --listen and --socket exclude each other");
+    if (c.listen && !is_loopback(c.listen))
+        fprintf(stderr, "envmgr serve: warning: listening on %s, not loopback: anyone who can reach it and has "
+                        "the token controls the envs\n", c.listen);
+    em_err err = {0};
+    char *token = NULL;
+    bool created = false;
+    _cleanup_free_ char *default_file = NULL;
+    if (!token_file) {
+        if (paths_ensure_run_root(&err) < 0)
+            return cli_report(&err);
+        default_file = xasprintf("%s/.serve-%d.token", paths_run_root(), (int)getpid());
+        unlink(default_file);
+        token_file = default_file;
+    }
+    if (api_token_load_or_create(token_file, &token, &created, &err) < 0)
+        return cli_report(&err);
+    c.token = token;
+    api_server *s;
+    if (api_server_start(&c, &s, &err) < 0) {
+        if (created)
+            unlink(token_file);
+        free(token);
+        return cli_report(&err);
+    }
+    printf("envmgr serve: listening on %s\n", api_server_url(s));
+    printf("envmgr serve: token file %s\n", token_file);
+    fflush(stdout);
+    while (!interrupted()) /* SIGINT/SIGTERM set the flag (install_interrupt_handlers) */
+        sleep_ms(100);
+    fprintf(stderr, "envmgr serve: stopping: tearing down the envs this server owns\n");
+    api_server_stop(s);
+    if (created && default_file)
+        unlink(token_file);
+    free(token);
+    fprintf(stderr, "envmgr serve: stopped\n");
+    return 0;
+}

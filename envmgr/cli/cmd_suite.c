@@ -1,0 +1,271 @@
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "envmgr/report_compare.h"
+#include "envmgr/report_merge.h"
+#include "envmgr/report_summary.h"
+#include "envmgr/suite.h"
+#include "envmgr/suite_pool.h"
+#include "envmgr/util.h"
+
+static const char usage[] =
+    "usage: envmgr suite run SUITE --agent CMD --out DIR [--envs N] [--resume] [--shard K/N] [--repeat R]\n"
+    "                        [--retries N] [--accel auto|kvm|tcg] [--settle-ms MS] [--watchdog S]\n"
+    "                        [--watchdog-margin S] [--progress auto|line|plain]\n"
+    "       envmgr suite compare BASE_DIR NEW_DIR [--tolerance T]\n"
+    "       envmgr suite merge --out DIR SHARD_DIR...\n"
+    "       envmgr suite list SUITE [--shard K/N]\n"
+    "       envmgr suite summary DIR\n"
+    "  run      run every task of SUITE (a folder of task files, or an index JSON {domain: [ids]}) with\n"
+    "           the agent, N envs at once, each restored to its clean snapshot between tasks. Writes\n"
+    "           DIR/results.jsonl (a line per finished episode, appended atomically), DIR/traces/<id>/,\n"
+    "           DIR/summary.json and DIR/junit.xml, and prints a table by domain. Exit 0 when every\n"
+    "           episode ran (whatever the scores), 1 on failure, 130 when interrupted.\n"
+    "    --envs N          envs at once (default: what the host's cores and memory allow; printed)\n"
+    "    --resume          skip the episodes already in DIR/results.jsonl and run the rest\n"
+    "    --shard K/N       run only shard K of N (1-based) of the sorted task list: deterministic, for\n"
+    "                      job arrays (docs/slurm.md)\n"
+    "    --repeat R        run every task R times (default 1)\n"
+    "    --retries N       retries of an episode whose env failed (QEMU died or hung; default 1)\n"
+    "    --watchdog S      kill an env whose episode is still running after S s (default: the task's\n"
+    "                      episode_timeout_s + --watchdog-margin, 300 s)\n"
+    "    --progress MODE   auto (a progress line on a terminal), line, or plain log lines\n"
+    "  compare  per-task score changes from BASE_DIR to NEW_DIR, regressions first; exit 1 when a task\n"
+    "           regressed or is missing from NEW_DIR (for CI)\n"
+    "  merge    join the run directories of a suite's shards into DIR (results, summary, junit; traces\n"
+    "           are linked); exit 1 when a shard or an episode is missing\n"
+    "  list     the task ids (and domains) a run would run, in order\n"
+    "  summary  print DIR's table again and rewrite its summary.json and junit.xml\n";
+
+static int parse_seconds(const char *arg, const char *opt, double *out)
+{
+    if (parse_double(arg, out) < 0 || *out <= 0 || *out > 86400 * 7)
+        return cli_usage_error(usage, "%s: expected seconds (> 0), got `%s`", opt, arg);
+    return 0;
+}
+
+static void print_outputs(const char *dir)
+{
+    printf("results: %s/" SUITE_RESULTS_FILE "\nsummary: %s/" SUITE_SUMMARY_FILE "\njunit:   %s/" SUITE_JUNIT_FILE
+           "\ntraces:  %s/" SUITE_TRACES_DIR "/\n",
+           dir, dir, dir, dir);
+}
+
+static int cmd_suite_run(int argc, char **argv)
+{
+    pool_opts o = {.accel = "auto", .repeat = 1, .retries = 1, .settle_ms = 300,
+                   .watchdog_margin_s = SUITE_WATCHDOG_MARGIN_S, .progress = -1};
+    int shard_k = 1, shard_n = 1;
+    static const struct option opts[] = {{"agent", required_argument, 0, 'a'},
+                                         {"out", required_argument, 0, 'o'},
+                                         {"envs", required_argument, 0, 'n'},
+                                         {"resume", no_argument, 0, 'R'},
+                                         {"shard", required_argument, 0, 's'},
+                                         {"repeat", required_argument, 0, 'r'},
+                                         {"retries", required_argument, 0, 't'},
+                                         {"accel", required_argument, 0, 'A'},
+                                         {"settle-ms", required_argument, 0, 'S'},
+                                         {"watchdog", required_argument, 0, 'w'},
+                                         {"watchdog-margin", required_argument, 0, 'W'},
+                                         {"progress", required_argument, 0, 'p'},
+                                         {0, 0, 0, 0}};
+    int c;
+    long v;
+    em_err err = {0};
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "a:o:n:", opts, NULL)) != -1) {
+        switch (c) {
+        case 'a': o.agent = optarg; break;
+        case 'o': o.out_dir = optarg; break;
+        case 'n':
+            if (parse_int(optarg, 1, 256, &v) < 0)
+                return cli_usage_error(usage, "--envs: expected 1..256, got `%s`", optarg);
+            o.envs = (int)v;
+            break;
+        case 'R': o.resume = true; break;
+        case 's':
+            if (suite_parse_shard(optarg, &shard_k, &shard_n, &err) < 0)
+                return cli_usage_error(usage, "%s", err.msg);
+            break;
+        case 'r':
+            if (parse_int(optarg, 1, SUITE_REPEAT_MAX, &v) < 0)
+                return cli_usage_error(usage, "--repeat: expected 1..%d, got `%s`", SUITE_REPEAT_MAX, optarg);
+            o.repeat = (int)v;
+            break;
+        case 't':
+            if (parse_int(optarg, 0, 10, &v) < 0)
+                return cli_usage_error(usage, "--retries: expected 0..10, got `%s`", optarg);
+            o.retries = (int)v;
+            break;
+        case 'A':
+            if (strcmp(optarg, "auto") && strcmp(optarg, "kvm") && strcmp(optarg, "tcg"))
+                return cli_usage_error(usage, "--accel: expected auto, kvm or tcg, got `%s`", optarg);
+            o.accel = optarg;
+            break;
+        case 'S':
+            if (parse_double(optarg, &o.settle_ms) < 0 || o.settle_ms < 0 || o.settle_ms > 10000)
+                return cli_usage_error(usage, "--settle-ms: expected 0..10000, got `%s`", optarg);
+            break;
+        case 'w':
+            if (parse_seconds(optarg, "--watchdog", &o.watchdog_s))
+                return EM_EXIT_USAGE;
+            break;
+        case 'W':
+            if (parse_seconds(optarg, "--watchdog-margin", &o.watchdog_margin_s))
+                return EM_EXIT_USAGE;
+            break;
+        case 'p':
+            if (!strcmp(optarg, "auto"))
+                o.progress = -1;
+            else if (!strcmp(optarg, "line"))
+                o.progress = 1;
+            else if (!strcmp(optarg, "plain"))
+                o.progress = 0;
+            else
+                return cli_usage_error(usage, "--progress: expected auto, line or plain, got `%s`", optarg);
+            break;
+        default: return cli_usage_error(usage, "suite run: bad option");
+        }
+    }
+    if (argc - optind != 1)
+        return cli_usage_error(usage, "suite run: expected one SUITE (a folder of tasks or an index JSON)");
+    if (!o.agent)
+        return cli_usage_error(usage, "--agent: missing");
+    if (!o.out_dir)
+        return cli_usage_error(usage, "--out: missing (the run directory)");
+    suite *s = NULL;
+    if (suite_load(argv[optind], shard_k, shard_n, &s, &err) < 0)
+        return cli_report(&err);
+    if (s->ntasks == 0) {
+        fprintf(stderr, "envmgr: suite: shard %d/%d of %zu tasks is empty\n", shard_k, shard_n, s->total);
+        suite_free(s);
+        return EM_EXIT_USAGE;
+    }
+    if (shard_n > 1)
+        fprintf(stderr, "suite: shard %d/%d: %zu of %zu tasks\n", shard_k, shard_n, s->ntasks, s->total);
+    json_t *summary = NULL;
+    int rc = suite_run(s, &o, &summary, &err);
+    suite_free(s);
+    if (summary) {
+        report_print_table(stdout, summary);
+        print_outputs(o.out_dir);
+        json_decref(summary);
+    }
+    fflush(stdout);
+    return rc < 0 ? cli_report(&err) : 0;
+}
+
+static int cmd_suite_compare(int argc, char **argv)
+{
+    double tol = 1e-9;
+    static const struct option opts[] = {{"tolerance", required_argument, 0, 't'}, {0, 0, 0, 0}};
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        if (c != 't' || parse_double(optarg, &tol) < 0 || tol < 0 || tol > 1)
+            return cli_usage_error(usage, "suite compare: --tolerance expects 0..1");
+    }
+    if (argc - optind != 2)
+        return cli_usage_error(usage, "suite compare: expected BASE_DIR NEW_DIR");
+    em_err err = {0};
+    report_cmp cmp;
+    if (report_compare_dirs(argv[optind], argv[optind + 1], tol, stdout, &cmp, &err) < 0) {
+        err.code = EM_EXIT_USAGE;
+        return cli_report(&err);
+    }
+    fflush(stdout);
+    return cmp.regressed || cmp.missing ? EM_EXIT_FAIL : 0;
+}
+
+static int cmd_suite_merge(int argc, char **argv)
+{
+    const char *out = NULL;
+    static const struct option opts[] = {{"out", required_argument, 0, 'o'}, {0, 0, 0, 0}};
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "o:", opts, NULL)) != -1) {
+        if (c != 'o')
+            return cli_usage_error(usage, "suite merge: bad option");
+        out = optarg;
+    }
+    if (!out)
+        return cli_usage_error(usage, "suite merge: --out DIR: missing (where the merged run goes)");
+    if (argc - optind < 1)
+        return cli_usage_error(usage, "suite merge: expected one or more SHARD_DIRs");
+    em_err err = {0};
+    json_t *summary = NULL;
+    report_merge_info info;
+    if (report_merge((const char *const *)argv + optind, (size_t)(argc - optind), out, &summary, &info, &err) < 0)
+        return cli_report(&err);
+    report_print_table(stdout, summary);
+    printf("merged %d director%s", argc - optind, argc - optind == 1 ? "y" : "ies");
+    if (info.shards_n)
+        printf(" (shards: %zu of %d)", info.shards_found, info.shards_n);
+    printf("%s\n", info.complete ? "" : "; INCOMPLETE: a shard or some episodes are missing");
+    print_outputs(out);
+    json_decref(summary);
+    fflush(stdout);
+    return info.complete ? 0 : EM_EXIT_FAIL;
+}
+
+static int cmd_suite_list(int argc, char **argv)
+{
+    int k = 1, n = 1;
+    static const struct option opts[] = {{"shard", required_argument, 0, 's'}, {0, 0, 0, 0}};
+    int c;
+    em_err err = {0};
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        if (c != 's')
+            return cli_usage_error(usage, "suite list: bad option");
+        if (suite_parse_shard(optarg, &k, &n, &err) < 0)
+            return cli_usage_error(usage, "%s", err.msg);
+    }
+    if (argc - optind != 1)
+        return cli_usage_error(usage, "suite list: expected one SUITE");
+    suite *s = NULL;
+    if (suite_load(argv[optind], k, n, &s, &err) < 0)
+        return cli_report(&err);
+    for (size_t i = 0; i < s->ntasks; i++)
+        printf("%s\t%s\n", s->tasks[i].id, s->tasks[i].domain);
+    suite_free(s);
+    return 0;
+}
+
+static int cmd_suite_summary(int argc, char **argv)
+{
+    if (argc != 2)
+        return cli_usage_error(usage, "suite summary: expected DIR");
+    em_err err = {0};
+    json_t *summary = NULL;
+    if (report_write_all(argv[1], NULL, &summary, &err) < 0)
+        return cli_report(&err);
+    report_print_table(stdout, summary);
+    json_decref(summary);
+    return 0;
+}
+
+int cmd_suite(int argc, char **argv)
+{
+    if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+        fputs(usage, argc < 2 ? stderr : stdout);
+        return argc < 2 ? EM_EXIT_USAGE : 0;
+    }
+    if (cli_wants_help(argc - 1, argv + 1, usage))
+        return 0;
+    const char *sub = argv[1];
+    if (!strcmp(sub, "run"))
+        return cmd_suite_run(argc - 1, argv + 1);
+    if (!strcmp(sub, "compare"))
+        return cmd_suite_compare(argc - 1, argv + 1);
+    if (!strcmp(sub, "merge"))
+        return cmd_suite_merge(argc - 1, argv + 1);
+    if (!strcmp(sub, "list"))
+        return cmd_suite_list(argc - 1, argv + 1);
+    if (!strcmp(sub, "summary"))
+        return cmd_suite_summary(argc - 1, argv + 1);
+    return cli_usage_error(usage, "suite: unknown subcommand `%s` (run, compare, merge, list, summary)", sub);
+}

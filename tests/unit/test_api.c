@@ -1,0 +1,555 @@
+/* The HTTP API's pure parts: routing, request bodies (with the CLI's
+ * parsers), auth, metrics text, websocket framing, the view-only RFB filter
+ * and tar headers. The server itself is tested on real guests by
+ * tests/integration/test_api.sh. */
+#include <CUnit/CUnit.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "envmgr/api.h"
+#include "envmgr/api_int.h"
+#include "envmgr/util.h"
+#include "helpers/cunit_main.h"
+
+/* ---- routing ---- */
+
+static void route_ok(const char *method, const char *path, api_route_id id, const char *env_id)
+{
+    api_route rt;
+    api_error ae = {0};
+    int rc = api_route_match(method, path, &rt, &ae);
+    CU_ASSERT_EQUAL(rc, 0);
+    if (rc == 0) {
+        CU_ASSERT_EQUAL(rt.id, id);
+        CU_ASSERT_STRING_EQUAL(rt.env, env_id);
+    } else {
+        fprintf(stderr, "route %s %s: %d %s\n", method, path, ae.status, ae.msg);
+    }
+}
+
+static int route_status(const char *method, const char *path, api_error *ae)
+{
+    api_route rt;
+    memset(ae, 0, sizeof *ae);
+    if (api_route_match(method, path, &rt, ae) == 0)
+        return 0;
+    return ae->status;
+}
+
+static void test_routes(void)
+{
+    route_ok("GET", "/v1/health", API_R_HEALTH, "");
+    route_ok("HEAD", "/v1/health", API_R_HEALTH, "");
+    route_ok("GET", "/v1/metrics", API_R_METRICS, "");
+    route_ok("GET", "/v1/envs", API_R_ENVS, "");
+    route_ok("POST", "/v1/envs", API_R_ENVS, "");
+    route_ok("GET", "/v1/envs/e1", API_R_ENV, "e1");
+    route_ok("DELETE", "/v1/envs/api12-3", API_R_ENV, "api12-3");
+    route_ok("POST", "/v1/envs/e1/reset", API_R_RESET, "e1");
+    route_ok("POST", "/v1/envs/e1/step", API_R_STEP, "e1");
+    route_ok("POST", "/v1/envs/e1/evaluate", API_R_EVALUATE, "e1");
+    route_ok("GET", "/v1/envs/e1/screenshot", API_R_SCREENSHOT, "e1");
+    route_ok("GET", "/v1/envs/e.1_x/trace", API_R_TRACE, "e.1_x");
+    route_ok("GET", "/v1/envs/e1/live", API_R_LIVE, "e1");
+    route_ok("GET", "/v1/envs/e1/live/ws", API_R_LIVE_WS, "e1");
+    route_ok("GET", "/v1/novnc/core/rfb.js", API_R_NOVNC, "");
+}
+
+static void test_route_errors(void)
+{
+    api_error ae;
+    CU_ASSERT_EQUAL(route_status("GET", "/", &ae), 404);
+    CU_ASSERT_EQUAL(route_status("GET", "/v1", &ae), 404);
+    CU_ASSERT_EQUAL(route_status("GET", "/v1/envs/e1/nothing", &ae), 404);
+    CU_ASSERT_EQUAL(route_status("GET", "/v2/envs", &ae), 404);
+    CU_ASSERT_EQUAL(route_status("GET", "/v1/envs/", &ae), 0); /* the list, trailing slash */
+    CU_ASSERT_EQUAL(route_status("PUT", "/v1/envs", &ae), 405);
+    CU_ASSERT_STRING_EQUAL(ae.field, "GET, POST"); /* the Allow header */
+    CU_ASSERT_EQUAL(route_status("GET", "/v1/envs/e1/step", &ae), 405);
+    CU_ASSERT_STRING_EQUAL(ae.field, "POST");
+    CU_ASSERT_EQUAL(route_status("POST", "/v1/health", &ae), 405);
+    CU_ASSERT_EQUAL(route_status("GETX", "/v1/health", &ae), 405);
+    CU_ASSERT_EQUAL(route_status("", "/v1/health", &ae), 405);
+    CU_ASSERT_EQUAL(route_status("GET", "/v1/envs/../etc/trace", &ae), 400);
+    CU_ASSERT_EQUAL(route_status("GET", "/v1/envs/.hidden", &ae), 400);
+    CU_ASSERT_EQUAL(route_status("GET", "/v1/envs/-x", &ae), 400);
+    CU_ASSERT_EQUAL(route_status("GET", "/v1/envs/a b/trace", &ae), 400);
+    CU_ASSERT_STRING_EQUAL(ae.field, "id");
+    char longid[200] = "/v1/envs/";
+    memset(longid + 9, 'a', 100);
+    CU_ASSERT_EQUAL(route_status("GET", longid, &ae), 400);
+    CU_ASSERT_EQUAL(route_status("GET", "/v1/novnc/../secret", &ae), 404);
+    CU_ASSERT_EQUAL(route_status("GET", "/v1/novnc//etc/passwd", &ae), 404);
+    CU_ASSERT_EQUAL(route_status("GET", "/v1/novnc/", &ae), 404);
+    CU_ASSERT_EQUAL(route_status("GET", "/v1/novnc/a%2f..", &ae), 404);
+    char huge[3000];
+    memset(huge, 'a', sizeof huge - 1);
+    huge[0] = '/';
+    huge[sizeof huge - 1] = '\0';
+    CU_ASSERT_EQUAL(route_status("GET", huge, &ae), 414);
+}
+
+/* ---- bodies ---- */
+
+static void test_body(void)
+{
+    json_t *j;
+    api_error ae;
+    CU_ASSERT_EQUAL(api_parse_body("", 0, &j, &ae), 0);
+    CU_ASSERT_TRUE(json_is_object(j) && json_object_size(j) == 0);
+    json_decref(j);
+    CU_ASSERT_EQUAL(api_parse_body(" \n", 2, &j, &ae), 0);
+    json_decref(j);
+    CU_ASSERT_EQUAL(api_parse_body("{\"a\":1}", 7, &j, &ae), 0);
+    json_decref(j);
+    CU_ASSERT_EQUAL(api_parse_body("[1]", 3, &j, &ae), -1);
+    CU_ASSERT_EQUAL(ae.status, 400);
+    CU_ASSERT_STRING_EQUAL(ae.field, "body");
+    CU_ASSERT_EQUAL(api_parse_body("{\"a\":1,\"a\":2}", 13, &j, &ae), -1);
+    CU_ASSERT_EQUAL(api_parse_body("{\"a\":", 5, &j, &ae), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(ae.msg, "not JSON"));
+    CU_ASSERT_EQUAL(api_parse_body("{}\0{}", 5, &j, &ae), -1); /* NUL inside */
+    CU_ASSERT_EQUAL(api_parse_body("{}", API_BODY_MAX + 1, &j, &ae), -1);
+    CU_ASSERT_EQUAL(ae.status, 413);
+    j = json_pack("{s:i, s:i}", "a", 1, "b", 2);
+    CU_ASSERT_EQUAL(api_check_fields(j, " a b ", &ae), 0);
+    CU_ASSERT_EQUAL(api_check_fields(j, " a ", &ae), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(ae.msg, "`b`"));
+    json_decref(j);
+}
+
+static int step_of(const char *text, json_t **reply, api_error *ae)
+{
+    json_t *body;
+    if (api_parse_body(text, strlen(text), &body, ae) < 0)
+        return -1;
+    int rc = api_parse_step(body, 1280, 800, reply, ae);
+    json_decref(body);
+    return rc;
+}
+
+static void test_step_bodies(void)
+{
+    json_t *r;
+    api_error ae;
+    CU_ASSERT_EQUAL(step_of("{\"action\":{\"action_type\":\"CLICK\",\"x\":10,\"y\":20}}", &r, &ae), 0);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(r, "action_type")), "CLICK");
+    json_decref(r);
+    CU_ASSERT_EQUAL(step_of("{\"action\":\"pyautogui.click(10, 20)\"}", &r, &ae), 0);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(r, "pyautogui")), "pyautogui.click(10, 20)");
+    json_decref(r);
+    CU_ASSERT_EQUAL(step_of("{\"action\":{\"pyautogui\":\"pyautogui.press('a')\"}}", &r, &ae), 0);
+    json_decref(r);
+    const char *special[] = {"DONE", "FAIL", "WAIT"};
+    for (size_t i = 0; i < 3; i++) {
+        char b[64];
+        snprintf(b, sizeof b, "{\"action\":\"%s\"}", special[i]);
+        CU_ASSERT_EQUAL(step_of(b, &r, &ae), 0);
+        CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(r, "action_type")), special[i]);
+        json_decref(r);
+    }
+    /* every refusal names its field, and nothing comes back */
+    struct {
+        const char *body, *field;
+        int status;
+    } bad[] = {
+        {"{}", "action", 400},
+        {"{\"action\":1}", "action", 400},
+        {"{\"action\":null}", "action", 400},
+        {"{\"action\":[]}", "action", 400},
+        {"{\"action\":{\"action_type\":\"CLICK\",\"x\":1280,\"y\":0}}", "action.x", 400},
+        {"{\"action\":{\"action_type\":\"CLICK\",\"x\":0,\"y\":800}}", "action.y", 400},
+        {"{\"action\":{\"action_type\":\"PRESS\",\"key\":\"nosuchkey\"}}", "action.key", 400},
+        {"{\"action\":{\"action_type\":\"TELEPORT\"}}", "action.action_type", 400},
+        {"{\"action\":{\"action_type\":\"TYPING\"}}", "action.text", 400},
+        {"{\"action\":\"__import__('os').system('id')\"}", "action", 400},
+        {"{\"action\":\"pyautogui.click(5000, 1)\"}", "action.x", 400},
+        {"{\"action\":{\"pyautogui\":1}}", "action.pyautogui", 400},
+        {"{\"action\":{\"pyautogui\":\"x\",\"y\":1}}", "action.pyautogui", 400},
+        {"{\"action\":\"DONE\",\"extra\":1}", "body", 400},
+    };
+    for (size_t i = 0; i < ARRAY_LEN(bad); i++) {
+        r = NULL;
+        int rc = step_of(bad[i].body, &r, &ae);
+        CU_ASSERT_EQUAL(rc, -1);
+        CU_ASSERT_PTR_NULL(r);
+        CU_ASSERT_EQUAL(ae.status, bad[i].status);
+        if (strcmp(ae.field, bad[i].field))
+            fprintf(stderr, "%s: field `%s` (%s), expected `%s`\n", bad[i].body, ae.field, ae.msg, bad[i].field);
+        CU_ASSERT_STRING_EQUAL(ae.field, bad[i].field);
+    }
+}
+
+static void test_task_spec(void)
+{
+    const char *dir = test_tmpdir();
+    _cleanup_free_ char *empty = xasprintf("%s/empty", dir), *root = xasprintf("%s/tasks", dir);
+    mkdir(empty, 0700);
+    mkdir(root, 0700);
+    const char *text = "{\"id\":\"t1\",\"instruction\":\"click at {SCREEN_WIDTH_HALF}\",\"config\":[{\"type\":"
+                       "\"execute\",\"parameters\":{\"command\":\"echo {SCREEN_WIDTH}\"}}],"
+                       "\"evaluator\":{\"func\":\"infeasible\"}}";
+    _cleanup_free_ char *path = xasprintf("%s/t1.json", root);
+    CU_ASSERT_EQUAL_FATAL(write_file_atomic(path, text, strlen(text), 0644, NULL), 0);
+    task *t;
+    char *tpath, sha[65];
+    api_error ae;
+    json_t *spec = json_string("t1.json");
+    CU_ASSERT_EQUAL(api_parse_task(spec, "task", root, empty, 1280, 800, &t, &tpath, sha, &ae), 0);
+    CU_ASSERT_STRING_EQUAL(t->id, "t1");
+    CU_ASSERT_PTR_NOT_NULL(tpath);
+    CU_ASSERT_EQUAL(strlen(sha), 64);
+    CU_ASSERT_STRING_EQUAL(t->config[0].argv[2], "echo 1280"); /* placeholders substituted */
+    task_free(t);
+    free(tpath);
+    json_decref(spec);
+    /* paths outside the root, and inline tasks with errors, are 400s naming the field */
+    const char *outside[] = {"../t1.json", "/etc/passwd", "", "nosuch.json"};
+    for (size_t i = 0; i < ARRAY_LEN(outside); i++) {
+        spec = json_string(outside[i]);
+        CU_ASSERT_EQUAL(api_parse_task(spec, "task", root, empty, 1280, 800, &t, &tpath, sha, &ae), -1);
+        CU_ASSERT_EQUAL(ae.status, 400);
+        CU_ASSERT_STRING_EQUAL(ae.field, "task");
+        json_decref(spec);
+    }
+    json_error_t je;
+    spec = json_loads(text, 0, &je);
+    CU_ASSERT_EQUAL(api_parse_task(spec, "task", root, empty, 1280, 800, &t, &tpath, sha, &ae), 0);
+    CU_ASSERT_PTR_NULL(tpath);
+    task_free(t);
+    json_object_del(spec, "evaluator");
+    CU_ASSERT_EQUAL(api_parse_task(spec, "task", root, empty, 1280, 800, &t, &tpath, sha, &ae), -1);
+    CU_ASSERT_EQUAL(ae.status, 400);
+    CU_ASSERT_STRING_EQUAL(ae.field, "task.evaluator");
+    json_decref(spec);
+    spec = json_integer(3);
+    CU_ASSERT_EQUAL(api_parse_task(spec, "task", root, empty, 1280, 800, &t, &tpath, sha, &ae), -1);
+    json_decref(spec);
+}
+
+static void test_error_json(void)
+{
+    api_error ae;
+    em_err err = {0};
+    em_fail_input(&err, "config[2].parameters.command: missing");
+    api_fail_em(&ae, &err, "task");
+    CU_ASSERT_EQUAL(ae.status, 400);
+    CU_ASSERT_STRING_EQUAL(ae.field, "task.config[2].parameters.command");
+    em_fail(&err, "qemu died");
+    api_fail_em(&ae, &err, "");
+    CU_ASSERT_EQUAL(ae.status, 500);
+    json_t *j = api_error_json(&ae);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(j, "error")), "qemu died");
+    CU_ASSERT_TRUE(json_is_null(json_object_get(j, "field")));
+    json_decref(j);
+}
+
+/* ---- auth ---- */
+
+static void test_auth(void)
+{
+    const char *tok = "0123456789abcdef0123456789abcdef";
+    CU_ASSERT_TRUE(api_auth_bearer("Bearer 0123456789abcdef0123456789abcdef", tok));
+    CU_ASSERT_TRUE(api_auth_bearer("bearer  0123456789abcdef0123456789abcdef ", tok));
+    CU_ASSERT_FALSE(api_auth_bearer("Bearer 0123456789abcdef0123456789abcde", tok));
+    CU_ASSERT_FALSE(api_auth_bearer("Bearer 0123456789abcdef0123456789abcdef0", tok));
+    CU_ASSERT_FALSE(api_auth_bearer("Basic 0123456789abcdef0123456789abcdef", tok));
+    CU_ASSERT_FALSE(api_auth_bearer("Bearer ", tok));
+    CU_ASSERT_FALSE(api_auth_bearer(NULL, tok));
+    CU_ASSERT_FALSE(api_auth_bearer("", tok));
+    CU_ASSERT_TRUE(api_auth_cookie("a=b; envmgr_token=0123456789abcdef0123456789abcdef; c=d", tok));
+    CU_ASSERT_TRUE(api_auth_cookie("envmgr_token=0123456789abcdef0123456789abcdef", tok));
+    CU_ASSERT_FALSE(api_auth_cookie("envmgr_token=nope", tok));
+    CU_ASSERT_FALSE(api_auth_cookie("xenvmgr_token=0123456789abcdef0123456789abcdef", tok));
+    CU_ASSERT_FALSE(api_auth_cookie(NULL, tok));
+    CU_ASSERT_TRUE(api_token_equal(tok, tok));
+    CU_ASSERT_FALSE(api_token_equal("", tok));
+    char a[65], b[65];
+    CU_ASSERT_EQUAL(api_token_generate(a, NULL), 0);
+    CU_ASSERT_EQUAL(api_token_generate(b, NULL), 0);
+    CU_ASSERT_EQUAL(strlen(a), 64);
+    CU_ASSERT_STRING_NOT_EQUAL(a, b);
+}
+
+static void test_token_file(void)
+{
+    _cleanup_free_ char *path = xasprintf("%s/token", test_tmpdir());
+    unlink(path);
+    char *t1 = NULL, *t2 = NULL;
+    bool created;
+    em_err err = {0};
+    CU_ASSERT_EQUAL_FATAL(api_token_load_or_create(path, &t1, &created, &err), 0);
+    CU_ASSERT_TRUE(created);
+    struct stat st;
+    CU_ASSERT_EQUAL(stat(path, &st), 0);
+    CU_ASSERT_EQUAL(st.st_mode & 0777, 0600);
+    CU_ASSERT_EQUAL_FATAL(api_token_load_or_create(path, &t2, &created, &err), 0);
+    CU_ASSERT_FALSE(created);
+    CU_ASSERT_STRING_EQUAL(t1, t2);
+    free(t1);
+    free(t2);
+    chmod(path, 0644);
+    CU_ASSERT_EQUAL(api_token_load_or_create(path, &t1, &created, &err), -1);
+    CU_ASSERT_EQUAL(err.code, EM_EXIT_USAGE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "readable by others"));
+    write_file_atomic(path, "short\n", 6, 0600, NULL);
+    CU_ASSERT_EQUAL(api_token_load_or_create(path, &t1, &created, &err), -1);
+    unlink(path);
+}
+
+/* ---- metrics ---- */
+
+static void test_metrics(void)
+{
+    api_metrics m;
+    api_metrics_init(&m);
+    api_metrics_reset_done(&m, 0.15, true);
+    api_metrics_reset_done(&m, 0.04, true);
+    api_metrics_reset_done(&m, 100, true);
+    api_metrics_reset_done(&m, 0, false);
+    api_metrics_add(&m, &m.actions, 5);
+    api_metrics_http(&m, 404);
+    char *text = api_metrics_render(&m, 2, 4);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "\nenvmgr_envs 2\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "envmgr_resets_total 3\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "envmgr_reset_failures_total 1\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "envmgr_reset_seconds_bucket{le=\"0.05\"} 1\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "envmgr_reset_seconds_bucket{le=\"0.2\"} 2\n"));  /* cumulative */
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "envmgr_reset_seconds_bucket{le=\"30\"} 2\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "envmgr_reset_seconds_bucket{le=\"+Inf\"} 3\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "envmgr_reset_seconds_count 3\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "envmgr_actions_total 5\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "envmgr_egress_denied_total 0\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "envmgr_http_responses_total{class=\"4xx\"} 1\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "# TYPE envmgr_reset_seconds histogram\n"));
+    free(text);
+    api_metrics_destroy(&m);
+}
+
+/* ---- websocket ---- */
+
+static void test_ws_accept(void)
+{
+    char out[29];
+    CU_ASSERT_EQUAL(api_ws_accept("dGhlIHNhbXBsZSBub25jZQ==", out), 0); /* RFC 6455's example */
+    CU_ASSERT_STRING_EQUAL(out, "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=");
+    CU_ASSERT_EQUAL(api_ws_accept("", out), -1);
+}
+
+/* A masked client frame. */
+static size_t client_frame(uint8_t *out, int opcode, const uint8_t *payload, size_t n)
+{
+    static const uint8_t mask[4] = {0x37, 0xfa, 0x21, 0x3d};
+    size_t h = api_ws_header(out, opcode, n);
+    out[1] |= 0x80;
+    memcpy(out + h, mask, 4);
+    for (size_t i = 0; i < n; i++)
+        out[h + 4 + i] = payload[i] ^ mask[i % 4];
+    return h + 4 + n;
+}
+
+static void test_ws_frames(void)
+{
+    uint8_t buf[70000 + 14], data[70000], payload[70000];
+    for (size_t i = 0; i < sizeof payload; i++)
+        payload[i] = (uint8_t)(i * 7);
+    size_t sizes[] = {0, 1, 125, 126, 65535, 65536, 70000};
+    for (size_t s = 0; s < ARRAY_LEN(sizes); s++) {
+        size_t n = client_frame(buf, 2, payload, sizes[s]);
+        /* fed byte by byte and whole, the payload comes out unmasked */
+        for (int bytewise = 0; bytewise < 2; bytewise++) {
+            api_ws_parser p = {0};
+            size_t dlen = 0, off = 0;
+            api_ws_event ev;
+            while (off < n) {
+                size_t chunk = bytewise ? 1 : n - off;
+                long used = api_ws_feed(&p, buf + off, chunk, data, sizeof data, &dlen, &ev);
+                CU_ASSERT_FATAL(used > 0);
+                CU_ASSERT_EQUAL(ev, API_WS_DATA);
+                off += (size_t)used;
+            }
+            CU_ASSERT_EQUAL(dlen, sizes[s]);
+            CU_ASSERT_EQUAL(memcmp(data, payload, sizes[s]), 0);
+        }
+    }
+    /* ping then data in one read: the ping is reported first, then the rest */
+    size_t n = client_frame(buf, 9, (const uint8_t *)"hi", 2);
+    n += client_frame(buf + n, 2, (const uint8_t *)"RFB", 3);
+    api_ws_parser p = {0};
+    size_t dlen = 0;
+    api_ws_event ev;
+    long used = api_ws_feed(&p, buf, n, data, sizeof data, &dlen, &ev);
+    CU_ASSERT_EQUAL(ev, API_WS_PING);
+    CU_ASSERT_EQUAL(p.ctl_len, 2);
+    CU_ASSERT_EQUAL(memcmp(p.ctl, "hi", 2), 0);
+    used += api_ws_feed(&p, buf + used, n - (size_t)used, data, sizeof data, &dlen, &ev);
+    CU_ASSERT_EQUAL((size_t)used, n);
+    CU_ASSERT_EQUAL(dlen, 3);
+    n = client_frame(buf, 8, (const uint8_t *)"\x03\xe8", 2);
+    CU_ASSERT_EQUAL(api_ws_feed(&p, buf, n, data, sizeof data, &dlen, &ev), (long)n);
+    CU_ASSERT_EQUAL(ev, API_WS_CLOSE);
+    /* a full data buffer stops the parser; it goes on after draining */
+    api_ws_parser q = {0};
+    n = client_frame(buf, 2, payload, 100);
+    dlen = 0;
+    used = api_ws_feed(&q, buf, n, data, 10, &dlen, &ev);
+    CU_ASSERT_EQUAL(dlen, 10);
+    CU_ASSERT_TRUE(used < (long)n);
+    dlen = 0;
+    CU_ASSERT_EQUAL(api_ws_feed(&q, buf + used, n - (size_t)used, data, sizeof data, &dlen, &ev), (long)n - used);
+    CU_ASSERT_EQUAL(dlen, 90);
+    /* protocol violations */
+    uint8_t unmasked[] = {0x82, 0x01, 'x'};
+    api_ws_parser r = {0};
+    CU_ASSERT_EQUAL(api_ws_feed(&r, unmasked, 3, data, sizeof data, &dlen, &ev), -1);
+    uint8_t rsv[] = {0xc2, 0x80, 0, 0, 0, 0};
+    memset(&r, 0, sizeof r);
+    CU_ASSERT_EQUAL(api_ws_feed(&r, rsv, sizeof rsv, data, sizeof data, &dlen, &ev), -1);
+    uint8_t bigping[] = {0x89, 0x80 | 126, 0, 200, 0, 0, 0, 0};
+    memset(&r, 0, sizeof r);
+    CU_ASSERT_EQUAL(api_ws_feed(&r, bigping, sizeof bigping, data, sizeof data, &dlen, &ev), -1);
+    uint8_t badop[] = {0x83, 0x80, 0, 0, 0, 0};
+    memset(&r, 0, sizeof r);
+    CU_ASSERT_EQUAL(api_ws_feed(&r, badop, sizeof badop, data, sizeof data, &dlen, &ev), -1);
+    uint8_t h[10];
+    CU_ASSERT_EQUAL(api_ws_header(h, 2, 5), 2);
+    CU_ASSERT_EQUAL(h[0], 0x82);
+    CU_ASSERT_EQUAL(api_ws_header(h, 2, 300), 4);
+    CU_ASSERT_EQUAL(api_ws_header(h, 2, 1 << 20), 10);
+}
+
+/* ---- the view-only filter ---- */
+
+static long feed_all(api_rfb_filter *f, const uint8_t *in, size_t n, uint8_t *out, bool bytewise)
+{
+    long total = 0;
+    for (size_t off = 0; off < n;) {
+        size_t k = bytewise ? 1 : n - off;
+        long m = api_rfb_filter_feed(f, in + off, k, out + total);
+        if (m < 0)
+            return -1;
+        total += m;
+        off += k;
+    }
+    return total;
+}
+
+static void test_rfb_filter(void)
+{
+    for (int bytewise = 0; bytewise < 2; bytewise++) {
+        uint8_t in[512], out[512 + 4200];
+        size_t n = 0;
+        memcpy(in + n, "RFB 003.008\n", 12);
+        n += 12;
+        in[n++] = 1;  /* security: None */
+        in[n++] = 0;  /* ClientInit: exclusive (!) */
+        uint8_t spf[20] = {0};
+        memcpy(in + n, spf, 20);
+        n += 20;                                 /* SetPixelFormat: passes */
+        uint8_t enc[] = {2, 0, 0, 5, 0, 0, 0, 7, 0xff, 0xff, 0xfe, 0xfe,  /* Tight, -258 (QEMU keys) */
+                         0xff, 0xff, 0xff, 0x21, 0, 0, 0, 0, 0xff, 0xff, 0xfe, 0xc7}; /* DesktopSize, Raw, -313 */
+        memcpy(in + n, enc, sizeof enc);
+        n += sizeof enc;
+        uint8_t key[8] = {4, 1, 0, 0, 0, 0, 0, 0x61};
+        memcpy(in + n, key, 8);
+        n += 8;                                   /* KeyEvent: dropped */
+        uint8_t ptr[6] = {5, 1, 0, 10, 0, 10};
+        memcpy(in + n, ptr, 6);
+        n += 6;                                   /* PointerEvent: dropped */
+        uint8_t cut[8 + 5] = {6, 0, 0, 0, 0, 0, 0, 5, 'h', 'e', 'l', 'l', 'o'};
+        memcpy(in + n, cut, sizeof cut);
+        n += sizeof cut;                 /* ClientCutText: dropped */
+        uint8_t req[10] = {3, 1, 0, 0, 0, 0, 5, 0, 3, 0x20};
+        memcpy(in + n, req, 10);
+        n += 10;                                 /* FramebufferUpdateRequest: passes */
+        api_rfb_filter f = {0};
+        long m = feed_all(&f, in, n, out, bytewise);
+        CU_ASSERT_FATAL(m > 0);
+        size_t o = 0;
+        CU_ASSERT_EQUAL(memcmp(out, "RFB 003.008\n", 12), 0);
+        o += 12;
+        CU_ASSERT_EQUAL(out[o++], 1);
+        CU_ASSERT_EQUAL(out[o++], 1); /* shared, whatever the viewer asked */
+        CU_ASSERT_EQUAL(memcmp(out + o, spf, 20), 0);
+        o += 20;
+        uint8_t want_enc[] = {2, 0, 0, 3, 0, 0, 0, 7, 0xff, 0xff, 0xff, 0x21, 0, 0, 0, 0};
+        CU_ASSERT_EQUAL(memcmp(out + o, want_enc, sizeof want_enc), 0);
+        o += sizeof want_enc;
+        CU_ASSERT_EQUAL(memcmp(out + o, req, 10), 0);
+        o += 10;
+        CU_ASSERT_EQUAL((size_t)m, o);
+        CU_ASSERT_EQUAL(f.dropped, 3);
+    }
+    /* RFB 3.3: no security byte from the client */
+    api_rfb_filter f = {0};
+    uint8_t out[64];
+    CU_ASSERT_EQUAL(api_rfb_filter_feed(&f, (const uint8_t *)"RFB 003.003\n\x00", 13, out), 13);
+    CU_ASSERT_EQUAL(out[12], 1);
+    /* what no view-only viewer may send */
+    const char *bad[] = {"HTTP/1.1 200", "RFB 003.008\n\x02", "RFB 003.008\n\x01\x01\xff\x00",
+                         "RFB 003.008\n\x01\x01\x07"};
+    const size_t badlen[] = {12, 13, 16, 15};
+    for (size_t i = 0; i < ARRAY_LEN(bad); i++) {
+        api_rfb_filter g = {0};
+        CU_ASSERT_EQUAL(api_rfb_filter_feed(&g, (const uint8_t *)bad[i], badlen[i], out), -1);
+    }
+    /* SetEncodings with more entries than a message may gather: refused */
+    api_rfb_filter g = {0};
+    uint8_t big[] = {'R', 'F', 'B', ' ', '0', '0', '3', '.', '0', '0', '8', '\n', 1, 1, 2, 0, 0xff, 0xff};
+    CU_ASSERT_EQUAL(api_rfb_filter_feed(&g, big, sizeof big, out), -1);
+}
+
+/* ---- tar ---- */
+
+static void test_tar_header(void)
+{
+    uint8_t h[512];
+    CU_ASSERT_EQUAL(api_tar_header(h, "trace/trace.jsonl", 1234, 1700000000), 0);
+    CU_ASSERT_STRING_EQUAL((char *)h, "trace/trace.jsonl");
+    CU_ASSERT_EQUAL(strncmp((char *)h + 124, "00000002322", 11), 0);
+    CU_ASSERT_EQUAL(memcmp(h + 257, "ustar", 6), 0);
+    unsigned sum = 0;
+    for (int i = 0; i < 512; i++)
+        sum += (i >= 148 && i < 156) ? ' ' : h[i];
+    CU_ASSERT_EQUAL(strtoul((char *)h + 148, NULL, 8), sum);
+    char name[200];
+    snprintf(name, sizeof name, "trace/frames/%064d.png", 0);
+    CU_ASSERT_EQUAL(strlen(name), 81);
+    CU_ASSERT_EQUAL(api_tar_header(h, name, 1, 0), 0);
+    char longname[300];
+    memset(longname, 'a', 150);
+    longname[150] = '/';
+    memset(longname + 151, 'b', 60);
+    longname[211] = '\0';
+    CU_ASSERT_EQUAL(api_tar_header(h, longname, 1, 0), 0); /* split into prefix and name */
+    CU_ASSERT_EQUAL(h[345 + 149], 'a');
+    CU_ASSERT_EQUAL(h[0], 'b');
+    memset(longname, 'c', 250);
+    longname[250] = '\0';
+    CU_ASSERT_EQUAL(api_tar_header(h, longname, 1, 0), -1);
+}
+
+static CU_TestInfo tests[] = {
+    {"routes", test_routes},
+    {"route errors", test_route_errors},
+    {"bodies", test_body},
+    {"step bodies use the CLI's parsers", test_step_bodies},
+    {"task specs", test_task_spec},
+    {"error JSON", test_error_json},
+    {"auth", test_auth},
+    {"token file", test_token_file},
+    {"metrics text", test_metrics},
+    {"websocket accept", test_ws_accept},
+    {"websocket frames", test_ws_frames},
+    {"view-only RFB filter", test_rfb_filter},
+    {"tar headers", test_tar_header},
+    CU_TEST_INFO_NULL,
+};
+
+int main(void)
+{
+    return run_suite("api", tests);
+}
