@@ -13,7 +13,7 @@
  *   screenshot {region?: [x,y,w,h]}  the screen as PNG; the region is recorded, not cropped
  *   list_directory {path}            names in a guest directory, sorted, as json
  *   vm_window_title                  the active window's title, as text
- *   egress_log                       (not available yet: always an error)
+ *   egress_log                       the episode's egress attempts (artifacts/.egress.jsonl), verdict filter
  * Guest data is size-capped and every name written into artifact_dir is
  * sanitized, so a guest cannot write outside it. */
 #ifndef ENVMGR_GETTERS_H

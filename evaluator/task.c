@@ -763,7 +763,7 @@ static int parse_evaluator(pctx *c, json_t *root, em_err *err)
 static bool valid_hostname(const char *h)
 {
     size_t n = strlen(h);
-    if (n == 0 || n > 253)
+    if (n == 0 || n > 253 || h[n - 1] == '.')  /* no empty last label */
         return false;
     for (const char *s = h; *s;) {
         const char *e = strchr(s, '.');
