@@ -52,26 +52,6 @@ int netpolicy_mode_parse(const char *s, netpolicy_mode *m, em_err *err)
 
 /* ---- hosts ---------------------------------------------------------------- */
 
-static bool valid_dns_name(const char *h)
-{
-    size_t n = strlen(h);
-    if (n == 0 || n > NETPOLICY_HOST_MAX || h[n - 1] == '.') /* no empty last label (the loop stops before it) */
-        return false;
-    for (const char *s = h; *s;) {
-        const char *e = strchr(s, '.');
-        size_t len = e ? (size_t)(e - s) : strlen(s);
-        if (len == 0 || len > 63 || s[0] == '-' || s[len - 1] == '-')
-            return false;
-        for (size_t i = 0; i < len; i++)
-            if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
-                return false;
-        if (!e)
-            break;
-        s = e + 1;
-    }
-    return true;
-}
-
 int nethost_parse(const char *s, size_t n, bool allow_wildcard, nethost *out, const char **why)
 {
     const char *dummy;
@@ -142,13 +122,13 @@ int nethost_parse(const char *s, size_t n, bool allow_wildcard, nethost *out, co
     if (h[0] == '*') {
         if (!allow_wildcard)
             return *why = "wildcards are for rules, not destinations", -1;
-        if (h[1] != '.' || !valid_dns_name(h + 2) || !strchr(h + 2, '.'))
+        if (h[1] != '.' || !dns_name_valid(h + 2, true) || !strchr(h + 2, '.'))
             return *why = "a wildcard must be *.<domain> with at least two labels", -1;
         out->kind = NETHOST_WILDCARD;
         memcpy(out->name, h, n + 1); /* n <= NETPOLICY_HOST_MAX, checked above */
         return 0;
     }
-    if (!valid_dns_name(h))
+    if (!dns_name_valid(h, true))
         return *why = "not a valid host name", -1;
     out->kind = NETHOST_NAME;
     memcpy(out->name, h, n + 1);
@@ -680,24 +660,6 @@ int netpolicy_wait_ready(const char *dir, double timeout_ms, em_err *err)
     }
 }
 
-static bool pid_alive(pid_t pid)
-{
-    if (pid <= 1 || (kill(pid, 0) < 0 && errno == ESRCH))
-        return false;
-    char path[64], buf[512];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return false;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-        return false;
-    buf[n] = '\0';
-    char *rp = strrchr(buf, ')');
-    return !(rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X')); /* a zombie is gone */
-}
-
 pid_t netpolicy_helper_pid(const char *dir)
 {
     _cleanup_free_ char *path = xasprintf("%s/" NETPOLICY_PID_FILE, dir), *text = NULL;
@@ -705,7 +667,7 @@ pid_t netpolicy_helper_pid(const char *dir)
     if (read_file_capped(path, 64, &text, NULL, NULL) < 0)
         return 0;
     text[strcspn(text, "\r\n")] = '\0';
-    if (parse_int(text, 2, INT_MAX, &v) < 0 || !pid_alive((pid_t)v))
+    if (parse_int(text, 2, INT_MAX, &v) < 0 || !pid_running((pid_t)v))
         return 0;
     /* Guard against pid reuse: the process must be `envmgr net serve <dir>`. */
     char cpath[64];
@@ -739,9 +701,9 @@ int netpolicy_stop_helper(const char *dir, em_err *err)
         if (steps[i].sig)
             kill(pid, steps[i].sig);
         double deadline = now_ms() + steps[i].wait_ms;
-        while (pid_alive(pid) && now_ms() < deadline)
+        while (pid_running(pid) && now_ms() < deadline)
             sleep_ms(5);
-        if (!pid_alive(pid))
+        if (!pid_running(pid))
             return 0;
     }
     return em_fail(err, "egress proxy pid %d did not exit after SIGKILL", (int)pid);

@@ -386,3 +386,45 @@ int check_name(const char *what, const char *name, em_err *err)
     }
     return 0;
 }
+
+bool pid_running(pid_t pid)
+{
+    if (pid <= 1 || (kill(pid, 0) < 0 && errno == ESRCH))
+        return false;
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return false;
+    buf[n] = '\0';
+    char *rp = strrchr(buf, ')');
+    return !(rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X'));
+}
+
+bool dns_name_valid(const char *h, bool lowercase_only)
+{
+    size_t n = strlen(h);
+    if (n == 0 || n > 253 || h[n - 1] == '.') /* no empty last label (the loop stops before it) */
+        return false;
+    for (const char *s = h; *s;) {
+        const char *e = strchr(s, '.');
+        size_t len = e ? (size_t)(e - s) : strlen(s);
+        if (len == 0 || len > 63 || s[0] == '-' || s[len - 1] == '-')
+            return false;
+        for (size_t i = 0; i < len; i++) {
+            char c = s[i];
+            bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+                      (!lowercase_only && c >= 'A' && c <= 'Z');
+            if (!ok)
+                return false;
+        }
+        if (!e)
+            break;
+        s = e + 1;
+    }
+    return true;
+}

@@ -3,6 +3,7 @@
 #ifndef ENVMGR_UTIL_H
 #define ENVMGR_UTIL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -59,6 +60,14 @@ int unix_connect(const char *path, double timeout_ms, em_err *err);
 void install_interrupt_handlers(void);
 int interrupted(void);
 int check_interrupt(em_err *err);
+
+/* The process exists and is not a zombie (containers may run a PID 1 that never reaps). */
+bool pid_running(pid_t pid);
+
+/* A DNS name: labels of 1..63 letters, digits and '-', not starting or ending
+ * with '-', no empty label, at most 253 bytes. lowercase_only: the canonical
+ * form the egress proxy compares against. */
+bool dns_name_valid(const char *h, bool lowercase_only);
 
 int parse_int(const char *s, long min, long max, long *out);
 int parse_double(const char *s, double *out);

@@ -189,8 +189,6 @@ static void build_argv(const vm_spec *s, const vm_net *net, argv_builder *a)
     a->v[a->n] = NULL;
 }
 
-static bool pid_running(pid_t pid);
-
 static void last_log_line(const char *dir, char *buf, size_t len)
 {
     _cleanup_free_ char *path = xasprintf("%s/" VM_LOG_FILE, dir), *text = NULL;
@@ -352,25 +350,6 @@ int vm_read_pid(const char *dir, pid_t *pid, em_err *err)
         return em_fail(err, "pid file `%s` holds no pid", path);
     *pid = (pid_t)v;
     return 0;
-}
-
-/* Containers may run a PID 1 that never reaps: a zombie QEMU is a dead QEMU. */
-static bool pid_running(pid_t pid)
-{
-    if (pid <= 1 || (kill(pid, 0) < 0 && errno == ESRCH))
-        return false;
-    char path[64], buf[512];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return false;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-        return false;
-    buf[n] = '\0';
-    char *rp = strrchr(buf, ')');
-    return !(rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X'));
 }
 
 bool vm_alive(pid_t pid, const char *dir)

@@ -760,26 +760,6 @@ static int parse_evaluator(pctx *c, json_t *root, em_err *err)
 
 /* ---- network ---- */
 
-static bool valid_hostname(const char *h)
-{
-    size_t n = strlen(h);
-    if (n == 0 || n > 253 || h[n - 1] == '.')  /* no empty last label */
-        return false;
-    for (const char *s = h; *s;) {
-        const char *e = strchr(s, '.');
-        size_t len = e ? (size_t)(e - s) : strlen(s);
-        if (len == 0 || len > 63 || s[0] == '-' || s[len - 1] == '-')
-            return false;
-        for (size_t i = 0; i < len; i++)
-            if (!isalnum((unsigned char)s[i]) && s[i] != '-')
-                return false;
-        if (!e)
-            break;
-        s = e + 1;
-    }
-    return true;
-}
-
 static int parse_allow(const char *entry, const char *path, task_allow *a, em_err *err)
 {
     _cleanup_free_ char *host = NULL;
@@ -809,12 +789,12 @@ static int parse_allow(const char *entry, const char *path, task_allow *a, em_er
                 return em_fail_input(err, "%s: `%.100s`: not a valid IPv4 address", path, entry);
             a->kind = HOST_IPV4;
         } else if (!strncmp(host, "*.", 2)) {
-            if (!valid_hostname(host + 2) || !strchr(host + 2, '.'))
+            if (!dns_name_valid(host + 2, false) || !strchr(host + 2, '.'))
                 return em_fail_input(err, "%s: `%.100s`: a wildcard must be *.<domain> with at least two labels",
                                      path, entry);
             a->kind = HOST_WILDCARD;
         } else {
-            if (!valid_hostname(host))
+            if (!dns_name_valid(host, false))
                 return em_fail_input(err, "%s: `%.100s`: not a valid host name", path, entry);
             a->kind = HOST_NAME;
         }
