@@ -34,7 +34,7 @@ static double pct(double *v, int n, double p)
     return v[i < 0 ? 0 : i >= n ? n - 1 : i];
 }
 
-static const char *accel_label;
+static char accel_label[8] = "?";
 
 static void line(const char *what, const char *value)
 {
@@ -110,7 +110,7 @@ int main(int argc, char **argv)
     double t0 = now_ms();
     if (env_up(&o, &e, &t, &err) < 0)
         return die(&err);
-    accel_label = env_accel(e);
+    snprintf(accel_label, sizeof accel_label, "%s", env_accel(e)); /* env_close frees the original */
     char v[128];
     snprintf(v, sizeof v, "%.0f ms", now_ms() - t0 - t.golden_ms);
     line("new env from the golden state, ready", v);
