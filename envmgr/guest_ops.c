@@ -30,8 +30,13 @@ int guest_ops_run(env *e, const char *const *argv, int as_user, int detach, doub
     if (as_user) {
         full[k++] = "HOME=/home/" GUEST_DESKTOP_USER;
         full[k++] = "USER=" GUEST_DESKTOP_USER;
-        full[k++] = "XAUTHORITY=/home/" GUEST_DESKTOP_USER "/.Xauthority";
-        full[k++] = "DBUS_SESSION_BUS_ADDRESS=unix:path=/run/user/1000/bus";
+        /* The session bus lives wherever dbus-launch put it: take its address from the running session. */
+        full[k++] = "sh";
+        full[k++] = "-c";
+        full[k++] = "s=$(pgrep -u " GUEST_DESKTOP_USER " -x xfce4-session | head -n 1); "
+                    "[ -n \"$s\" ] && a=$(tr '\\0' '\\n' </proc/$s/environ | sed -n 's/^DBUS_SESSION_BUS_ADDRESS=//p') && "
+                    "[ -n \"$a\" ] && export DBUS_SESSION_BUS_ADDRESS=\"$a\"; exec \"$@\"";
+        full[k++] = "sh";
     }
     if (detach) {
         /* Its own session with stdio on /dev/null: the agent waits for the output pipes of what it
