@@ -82,7 +82,11 @@ check "reset with a task path: 200" test "$(req POST "/v1/envs/$ID/reset" -d '{"
 python3 -c 'import json,base64,sys; o=json.load(open(sys.argv[1]))["observation"]; open(sys.argv[2],"wb").write(base64.b64decode(o["screenshot"]))' "$T/body" "$T/obs.png" 2>/dev/null
 read -r w h colours < <("$PNGTOOL" info "$T/obs.png" 2>/dev/null)
 check "the observation holds a 1280x800 PNG of the desktop ($colours colours)" bash -c "[ '$w x $h' = '1280 x 800' ] && [ ${colours:-0} -gt 8 ]"
-check "the observation carries the instruction and step 0" bash -c "grep -q 'Open a terminal' '$T/body' && [ \"\$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[\"observation\"][\"step\"])' '$T/body')\" = 0 ]"
+check "the observation carries the task's instruction and step 0" python3 -c '
+import json, sys
+o = json.load(open(sys.argv[1]))["observation"]
+t = json.load(open(sys.argv[2]))
+sys.exit(0 if o["instruction"] == t["instruction"] and o["step"] == 0 else 1)' "$T/body" "$ROOT/tasks/demo/terminal-mkdir-tree.json"
 check "step (computer_13): 200" test "$(req POST "/v1/envs/$ID/step" -d '{"action":{"action_type":"MOVE_TO","x":100,"y":100}}')" = 200
 check "step returns observation, reward, done, info" test "$(jf done)/$(jf reward)/$(jf info.actions)/$(jf observation.step)" = False/0/1/1
 check "step (pyautogui code): 200" test "$(req POST "/v1/envs/$ID/step?screenshot=none" -d '{"action":"pyautogui.moveTo(200, 210); pyautogui.moveTo(210, 220)"}')" = 200
