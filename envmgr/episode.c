@@ -587,7 +587,13 @@ int episode_finish(episode *ep, const char *cause, json_t **result, em_err *err)
         rc = finish_egress(r, err); /* what the guest sent before the env failed still counts */
         reason = xasprintf("not evaluated: %s", r->reason ? r->reason : "the env failed");
     }
+    /* A signal during evaluation makes getters fail and score 0: that is not a result, so nothing is
+     * recorded as finished (a resumed suite runs the episode again). */
+    if (rc == 0 && check_interrupt(err) < 0)
+        rc = -1;
     if (rc < 0) {
+        free(reason);
+        json_decref(details);
         episode_abandon(r);
         return -1;
     }
