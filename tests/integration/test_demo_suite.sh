@@ -38,7 +38,7 @@ for task in "$SUITE_DIR"/*.json; do
     else
         check "$id: FAIL at once scores 0.0" test "$(score_of "$T/null___fail" "$id")" = 0.0
     fi
-    check "$id: its trace verifies" "$ENVMGR" trace verify "$T/scripted/traces/$id" >/dev/null
+    check "$id: its trace verifies" "$ENVMGR" trace verify "$T/scripted/traces/$id/trace" >/dev/null
 done
 check "the suite has at least 12 tasks ($n)" test $n -ge 12
 
