@@ -121,6 +121,18 @@ static void say(FILE *log, const gc_opts *o, const char *fmt, ...)
     va_end(ap);
 }
 
+/* Record the sha256 of image_dir/manifest.json (what golden.json names) as a live image. */
+static void add_manifest(json_t *known, const char *image_dir)
+{
+    _cleanup_free_ char *path = xasprintf("%s/manifest.json", image_dir), *text = NULL;
+    size_t len;
+    if (read_file_capped(path, 4u << 20, &text, &len, NULL) < 0)
+        return;
+    char sha[65];
+    sha256_hex(text, len, sha);
+    json_object_set_new(known, sha, json_string(path));
+}
+
 static int gc_run_dirs(const gc_opts *o, FILE *log, gc_stats *st, em_err *err)
 {
     const char *root = paths_run_root();
@@ -220,13 +232,8 @@ static void add_manifests_in(json_t *known, const char *root)
     while ((de = readdir(d))) {
         if (de->d_name[0] == '.')
             continue;
-        _cleanup_free_ char *path = xasprintf("%s/%s/manifest.json", root, de->d_name), *text = NULL;
-        size_t len;
-        if (read_file_capped(path, 4u << 20, &text, &len, NULL) < 0)
-            continue;
-        char sha[65];
-        sha256_hex(text, len, sha);
-        json_object_set_new(known, sha, json_string(path));
+        _cleanup_free_ char *dir = xasprintf("%s/%s", root, de->d_name);
+        add_manifest(known, dir);
     }
     closedir(d);
 }
@@ -243,13 +250,7 @@ static void add_env_images(json_t *known)
         const char *image = json_string_value(json_object_get(row, "image"));
         if (!image)
             continue;
-        _cleanup_free_ char *path = xasprintf("%s/manifest.json", image), *text = NULL;
-        size_t len;
-        if (read_file_capped(path, 4u << 20, &text, &len, NULL) < 0)
-            continue;
-        char sha[65];
-        sha256_hex(text, len, sha);
-        json_object_set_new(known, sha, json_string(path));
+        add_manifest(known, image);
     }
     json_decref(list);
 }
