@@ -22,7 +22,7 @@ LDLIBS  += $(PKG_LIBS) -lm -lpthread
 BUILD   ?= build
 BIN     ?= bin
 
-LIB_SRC := $(wildcard envmgr/*.c recorder/*.c evaluator/*.c)
+LIB_SRC := $(filter-out envmgr/cli/%,$(wildcard envmgr/*/*.c)) $(wildcard recorder/*.c evaluator/*.c)
 CLI_SRC := $(wildcard envmgr/cli/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)

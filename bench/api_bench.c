@@ -22,10 +22,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "envmgr/api.h"
-#include "envmgr/env.h"
-#include "envmgr/paths.h"
-#include "envmgr/util.h"
+#include "envmgr/api/api.h"
+#include "envmgr/env/env.h"
+#include "envmgr/base/paths.h"
+#include "envmgr/base/util.h"
 
 static char token[65];
 

@@ -12,13 +12,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "envmgr/env.h"
-#include "envmgr/golden.h"
-#include "envmgr/manifest.h"
-#include "envmgr/paths.h"
-#include "envmgr/qmp.h"
-#include "envmgr/util.h"
-#include "envmgr/vm.h"
+#include "envmgr/env/env.h"
+#include "envmgr/vm/golden.h"
+#include "envmgr/vm/manifest.h"
+#include "envmgr/base/paths.h"
+#include "envmgr/vm/qmp.h"
+#include "envmgr/base/util.h"
+#include "envmgr/vm/vm.h"
 #include "recorder/trace.h"
 
 static int cmp_double(const void *a, const void *b)

@@ -11,7 +11,7 @@
 
 #include <stddef.h>
 
-#include "envmgr/err.h"
+#include "envmgr/base/err.h"
 
 typedef struct em_env_ops {
     void *ctx;

@@ -2,7 +2,7 @@
  * em_env_ops; host-side ones (rule, cache_file, local_file) never touch the
  * env. Guest data is capped and names are sanitized before they reach the
  * host file system. */
-#include "envmgr/json_type.h"
+#include "envmgr/base/json_type.h"
 #include "getters.h"
 
 #include <errno.h>
@@ -13,9 +13,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "envmgr/egress_log.h"
-#include "envmgr/sha256.h"
-#include "envmgr/util.h"
+#include "envmgr/net/egress_log.h"
+#include "envmgr/base/sha256.h"
+#include "envmgr/base/util.h"
 
 #define WINDOW_TITLE_TIMEOUT_S 10.0
 #define LIST_DIRECTORY_MAX 10000

@@ -1,6 +1,6 @@
 /* Built-in metrics and the external `script` metric. A metric never fails
  * the run: bad or missing inputs score 0 and the reason says why. */
-#include "envmgr/json_type.h"
+#include "envmgr/base/json_type.h"
 #include "metrics.h"
 
 #include <ctype.h>
@@ -18,8 +18,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "envmgr/png.h"
-#include "envmgr/util.h"
+#include "envmgr/base/png.h"
+#include "envmgr/base/util.h"
 #include "evaluator/getters.h"
 #include "evaluator/task.h"
 

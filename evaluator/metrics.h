@@ -28,7 +28,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "envmgr/err.h"
+#include "envmgr/base/err.h"
 
 #define METRIC_SCRIPT_OUTPUT_MAX (64u * 1024)
 #define METRIC_SCRIPT_TIMEOUT_S 30.0

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "envmgr/util.h"
+#include "envmgr/base/util.h"
 #include "evaluator/getters.h"
 #include "evaluator/metrics.h"
 

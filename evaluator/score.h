@@ -14,7 +14,7 @@
 
 #include <jansson.h>
 
-#include "envmgr/err.h"
+#include "envmgr/base/err.h"
 #include "evaluator/env_ops.h"
 #include "evaluator/task.h"
 

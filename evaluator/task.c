@@ -1,7 +1,7 @@
 /* Task file parsing. The document is kept as JSON (getter specs and
  * options travel to getters and metrics as JSON); what a run depends on is
  * checked here and exposed as C fields. Every error names the JSON path. */
-#include "envmgr/json_type.h"
+#include "envmgr/base/json_type.h"
 #include "task.h"
 
 #include <arpa/inet.h>
@@ -18,8 +18,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "envmgr/pyautogui.h"
-#include "envmgr/util.h"
+#include "envmgr/action/pyautogui.h"
+#include "envmgr/base/util.h"
 #include "evaluator/getters.h"
 #include "evaluator/metrics.h"
 

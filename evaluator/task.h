@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "envmgr/err.h"
+#include "envmgr/base/err.h"
 
 #define TASK_FILE_MAX (1u << 20)       /* bytes of a task file (or index) */
 #define TASK_STRING_MAX (64u * 1024)   /* bytes of any string in it */

@@ -3,7 +3,7 @@
  * action type this file has never heard of still reads sensibly. */
 #include <string.h>
 
-#include "sbuf.h"
+#include "envmgr/base/sbuf.h"
 #include "trace.h"
 
 #define MAX_KEYS 16

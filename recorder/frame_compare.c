@@ -3,9 +3,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "envmgr/png.h"
-#include "envmgr/sha256.h"
-#include "envmgr/util.h"
+#include "envmgr/base/png.h"
+#include "envmgr/base/sha256.h"
+#include "envmgr/base/util.h"
 
 int frame_compare(const char *recorded_png, const char *replayed_png, const char *diff_png, frame_diff *out,
                   em_err *err)

@@ -3,7 +3,7 @@
 #ifndef ENVMGR_RECORDER_FRAME_COMPARE_H
 #define ENVMGR_RECORDER_FRAME_COMPARE_H
 
-#include "envmgr/err.h"
+#include "envmgr/base/err.h"
 
 typedef struct frame_diff {
     double fraction;   /* pixels whose colour differs, 0..1 */

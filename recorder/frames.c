@@ -7,8 +7,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "envmgr/sha256.h"
-#include "envmgr/util.h"
+#include "envmgr/base/sha256.h"
+#include "envmgr/base/util.h"
 #include "trace.h"
 #include "trace_io.h"
 

@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "envmgr/err.h"
+#include "envmgr/base/err.h"
 
 /* dir/frames/<sha>.png, or NULL when sha is not 64 lowercase hex digits. */
 char *frames_path(const char *dir, const char *sha);

@@ -16,7 +16,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "envmgr/err.h"
+#include "envmgr/base/err.h"
 
 #define TRACE_FORMAT 1
 #define TRACE_FILE "trace.jsonl"

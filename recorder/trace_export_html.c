@@ -7,9 +7,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "envmgr/util.h"
+#include "envmgr/base/util.h"
 #include "frames.h"
-#include "sbuf.h"
+#include "envmgr/base/sbuf.h"
 #include "trace.h"
 
 #define TITLE_TEXT 200   /* bytes of typed text in a step's title */

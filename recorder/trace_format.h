@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "envmgr/err.h"
+#include "envmgr/base/err.h"
 
 #define TRACE_ZERO_HASH "0000000000000000000000000000000000000000000000000000000000000000"
 /* Caps on strings inside lines (bytes). */

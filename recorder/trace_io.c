@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "envmgr/util.h"
+#include "envmgr/base/util.h"
 
 int read_regular_capped(const char *path, size_t max, bool follow, char **data, size_t *len, em_err *err)
 {

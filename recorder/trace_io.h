@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "envmgr/err.h"
+#include "envmgr/base/err.h"
 
 /* Read path whole into *data (NUL-terminated, free()). follow=false refuses a
  * symbolic link as the last component. */

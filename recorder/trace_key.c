@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "envmgr/util.h"
+#include "envmgr/base/util.h"
 #include "trace.h"
 #include "trace_format.h"
 

@@ -3,7 +3,7 @@
  * live in trace_scan.c and the rules in trace_schema.c. */
 #include <stdlib.h>
 
-#include "envmgr/util.h"
+#include "envmgr/base/util.h"
 #include "trace.h"
 #include "trace_format.h"
 

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "envmgr/util.h"
+#include "envmgr/base/util.h"
 #include "trace.h"
 #include "trace_format.h"
 #include "trace_io.h"

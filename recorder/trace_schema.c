@@ -7,8 +7,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "envmgr/sha256.h"
-#include "envmgr/util.h"
+#include "envmgr/base/sha256.h"
+#include "envmgr/base/util.h"
 #include "trace.h"
 #include "trace_format.h"
 

@@ -2,8 +2,8 @@
  * through sbuf_add_visible, so a hostile trace cannot drive the terminal. */
 #include <string.h>
 
-#include "envmgr/util.h"
-#include "sbuf.h"
+#include "envmgr/base/util.h"
+#include "envmgr/base/sbuf.h"
 #include "trace.h"
 
 #define SUMMARY_TEXT 60

@@ -3,8 +3,8 @@
  * and every frame a step refers to. */
 #include <string.h>
 
-#include "envmgr/sha256.h"
-#include "envmgr/util.h"
+#include "envmgr/base/sha256.h"
+#include "envmgr/base/util.h"
 #include "frames.h"
 #include "trace.h"
 #include "trace_format.h"

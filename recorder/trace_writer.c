@@ -11,9 +11,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "envmgr/png.h"
-#include "envmgr/sha256.h"
-#include "envmgr/util.h"
+#include "envmgr/base/png.h"
+#include "envmgr/base/sha256.h"
+#include "envmgr/base/util.h"
 #include "frames.h"
 #include "trace.h"
 #include "trace_format.h"

@@ -2,7 +2,7 @@
 #ifndef ENVMGR_CLI_H
 #define ENVMGR_CLI_H
 
-#include "envmgr/err.h"
+#include "envmgr/base/err.h"
 
 typedef struct cli_command {
     const char *name;

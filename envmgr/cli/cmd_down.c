@@ -1,7 +1,7 @@
 #include <stdio.h>
 
 #include "cli.h"
-#include "envmgr/env.h"
+#include "envmgr/env/env.h"
 
 static const char usage[] = "usage: envmgr down NAME...\n"
                             "  Stop each env's QEMU (if it still runs) and remove its run directory.\n";

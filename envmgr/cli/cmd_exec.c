@@ -4,8 +4,8 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "envmgr/env.h"
-#include "envmgr/util.h"
+#include "envmgr/env/env.h"
+#include "envmgr/base/util.h"
 
 static const char usage[] =
     "usage: envmgr exec NAME [--timeout S] [--max-output BYTES] -- COMMAND [ARG...]\n"

@@ -2,9 +2,9 @@
 #include <string.h>
 
 #include "cli.h"
-#include "envmgr/manifest.h"
-#include "envmgr/paths.h"
-#include "envmgr/util.h"
+#include "envmgr/vm/manifest.h"
+#include "envmgr/base/paths.h"
+#include "envmgr/base/util.h"
 
 static const char usage[] = "usage: envmgr image verify [IMAGE]\n"
                             "  Recompute the sha256 of every file the image's manifest.json lists and\n"

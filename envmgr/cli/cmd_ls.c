@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "envmgr/env.h"
+#include "envmgr/env/env.h"
 
 static const char usage[] = "usage: envmgr ls [--json]\n"
                             "  List envs: name, status (running or dead), pid, accel, image.\n";

@@ -4,11 +4,11 @@
 #include <sys/stat.h>
 
 #include "cli.h"
-#include "envmgr/egress_log.h"
-#include "envmgr/netpolicy.h"
-#include "envmgr/paths.h"
-#include "envmgr/proxy.h"
-#include "envmgr/util.h"
+#include "envmgr/net/egress_log.h"
+#include "envmgr/net/netpolicy.h"
+#include "envmgr/base/paths.h"
+#include "envmgr/net/proxy.h"
+#include "envmgr/base/util.h"
 
 static const char usage[] =
     "usage: envmgr net log ENV [--table] [--flush]\n"

@@ -6,8 +6,8 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "envmgr/replay.h"
-#include "envmgr/util.h"
+#include "envmgr/episode/replay.h"
+#include "envmgr/base/util.h"
 
 static const char usage[] =
     "usage: envmgr replay TRACE_DIR [--env NAME] [--out DIR] [--tolerance P] [--until N] [--fast] [--force]\n"

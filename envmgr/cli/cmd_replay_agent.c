@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "envmgr/util.h"
+#include "envmgr/base/util.h"
 #include "recorder/trace.h"
 
 int cmd_replay_agent(int argc, char **argv)

@@ -1,7 +1,7 @@
 #include <stdio.h>
 
 #include "cli.h"
-#include "envmgr/env.h"
+#include "envmgr/env/env.h"
 
 static const char usage[] = "usage: envmgr reset NAME\n"
                             "  Return the env to its clean golden state (disk, RAM and screen).\n";

@@ -6,9 +6,9 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "envmgr/env.h"
-#include "envmgr/episode.h"
-#include "envmgr/util.h"
+#include "envmgr/env/env.h"
+#include "envmgr/episode/episode.h"
+#include "envmgr/base/util.h"
 #include "evaluator/task.h"
 
 static const char usage[] =

@@ -3,8 +3,8 @@
 #include <string.h>
 
 #include "cli.h"
-#include "envmgr/env.h"
-#include "envmgr/util.h"
+#include "envmgr/env/env.h"
+#include "envmgr/base/util.h"
 
 static const char usage[] =
     "usage: envmgr screenshot NAME FILE [--format png|raw]\n"

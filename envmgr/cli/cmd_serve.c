@@ -6,9 +6,9 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "envmgr/api.h"
-#include "envmgr/paths.h"
-#include "envmgr/util.h"
+#include "envmgr/api/api.h"
+#include "envmgr/base/paths.h"
+#include "envmgr/base/util.h"
 
 static const char usage[] =
     "usage: envmgr serve [--listen HOST:PORT | --socket PATH] [--token-file FILE] [--max-envs N]\n"

@@ -4,12 +4,12 @@
 #include <string.h>
 
 #include "cli.h"
-#include "envmgr/report_compare.h"
-#include "envmgr/report_merge.h"
-#include "envmgr/report_summary.h"
-#include "envmgr/suite.h"
-#include "envmgr/suite_pool.h"
-#include "envmgr/util.h"
+#include "envmgr/suite/report_compare.h"
+#include "envmgr/suite/report_merge.h"
+#include "envmgr/suite/report_summary.h"
+#include "envmgr/suite/suite.h"
+#include "envmgr/suite/suite_pool.h"
+#include "envmgr/base/util.h"
 
 static const char usage[] =
     "usage: envmgr suite run SUITE --agent CMD --out DIR [--envs N] [--resume] [--shard K/N] [--repeat R]\n"

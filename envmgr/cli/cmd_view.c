@@ -3,8 +3,8 @@
 #include <string.h>
 
 #include "cli.h"
-#include "envmgr/api.h"
-#include "envmgr/util.h"
+#include "envmgr/api/api.h"
+#include "envmgr/base/util.h"
 
 static const char usage[] =
     "usage: envmgr view ENV [--listen 127.0.0.1:PORT | --socket PATH] [--control]\n"

@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "envmgr/util.h"
+#include "envmgr/base/util.h"
 
 static const cli_command commands[] = {
     {"up", "boot (restore) a desktop env from its image's golden state", cmd_up},

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "envmgr/api_int.h"
+#include "envmgr/api/api_int.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

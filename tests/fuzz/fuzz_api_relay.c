@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "envmgr/api_int.h"
+#include "envmgr/api/api_int.h"
 
 static uint8_t data_buf[65536], out_buf[65536 + 4200];
 

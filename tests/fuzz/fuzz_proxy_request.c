@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "envmgr/netpolicy.h"
-#include "envmgr/proxy_http.h"
+#include "envmgr/net/netpolicy.h"
+#include "envmgr/net/proxy_http.h"
 
 static void check_request(const char *buf, size_t len)
 {

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "envmgr/pyautogui.h"
+#include "envmgr/action/pyautogui.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -16,8 +16,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "envmgr/sha256.h"
-#include "envmgr/util.h"
+#include "envmgr/base/sha256.h"
+#include "envmgr/base/util.h"
 #include "recorder/trace.h"
 
 static char root[64];

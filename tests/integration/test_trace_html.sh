@@ -32,7 +32,7 @@ cat >"$work/driver.c" <<'EOF'
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "envmgr/util.h"
+#include "envmgr/base/util.h"
 #include "recorder/trace.h"
 
 #define W 320

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "envmgr/png.h"
+#include "envmgr/base/png.h"
 
 static int load(const char *path, uint8_t **px, int *w, int *h)
 {

@@ -1,8 +1,8 @@
 /* computer_13 parsing and validation, key names → keysyms and scancodes. */
 #include <string.h>
 
-#include "envmgr/actions.h"
-#include "envmgr/keys.h"
+#include "envmgr/action/actions.h"
+#include "envmgr/vm/keys.h"
 #include "helpers/cunit_main.h"
 
 #define W 1280

@@ -9,9 +9,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "envmgr/api.h"
-#include "envmgr/api_int.h"
-#include "envmgr/util.h"
+#include "envmgr/api/api.h"
+#include "envmgr/api/api_int.h"
+#include "envmgr/base/util.h"
 #include "helpers/cunit_main.h"
 
 /* ---- routing ---- */

@@ -4,9 +4,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "envmgr/manifest.h"
-#include "envmgr/sha256.h"
-#include "envmgr/util.h"
+#include "envmgr/vm/manifest.h"
+#include "envmgr/base/sha256.h"
+#include "envmgr/base/util.h"
 #include "helpers/cunit_main.h"
 
 static char dir[512];

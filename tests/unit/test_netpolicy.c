@@ -7,9 +7,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "envmgr/netpolicy.h"
-#include "envmgr/util.h"
-#include "envmgr/vm.h"
+#include "envmgr/net/netpolicy.h"
+#include "envmgr/base/util.h"
+#include "envmgr/vm/vm.h"
 #include "evaluator/task.h"
 #include "helpers/cunit_main.h"
 

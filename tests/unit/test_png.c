@@ -2,9 +2,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "envmgr/base64.h"
-#include "envmgr/png.h"
-#include "envmgr/util.h"
+#include "envmgr/base/base64.h"
+#include "envmgr/base/png.h"
+#include "envmgr/base/util.h"
 #include "helpers/cunit_main.h"
 
 static uint8_t *pattern(int w, int h)

@@ -16,10 +16,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "envmgr/egress_log.h"
-#include "envmgr/proxy.h"
-#include "envmgr/proxy_http.h"
-#include "envmgr/util.h"
+#include "envmgr/net/egress_log.h"
+#include "envmgr/net/proxy.h"
+#include "envmgr/net/proxy_http.h"
+#include "envmgr/base/util.h"
 #include "evaluator/getters.h"
 #include "helpers/cunit_main.h"
 

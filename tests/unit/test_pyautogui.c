@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "envmgr/pyautogui.h"
-#include "envmgr/util.h"
+#include "envmgr/action/pyautogui.h"
+#include "envmgr/base/util.h"
 #include "tests/unit/helpers/cunit_main.h"
 
 /* code must translate to exactly the actions in `want` (JSON). */

@@ -8,9 +8,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "envmgr/qmp.h"
-#include "envmgr/util.h"
-#include "envmgr/vm.h"
+#include "envmgr/vm/qmp.h"
+#include "envmgr/base/util.h"
+#include "envmgr/vm/vm.h"
 #include "helpers/cunit_main.h"
 
 static pid_t qemu_pid;

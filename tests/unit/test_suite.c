@@ -14,16 +14,16 @@
 #include <unistd.h>
 #include <utime.h>
 
-#include "envmgr/report_compare.h"
-#include "envmgr/report_merge.h"
-#include "envmgr/report_summary.h"
-#include "envmgr/results_log.h"
-#include "envmgr/sha256.h"
-#include "envmgr/suite.h"
-#include "envmgr/suite_gc.h"
-#include "envmgr/suite_host.h"
-#include "envmgr/suite_worker.h"
-#include "envmgr/util.h"
+#include "envmgr/suite/report_compare.h"
+#include "envmgr/suite/report_merge.h"
+#include "envmgr/suite/report_summary.h"
+#include "envmgr/suite/results_log.h"
+#include "envmgr/base/sha256.h"
+#include "envmgr/suite/suite.h"
+#include "envmgr/env/suite_gc.h"
+#include "envmgr/suite/suite_host.h"
+#include "envmgr/suite/suite_worker.h"
+#include "envmgr/base/util.h"
 #include "helpers/cunit_main.h"
 
 #define DATA_SUITE ENVMGR_SOURCE_DIR "/tests/data/suite"

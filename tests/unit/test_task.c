@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "envmgr/util.h"
+#include "envmgr/base/util.h"
 #include "evaluator/task.h"
 #include "tests/unit/helpers/cunit_main.h"
 

@@ -7,9 +7,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "envmgr/png.h"
-#include "envmgr/sha256.h"
-#include "envmgr/util.h"
+#include "envmgr/base/png.h"
+#include "envmgr/base/sha256.h"
+#include "envmgr/base/util.h"
 #include "helpers/cunit_main.h"
 #include "recorder/trace.h"
 

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "envmgr/util.h"
+#include "envmgr/base/util.h"
 
 static char tmpdir[256];
 

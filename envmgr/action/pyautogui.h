@@ -1,0 +1,38 @@
+/* A safe translator of the pyautogui subset OSWorld agents write into
+ * computer_13 actions. Nothing is executed: the code is tokenised and only
+ * literal arguments to a fixed list of calls are accepted, so
+ * `__import__('os').system(...)` is a parse error, not a risk.
+ *
+ * Accepted (statements separated by newlines or ';', `#` comments, and
+ * `import pyautogui` / `import time` lines, which are ignored):
+ *   pyautogui.click(x, y, clicks=, button=, interval=, duration=)   also click() and click((x, y))
+ *   pyautogui.doubleClick / tripleClick / rightClick / middleClick(x, y, ...)
+ *   pyautogui.moveTo(x, y, duration=)            pyautogui.dragTo(x, y, duration=, button=, mouseDownUp=)
+ *   pyautogui.mouseDown(x?, y?, button=)         pyautogui.mouseUp(x?, y?, button=)
+ *   pyautogui.scroll(clicks, x?, y?) (vscroll)   pyautogui.hscroll(clicks, x?, y?)
+ *   pyautogui.typewrite / write('text' | ['enter', 'a'], interval=)
+ *   pyautogui.press('key' | [keys], presses=N, interval=)
+ *   pyautogui.keyDown(k)  pyautogui.keyUp(k)  pyautogui.hotkey('ctrl', 'c', interval=)  (or hotkey(['ctrl','c']))
+ *   time.sleep(s)  pyautogui.sleep(s)
+ * Literals: ints, floats (coordinates are rounded half away from zero),
+ * '...' "..." '''...''' strings with \n \t \r \\ \' \" \xNN escapes (r'' and
+ * u'' prefixes too), lists of literals, (x, y) tuples, True, False, None.
+ *
+ * Output: a JSON array of computer_13 action objects in the form
+ * envmgr/actions.c validates (see docs/agent-protocol.md, "pyautogui"). */
+#ifndef ENVMGR_PYAUTOGUI_H
+#define ENVMGR_PYAUTOGUI_H
+
+#include <jansson.h>
+
+#include "envmgr/base/err.h"
+
+#define PYAUTOGUI_CODE_MAX (64 * 1024) /* bytes of code accepted */
+#define PYAUTOGUI_ACTIONS_MAX 1000     /* actions one piece of code may expand to */
+
+/* Translate code into a new JSON array of actions (*actions, caller decrefs).
+ * Errors are one line, bad input (EM_EXIT_USAGE), e.g.
+ * "pyautogui: line 2: `eval('x')` is not in the supported subset". */
+int pyautogui_parse(const char *code, json_t **actions, em_err *err);
+
+#endif

@@ -1,0 +1,632 @@
+/* The envs a server owns and the endpoints that act on them. One request at a
+ * time per env (its mutex): an env's VNC session, QMP and agent connections
+ * serve one caller. The table lock is held only to find, add or remove an
+ * entry, never across env work, so a slow reset on one env never stalls the
+ * others. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "envmgr/api/api_int.h"
+#include "envmgr/base/base64.h"
+#include "envmgr/net/egress_log.h"
+#include "envmgr/net/netpolicy.h"
+#include "envmgr/base/paths.h"
+#include "envmgr/base/sha256.h"
+#include "envmgr/base/util.h"
+
+#define FREEFORM_TASK                                                                                                  \
+    "{\"id\": \"freeform\", \"instruction\": \"freeform session (no task)\", \"config\": [], \"evaluator\": {\"func\": \"infeasible\"},"       \
+    " \"limits\": {\"max_steps\": 1000, \"episode_timeout_s\": 86400}}"
+
+/* ---- the table ---- */
+
+api_env *api_env_acquire(api_server *s, const char *id)
+{
+    pthread_mutex_lock(&s->lock);
+    api_env *ae = s->envs;
+    while (ae && strcmp(ae->id, id))
+        ae = ae->next;
+    if (ae)
+        ae->refs++;
+    pthread_mutex_unlock(&s->lock);
+    return ae;
+}
+
+static void env_entry_free(api_env *ae)
+{
+    pthread_mutex_destroy(&ae->mu);
+    free(ae->image);
+    free(ae->task_path);
+    free(ae->trace_dir);
+    json_decref(ae->last_result);
+    free(ae);
+}
+
+void api_env_release(api_server *s, api_env *ae)
+{
+    if (!ae)
+        return;
+    pthread_mutex_lock(&s->lock);
+    bool last = --ae->refs == 0 && ae->gone;
+    pthread_mutex_unlock(&s->lock);
+    if (last)
+        env_entry_free(ae);
+}
+
+/* Under ae->mu: stop the episode, close the handle, stop QEMU, remove the run directory. */
+static int teardown(api_server *s, api_env *ae, em_err *err)
+{
+    if (!ae->e)
+        return 0;
+    episode_abandon(ae->ep);
+    ae->ep = NULL;
+    task_free(ae->t);
+    ae->t = NULL;
+    env_close(ae->e);
+    ae->e = NULL;
+    int rc = env_down(ae->id, err);
+    api_metrics_add(&s->metrics, &s->metrics.envs_deleted, 1);
+    return rc;
+}
+
+static void count_egress_locked(api_server *s, api_env *ae);
+
+/* Take ae out of the table (the caller holds a reference). False when someone else already did. */
+static bool unlink_env(api_server *s, api_env *ae)
+{
+    pthread_mutex_lock(&s->lock);
+    bool found = false;
+    for (api_env **pp = &s->envs; *pp; pp = &(*pp)->next)
+        if (*pp == ae) {
+            *pp = ae->next;
+            found = true;
+            break;
+        }
+    if (found) {
+        count_egress_locked(s, ae); /* the last of its egress log, before the run directory goes */
+        ae->gone = true;
+        s->nenvs--;
+        pthread_cond_broadcast(&s->cond);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return found;
+}
+
+void api_envs_teardown_all(api_server *s)
+{
+    for (;;) {
+        pthread_mutex_lock(&s->lock);
+        api_env *ae = s->envs;
+        if (ae)
+            ae->refs++;
+        pthread_mutex_unlock(&s->lock);
+        if (!ae)
+            break;
+        unlink_env(s, ae);
+        pthread_mutex_lock(&ae->mu);
+        em_err err = {0};
+        if (teardown(s, ae, &err) < 0)
+            fprintf(stderr, "envmgr serve: tear down %s: %s\n", ae->id, err.msg);
+        else
+            fprintf(stderr, "envmgr serve: tore down %s\n", ae->id);
+        pthread_mutex_unlock(&ae->mu);
+        api_env_release(s, ae);
+    }
+    /* envs still being created finish (or fail) and find the server stopping */
+    pthread_mutex_lock(&s->lock);
+    while (s->nenvs > 0)
+        pthread_cond_wait(&s->cond, &s->lock);
+    pthread_mutex_unlock(&s->lock);
+}
+
+int api_envs_count(api_server *s)
+{
+    pthread_mutex_lock(&s->lock);
+    int n = 0;
+    for (api_env *ae = s->envs; ae; ae = ae->next)
+        n++;
+    pthread_mutex_unlock(&s->lock);
+    return n;
+}
+
+/* Denied egress: the env's egress log (netpolicy.h) read from where the last
+ * count stopped. Reading a file under the table lock is short: only new lines. */
+static void count_egress_locked(api_server *s, api_env *ae)
+{
+    _cleanup_free_ char *dir = paths_env_dir(ae->id), *path = xasprintf("%s/" NETPOLICY_LOG_FILE, dir);
+    if (egress_log_size(path) < ae->egress_off) /* a new log */
+        ae->egress_off = 0;
+    json_t *events = NULL;
+    em_err err = {0};
+    if (egress_log_read(path, &ae->egress_off, 100000, &events, &err) < 0)
+        return;
+    size_t i, denied = 0;
+    json_t *ev;
+    json_array_foreach(events, i, ev)
+    {
+        const char *v = json_string_value(json_object_get(ev, "verdict"));
+        denied += v && !strcmp(v, "denied");
+    }
+    json_decref(events);
+    if (denied)
+        api_metrics_add(&s->metrics, &s->metrics.egress_denied, (long)denied);
+}
+
+void api_envs_count_egress(api_server *s)
+{
+    pthread_mutex_lock(&s->lock);
+    for (api_env *ae = s->envs; ae; ae = ae->next)
+        count_egress_locked(s, ae);
+    pthread_mutex_unlock(&s->lock);
+}
+
+/* ---- helpers ---- */
+
+static json_t *env_summary(api_env *ae)
+{
+    return json_pack("{s:s, s:s, s:s}", "id", ae->id, "image", ae->image, "created", ae->created);
+}
+
+/* Find the env and lock it; on failure the reply says why and NULL comes back. */
+static api_env *lock_env(api_request *q, api_reply *r)
+{
+    api_env *ae = api_env_acquire(q->s, q->rt.env);
+    api_error e;
+    if (!ae) {
+        api_fail(&e, 404, "id", "no env `%s` on this server (GET /v1/envs lists them)", q->rt.env);
+        api_reply_error(r, &e);
+        return NULL;
+    }
+    pthread_mutex_lock(&ae->mu);
+    if (!ae->e) {
+        pthread_mutex_unlock(&ae->mu);
+        api_env_release(q->s, ae);
+        api_fail(&e, 404, "id", "env `%s` was deleted", q->rt.env);
+        api_reply_error(r, &e);
+        return NULL;
+    }
+    return ae;
+}
+
+static void unlock_env(api_request *q, api_env *ae)
+{
+    pthread_mutex_unlock(&ae->mu);
+    api_env_release(q->s, ae);
+}
+
+static void reply_em(api_reply *r, const em_err *err, const char *field)
+{
+    api_error e;
+    api_fail_em(&e, err, field);
+    api_reply_error(r, &e);
+}
+
+static void reply_fail(api_reply *r, int status, const char *field, const char *msg)
+{
+    api_error e;
+    api_fail(&e, status, field, "%s", msg);
+    api_reply_error(r, &e);
+}
+
+/* The observation an agent acts on: the frame just stored in the trace. */
+static json_t *observe(api_request *q, api_env *ae, em_err *err, double *env_ms)
+{
+    char sha[65];
+    double t0 = now_ms();
+    if (episode_observe(ae->ep, sha, err) < 0)
+        return NULL;
+    *env_ms = now_ms() - t0; /* the frame and its PNG; what follows is the API's own work */
+    const task *t = ae->t;
+    json_t *obs = json_pack("{s:i, s:s, s:s, s:i, s:i}", "step", episode_steps(ae->ep), "instruction",
+                            t && !ae->freeform ? t->instruction : "", "screenshot_sha256", sha, "width", env_width(ae->e), "height",
+                            env_height(ae->e));
+    const char *mode = api_query(q, "screenshot");
+    if (!mode || strcmp(mode, "none") != 0) {
+        _cleanup_free_ char *path = xasprintf("%s/frames/%s.png", episode_trace_dir(ae->ep), sha), *png = NULL;
+        size_t len;
+        if (read_file_capped(path, 64 << 20, &png, &len, err) < 0) {
+            json_decref(obs);
+            return NULL;
+        }
+        char *b64 = base64_encode(png, len);
+        json_object_set_new(obs, "screenshot", json_string(b64));
+        free(b64);
+        api_metrics_add(&q->s->metrics, &q->s->metrics.screenshots, 1);
+    }
+    ae->last_obs_ms = now_ms();
+    return obs;
+}
+
+/* ---- endpoints ---- */
+
+void api_h_list(api_request *q, api_reply *r)
+{
+    json_t *list = json_array();
+    pthread_mutex_lock(&q->s->lock);
+    for (api_env *ae = q->s->envs; ae; ae = ae->next)
+        json_array_append_new(list, env_summary(ae));
+    pthread_mutex_unlock(&q->s->lock);
+    api_reply_json(r, 200, json_pack("{s:o, s:i}", "envs", list, "max_envs", q->s->cfg.max_envs));
+}
+
+void api_h_create(api_request *q, api_reply *r)
+{
+    api_server *s = q->s;
+    api_error ae_;
+    if (api_check_fields(q->body, " image task accel ", &ae_) < 0)
+        return api_reply_error(r, &ae_);
+    json_t *jimage = json_object_get(q->body, "image"), *jtask = json_object_get(q->body, "task");
+    json_t *jaccel = json_object_get(q->body, "accel");
+    em_err err = {0};
+    if (jimage && (!json_is_string(jimage) || check_name("image", json_string_value(jimage), &err) < 0))
+        return reply_fail(r, 400, "image", err.msg[0] ? err.msg : "image: expected an image name");
+    if (jaccel && (!json_is_string(jaccel) || (strcmp(json_string_value(jaccel), "auto") &&
+                                                strcmp(json_string_value(jaccel), "tcg") &&
+                                                strcmp(json_string_value(jaccel), "kvm"))))
+        return reply_fail(r, 400, "accel", "accel: expected \"auto\", \"tcg\" or \"kvm\"");
+    /* Check the task before a VM starts: bad input costs nothing. */
+    task *t = NULL;
+    char *tpath = NULL, sha[65] = "";
+    if (jtask && api_parse_task(jtask, "task", s->cfg.task_root, s->empty_dir, 1280, 800, &t, &tpath, sha, &ae_) < 0)
+        return api_reply_error(r, &ae_);
+    const char *image = jimage ? json_string_value(jimage) : t && t->image ? t->image : "desktop";
+    char *image_copy = xstrdup(image);
+    task_free(t);
+    t = NULL;
+    free(tpath);
+    tpath = NULL;
+
+    pthread_mutex_lock(&s->lock);
+    if (s->stopping || s->nenvs >= s->cfg.max_envs) {
+        bool stopping = s->stopping;
+        pthread_mutex_unlock(&s->lock);
+        free(image_copy);
+        if (stopping)
+            return reply_fail(r, 503, "", "the server is stopping");
+        api_fail(&ae_, 429, "", "this server already owns %d envs (--max-envs); DELETE one first", s->cfg.max_envs);
+        api_reply_header(r, "Retry-After", "5");
+        return api_reply_error(r, &ae_);
+    }
+    s->nenvs++;
+    long n = ++s->next_id;
+    pthread_mutex_unlock(&s->lock);
+
+    api_env *ae = xcalloc(1, sizeof *ae);
+    pthread_mutex_init(&ae->mu, NULL);
+    snprintf(ae->id, sizeof ae->id, "api%d-%ld", (int)getpid(), n);
+    ae->image = image_copy;
+    iso8601_now(ae->created, sizeof ae->created);
+    env_up_opts uo = {.name = ae->id, .image = image_copy,
+                      .accel = jaccel ? json_string_value(jaccel) : s->cfg.accel ? s->cfg.accel : "auto"};
+    double t0 = now_ms();
+    int rc = env_up(&uo, &ae->e, NULL, &err);
+    if (rc == 0 && jtask) /* now with the image's real screen size */
+        rc = api_parse_task(jtask, "task", s->cfg.task_root, s->empty_dir, env_width(ae->e), env_height(ae->e),
+                            &ae->t, &ae->task_path, ae->task_sha, &ae_) < 0 ? -2 : 0;
+    pthread_mutex_lock(&s->lock);
+    bool stopping = s->stopping;
+    if (rc == 0 && !stopping) {
+        ae->next = s->envs;
+        s->envs = ae;
+    } else {
+        s->nenvs--;
+        pthread_cond_broadcast(&s->cond);
+    }
+    pthread_mutex_unlock(&s->lock);
+    if (rc < 0 || stopping) {
+        if (ae->e) {
+            em_err derr = {0};
+            env_close(ae->e);
+            ae->e = NULL;
+            env_down(ae->id, &derr);
+        }
+        task_free(ae->t);
+        env_entry_free(ae);
+        if (rc == -2)
+            return api_reply_error(r, &ae_);
+        if (rc == 0)
+            return reply_fail(r, 503, "", "the server is stopping");
+        return reply_em(r, &err, err.code == EM_EXIT_USAGE ? "image" : "");
+    }
+    api_metrics_add(&s->metrics, &s->metrics.envs_created, 1);
+    fprintf(stderr, "envmgr serve: created %s (%s, %.1f s)\n", ae->id, ae->image, (now_ms() - t0) / 1000);
+    json_t *j = env_summary(ae);
+    json_object_set_new(j, "width", json_integer(env_width(ae->e)));
+    json_object_set_new(j, "height", json_integer(env_height(ae->e)));
+    json_object_set_new(j, "accel", json_string(env_accel(ae->e)));
+    json_object_set_new(j, "task_id", ae->t ? json_string(ae->t->id) : json_null());
+    json_object_set_new(j, "up_ms", json_real(now_ms() - t0));
+    _cleanup_free_ char *loc = xasprintf("/v1/envs/%s", ae->id);
+    api_reply_header(r, "Location", loc);
+    api_reply_json(r, 201, j);
+}
+
+void api_h_get(api_request *q, api_reply *r)
+{
+    api_env *ae = lock_env(q, r);
+    if (!ae)
+        return;
+    json_t *j = env_summary(ae);
+    json_object_set_new(j, "width", json_integer(env_width(ae->e)));
+    json_object_set_new(j, "height", json_integer(env_height(ae->e)));
+    json_object_set_new(j, "accel", json_string(env_accel(ae->e)));
+    json_object_set_new(j, "task_id", ae->t ? json_string(ae->t->id) : json_null());
+    json_object_set_new(j, "episodes", json_integer(ae->episodes));
+    if (ae->ep) {
+        const char *cause = episode_exit_cause(ae->ep);
+        json_object_set_new(j, "episode", json_pack("{s:i, s:i, s:o}", "number", ae->episodes, "steps",
+                                                    episode_steps(ae->ep), "exit_cause",
+                                                    cause ? json_string(cause) : json_null()));
+    }
+    if (ae->last_result)
+        json_object_set(j, "last_result", ae->last_result);
+    unlock_env(q, ae);
+    api_reply_json(r, 200, j);
+}
+
+void api_h_delete(api_request *q, api_reply *r)
+{
+    api_env *ae = api_env_acquire(q->s, q->rt.env);
+    if (!ae || !unlink_env(q->s, ae)) {
+        api_env_release(q->s, ae);
+        return reply_fail(r, 404, "id", "no such env on this server (GET /v1/envs lists them)");
+    }
+    pthread_mutex_lock(&ae->mu); /* waits for a request in progress on it */
+    em_err err = {0};
+    int rc = teardown(q->s, ae, &err);
+    pthread_mutex_unlock(&ae->mu);
+    fprintf(stderr, "envmgr serve: deleted %s\n", ae->id);
+    api_env_release(q->s, ae);
+    if (rc < 0)
+        return reply_em(r, &err, "");
+    api_reply_json(r, 200, json_pack("{s:s, s:b}", "id", q->rt.env, "deleted", 1));
+}
+
+void api_h_reset(api_request *q, api_reply *r)
+{
+    api_server *s = q->s;
+    api_error ae_;
+    if (api_check_fields(q->body, " task ", &ae_) < 0)
+        return api_reply_error(r, &ae_);
+    api_env *ae = lock_env(q, r);
+    if (!ae)
+        return;
+    json_t *jtask = json_object_get(q->body, "task");
+    task *nt = NULL;
+    char *npath = NULL, nsha[65] = "";
+    if (jtask && !json_is_null(jtask) &&
+        api_parse_task(jtask, "task", s->cfg.task_root, s->empty_dir, env_width(ae->e), env_height(ae->e), &nt,
+                       &npath, nsha, &ae_) < 0) {
+        unlock_env(q, ae);
+        return api_reply_error(r, &ae_);
+    }
+    /* The old episode goes (its trace stays, marked incomplete) before its task does. */
+    episode_abandon(ae->ep);
+    ae->ep = NULL;
+    if (nt) {
+        task_free(ae->t);
+        free(ae->task_path);
+        ae->t = nt;
+        ae->task_path = npath;
+        ae->freeform = false;
+        memcpy(ae->task_sha, nsha, sizeof nsha);
+    }
+    em_err err = {0};
+    env_timings tm = {0};
+    double t0 = now_ms();
+    int rc = env_reset(ae->e, &tm, &err);
+    double reset_ms = now_ms() - t0;
+    api_metrics_reset_done(&s->metrics, reset_ms / 1000, rc == 0);
+    if (rc < 0) {
+        unlock_env(q, ae);
+        return reply_em(r, &err, "");
+    }
+    if (!ae->t) { /* freeform: the same episode machinery (trace, limits) with an empty task */
+        if (task_parse(FREEFORM_TASK, strlen(FREEFORM_TASK), s->empty_dir, &ae->t, &err) < 0) {
+            unlock_env(q, ae);
+            return reply_em(r, &err, "");
+        }
+        sha256_hex(FREEFORM_TASK, strlen(FREEFORM_TASK), ae->task_sha);
+        ae->freeform = true;
+    }
+    ae->episodes++;
+    _cleanup_free_ char *out = xasprintf("%s/%s/%d", s->cfg.out_dir, ae->id, ae->episodes);
+    remove_tree(out, NULL); /* a previous server's leftovers under the same id */
+    episode_opts o = {.agent_cmd = "http-api", .out_dir = out, .fresh = true, .settle_ms = s->cfg.settle_ms};
+    double t1 = now_ms();
+    episode *ep = NULL;
+    rc = episode_begin(ae->e, ae->t, ae->task_path, ae->task_sha, &o, &ep, &err);
+    double setup_ms = now_ms() - t1;
+    if (rc < 0) {
+        unlock_env(q, ae);
+        return reply_em(r, &err, "");
+    }
+    ae->ep = ep;
+    free(ae->trace_dir);
+    ae->trace_dir = xstrdup(episode_trace_dir(ep));
+    json_decref(ae->last_result);
+    ae->last_result = NULL;
+    const char *cause = episode_exit_cause(ep);
+    if (cause) { /* a setup step failed: the episode is over before it began */
+        char msg[EM_ERR_MAX + 64];
+        snprintf(msg, sizeof msg, "reset %s: task setup failed: %s", ae->id,
+                 episode_reason(ep) ? episode_reason(ep) : cause);
+        unlock_env(q, ae);
+        return reply_fail(r, 500, "task", msg);
+    }
+    double obs_ms = 0;
+    json_t *obs = observe(q, ae, &err, &obs_ms);
+    if (!obs) {
+        unlock_env(q, ae);
+        return reply_em(r, &err, "");
+    }
+    r->env_ms = reset_ms + setup_ms + obs_ms;
+    json_t *j = json_pack("{s:o, s:i, s:o, s:{s:f, s:f}}", "observation", obs, "episode", ae->episodes, "task_id",
+                          ae->freeform ? json_null() : json_string(ae->t->id), "timings", "reset_ms", reset_ms,
+                          "setup_ms", setup_ms);
+    unlock_env(q, ae);
+    api_reply_json(r, 200, j);
+}
+
+void api_h_step(api_request *q, api_reply *r)
+{
+    api_server *s = q->s;
+    api_env *ae = lock_env(q, r);
+    if (!ae)
+        return;
+    api_error ae_;
+    if (!ae->ep) {
+        unlock_env(q, ae);
+        return reply_fail(r, 409, "", "no episode on this env: POST /v1/envs/{id}/reset first");
+    }
+    const char *cause = episode_exit_cause(ae->ep);
+    if (cause) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "the episode has ended (%s): POST evaluate or reset", cause);
+        unlock_env(q, ae);
+        return reply_fail(r, 409, "", msg);
+    }
+    json_t *reply = NULL;
+    if (api_parse_step(q->body, env_width(ae->e), env_height(ae->e), &reply, &ae_) < 0) {
+        unlock_env(q, ae);
+        return api_reply_error(r, &ae_);
+    }
+    em_err err = {0};
+    episode_step_out so;
+    double t0 = now_ms();
+    double agent_ms = ae->last_obs_ms > 0 ? t0 - ae->last_obs_ms : 0;
+    int rc = episode_step(ae->ep, reply, agent_ms, &so, &err);
+    json_decref(reply);
+    double step_ms = now_ms() - t0;
+    if (rc < 0) {
+        unlock_env(q, ae);
+        return reply_em(r, &err, "");
+    }
+    api_metrics_add(&s->metrics, &s->metrics.steps, 1);
+    api_metrics_add(&s->metrics, &s->metrics.actions, so.actions);
+    cause = episode_exit_cause(ae->ep);
+    json_t *obs = NULL;
+    double env_work_ms = 0;
+    if (!cause || strcmp(cause, "env_error")) {
+        obs = observe(q, ae, &err, &env_work_ms);
+        if (!obs) {
+            unlock_env(q, ae);
+            return reply_em(r, &err, "");
+        }
+    }
+    r->env_ms = env_work_ms + step_ms;
+    json_t *info = json_pack("{s:i, s:i, s:f, s:o}", "step", episode_steps(ae->ep), "actions", so.actions, "step_ms",
+                             step_ms, "exit_cause", cause ? json_string(cause) : json_null());
+    if (so.error[0])
+        json_object_set_new(info, "error", json_string(so.error));
+    json_t *j = json_pack("{s:o, s:i, s:b, s:o}", "observation", obs ? obs : json_null(), "reward", 0, "done",
+                          so.ended, "info", info);
+    unlock_env(q, ae);
+    api_reply_json(r, 200, j);
+}
+
+void api_h_screenshot(api_request *q, api_reply *r)
+{
+    const char *format = api_query(q, "format");
+    if (format && strcmp(format, "png") && strcmp(format, "raw"))
+        return reply_fail(r, 400, "format", "format: expected png or raw");
+    api_env *ae = lock_env(q, r);
+    if (!ae)
+        return;
+    em_err err = {0};
+    double t0 = now_ms();
+    if (format && !strcmp(format, "raw")) {
+        const uint8_t *px;
+        if (env_frame(ae->e, &px, &err) < 0) {
+            unlock_env(q, ae);
+            return reply_em(r, &err, "");
+        }
+        int w = env_width(ae->e), h = env_height(ae->e);
+        r->len = (size_t)w * h * 4;
+        r->body = xmalloc(r->len);
+        memcpy(r->body, px, r->len);
+        r->ctype = "application/octet-stream";
+        char v[32];
+        snprintf(v, sizeof v, "%d", w);
+        api_reply_header(r, "X-Width", v);
+        snprintf(v, sizeof v, "%d", h);
+        api_reply_header(r, "X-Height", v);
+        api_reply_header(r, "X-Pixel-Format", "RGBX");
+    } else {
+        const png_buf *png;
+        if (env_screenshot(ae->e, &png, &err) < 0) {
+            unlock_env(q, ae);
+            return reply_em(r, &err, "");
+        }
+        r->len = png->len;
+        r->body = xmalloc(png->len);
+        memcpy(r->body, png->data, png->len);
+        r->ctype = "image/png";
+    }
+    r->status = 200;
+    r->env_ms = now_ms() - t0;
+    api_metrics_add(&q->s->metrics, &q->s->metrics.screenshots, 1);
+    unlock_env(q, ae);
+}
+
+void api_h_evaluate(api_request *q, api_reply *r)
+{
+    api_error ae_;
+    if (api_check_fields(q->body, " ", &ae_) < 0)
+        return api_reply_error(r, &ae_);
+    api_env *ae = lock_env(q, r);
+    if (!ae)
+        return;
+    if (!ae->ep && ae->last_result) { /* evaluating again answers the same */
+        json_t *j = json_incref(ae->last_result);
+        unlock_env(q, ae);
+        return api_reply_json(r, 200, j);
+    }
+    if (!ae->ep || ae->freeform) {
+        unlock_env(q, ae);
+        return reply_fail(r, 409, "", ae->ep ? "no task to evaluate: this episode is freeform (reset with a task)"
+                                             : "no episode on this env: POST /v1/envs/{id}/reset with a task first");
+    }
+    em_err err = {0};
+    json_t *res = NULL;
+    episode *ep = ae->ep;
+    ae->ep = NULL; /* episode_finish frees it, also on failure */
+    if (episode_finish(ep, "evaluated", &res, &err) < 0) {
+        unlock_env(q, ae);
+        return reply_em(r, &err, "");
+    }
+    api_metrics_add(&q->s->metrics, &q->s->metrics.evaluations, 1);
+    json_t *j = json_pack("{s:O, s:O, s:O, s:O, s:O}", "score", json_object_get(res, "score"), "reason",
+                          json_object_get(res, "reason"), "exit_cause", json_object_get(res, "exit_cause"), "steps",
+                          json_object_get(res, "steps"), "task_id", json_object_get(res, "task_id"));
+    json_t *details = json_object_get(res, "evaluation");
+    if (details)
+        json_object_set(j, "details", details);
+    json_decref(res);
+    ae->last_result = json_incref(j);
+    unlock_env(q, ae);
+    api_reply_json(r, 200, j);
+}
+
+void api_h_trace(api_request *q, api_reply *r)
+{
+    api_env *ae = lock_env(q, r);
+    if (!ae)
+        return;
+    if (!ae->trace_dir) {
+        unlock_env(q, ae);
+        return reply_fail(r, 404, "", "no trace yet: POST /v1/envs/{id}/reset starts an episode");
+    }
+    em_err err = {0};
+    /* the file list and sizes are taken now, under the env's lock: the trace only grows by appends */
+    struct MHD_Response *resp = api_tar_response(ae->trace_dir, &err);
+    unlock_env(q, ae);
+    if (!resp)
+        return reply_em(r, &err, "");
+    r->status = 200;
+    r->mhd = resp;
+    r->ctype = "application/x-tar";
+    api_reply_header(r, "Content-Disposition", "attachment; filename=\"trace.tar\"");
+}

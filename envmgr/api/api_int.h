@@ -1,0 +1,258 @@
+/* Internals of the HTTP API shared by its files (api_*.c). The pure parts
+ * (routing, body parsing, auth checks, metrics text, websocket framing, the
+ * view-only RFB filter, tar headers) take no server and no connection, so
+ * unit tests and fuzzers call them directly. */
+#ifndef ENVMGR_API_INT_H
+#define ENVMGR_API_INT_H
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "envmgr/api/api.h"
+#include "envmgr/env/env.h"
+#include "envmgr/episode/episode.h"
+#include "envmgr/base/err.h"
+#include "evaluator/task.h"
+
+#define API_BODY_MAX ((size_t)2 << 20)       /* bytes of a request body (a task is at most 1 MiB) */
+#define API_ID_MAX 64                        /* bytes of an env id */
+#define API_UPLOAD_DEADLINE_MS 60000.0       /* a body must arrive within this */
+#define API_CONN_TIMEOUT_S 30                /* an idle connection is closed after this */
+#define API_CONN_LIMIT 64                    /* connections at once */
+#define API_TOKEN_MIN 16
+#define API_TOKEN_MAX 256
+#define API_COOKIE "envmgr_token"
+
+/* ---- errors: an HTTP status, the request field at fault, a message ---- */
+typedef struct api_error {
+    int status;
+    char field[96];
+    char msg[EM_ERR_MAX];
+} api_error;
+
+int api_fail(api_error *ae, int status, const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* An em_err from the library: bad input (EM_EXIT_USAGE) is 400, anything else 500.
+ * The field is the message's leading "a.b[2].c:" path when it has one, else `field`. */
+int api_fail_em(api_error *ae, const em_err *err, const char *field);
+/* {"error": msg, "field": field|null} (new reference). */
+json_t *api_error_json(const api_error *ae);
+
+/* ---- routing ---- */
+typedef enum {
+    API_R_HEALTH,
+    API_R_METRICS,
+    API_R_ENVS,       /* GET list, POST create */
+    API_R_ENV,        /* GET one, DELETE */
+    API_R_RESET,
+    API_R_SCREENSHOT,
+    API_R_STEP,
+    API_R_EVALUATE,
+    API_R_TRACE,
+    API_R_LIVE,       /* the HTML page */
+    API_R_LIVE_WS,    /* the websocket the page's noVNC connects to */
+    API_R_NOVNC,      /* noVNC's static files */
+} api_route_id;
+
+typedef struct api_route {
+    api_route_id id;
+    char env[API_ID_MAX + 1]; /* for /v1/envs/{id}/... */
+    char file[256];           /* for /v1/novnc/{file} */
+} api_route;
+
+/* Match method and path (no query string). 404 for an unknown path, 405
+ * (ae->field holds the Allow header value) for a known path and wrong method,
+ * 400 for a malformed env id. */
+int api_route_match(const char *method, const char *path, api_route *out, api_error *ae);
+bool api_env_id_ok(const char *id);
+
+/* ---- request bodies: parsed with the CLI's parsers ---- */
+/* A JSON object (an empty body is {}). Duplicate keys are refused. */
+int api_parse_body(const char *data, size_t len, json_t **out, api_error *ae);
+/* Fields of obj must be in the space-separated list `allowed` (" a b c "). */
+int api_check_fields(json_t *obj, const char *allowed, api_error *ae);
+/* POST /step: {"action": computer_13 object | pyautogui code | "DONE"|"FAIL"|"WAIT" | {"pyautogui": code}}.
+ * Validated in full against a w x h screen; *reply is the episode's reply
+ * form (an action object or {"pyautogui": code}), a new reference. */
+int api_parse_step(json_t *body, int w, int h, json_t **reply, api_error *ae);
+/* A task given in a request: a path (resolved inside task_root) or an inline
+ * object (its folder is empty_dir, so it can name no host file). The screen
+ * placeholders are substituted. *path is malloc'd (NULL inline), sha the
+ * sha256 of the task text. */
+int api_parse_task(json_t *spec, const char *field, const char *task_root, const char *empty_dir, int w, int h,
+                   task **out, char **path, char sha[65], api_error *ae);
+
+/* ---- auth ---- */
+bool api_token_equal(const char *a, const char *b); /* constant time in the length of b */
+/* The Authorization header value ("Bearer T") or the Cookie header (envmgr_token=T) carries the token. */
+bool api_auth_bearer(const char *header, const char *token);
+bool api_auth_cookie(const char *header, const char *token);
+
+/* ---- metrics ---- */
+#define API_RESET_BUCKETS 9
+typedef struct api_metrics {
+    pthread_mutex_t mu;
+    long envs_created, envs_deleted, resets, reset_failures, screenshots, steps, actions, evaluations,
+        egress_denied, live_views;
+    long reset_bucket[API_RESET_BUCKETS]; /* cumulative counts are built when rendered */
+    double reset_sum_s;
+    long http[6]; /* by status class: 1xx..5xx (index 1..5) */
+} api_metrics;
+extern const double api_reset_bounds[API_RESET_BUCKETS]; /* seconds; +Inf is implicit */
+
+void api_metrics_init(api_metrics *m);
+void api_metrics_destroy(api_metrics *m);
+void api_metrics_add(api_metrics *m, long *counter, long n);
+void api_metrics_reset_done(api_metrics *m, double seconds, bool ok);
+void api_metrics_http(api_metrics *m, int status);
+/* Prometheus text exposition format 0.0.4 (malloc'd). */
+char *api_metrics_render(api_metrics *m, int envs_now, int max_envs);
+
+/* ---- websocket framing (RFC 6455) and the view-only RFB filter ---- */
+/* Sec-WebSocket-Accept for a Sec-WebSocket-Key. */
+int api_ws_accept(const char *key, char out[29]);
+
+typedef struct api_ws_parser {
+    uint8_t hdr[14];
+    size_t hdr_len, need_hdr;
+    uint64_t payload_left;
+    uint8_t mask[4];
+    size_t mask_pos;
+    int opcode;   /* of the frame being read */
+    bool fin;
+    /* a control frame's payload, gathered whole */
+    uint8_t ctl[125];
+    size_t ctl_len;
+} api_ws_parser;
+
+typedef enum { API_WS_DATA, API_WS_PING, API_WS_CLOSE } api_ws_event;
+/* Feed bytes from the client. Unmasked payload of data frames is appended to
+ * data (capacity cap, *data_len updated); a ping's payload to *ctl. Returns
+ * bytes consumed (less than n when an event needs handling first: call again
+ * with the rest), or -1 on a protocol violation (unmasked frame, oversized
+ * control frame, reserved bits, unknown opcode). *event is API_WS_DATA unless
+ * a complete ping or close frame was read. */
+long api_ws_feed(api_ws_parser *p, const uint8_t *in, size_t n, uint8_t *data, size_t cap, size_t *data_len,
+                 api_ws_event *event);
+/* A server frame header (unmasked) for a payload of len bytes; returns its size (2, 4 or 10). */
+size_t api_ws_header(uint8_t out[10], int opcode, uint64_t len);
+
+typedef struct api_rfb_filter {
+    int state;        /* handshake stage, then messages */
+    int minor;        /* RFB 3.minor */
+    uint8_t buf[4200];/* the message being gathered */
+    size_t have;
+    uint64_t skip;    /* bytes of a dropped message still to skip */
+    long dropped;     /* input messages dropped */
+} api_rfb_filter;
+/* Client → server bytes of a view-only session. Forwards the handshake
+ * (forcing the shared flag, so a viewer never disconnects the env's own VNC
+ * session), pixel-format, encoding and update requests; drops key, pointer and
+ * clipboard messages; strips encodings that would let the client send
+ * anything else. Writes at most n + sizeof f->buf bytes to out (a message
+ * gathered over several calls comes out whole); returns how many, or -1 when
+ * the client sent something no view-only session may (the caller hangs up). */
+long api_rfb_filter_feed(api_rfb_filter *f, const uint8_t *in, size_t n, uint8_t *out);
+
+/* Relay one viewer connection to the env's VNC socket until either side closes
+ * or *stop is set. ws: the client speaks websocket frames (the handshake is done). */
+void api_relay(int client_fd, bool ws, const char *vnc_sock, bool view_only, const volatile int *stop);
+
+/* ---- tar (ustar) ---- */
+/* A 512-byte ustar header for a regular file (name at most 99 bytes, or split at a '/' into prefix + name). */
+int api_tar_header(uint8_t out[512], const char *name, uint64_t size, long mtime);
+
+/* ---- the server ---- */
+typedef struct api_env {
+    char id[API_ID_MAX + 1];
+    pthread_mutex_t mu;   /* one request at a time on this env (its VNC, QMP and agent connections) */
+    int refs;             /* requests holding it (under the table lock) */
+    bool gone;            /* removed from the table; freed at refs == 0 */
+    env *e;               /* open for the env's lifetime: the VNC session stays connected */
+    char *image;
+    task *t;              /* the task reset runs (NULL before a freeform reset) */
+    bool freeform;        /* t is the built-in empty task: nothing to evaluate */
+    char *task_path;
+    char task_sha[65];
+    episode *ep;          /* the running episode (NULL before the first reset or after evaluate) */
+    int episodes;         /* episodes started */
+    char *trace_dir;      /* the last episode's trace */
+    json_t *last_result;  /* the last evaluation */
+    double last_obs_ms;   /* when the last observation was returned (agent think time) */
+    char created[40];
+    uint64_t egress_off;  /* how far envmgr_egress_denied_total has read the env's egress log (table lock) */
+    struct api_env *next;
+} api_env;
+
+struct api_server {
+    api_config cfg;       /* strings owned */
+    char url[300];
+    char *empty_dir;      /* the folder of inline tasks: holds nothing */
+    int listen_fd;
+    bool unix_sock;
+    struct MHD_Daemon *mhd;
+    pthread_mutex_t lock; /* the table, the counters below */
+    pthread_cond_t cond;
+    api_env *envs;
+    int nenvs;            /* envs in the table plus envs being created */
+    long next_id;
+    int live;             /* live-view relays running */
+    volatile int stopping;
+    api_metrics metrics;
+};
+
+/* Handlers: each fills a response. */
+typedef struct api_reply {
+    int status;
+    json_t *json;          /* or */
+    unsigned char *body;   /* malloc'd */
+    size_t len;
+    const char *ctype;
+    char *headers[4];      /* "Name: value", malloc'd */
+    struct MHD_Response *mhd; /* a prepared response (streams, upgrades) */
+    double env_ms;         /* time spent in env work (> 0: sent as Server-Timing: env;dur=MS) */
+} api_reply;
+
+void api_reply_json(api_reply *r, int status, json_t *j);
+void api_reply_error(api_reply *r, const api_error *ae);
+void api_reply_header(api_reply *r, const char *name, const char *value);
+
+typedef struct api_request {
+    api_server *s;
+    struct MHD_Connection *conn;
+    const char *method;
+    api_route rt;
+    json_t *body;
+} api_request;
+
+const char *api_query(const api_request *q, const char *name);
+const char *api_header(const api_request *q, const char *name);
+
+void api_h_list(api_request *q, api_reply *r);
+void api_h_create(api_request *q, api_reply *r);
+void api_h_get(api_request *q, api_reply *r);
+void api_h_delete(api_request *q, api_reply *r);
+void api_h_reset(api_request *q, api_reply *r);
+void api_h_step(api_request *q, api_reply *r);
+void api_h_screenshot(api_request *q, api_reply *r);
+void api_h_evaluate(api_request *q, api_reply *r);
+void api_h_trace(api_request *q, api_reply *r);
+void api_h_live_page(api_request *q, api_reply *r);
+void api_h_live_ws(api_request *q, api_reply *r);
+void api_h_novnc(api_request *q, api_reply *r);
+
+/* The env table. */
+api_env *api_env_acquire(api_server *s, const char *id); /* NULL: unknown; lock with env->mu yourself */
+void api_env_release(api_server *s, api_env *ae);
+void api_envs_teardown_all(api_server *s);
+int api_envs_count(api_server *s);
+/* Count the denied egress attempts logged since the last call into the metrics. */
+void api_envs_count_egress(api_server *s);
+
+/* A streamed tar of a trace directory (snapshot of its files now). */
+struct MHD_Response *api_tar_response(const char *trace_dir, em_err *err);
+
+#endif

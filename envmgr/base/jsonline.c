@@ -1,0 +1,130 @@
+#include "envmgr/base/jsonline.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "envmgr/base/util.h"
+
+void jsonline_init(jsonline *c, int fd, const char *label, size_t max_line)
+{
+    memset(c, 0, sizeof *c);
+    c->fd = fd;
+    c->label = label;
+    c->max_line = max_line;
+}
+
+void jsonline_release(jsonline *c)
+{
+    if (c->fd >= 0)
+        close(c->fd);
+    c->fd = -1;
+    free(c->buf);
+    c->buf = NULL;
+    c->len = c->cap = 0;
+}
+
+static int fill(jsonline *c, double deadline, em_err *err)
+{
+    if (c->len >= c->max_line)
+        return em_fail(err, "%s: message longer than %zu bytes", c->label, c->max_line);
+    if (c->cap - c->len < 65536) {
+        c->cap = c->cap ? c->cap * 2 : 131072;
+        c->buf = xrealloc(c->buf, c->cap);
+    }
+    for (;;) {
+        if (wait_readable(c->fd, deadline, err) < 0)
+            return em_prefix(err, "%s: waiting for reply: ", c->label);
+        ssize_t r = read(c->fd, c->buf + c->len, c->cap - c->len);
+        if (r < 0 && (errno == EINTR || errno == EAGAIN))
+            continue;
+        if (r < 0)
+            return em_fail_errno(err, "%s: read", c->label);
+        if (r == 0)
+            return em_fail(err, "%s: the peer closed the connection (did QEMU exit?)", c->label);
+        c->len += (size_t)r;
+        return 0;
+    }
+}
+
+static void consume(jsonline *c, size_t n)
+{
+    memmove(c->buf, c->buf + n, c->len - n);
+    c->len -= n;
+}
+
+int jsonline_skip_to_ff(jsonline *c, double deadline, em_err *err)
+{
+    for (;;) {
+        char *ff = c->len ? memchr(c->buf, 0xff, c->len) : NULL;
+        if (ff) {
+            consume(c, (size_t)(ff - c->buf) + 1);
+            return 0;
+        }
+        c->len = 0; /* everything before the marker is stale */
+        if (fill(c, deadline, err) < 0)
+            return -1;
+    }
+}
+
+int jsonline_read(jsonline *c, double deadline, json_t **msg, em_err *err)
+{
+    for (;;) {
+        char *nl = c->len ? memchr(c->buf, '\n', c->len) : NULL;
+        if (nl) {
+            size_t n = (size_t)(nl - c->buf) + 1;
+            size_t start = strspn(c->buf, " \t\r"); /* tolerate stray whitespace lines */
+            if (start >= n - 1) {
+                consume(c, n);
+                continue;
+            }
+            json_error_t je;
+            json_t *j = json_loadb(c->buf, n, JSON_REJECT_DUPLICATES, &je);
+            consume(c, n);
+            if (!j)
+                return em_fail(err, "%s: malformed reply: %s", c->label, je.text);
+            if (!json_is_object(j)) {
+                json_decref(j);
+                return em_fail(err, "%s: reply is not a JSON object", c->label);
+            }
+            *msg = j;
+            return 0;
+        }
+        if (fill(c, deadline, err) < 0)
+            return -1;
+    }
+}
+
+int jsonline_send(jsonline *c, json_t *msg, int fd, em_err *err)
+{
+    _cleanup_free_ char *text = json_dumps(msg, JSON_COMPACT);
+    if (!text)
+        return em_fail(err, "%s: cannot encode message", c->label);
+    size_t n = strlen(text);
+    text = xrealloc(text, n + 2);
+    text[n++] = '\n';
+    text[n] = '\0';
+    if (fd < 0)
+        return send_full(c->fd, text, n, err) < 0 ? em_prefix(err, "%s: send: ", c->label) : 0;
+
+    /* The fd must travel with the first byte of the command that uses it. */
+    struct iovec iov = {.iov_base = text, .iov_len = n};
+    char ctrl[CMSG_SPACE(sizeof(int))];
+    memset(ctrl, 0, sizeof ctrl);
+    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctrl, .msg_controllen = sizeof ctrl};
+    struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+    ssize_t w;
+    do
+        w = sendmsg(c->fd, &mh, MSG_NOSIGNAL);
+    while (w < 0 && errno == EINTR);
+    if (w < 0)
+        return em_fail_errno(err, "%s: sendmsg", c->label);
+    if ((size_t)w < n && send_full(c->fd, text + w, n - (size_t)w, err) < 0)
+        return em_prefix(err, "%s: send: ", c->label);
+    return 0;
+}

@@ -1,0 +1,22 @@
+/* Where envmgr keeps things: run directories (sockets, overlays, pids),
+ * the cache (golden states, accel verdict) and the images. Each can be
+ * moved with an environment variable. */
+#ifndef ENVMGR_PATHS_H
+#define ENVMGR_PATHS_H
+
+#include "envmgr/base/err.h"
+
+/* ENVMGR_RUN_DIR, else /run/envmgr (root) or $XDG_RUNTIME_DIR/envmgr or /tmp/envmgr-UID. */
+const char *paths_run_root(void);
+/* ENVMGR_CACHE_DIR, else /var/cache/envmgr (root) or ~/.cache/envmgr. */
+const char *paths_cache_root(void);
+/* ENVMGR_IMAGE_DIR, else <source>/vm-images/out. */
+const char *paths_image_root(void);
+/* Directory of an image given by name ("desktop") or path (contains '/'). Caller frees. */
+char *paths_image_dir(const char *image);
+/* Run directory of an env (caller frees). */
+char *paths_env_dir(const char *name);
+/* Create the run root (0700) if missing. */
+int paths_ensure_run_root(em_err *err);
+
+#endif

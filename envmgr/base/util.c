@@ -1,0 +1,430 @@
+#include "envmgr/base/util.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+static volatile sig_atomic_t interrupt_signal;
+
+static void oom(void)
+{
+    fputs("envmgr: out of memory\n", stderr);
+    abort();
+}
+
+void *xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p)
+        oom();
+    return p;
+}
+
+void *xcalloc(size_t n, size_t size)
+{
+    void *p = calloc(n ? n : 1, size ? size : 1);
+    if (!p)
+        oom();
+    return p;
+}
+
+void *xrealloc(void *p, size_t n)
+{
+    p = realloc(p, n ? n : 1);
+    if (!p)
+        oom();
+    return p;
+}
+
+char *xstrdup(const char *s)
+{
+    char *p = strdup(s ? s : "");
+    if (!p)
+        oom();
+    return p;
+}
+
+char *xasprintf(const char *fmt, ...)
+{
+    char *s = NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vasprintf(&s, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        oom();
+    return s;
+}
+
+void cleanup_freep(void *p)
+{
+    free(*(void **)p);
+}
+
+void cleanup_closep(int *fd)
+{
+    if (*fd >= 0)
+        close(*fd);
+}
+
+void cleanup_fclosep(FILE **f)
+{
+    if (*f)
+        fclose(*f);
+}
+
+double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+double wall_time(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+void iso8601_now(char *buf, size_t len)
+{
+    struct timespec ts;
+    struct tm tm;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    gmtime_r(&ts.tv_sec, &tm);
+    char base[32];
+    strftime(base, sizeof base, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(buf, len, "%s.%03ldZ", base, ts.tv_nsec / 1000000);
+}
+
+void sleep_ms(double ms)
+{
+    if (ms <= 0)
+        return;
+    struct timespec ts = {(time_t)(ms / 1000), (long)((ms - (double)(time_t)(ms / 1000) * 1000) * 1e6)};
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR && !interrupt_signal)
+        ;
+}
+
+int mkdir_p(const char *path, mode_t mode, em_err *err)
+{
+    _cleanup_free_ char *copy = xstrdup(path);
+    for (char *p = copy + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(copy, mode) < 0 && errno != EEXIST)
+            return em_fail_errno(err, "mkdir `%s`", copy);
+        *p = '/';
+    }
+    if (mkdir(copy, mode) < 0 && errno != EEXIST)
+        return em_fail_errno(err, "mkdir `%s`", copy);
+    return 0;
+}
+
+static int remove_at(int parent, const char *name, em_err *err)
+{
+    if (unlinkat(parent, name, 0) == 0 || errno == ENOENT)
+        return 0;
+    if (errno != EISDIR && errno != EPERM)
+        return em_fail_errno(err, "unlink `%s`", name);
+    int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return em_fail_errno(err, "open `%s`", name);
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        close(fd);
+        return em_fail_errno(err, "opendir `%s`", name);
+    }
+    int rc = 0;
+    struct dirent *de;
+    while (rc == 0 && (de = readdir(d))) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+            continue;
+        rc = remove_at(dirfd(d), de->d_name, err);
+    }
+    closedir(d);
+    if (rc == 0 && unlinkat(parent, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+        return em_fail_errno(err, "rmdir `%s`", name);
+    return rc;
+}
+
+int remove_tree(const char *path, em_err *err)
+{
+    return remove_at(AT_FDCWD, path, err);
+}
+
+int read_file_capped(const char *path, size_t max, char **out, size_t *len, em_err *err)
+{
+    _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return em_fail_errno(err, "open `%s`", path);
+    struct stat st;
+    if (fstat(fd, &st) < 0)
+        return em_fail_errno(err, "stat `%s`", path);
+    if (!S_ISREG(st.st_mode))
+        return em_fail(err, "`%s` is not a regular file", path);
+    if ((size_t)st.st_size > max)
+        return em_fail(err, "`%s` is %lld bytes, more than the limit of %zu", path, (long long)st.st_size, max);
+    size_t cap = (size_t)st.st_size + 1, n = 0;
+    char *buf = xmalloc(cap + 1);
+    for (;;) {
+        if (n == cap) {
+            if (cap > max) {
+                free(buf);
+                return em_fail(err, "`%s` grew past the limit of %zu bytes", path, max);
+            }
+            cap *= 2;
+            buf = xrealloc(buf, cap + 1);
+        }
+        ssize_t r = read(fd, buf + n, cap - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            free(buf);
+            return em_fail_errno(err, "read `%s`", path);
+        }
+        if (r == 0)
+            break;
+        n += (size_t)r;
+    }
+    if (n > max) {
+        free(buf);
+        return em_fail(err, "`%s` grew past the limit of %zu bytes", path, max);
+    }
+    buf[n] = '\0';
+    *out = buf;
+    if (len)
+        *len = n;
+    return 0;
+}
+
+int write_file_atomic(const char *path, const void *data, size_t len, mode_t mode, em_err *err)
+{
+    _cleanup_free_ char *tmp = xasprintf("%s.tmp.%d", path, (int)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+    if (fd < 0)
+        return em_fail_errno(err, "create `%s`", tmp);
+    if (write_full(fd, data, len, err) < 0 || fsync(fd) < 0) {
+        if (err && !err->msg[0])
+            em_fail_errno(err, "fsync `%s`", tmp);
+        close(fd);
+        unlink(tmp);
+        return em_prefix(err, "write `%s`: ", path);
+    }
+    close(fd);
+    if (rename(tmp, path) < 0) {
+        em_fail_errno(err, "rename `%s` to `%s`", tmp, path);
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+static void on_interrupt(int sig)
+{
+    interrupt_signal = sig;
+}
+
+void install_interrupt_handlers(void)
+{
+    struct sigaction sa = {.sa_handler = on_interrupt}; /* no SA_RESTART: poll and sleep return early */
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+}
+
+int interrupted(void)
+{
+    return interrupt_signal != 0;
+}
+
+int check_interrupt(em_err *err)
+{
+    return interrupt_signal ? em_fail(err, "interrupted by signal %d", (int)interrupt_signal) : 0;
+}
+
+int wait_readable(int fd, double deadline, em_err *err)
+{
+    for (;;) {
+        if (check_interrupt(err) < 0)
+            return -1;
+        double left = deadline - now_ms();
+        if (left <= 0)
+            return em_fail(err, "timed out");
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        int r = poll(&p, 1, (int)(left + 1));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return em_fail_errno(err, "poll");
+        if (r > 0)
+            return 0;
+    }
+}
+
+int read_full_deadline(int fd, void *buf, size_t n, double deadline, em_err *err)
+{
+    size_t got = 0;
+    while (got < n) {
+        if (wait_readable(fd, deadline, err) < 0)
+            return -1;
+        ssize_t r = read(fd, (char *)buf + got, n - got);
+        if (r < 0 && (errno == EINTR || errno == EAGAIN))
+            continue;
+        if (r < 0)
+            return em_fail_errno(err, "read");
+        if (r == 0)
+            return em_fail(err, "connection closed");
+        got += (size_t)r;
+    }
+    return 0;
+}
+
+int write_full(int fd, const void *buf, size_t n, em_err *err)
+{
+    size_t done = 0;
+    while (done < n) {
+        ssize_t w = write(fd, (const char *)buf + done, n - done);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0)
+            return em_fail_errno(err, "write");
+        done += (size_t)w;
+    }
+    return 0;
+}
+
+int send_full(int fd, const void *buf, size_t n, em_err *err)
+{
+    size_t done = 0;
+    while (done < n) {
+        ssize_t w = send(fd, (const char *)buf + done, n - done, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0)
+            return em_fail_errno(err, "send");
+        done += (size_t)w;
+    }
+    return 0;
+}
+
+int unix_connect(const char *path, double timeout_ms, em_err *err)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof sa.sun_path)
+        return em_fail(err, "socket path `%s` is longer than %zu bytes", path, sizeof sa.sun_path - 1);
+    strcpy(sa.sun_path, path);
+    double deadline = now_ms() + timeout_ms;
+    for (;;) {
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+            return em_fail_errno(err, "socket");
+        if (connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0)
+            return fd;
+        int e = errno;
+        close(fd);
+        if ((e != ENOENT && e != ECONNREFUSED) || now_ms() >= deadline) {
+            errno = e;
+            return em_fail_errno(err, "connect `%s`", path);
+        }
+        sleep_ms(20);
+    }
+}
+
+int parse_int(const char *s, long min, long max, long *out)
+{
+    if (!s || !*s)
+        return -1;
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || *end || v < min || v > max)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int parse_double(const char *s, double *out)
+{
+    if (!s || !*s)
+        return -1;
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || *end || v != v)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int check_name(const char *what, const char *name, em_err *err)
+{
+    size_t n = strlen(name);
+    if (n == 0 || n > 48)
+        return em_fail_input(err, "%s: must be 1 to 48 characters, got %zu", what, n);
+    if (name[0] == '.' || name[0] == '-')
+        return em_fail_input(err, "%s: `%s` must not start with '.' or '-'", what, name);
+    for (size_t i = 0; i < n; i++) {
+        char c = name[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
+              c == '.'))
+            return em_fail_input(err, "%s: `%s` may only contain letters, digits, '.', '-' and '_'", what, name);
+    }
+    return 0;
+}
+
+bool pid_running(pid_t pid)
+{
+    if (pid <= 1 || (kill(pid, 0) < 0 && errno == ESRCH))
+        return false;
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return false;
+    buf[n] = '\0';
+    char *rp = strrchr(buf, ')');
+    return !(rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X'));
+}
+
+bool dns_name_valid(const char *h, bool lowercase_only)
+{
+    size_t n = strlen(h);
+    if (n == 0 || n > 253 || h[n - 1] == '.') /* no empty last label (the loop stops before it) */
+        return false;
+    for (const char *s = h; *s;) {
+        const char *e = strchr(s, '.');
+        size_t len = e ? (size_t)(e - s) : strlen(s);
+        if (len == 0 || len > 63 || s[0] == '-' || s[len - 1] == '-')
+            return false;
+        for (size_t i = 0; i < len; i++) {
+            char c = s[i];
+            bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+                      (!lowercase_only && c >= 'A' && c <= 'Z');
+            if (!ok)
+                return false;
+        }
+        if (!e)
+            break;
+        s = e + 1;
+    }
+    return true;
+}

@@ -1,0 +1,78 @@
+/* Small helpers every module uses: allocation that dies cleanly on OOM,
+ * cleanup attributes so early returns free and close, time, files. */
+#ifndef ENVMGR_UTIL_H
+#define ENVMGR_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "envmgr/base/err.h"
+
+#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+void *xmalloc(size_t n);
+void *xcalloc(size_t n, size_t size);
+void *xrealloc(void *p, size_t n);
+char *xstrdup(const char *s);
+char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+void cleanup_freep(void *p);
+void cleanup_closep(int *fd);
+void cleanup_fclosep(FILE **f);
+#define _cleanup_free_ __attribute__((cleanup(cleanup_freep)))
+#define _cleanup_close_ __attribute__((cleanup(cleanup_closep)))
+#define _cleanup_fclose_ __attribute__((cleanup(cleanup_fclosep)))
+
+/* Monotonic milliseconds, for timeouts and measurements. */
+double now_ms(void);
+/* Wall clock as seconds since the epoch with sub-second precision. */
+double wall_time(void);
+/* ISO 8601 UTC timestamp into buf (at least 32 bytes). */
+void iso8601_now(char *buf, size_t len);
+void sleep_ms(double ms);
+
+/* mkdir -p with the given mode for every directory it creates. */
+int mkdir_p(const char *path, mode_t mode, em_err *err);
+/* rm -rf of a directory this program created (no symlink following). */
+int remove_tree(const char *path, em_err *err);
+
+/* Read a whole file, refusing files larger than max bytes. *out is NUL-terminated. */
+int read_file_capped(const char *path, size_t max, char **out, size_t *len, em_err *err);
+/* Write via a temp file + rename, so readers never see half a file. */
+int write_file_atomic(const char *path, const void *data, size_t len, mode_t mode, em_err *err);
+
+/* Read exactly n bytes / write all, with a deadline (monotonic ms); EINTR-safe. */
+int read_full_deadline(int fd, void *buf, size_t n, double deadline, em_err *err);
+int write_full(int fd, const void *buf, size_t n, em_err *err);
+/* write_full for sockets: a peer that went away is an error, never a SIGPIPE. */
+int send_full(int fd, const void *buf, size_t n, em_err *err);
+/* Wait until fd is readable; 0 ready, -1 error or timeout (message says which). */
+int wait_readable(int fd, double deadline, em_err *err);
+
+/* Connect to a unix stream socket, with a deadline for servers still starting. */
+int unix_connect(const char *path, double timeout_ms, em_err *err);
+
+/* SIGINT/SIGTERM set a flag instead of killing us, so every command can tear
+ * down what it started; long waits call interrupted() and give up. */
+void install_interrupt_handlers(void);
+int interrupted(void);
+int check_interrupt(em_err *err);
+
+/* The process exists and is not a zombie (containers may run a PID 1 that never reaps). */
+bool pid_running(pid_t pid);
+
+/* A DNS name: labels of 1..63 letters, digits and '-', not starting or ending
+ * with '-', no empty label, at most 253 bytes. lowercase_only: the canonical
+ * form the egress proxy compares against. */
+bool dns_name_valid(const char *h, bool lowercase_only);
+
+int parse_int(const char *s, long min, long max, long *out);
+int parse_double(const char *s, double *out);
+
+/* Names of envs, images and tasks become path components: keep them boring. */
+int check_name(const char *what, const char *name, em_err *err);
+
+#endif

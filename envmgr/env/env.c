@@ -1,0 +1,449 @@
+#include "envmgr/env/env.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "envmgr/vm/accel.h"
+#include "envmgr/vm/golden.h"
+#include "envmgr/vm/manifest.h"
+#include "envmgr/base/paths.h"
+#include "envmgr/base/util.h"
+#include "envmgr/vm/vm.h"
+
+#define ENV_META "env.json"
+#define ENV_INPUT "input.json"
+#define ENV_LOCK "lock"
+#define AGENT_TIMEOUT_MS 30000.0
+#define VNC_TIMEOUT_MS 20000.0
+
+struct env {
+    char *name, *dir;
+    json_t *meta;
+    manifest *image;
+    golden *gold;
+    pid_t pid;
+    int lockfd;
+    vnc_session *vnc;
+    guest *ga;
+    uint64_t png_hash;
+    bool png_valid;
+    png_buf png;
+};
+
+const char *env_name(const env *e) { return e->name; }
+const char *env_dir(const env *e) { return e->dir; }
+const char *env_accel(const env *e) { return json_string_value(json_object_get(e->meta, "accel")); }
+const char *env_image_sha256(const env *e) { return e->image->sha256; }
+int env_width(const env *e) { return e->image->width; }
+int env_height(const env *e) { return e->image->height; }
+
+static char *in_dir(const env *e, const char *file)
+{
+    return xasprintf("%s/%s", e->dir, file);
+}
+
+static void save_pointer(env *e)
+{
+    if (!e->vnc)
+        return;
+    int x, y, b;
+    vnc_pointer_state(e->vnc, &x, &y, &b);
+    json_t *j = json_pack("{s:i, s:i, s:i}", "x", x, "y", y, "buttons", b);
+    _cleanup_free_ char *text = json_dumps(j, JSON_COMPACT), *path = in_dir(e, ENV_INPUT);
+    json_decref(j);
+    write_file_atomic(path, text, strlen(text), 0600, NULL);
+}
+
+static void drop_connections(env *e)
+{
+    save_pointer(e);
+    vnc_close(e->vnc);
+    e->vnc = NULL;
+    guest_close(e->ga);
+    e->ga = NULL;
+    e->png_valid = false;
+}
+
+static void env_free(env *e)
+{
+    if (!e)
+        return;
+    drop_connections(e);
+    png_buf_free(&e->png);
+    if (e->lockfd >= 0)
+        close(e->lockfd);
+    manifest_free(e->image);
+    golden_free(e->gold);
+    json_decref(e->meta);
+    free(e->name);
+    free(e->dir);
+    free(e);
+}
+
+void env_close(env *e)
+{
+    env_free(e);
+}
+
+static int lock_dir(env *e, em_err *err)
+{
+    _cleanup_free_ char *path = in_dir(e, ENV_LOCK);
+    e->lockfd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (e->lockfd < 0)
+        return em_fail_errno(err, "env %s: open lock", e->name);
+    /* Commands on one env take turns: QMP, VNC input and the agent serve one client well. */
+    double deadline = now_ms() + 120000;
+    while (flock(e->lockfd, LOCK_EX | LOCK_NB) < 0) {
+        if (errno != EWOULDBLOCK && errno != EINTR)
+            return em_fail_errno(err, "env %s: lock", e->name);
+        if (check_interrupt(err) < 0)
+            return -1;
+        if (now_ms() > deadline)
+            return em_fail(err, "env %s: busy (another envmgr command holds it for 120 s)", e->name);
+        sleep_ms(20);
+    }
+    return 0;
+}
+
+static int write_meta(env *e, em_err *err)
+{
+    _cleanup_free_ char *text = json_dumps(e->meta, JSON_INDENT(2)), *path = in_dir(e, ENV_META);
+    return write_file_atomic(path, text, strlen(text), 0600, err);
+}
+
+static void reset_pointer_state(env *e)
+{
+    json_t *j = json_pack("{s:i, s:i, s:i}", "x", e->gold ? e->gold->pointer_x : 0, "y",
+                          e->gold ? e->gold->pointer_y : 0, "buttons", 0);
+    _cleanup_free_ char *text = json_dumps(j, JSON_COMPACT), *path = in_dir(e, ENV_INPUT);
+    json_decref(j);
+    write_file_atomic(path, text, strlen(text), 0600, NULL);
+}
+
+/* A restored guest wakes with the clock of the moment it was saved. Setting
+ * it needs the guest agent, which under TCG answers about a second after a
+ * restore (the translation cache starts empty), so it is done by the first
+ * command that needs the agent, not by up/reset: the screen and input are
+ * usable at once. */
+static void mark_clock_stale(env *e)
+{
+    json_object_set_new(e->meta, "clock_synced", json_false());
+}
+
+/* Network machinery of allowlist envs: the egress proxy (started with QEMU
+ * by vm_spawn) must answer, and the guest's /etc/hosts and /etc/environment
+ * point at it again (a restore brings back the golden disk). Mode none: nothing. */
+static int net_start(env *e, em_err *err)
+{
+    netpolicy p;
+    guest *g;
+    if (netpolicy_load(e->dir, &p, err) < 0)
+        return -1;
+    if (p.mode == NETPOLICY_NONE)
+        return 0;
+    if (netpolicy_wait_ready(e->dir, 10000, err) < 0 || env_guest(e, &g, err) < 0 ||
+        netpolicy_guest_setup(g, &p, err) < 0)
+        return em_prefix(err, "network: ");
+    return 0;
+}
+
+int env_network(const env *e, netpolicy *p, em_err *err)
+{
+    return netpolicy_load(e->dir, p, err);
+}
+
+int env_set_network(env *e, const netpolicy *p, bool *changed, em_err *err)
+{
+    netpolicy cur;
+    if (netpolicy_load(e->dir, &cur, err) < 0)
+        return -1;
+    *changed = !netpolicy_equal(&cur, p);
+    return *changed ? netpolicy_save(e->dir, p, NULL, err) : 0;
+}
+
+static env *env_new(const char *name)
+{
+    env *e = xcalloc(1, sizeof *e);
+    e->name = xstrdup(name);
+    e->dir = paths_env_dir(name);
+    e->lockfd = -1;
+    return e;
+}
+
+int env_up(const env_up_opts *o, env **out, env_timings *t, em_err *err)
+{
+    env_timings tm = {0};
+    if (check_name("--name", o->name, err) < 0)
+        return -1;
+    if (paths_ensure_run_root(err) < 0)
+        return -1;
+    env *e = env_new(o->name);
+    if (mkdir(e->dir, 0700) < 0) {
+        int exists = errno == EEXIST;
+        em_fail_errno(err, "env %s: create `%s`", o->name, e->dir);
+        if (exists)
+            em_fail_input(err, "--name: env `%s` already exists (envmgr down %s)", o->name, o->name);
+        free(e->dir);
+        e->dir = NULL; /* not ours: do not remove */
+        env_free(e);
+        return -1;
+    }
+    _cleanup_free_ char *image_dir = paths_image_dir(o->image);
+    const char *accel = NULL;
+    double t0 = now_ms();
+    int rc = lock_dir(e, err);
+    if (rc == 0 && (rc = manifest_load(image_dir, &e->image, err)) < 0)
+        em_prefix(err, "--image: ");
+    if (rc == 0)
+        rc = manifest_verify(e->image, 0, err);
+    if (rc == 0)
+        rc = accel_choose(o->accel, e->image, &accel, err);
+    if (rc == 0)
+        rc = golden_ensure(e->image, accel, &e->gold, err);
+    double t1 = now_ms();
+    if (rc == 0) {
+        char when[40];
+        iso8601_now(when, sizeof when);
+        e->meta = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:i, s:i}", "name", o->name, "image", e->image->dir,
+                            "image_sha256", e->image->sha256, "accel", accel, "golden", e->gold->dir, "created",
+                            when, "width", e->image->width, "height", e->image->height);
+        rc = write_meta(e, err);
+    }
+    if (rc == 0 && o->net)
+        rc = netpolicy_save(e->dir, o->net, NULL, err);
+    if (rc == 0)
+        rc = golden_start_clone(e->gold, e->image, accel, e->dir, o->name, &e->pid, err);
+    double t2 = now_ms();
+    if (rc == 0) {
+        reset_pointer_state(e);
+        mark_clock_stale(e);
+        rc = write_meta(e, err);
+    }
+    if (rc == 0)
+        rc = net_start(e, err);
+    if (rc < 0) {
+        em_err ignored;
+        if (e->pid)
+            vm_stop(e->dir, e->pid, &ignored);
+        netpolicy_stop_helper(e->dir, &ignored);
+        drop_connections(e);
+        remove_tree(e->dir, NULL);
+        env_free(e);
+        return em_prefix(err, "up %s: ", o->name);
+    }
+    tm.golden_ms = t1 - t0;
+    tm.restore_ms = t2 - t1;
+    if (t)
+        *t = tm;
+    *out = e;
+    return 0;
+}
+
+static int load_existing(env *e, em_err *err)
+{
+    _cleanup_free_ char *path = in_dir(e, ENV_META), *text = NULL;
+    struct stat st;
+    if (stat(e->dir, &st) < 0)
+        return em_fail_input(err, "env `%s` does not exist (envmgr ls lists the envs)", e->name);
+    if (read_file_capped(path, 1 << 20, &text, NULL, err) < 0)
+        return em_prefix(err, "env %s: ", e->name);
+    json_error_t je;
+    e->meta = json_loads(text, JSON_REJECT_DUPLICATES, &je);
+    const char *image = json_string_value(json_object_get(e->meta, "image"));
+    const char *gdir = json_string_value(json_object_get(e->meta, "golden"));
+    if (!image || !gdir)
+        return em_fail(err, "env %s: %s is damaged", e->name, path);
+    if (manifest_load(image, &e->image, err) < 0)
+        return em_prefix(err, "env %s: ", e->name);
+    e->gold = xcalloc(1, sizeof *e->gold);
+    e->gold->dir = xstrdup(gdir);
+    e->gold->disk = xasprintf("%s/golden.qcow2", gdir);
+    e->gold->ram = xasprintf("%s/ram.bin", gdir);
+    e->gold->state = xasprintf("%s/state.bin", gdir);
+    _cleanup_free_ char *gmeta = xasprintf("%s/golden.json", gdir), *gtext = NULL;
+    if (read_file_capped(gmeta, 1 << 20, &gtext, NULL, err) < 0)
+        return em_prefix(err, "env %s: golden state gone: ", e->name);
+    e->gold->meta = json_loads(gtext, 0, NULL);
+    json_t *p = json_object_get(e->gold->meta, "pointer");
+    e->gold->pointer_x = (int)json_integer_value(json_array_get(p, 0));
+    e->gold->pointer_y = (int)json_integer_value(json_array_get(p, 1));
+    return 0;
+}
+
+int env_open(const char *name, env **out, em_err *err)
+{
+    if (check_name("env", name, err) < 0)
+        return -1;
+    env *e = env_new(name);
+    int rc = load_existing(e, err);
+    if (rc == 0)
+        rc = lock_dir(e, err);
+    if (rc == 0 && (vm_read_pid(e->dir, &e->pid, err) < 0 || !vm_alive(e->pid, e->dir))) {
+        _cleanup_free_ char *log = in_dir(e, VM_LOG_FILE);
+        rc = em_fail(err, "env %s: its QEMU is not running (it exited or was killed; see %s); `envmgr down %s` "
+                          "cleans it up",
+                     name, log, name);
+    }
+    if (rc < 0) {
+        env_free(e);
+        return -1;
+    }
+    *out = e;
+    return 0;
+}
+
+int env_down(const char *name, em_err *err)
+{
+    if (check_name("env", name, err) < 0)
+        return -1;
+    _cleanup_free_ char *dir = paths_env_dir(name), *meta = xasprintf("%s/" ENV_META, dir);
+    struct stat st;
+    if (stat(dir, &st) < 0)
+        return em_fail_input(err, "env `%s` does not exist (envmgr ls lists the envs)", name);
+    pid_t pid;
+    em_err ignored;
+    if (vm_read_pid(dir, &pid, &ignored) == 0 && vm_stop(dir, pid, err) < 0)
+        return em_prefix(err, "down %s: ", name);
+    if (netpolicy_stop_helper(dir, err) < 0)
+        return em_prefix(err, "down %s: ", name);
+    return remove_tree(dir, err) < 0 ? em_prefix(err, "down %s: ", name) : 0;
+}
+
+int env_reset(env *e, env_timings *t, em_err *err)
+{
+    double t0 = now_ms();
+    drop_connections(e);
+    if (vm_stop(e->dir, e->pid, err) < 0 || netpolicy_stop_helper(e->dir, err) < 0)
+        return em_prefix(err, "reset %s: ", e->name);
+    e->pid = 0;
+    double t1 = now_ms();
+    const char *accel = env_accel(e);
+    if (golden_start_clone(e->gold, e->image, accel ? accel : "tcg", e->dir, e->name, &e->pid, err) < 0)
+        return em_prefix(err, "reset %s: ", e->name);
+    double t2 = now_ms();
+    reset_pointer_state(e);
+    mark_clock_stale(e);
+    if (write_meta(e, err) < 0 || net_start(e, err) < 0)
+        return em_prefix(err, "reset %s: ", e->name);
+    if (t) {
+        t->golden_ms = 0;
+        t->stop_ms = t1 - t0;
+        t->restore_ms = t2 - t1;
+    }
+    return 0;
+}
+
+int env_guest(env *e, guest **g, em_err *err)
+{
+    if (!e->ga) {
+        _cleanup_free_ char *sock = in_dir(e, VM_QGA_SOCK);
+        if (guest_open(sock, AGENT_TIMEOUT_MS, &e->ga, err) < 0)
+            return em_prefix(err, "env %s: ", e->name);
+        if (!json_is_true(json_object_get(e->meta, "clock_synced"))) {
+            if (guest_set_time(e->ga, err) < 0)
+                return em_prefix(err, "env %s: set the guest clock: ", e->name);
+            json_object_set_new(e->meta, "clock_synced", json_true());
+            if (write_meta(e, err) < 0)
+                return -1;
+        }
+    }
+    *g = e->ga;
+    return 0;
+}
+
+int env_vnc(env *e, vnc_session **v, em_err *err)
+{
+    if (!e->vnc) {
+        _cleanup_free_ char *sock = in_dir(e, VM_VNC_SOCK), *input = in_dir(e, ENV_INPUT), *text = NULL;
+        if (vnc_open(sock, VNC_TIMEOUT_MS, &e->vnc, err) < 0)
+            return em_prefix(err, "env %s: ", e->name);
+        if (read_file_capped(input, 4096, &text, NULL, NULL) == 0) {
+            json_t *j = json_loads(text, 0, NULL);
+            if (j)
+                vnc_set_pointer_state(e->vnc, (int)json_integer_value(json_object_get(j, "x")),
+                                      (int)json_integer_value(json_object_get(j, "y")),
+                                      (int)json_integer_value(json_object_get(j, "buttons")));
+            json_decref(j);
+        }
+    }
+    *v = e->vnc;
+    return 0;
+}
+
+int env_frame(env *e, const uint8_t **pixels, em_err *err)
+{
+    vnc_session *v;
+    if (env_vnc(e, &v, err) < 0 || vnc_refresh(v, VNC_TIMEOUT_MS, err) < 0)
+        return -1;
+    *pixels = vnc_pixels(v);
+    return 0;
+}
+
+int env_screenshot(env *e, const png_buf **png, em_err *err)
+{
+    const uint8_t *px;
+    if (env_frame(e, &px, err) < 0)
+        return -1;
+    uint64_t h = vnc_frame_hash(e->vnc);
+    if (!e->png_valid || h != e->png_hash) {
+        int w = vnc_width(e->vnc), hh = vnc_height(e->vnc);
+        if (png_encode_rgbx(px, w, hh, (size_t)w * 4, 1, &e->png, err) < 0)
+            return em_prefix(err, "env %s: screenshot: ", e->name);
+        e->png_hash = h;
+        e->png_valid = true;
+    }
+    *png = &e->png;
+    return 0;
+}
+
+int env_act(env *e, const action *a, em_err *err)
+{
+    vnc_session *v;
+    if (env_vnc(e, &v, err) < 0)
+        return -1;
+    if (action_execute(v, a, err) < 0)
+        return em_prefix(err, "env %s: %s: ", e->name, action_type_name(a->type));
+    save_pointer(e);
+    return 0;
+}
+
+int env_list(json_t **out, em_err *err)
+{
+    json_t *list = json_array();
+    DIR *d = opendir(paths_run_root());
+    if (!d) {
+        *out = list;
+        return errno == ENOENT ? 0 : em_fail_errno(err, "open `%s`", paths_run_root());
+    }
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (de->d_name[0] == '.')
+            continue;
+        _cleanup_free_ char *dir = xasprintf("%s/%s", paths_run_root(), de->d_name);
+        _cleanup_free_ char *meta_path = xasprintf("%s/" ENV_META, dir), *text = NULL;
+        json_t *meta = NULL;
+        if (read_file_capped(meta_path, 1 << 20, &text, NULL, NULL) == 0)
+            meta = json_loads(text, 0, NULL);
+        pid_t pid = 0;
+        em_err ignored;
+        bool alive = vm_read_pid(dir, &pid, &ignored) == 0 && vm_alive(pid, dir);
+        json_t *row = json_pack("{s:s, s:s, s:i}", "name", de->d_name, "status", alive ? "running" : "dead", "pid",
+                                alive ? (int)pid : 0);
+        const char *keys[] = {"image", "accel", "created"};
+        for (size_t i = 0; i < ARRAY_LEN(keys); i++) {
+            json_t *v = json_object_get(meta, keys[i]);
+            json_object_set(row, keys[i], v ? v : json_null());
+        }
+        json_decref(meta);
+        json_array_append_new(list, row);
+    }
+    closedir(d);
+    *out = list;
+    return 0;
+}

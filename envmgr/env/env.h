@@ -1,0 +1,67 @@
+/* The env handle: one running desktop guest and its run directory. Every
+ * layer above (CLI, episode runner, HTTP API) talks to an env, never to
+ * QEMU. The CLI is stateless: the run directory holds everything (overlay,
+ * pid, QMP/VNC/agent sockets, env.json, pointer state), and a handle holds
+ * an exclusive lock on it while open. */
+#ifndef ENVMGR_ENV_H
+#define ENVMGR_ENV_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "envmgr/action/actions.h"
+#include "envmgr/base/err.h"
+#include "envmgr/vm/guest.h"
+#include "envmgr/net/netpolicy.h"
+#include "envmgr/base/png.h"
+#include "envmgr/vm/vnc.h"
+
+typedef struct env env;
+
+typedef struct env_up_opts {
+    const char *name;
+    const char *image;  /* name under the image root, or a directory */
+    const char *accel;  /* auto, kvm, tcg */
+    const netpolicy *net; /* NULL: network mode none (netpolicy.h) */
+} env_up_opts;
+
+typedef struct env_timings {
+    double golden_ms;   /* up: finding (or building) the golden state */
+    double stop_ms;     /* reset: stopping the old QEMU */
+    double restore_ms;  /* QEMU start + state load, until the guest runs */
+} env_timings;
+
+int env_up(const env_up_opts *o, env **out, env_timings *t, em_err *err);
+/* Open an existing env; fails with a clear message when its QEMU is gone. */
+int env_open(const char *name, env **out, em_err *err);
+void env_close(env *e);
+/* Stop QEMU (if any) and remove the run directory. Works on dead envs. */
+int env_down(const char *name, em_err *err);
+/* Back to the golden state: a fresh overlay and a fresh QEMU from the saved state. */
+int env_reset(env *e, env_timings *t, em_err *err);
+/* The env's network policy, and a new one that takes effect at the next
+ * env_reset (*changed: it differs from the current one). */
+int env_network(const env *e, netpolicy *p, em_err *err);
+int env_set_network(env *e, const netpolicy *p, bool *changed, em_err *err);
+
+const char *env_name(const env *e);
+const char *env_dir(const env *e);
+const char *env_accel(const env *e);
+const char *env_image_sha256(const env *e);
+int env_width(const env *e);
+int env_height(const env *e);
+
+/* PNG of a fresh frame. The returned buffer belongs to the env (valid until the next call).
+ * An unchanged frame reuses the previous encoding. */
+int env_screenshot(env *e, const png_buf **png, em_err *err);
+/* Fresh frame as RGBX pixels (stride width*4), owned by the env. */
+int env_frame(env *e, const uint8_t **pixels, em_err *err);
+int env_act(env *e, const action *a, em_err *err);
+int env_guest(env *e, guest **g, em_err *err);
+int env_vnc(env *e, vnc_session **v, em_err *err);
+
+/* One object per env in the run root: name, status (running/dead), pid, image, accel, created. */
+int env_list(json_t **out, em_err *err);
+
+#endif

@@ -1,0 +1,96 @@
+#include "envmgr/env/guest_ops.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "envmgr/base/png.h"
+#include "envmgr/base/util.h"
+
+#define ARGV_WRAP_MAX 16
+
+int guest_ops_run(env *e, const char *const *argv, int as_user, int detach, double timeout_s, size_t cap,
+                  guest_exec_result *res, em_err *err)
+{
+    guest *g;
+    if (env_guest(e, &g, err) < 0)
+        return -1;
+    size_t n = 0;
+    while (argv[n])
+        n++;
+    const char **full = xcalloc(n + ARGV_WRAP_MAX + 1, sizeof *full);
+    size_t k = 0;
+    if (as_user) {
+        full[k++] = "runuser";
+        full[k++] = "-u";
+        full[k++] = GUEST_DESKTOP_USER;
+        full[k++] = "--";
+    }
+    full[k++] = "env";
+    full[k++] = "DISPLAY=:0";
+    if (as_user) {
+        full[k++] = "HOME=/home/" GUEST_DESKTOP_USER;
+        full[k++] = "USER=" GUEST_DESKTOP_USER;
+        /* The session bus lives wherever dbus-launch put it: take its address from the running session. */
+        full[k++] = "sh";
+        full[k++] = "-c";
+        full[k++] = "s=$(pgrep -u " GUEST_DESKTOP_USER " -x xfce4-session | head -n 1); "
+                    "[ -n \"$s\" ] && a=$(tr '\\0' '\\n' </proc/$s/environ | sed -n 's/^DBUS_SESSION_BUS_ADDRESS=//p') && "
+                    "[ -n \"$a\" ] && export DBUS_SESSION_BUS_ADDRESS=\"$a\"; exec \"$@\"";
+        full[k++] = "sh";
+    }
+    if (detach) {
+        /* Its own session with stdio on /dev/null: the agent waits for the output pipes of what it
+         * runs to close, so a detached app must not inherit them or the exec never returns. */
+        full[k++] = "sh";
+        full[k++] = "-c";
+        full[k++] = "exec setsid -f \"$@\" </dev/null >/dev/null 2>&1";
+        full[k++] = "sh";
+    }
+    for (size_t i = 0; i < n; i++)
+        full[k++] = argv[i];
+    full[k] = NULL;
+    int rc = guest_exec(g, full, NULL, timeout_s, cap, res, err);
+    free(full);
+    return rc;
+}
+
+static int op_exec(void *ctx, const char *const *argv, double timeout_s, size_t out_cap, char **out, size_t *out_len,
+                   int *exit_code, em_err *err)
+{
+    guest_exec_result r;
+    if (guest_ops_run(ctx, argv, 0, 0, timeout_s, out_cap, &r, err) < 0)
+        return -1;
+    *out = r.out;
+    *out_len = r.out_len;
+    *exit_code = r.timed_out ? -1 : r.exit_code;
+    r.out = NULL;
+    guest_exec_result_free(&r);
+    return 0;
+}
+
+static int op_read_file(void *ctx, const char *guest_path, size_t cap, char **data, size_t *len, em_err *err)
+{
+    guest *g;
+    if (env_guest(ctx, &g, err) < 0)
+        return -1;
+    return guest_file_read(g, guest_path, cap, data, len, err);
+}
+
+static int op_screenshot(void *ctx, const char *host_png_path, em_err *err)
+{
+    const png_buf *png;
+    if (env_screenshot(ctx, &png, err) < 0)
+        return -1;
+    return write_file_atomic(host_png_path, png->data, png->len, 0644, err);
+}
+
+void guest_ops_bind(env *e, em_env_ops *ops)
+{
+    memset(ops, 0, sizeof *ops);
+    ops->ctx = e;
+    ops->exec = op_exec;
+    ops->read_file = op_read_file;
+    ops->screenshot_png = op_screenshot;
+    ops->screen_w = env_width(e);
+    ops->screen_h = env_height(e);
+}

@@ -1,0 +1,20 @@
+/* The evaluator's and the task setup's view of an env: an em_env_ops bound
+ * to an env handle (commands through the guest agent, frames over VNC), and
+ * helpers to run commands as the desktop user. */
+#ifndef ENVMGR_GUEST_OPS_H
+#define ENVMGR_GUEST_OPS_H
+
+#include "envmgr/env/env.h"
+#include "evaluator/env_ops.h"
+
+#define GUEST_DESKTOP_USER "user" /* the image's autologin user (vm-images/README.md) */
+
+void guest_ops_bind(env *e, em_env_ops *ops);
+
+/* Run argv in the guest. as_user: as the desktop user with its display and
+ * home, as OSWorld's in-guest server does; else as root with DISPLAY=:0.
+ * detach: start it in its own session and return at once (GUI apps). */
+int guest_ops_run(env *e, const char *const *argv, int as_user, int detach, double timeout_s, size_t cap,
+                  guest_exec_result *res, em_err *err);
+
+#endif

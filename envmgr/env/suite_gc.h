@@ -1,0 +1,41 @@
+/* `envmgr gc`: what crashed or killed envmgr commands leave behind.
+ *  - run directories whose QEMU is dead (an env killed from outside, a host
+ *    reboot); an env whose lock is held is in use and left alone;
+ *  - suite envs (suite-<pid>-<k>) whose owning envmgr is gone (kill -9),
+ *    with their QEMU; with all_suite, every suite env;
+ *  - golden-state builder directories (.golden-<pid>) of dead builders;
+ *  - golden states in the cache whose image manifest no longer exists (each
+ *    holds a guest-RAM file of the image's memory size), unless a QEMU still
+ *    maps it or a builder holds its lock. */
+#ifndef ENVMGR_SUITE_GC_H
+#define ENVMGR_SUITE_GC_H
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "envmgr/base/err.h"
+
+typedef struct gc_opts {
+    bool all_suite;    /* suite envs even when their owner still runs */
+    bool keep_golden;  /* leave the golden states alone */
+    bool dry_run;      /* say what would go, remove nothing */
+    pid_t only_owner;  /* > 0: only the suite envs of this owner (which must be gone); nothing else */
+} gc_opts;
+
+typedef struct gc_stats {
+    size_t envs;        /* run directories removed */
+    size_t qemus;       /* live QEMUs stopped */
+    size_t goldens;     /* golden states removed */
+    double golden_mib;  /* their size on disk */
+    size_t busy;        /* left alone because in use */
+} gc_stats;
+
+int suite_gc(const gc_opts *o, FILE *log, gc_stats *st, em_err *err);
+
+/* suite-<pid>-<k> -> pid; 0 for any other name. */
+pid_t suite_env_owner(const char *name);
+/* The process runs and is an envmgr (a reused pid does not count). */
+bool suite_owner_alive(pid_t pid);
+
+#endif

@@ -1,0 +1,125 @@
+#include "envmgr/episode/agent.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "envmgr/base/jsonline.h"
+#include "envmgr/base/util.h"
+
+struct agent {
+    pid_t pid;
+    jsonline conn; /* one socket for both directions: the agent's stdin and stdout */
+    int exited;
+    int status;
+};
+
+int agent_start(const char *cmd, const char *const *env_kv, const char *log_path, agent **out, em_err *err)
+{
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+        return em_fail_errno(err, "agent: socketpair");
+    int logfd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (logfd < 0) {
+        close(sv[0]);
+        close(sv[1]);
+        return em_fail_errno(err, "agent: open `%s`", log_path);
+    }
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(sv[0]);
+        close(sv[1]);
+        close(logfd);
+        return em_fail_errno(err, "agent: fork");
+    }
+    if (pid == 0) {
+        setpgid(0, 0);
+        signal(SIGPIPE, SIG_DFL);
+        signal(SIGINT, SIG_DFL);
+        signal(SIGTERM, SIG_DFL);
+        dup2(sv[1], 0);
+        dup2(sv[1], 1);
+        dup2(logfd, 2);
+        for (size_t i = 0; env_kv && env_kv[i]; i++)
+            putenv((char *)env_kv[i]);
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        dprintf(2, "envmgr: exec /bin/sh: %s\n", strerror(errno));
+        _exit(127);
+    }
+    setpgid(pid, pid); /* also here: no race with the child's own call */
+    close(sv[1]);
+    close(logfd);
+    agent *a = xcalloc(1, sizeof *a);
+    a->pid = pid;
+    jsonline_init(&a->conn, sv[0], "agent", AGENT_LINE_MAX);
+    *out = a;
+    return 0;
+}
+
+static int reap(agent *a, int block)
+{
+    if (a->exited)
+        return 1;
+    pid_t r;
+    do
+        r = waitpid(a->pid, &a->status, block ? 0 : WNOHANG);
+    while (r < 0 && errno == EINTR);
+    if (r == a->pid || (r < 0 && errno == ECHILD))
+        a->exited = 1;
+    return a->exited;
+}
+
+int agent_send(agent *a, json_t *obs, em_err *err)
+{
+    if (jsonline_send(&a->conn, obs, -1, err) < 0)
+        return em_fail(err, "agent: it stopped reading its input (did it exit?)");
+    return 0;
+}
+
+agent_status agent_receive(agent *a, double timeout_ms, json_t **reply, em_err *err)
+{
+    *reply = NULL;
+    em_err rerr = {0};
+    if (jsonline_read(&a->conn, now_ms() + timeout_ms, reply, &rerr) == 0)
+        return AGENT_OK;
+    if (strstr(rerr.msg, "timed out")) {
+        em_fail(err, "agent: no action within the step timeout of %.0f s", timeout_ms / 1000);
+        return AGENT_TIMEOUT;
+    }
+    if (strstr(rerr.msg, "interrupted")) {
+        *err = rerr;
+        return AGENT_GONE;
+    }
+    if (strstr(rerr.msg, "closed the connection")) {
+        sleep_ms(50);
+        if (reap(a, 0) && WIFEXITED(a->status))
+            em_fail(err, "agent: exited with status %d before answering", WEXITSTATUS(a->status));
+        else if (a->exited && WIFSIGNALED(a->status))
+            em_fail(err, "agent: killed by signal %d", WTERMSIG(a->status));
+        else
+            em_fail(err, "agent: closed its output");
+        return AGENT_GONE;
+    }
+    em_fail(err, "agent: wrote something that is not a JSON object line (%.200s)", rerr.msg);
+    return AGENT_GARBAGE;
+}
+
+void agent_stop(agent *a, double grace_ms)
+{
+    if (!a)
+        return;
+    shutdown(a->conn.fd, SHUT_RDWR); /* EOF on its stdin: the protocol's "episode over" */
+    double deadline = now_ms() + grace_ms;
+    while (!reap(a, 0) && now_ms() < deadline)
+        sleep_ms(10);
+    kill(-a->pid, SIGKILL); /* whatever it started goes too */
+    if (!a->exited)
+        reap(a, 1);
+    jsonline_release(&a->conn);
+    free(a);
+}

@@ -1,0 +1,648 @@
+#include "envmgr/episode/episode.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "envmgr/action/actions.h"
+#include "envmgr/episode/agent.h"
+#include "envmgr/net/egress_log.h"
+#include "envmgr/env/guest_ops.h"
+#include "envmgr/net/netpolicy.h"
+#include "envmgr/action/pyautogui.h"
+#include "recorder/trace.h"
+#include "evaluator/score.h"
+#include "envmgr/episode/setup.h"
+#include "envmgr/base/sha256.h"
+#include "envmgr/base/util.h"
+
+#define SETTLE_MAX_MS 3000.0
+#define AGENT_GRACE_MS 2000.0
+
+struct episode {
+    env *e;
+    const task *t;
+    episode_opts o;        /* a copy; its strings are owned by the episode */
+    char *task_path;       /* NULL for an inline task */
+    char *trace_dir, *artifacts;
+    trace_writer *tw;
+    agent *ag;
+    const char *exit_cause;
+    char *reason;   /* why the episode ended early (agent or env trouble) */
+    int steps;      /* agent replies */
+    int actions;    /* actions executed */
+    double t_start, reset_ms, setup_ms, agent_ms, action_ms;
+    char before[65];       /* the frame the next reply acts on */
+    bool have_last;        /* last_sha names the frame whose pixels hash to last_hash */
+    uint64_t last_hash;
+    char last_sha[65];
+    uint64_t egress_start, egress_off; /* this episode's part of the env's egress log */
+    size_t egress_lines, egress_dropped;
+};
+typedef struct episode run; /* the agent loop below reads as "a run of an episode" */
+
+/* ---- egress events (netpolicy.h): the env's egress log, copied into the trace ---- */
+#define EGRESS_TRACE_MAX 10000 /* lines per trace; more are counted in a last line */
+#define EGRESS_ARTIFACT_MAX 100000
+#define EGRESS_ARTIFACT ".egress.jsonl" /* a leading dot: no vm_file dest can overwrite it */
+
+static char *egress_path(run *r)
+{
+    return xasprintf("%s/" NETPOLICY_LOG_FILE, env_dir(r->e));
+}
+
+static int drain_egress(run *r, em_err *err)
+{
+    _cleanup_free_ char *path = egress_path(r);
+    json_t *events = NULL;
+    em_err rerr = {0};
+    if (egress_log_read(path, &r->egress_off, EGRESS_ARTIFACT_MAX, &events, &rerr) < 0)
+        fprintf(stderr, "envmgr: %s\n", rerr.msg); /* the trace goes on without them */
+    size_t i;
+    json_t *ev;
+    int rc = 0;
+    json_array_foreach(events, i, ev)
+    {
+        if (r->egress_lines >= EGRESS_TRACE_MAX) {
+            r->egress_dropped++;
+            continue;
+        }
+        json_t *line = json_deep_copy(ev);
+        json_object_del(line, "prev");
+        json_object_set_new(line, "type", json_string("egress"));
+        rc = trace_append(r->tw, line, err);
+        json_decref(line);
+        if (rc < 0)
+            break;
+        r->egress_lines++;
+    }
+    json_decref(events);
+    return rc;
+}
+
+/* Before the evaluator: open connections logged, the rest of the events into
+ * the trace, and the episode's events as artifacts/.egress.jsonl for the
+ * egress_log getter. */
+static int finish_egress(run *r, em_err *err)
+{
+    em_err ignored;
+    if (netpolicy_helper_pid(env_dir(r->e)))
+        netpolicy_control(env_dir(r->e), "flush", 5000, &ignored);
+    if (drain_egress(r, err) < 0)
+        return -1;
+    if (r->egress_dropped) {
+        json_t *line = json_pack("{s:s, s:s, s:I}", "type", "egress", "verdict", "trace_cap", "dropped",
+                                 (json_int_t)r->egress_dropped);
+        int rc = trace_append(r->tw, line, err);
+        json_decref(line);
+        if (rc < 0)
+            return -1;
+    }
+    _cleanup_free_ char *path = egress_path(r), *art = xasprintf("%s/" EGRESS_ARTIFACT, r->artifacts);
+    uint64_t off = r->egress_start;
+    json_t *events = NULL;
+    if (egress_log_read(path, &off, EGRESS_ARTIFACT_MAX, &events, &ignored) < 0)
+        fprintf(stderr, "envmgr: %s\n", ignored.msg);
+    size_t cap = 1, n = 0, i;
+    char *text = xmalloc(cap);
+    json_t *ev;
+    json_array_foreach(events, i, ev)
+    {
+        char *l = json_dumps(ev, JSON_COMPACT | JSON_SORT_KEYS);
+        size_t ll = l ? strlen(l) : 0;
+        text = xrealloc(text, cap = n + ll + 2);
+        memcpy(text + n, l ? l : "", ll);
+        n += ll;
+        text[n++] = '\n';
+        free(l);
+    }
+    json_decref(events);
+    int rc = write_file_atomic(art, text, n, 0644, err);
+    free(text);
+    return rc;
+}
+
+static void set_end(run *r, const char *cause, const char *why)
+{
+    if (r->exit_cause)
+        return;
+    r->exit_cause = cause;
+    free(r->reason);
+    r->reason = why ? xstrdup(why) : NULL;
+}
+
+/* The current frame into the trace. An unchanged screen (same pixel hash as
+ * the last frame stored) reuses that frame's name instead of encoding again. */
+static int frame_sha(run *r, char sha[65], em_err *err)
+{
+    const uint8_t *px;
+    vnc_session *v;
+    int w = env_width(r->e), h = env_height(r->e);
+    if (env_frame(r->e, &px, err) < 0 || env_vnc(r->e, &v, err) < 0)
+        return -1;
+    uint64_t hash = vnc_frame_hash(v);
+    if (r->have_last && hash == r->last_hash) {
+        memcpy(sha, r->last_sha, 65);
+        return 0;
+    }
+    if (trace_add_frame_rgb(r->tw, px, w, h, w * 4, sha, err) < 0)
+        return -1;
+    r->have_last = true;
+    r->last_hash = hash;
+    memcpy(r->last_sha, sha, 65);
+    return 0;
+}
+
+static int run_steps(run *r, const task_step *steps, size_t n, const char *list_name, bool abort_on_error,
+                     em_err *err)
+{
+    json_t *raw = json_object_get(r->t->json, list_name);
+    if (!strcmp(list_name, "postconfig"))
+        raw = json_object_get(json_object_get(r->t->json, "evaluator"), "postconfig");
+    for (size_t i = 0; i < n; i++) {
+        double t0 = now_ms();
+        json_t *detail = NULL;
+        em_err serr = {0};
+        int rc = setup_run_step(r->e, r->t, &steps[i], &detail, &serr);
+        json_t *line = json_pack("{s:s, s:O, s:f, s:b}", "type", "setup", "step",
+                                 json_array_get(raw, i) ? json_array_get(raw, i) : json_null(), "duration_ms",
+                                 now_ms() - t0, "ok", rc == 0);
+        if (!json_is_object(json_object_get(line, "step")))
+            json_object_set_new(line, "step", json_pack("{s:s}", "type", task_step_type_name(steps[i].type)));
+        json_object_set_new(line, "phase", json_string(list_name));
+        if (detail)
+            json_object_set_new(line, "detail", detail);
+        if (rc < 0)
+            json_object_set_new(line, "error", json_string(serr.msg));
+        int wrc = trace_append(r->tw, line, err);
+        json_decref(line);
+        if (wrc < 0)
+            return -1;
+        if (rc < 0) {
+            if (check_interrupt(err) < 0)
+                return -1;
+            char why[EM_ERR_MAX + 64];
+            snprintf(why, sizeof why, "%s[%zu] (%s): %s", list_name, i, task_step_type_name(steps[i].type), serr.msg);
+            if (abort_on_error) {
+                set_end(r, "env_error", why);
+                return 1;
+            }
+            fprintf(stderr, "envmgr: %s\n", why);
+        }
+    }
+    return 0;
+}
+
+/* The agent's reply as a list of validated actions, or a message to send back. */
+static int decode_reply(run *r, json_t *reply, json_t **actions, const char **source, char **refusal)
+{
+    em_err perr = {0};
+    json_t *code = json_object_get(reply, "pyautogui");
+    *actions = NULL;
+    *refusal = NULL;
+    if (code) {
+        *source = "pyautogui";
+        if (!json_is_string(code)) {
+            *refusal = xstrdup("pyautogui: expected a string of code");
+            return 0;
+        }
+        if (json_object_size(reply) != 1) {
+            *refusal = xstrdup("a pyautogui reply has no other fields");
+            return 0;
+        }
+        if (pyautogui_parse(json_string_value(code), actions, &perr) < 0) {
+            *refusal = xstrdup(perr.msg);
+            return 0;
+        }
+    } else {
+        *source = "computer_13";
+        *actions = json_pack("[O]", reply);
+    }
+    size_t i;
+    json_t *a;
+    json_array_foreach(*actions, i, a)
+    {
+        action parsed;
+        if (action_parse(a, env_width(r->e), env_height(r->e), &parsed, &perr) < 0) {
+            *refusal = xstrdup(perr.msg);
+            json_decref(*actions);
+            *actions = NULL;
+            return 0;
+        }
+        action_free(&parsed);
+    }
+    return 0;
+}
+
+static int record_step(run *r, json_t *act_json, const char *source, double agent_ms, double action_ms,
+                       const char *before, const char *after, const char *error, em_err *err)
+{
+    json_t *line = json_pack("{s:s, s:O, s:s, s:f, s:f, s:s}", "type", "step", "action", act_json, "source", source,
+                             "agent_ms", agent_ms, "action_ms", action_ms, "frame_before", before);
+    if (after)
+        json_object_set_new(line, "frame_after", json_string(after));
+    if (error)
+        json_object_set_new(line, "error", json_string(error));
+    int rc = trace_append(r->tw, line, err);
+    json_decref(line);
+    return rc;
+}
+
+/* Execute one reply's actions; returns 1 when the episode ended (DONE/FAIL or env trouble). */
+static int execute_actions(run *r, json_t *actions, const char *source, double agent_ms, char before[65],
+                           em_err *err)
+{
+    size_t i;
+    json_t *a;
+    json_array_foreach(actions, i, a)
+    {
+        action parsed;
+        em_err aerr = {0};
+        if (action_parse(a, env_width(r->e), env_height(r->e), &parsed, &aerr) < 0)
+            return em_fail(err, "action changed after validation: %s", aerr.msg);
+        json_t *canon = action_to_json(&parsed);
+        double t0 = now_ms();
+        int rc = 0;
+        if (!action_is_terminal(&parsed)) {
+            rc = env_act(r->e, &parsed, &aerr);
+            if (rc == 0)
+                rc = screen_settle(r->e, r->o.settle_ms, SETTLE_MAX_MS, &aerr);
+        }
+        double action_ms = now_ms() - t0;
+        r->action_ms += action_ms;
+        r->actions++;
+        char after[65] = "";
+        if (rc == 0)
+            rc = frame_sha(r, after, &aerr);
+        int wrc = record_step(r, canon, source, i == 0 ? agent_ms : 0, action_ms, before, rc == 0 ? after : NULL,
+                              rc == 0 ? NULL : aerr.msg, err);
+        json_decref(canon);
+        bool terminal = action_is_terminal(&parsed);
+        action_type type = parsed.type;
+        action_free(&parsed);
+        if (wrc < 0)
+            return -1;
+        if (rc < 0) {
+            if (check_interrupt(err) < 0)
+                return -1;
+            set_end(r, "env_error", aerr.msg);
+            return 1;
+        }
+        memcpy(before, after, 65);
+        if (terminal) {
+            set_end(r, type == ACT_DONE ? "done" : "fail", NULL);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* ---- one reply: the per-step logic shared by the agent loop and the HTTP API ---- */
+
+int episode_observe(episode *ep, char sha[65], em_err *err)
+{
+    if (frame_sha(ep, ep->before, err) < 0)
+        return -1;
+    memcpy(sha, ep->before, 65);
+    return 0;
+}
+
+int episode_step(episode *r, json_t *reply, double agent_ms, episode_step_out *out, em_err *err)
+{
+    memset(out, 0, sizeof *out);
+    if (r->exit_cause) {
+        out->ended = true;
+        return 0;
+    }
+    if (!r->before[0]) { /* no observation yet: the reply acts on the current screen */
+        em_err ferr = {0};
+        if (frame_sha(r, r->before, &ferr) < 0) {
+            set_end(r, "env_error", ferr.msg);
+            snprintf(out->error, sizeof out->error, "%s", ferr.msg);
+            out->ended = true;
+            return 0;
+        }
+    }
+    r->agent_ms += agent_ms;
+    json_t *actions;
+    const char *source;
+    char *refusal = NULL;
+    int rc, actions_before = r->actions;
+    decode_reply(r, reply, &actions, &source, &refusal);
+    if (!actions) {
+        /* Refused: nothing reaches the guest; the agent hears why. */
+        json_t *stub = json_pack("{s:s}", "action_type", "REFUSED");
+        rc = record_step(r, stub, source, agent_ms, 0, r->before, NULL, refusal, err);
+        json_decref(stub);
+        out->refused = true;
+        snprintf(out->error, sizeof out->error, "%s", refusal);
+        free(refusal);
+    } else {
+        rc = execute_actions(r, actions, source, agent_ms, r->before, err);
+        json_decref(actions);
+        rc = rc < 0 ? -1 : 0;
+    }
+    r->steps++;
+    out->actions = r->actions - actions_before;
+    if (rc == 0)
+        rc = drain_egress(r, err);
+    if (rc < 0)
+        return -1;
+    if (!r->exit_cause && now_ms() > r->t_start + r->t->episode_timeout_s * 1000)
+        set_end(r, "timeout", "episode timeout");
+    if (!r->exit_cause && r->steps >= r->t->max_steps)
+        set_end(r, "max_steps", NULL);
+    if (r->exit_cause) {
+        out->ended = true;
+        if (!out->refused && r->reason && !strcmp(r->exit_cause, "env_error"))
+            snprintf(out->error, sizeof out->error, "%s", r->reason);
+    }
+    return 0;
+}
+
+void episode_end(episode *ep, const char *cause, const char *why)
+{
+    set_end(ep, cause, why);
+}
+
+const char *episode_exit_cause(const episode *ep) { return ep->exit_cause; }
+const char *episode_reason(const episode *ep) { return ep->reason; }
+int episode_steps(const episode *ep) { return ep->steps; }
+const char *episode_trace_dir(const episode *ep) { return ep->trace_dir; }
+
+/* ---- the stdio agent loop (envmgr run) ---- */
+
+static int agent_loop(run *r, const char *task_path, em_err *err)
+{
+    _cleanup_free_ char *log = xasprintf("%s/agent.log", r->o.out_dir);
+    char real_task[4096];
+    if (!realpath(task_path, real_task))
+        snprintf(real_task, sizeof real_task, "%s", task_path);
+    _cleanup_free_ char *e1 = xasprintf("ENVMGR_TASK=%s", real_task), *e2 = xasprintf("ENVMGR_TASK_ID=%s", r->t->id);
+    _cleanup_free_ char *e3 = xasprintf("ENVMGR_SCREEN_WIDTH=%d", env_width(r->e));
+    _cleanup_free_ char *e4 = xasprintf("ENVMGR_SCREEN_HEIGHT=%d", env_height(r->e));
+    const char *envv[] = {e1, e2, e3, e4, NULL};
+    em_err aerr = {0};
+    if (agent_start(r->o.agent_cmd, envv, log, &r->ag, &aerr) < 0) {
+        set_end(r, "agent_error", aerr.msg);
+        return 0;
+    }
+    double deadline = r->t_start + r->t->episode_timeout_s * 1000;
+    char refusal[EM_ERR_MAX] = "";
+    char before[65];
+    int rc = 0;
+    while (!r->exit_cause) {
+        if (r->steps >= r->t->max_steps) {
+            set_end(r, "max_steps", NULL);
+            break;
+        }
+        if ((rc = check_interrupt(err)) < 0)
+            break;
+        if (episode_observe(r, before, &aerr) < 0) {
+            set_end(r, "env_error", aerr.msg);
+            break;
+        }
+        _cleanup_free_ char *shot = xasprintf("%s/" TRACE_FRAMES_DIR "/%s.png", trace_writer_dir(r->tw), before);
+        json_t *obs = json_pack("{s:i, s:s, s:s, s:i, s:i}", "step", r->steps, "instruction", r->t->instruction,
+                                "screenshot", shot, "width", env_width(r->e), "height", env_height(r->e));
+        if (refusal[0]) {
+            json_object_set_new(obs, "error", json_string(refusal));
+            refusal[0] = '\0';
+        }
+        int src = agent_send(r->ag, obs, &aerr);
+        json_decref(obs);
+        if (src < 0) {
+            set_end(r, "agent_error", aerr.msg);
+            break;
+        }
+        double left = deadline - now_ms(), step_ms = r->t->step_timeout_s * 1000;
+        bool episode_limit = left < step_ms;
+        double t0 = now_ms();
+        json_t *reply = NULL;
+        agent_status st = agent_receive(r->ag, episode_limit ? (left > 0 ? left : 0) : step_ms, &reply, &aerr);
+        double agent_ms = now_ms() - t0;
+        if (st == AGENT_TIMEOUT) {
+            r->agent_ms += agent_ms;
+            set_end(r, "timeout", episode_limit ? "episode timeout" : aerr.msg);
+            break;
+        }
+        if (st != AGENT_OK) {
+            r->agent_ms += agent_ms;
+            if ((rc = check_interrupt(err)) < 0)
+                break;
+            set_end(r, "agent_error", aerr.msg);
+            break;
+        }
+        episode_step_out so;
+        rc = episode_step(r, reply, agent_ms, &so, err);
+        json_decref(reply);
+        if (rc < 0)
+            break;
+        if (so.refused)
+            snprintf(refusal, sizeof refusal, "%s", so.error);
+    }
+    agent_stop(r->ag, AGENT_GRACE_MS);
+    r->ag = NULL;
+    return rc;
+}
+
+static json_t *artifact_hashes(json_t *details)
+{
+    json_t *out = json_object();
+    size_t i;
+    json_t *m;
+    json_array_foreach(json_object_get(details, "metrics"), i, m)
+    {
+        const char *sides[] = {"result", "expected"};
+        for (int s = 0; s < 2; s++) {
+            const char *sha = json_string_value(json_object_get(json_object_get(m, sides[s]), "sha256"));
+            if (sha && is_sha256_hex(sha)) {
+                char name[64];
+                snprintf(name, sizeof name, "metric%zu_%s", i, sides[s]);
+                json_object_set_new(out, name, json_string(sha));
+            }
+        }
+    }
+    return out;
+}
+
+static void episode_free(episode *ep)
+{
+    if (!ep)
+        return;
+    agent_stop(ep->ag, 0);
+    free(ep->reason);
+    free(ep->task_path);
+    free(ep->trace_dir);
+    free(ep->artifacts);
+    free((char *)ep->o.agent_cmd);
+    free((char *)ep->o.out_dir);
+    free((char *)ep->o.trace_dir);
+    free(ep);
+}
+
+void episode_abandon(episode *ep)
+{
+    if (!ep)
+        return;
+    trace_abandon(ep->tw);
+    episode_free(ep);
+}
+
+int episode_begin(env *e, const task *t, const char *task_path, const char *task_sha256, const episode_opts *o,
+                  episode **out, em_err *err)
+{
+    if (mkdir_p(o->out_dir, 0755, err) < 0)
+        return -1;
+    episode *r = xcalloc(1, sizeof *r);
+    r->e = e;
+    r->t = t;
+    r->t_start = now_ms();
+    r->o = *o;
+    r->o.agent_cmd = o->agent_cmd ? xstrdup(o->agent_cmd) : NULL;
+    r->o.out_dir = xstrdup(o->out_dir);
+    r->o.trace_dir = o->trace_dir ? xstrdup(o->trace_dir) : NULL;
+    r->task_path = task_path ? xstrdup(task_path) : NULL;
+    r->trace_dir = o->trace_dir ? xstrdup(o->trace_dir) : xasprintf("%s/trace", o->out_dir);
+    r->artifacts = xasprintf("%s/artifacts", o->out_dir);
+    char task_sha[65];
+    int rc = mkdir_p(r->artifacts, 0755, err);
+    if (rc == 0 && task_sha256)
+        snprintf(task_sha, sizeof task_sha, "%s", task_sha256);
+    else if (rc == 0)
+        rc = task_path ? sha256_file_hex(task_path, task_sha, err) : em_fail(err, "episode: no task file nor sha256");
+    double t_reset = now_ms();
+    env_timings tm;
+    /* The task's network section: a policy that changes needs a restart even on a fresh env. */
+    netpolicy cur, net;
+    bool net_changed = false;
+    if (rc == 0 && (env_network(e, &cur, err) < 0 || netpolicy_for_task(&cur, t, &net, err) < 0 ||
+                    env_set_network(e, &net, &net_changed, err) < 0))
+        rc = -1;
+    if (rc == 0 && (!o->fresh || net_changed))
+        rc = env_reset(e, &tm, err);
+    r->reset_ms = now_ms() - t_reset;
+    _cleanup_free_ char *elog = egress_path(r);
+    r->egress_start = r->egress_off = egress_log_size(elog);
+    if (rc < 0) {
+        episode_free(r);
+        return -1;
+    }
+    json_t *hdr = json_pack("{s:s, s:s, s:s, s:{s:i, s:i}, s:s, s:b, s:s}", "task_id", t->id, "task_sha256", task_sha,
+                            "image_manifest_sha256", env_image_sha256(e), "screen", "width", env_width(e), "height",
+                            env_height(e), "accel", env_accel(e), "unsafe_open_network",
+                            net.mode == NETPOLICY_OPEN, "agent", o->agent_cmd ? o->agent_cmd : "");
+    json_object_set_new(hdr, "network", netpolicy_to_json(&net));
+    if (task_path)
+        json_object_set_new(hdr, "task_path", json_string(task_path));
+    json_object_set_new(hdr, "settle_ms", json_real(o->settle_ms));
+    rc = trace_open(r->trace_dir, hdr, &r->tw, err);
+    json_decref(hdr);
+    if (rc < 0) {
+        episode_free(r);
+        return -1;
+    }
+
+    double t0 = now_ms();
+    rc = run_steps(r, t->config, t->nconfig, "config", true, err);
+    if (rc >= 0 && drain_egress(r, err) < 0)
+        rc = -1;
+    r->setup_ms = now_ms() - t0;
+    if (rc == 0 && !r->exit_cause) {
+        em_err serr = {0};
+        if (screen_settle(e, o->settle_ms, SETTLE_MAX_MS, &serr) < 0)
+            set_end(r, "env_error", serr.msg);
+    }
+    if (rc < 0) { /* interrupted or the trace cannot be written: keep what is recorded, marked incomplete */
+        episode_abandon(r);
+        return -1;
+    }
+    *out = r;
+    return 0;
+}
+
+int episode_finish(episode *ep, const char *cause, json_t **result, em_err *err)
+{
+    run *r = ep;
+    const task *t = r->t;
+    env *e = r->e;
+    if (!r->exit_cause)
+        set_end(r, cause ? cause : "evaluated", NULL);
+    int rc = 0;
+    double t_eval = now_ms();
+    double score = 0;
+    char *reason = NULL;
+    json_t *details = NULL;
+    if (strcmp(r->exit_cause, "env_error")) {
+        rc = run_steps(r, t->postconfig, t->npostconfig, "postconfig", false, err);
+        if (rc == 0)
+            rc = finish_egress(r, err);
+        em_env_ops ops;
+        guest_ops_bind(e, &ops);
+        if (rc == 0)
+            rc = evaluate_task(&ops, t, t->dir, r->artifacts, r->exit_cause, &score, &reason, &details, err);
+    } else {
+        rc = finish_egress(r, err); /* what the guest sent before the env failed still counts */
+        reason = xasprintf("not evaluated: %s", r->reason ? r->reason : "the env failed");
+    }
+    /* A signal during evaluation makes getters fail and score 0: that is not a result, so nothing is
+     * recorded as finished (a resumed suite runs the episode again). */
+    if (rc == 0 && check_interrupt(err) < 0)
+        rc = -1;
+    if (rc < 0) {
+        free(reason);
+        json_decref(details);
+        episode_abandon(r);
+        return -1;
+    }
+    if (r->reason && strcmp(r->exit_cause, "env_error")) { /* keep why the episode ended next to the score */
+        char *joined = xasprintf("%s (episode ended: %s)", reason ? reason : "", r->reason);
+        free(reason);
+        reason = joined;
+    }
+    double eval_ms = now_ms() - t_eval;
+    json_t *eval = json_pack("{s:s, s:f, s:s, s:s, s:o}", "type", "evaluation", "score", score, "reason",
+                             reason ? reason : "", "exit_cause", r->exit_cause, "artifacts", artifact_hashes(details));
+    if (details)
+        json_object_set(eval, "details", details);
+    rc = trace_append(r->tw, eval, err);
+    json_decref(eval);
+    if (rc == 0)
+        rc = trace_close(r->tw, err);
+    else
+        trace_abandon(r->tw);
+    r->tw = NULL;
+
+    json_t *res = json_pack("{s:s, s:f, s:s, s:s, s:i, s:i, s:s, s:s, s:{s:f, s:f, s:f, s:f, s:f, s:f}}", "task_id",
+                            t->id, "score", score, "reason", reason ? reason : "", "exit_cause", r->exit_cause, "steps",
+                            r->steps, "actions", r->actions, "trace", r->trace_dir, "accel", env_accel(e), "timings",
+                            "reset_ms", r->reset_ms, "setup_ms", r->setup_ms, "agent_ms", r->agent_ms, "actions_ms",
+                            r->action_ms, "evaluation_ms", eval_ms, "total_s", (now_ms() - r->t_start) / 1000);
+    if (details)
+        json_object_set_new(res, "evaluation", details);
+    free(reason);
+    _cleanup_free_ char *text = json_dumps(res, JSON_INDENT(2)), *path = xasprintf("%s/result.json", r->o.out_dir);
+    if (rc == 0)
+        rc = write_file_atomic(path, text, strlen(text), 0644, err);
+    episode_free(r);
+    if (rc < 0) {
+        json_decref(res);
+        return -1;
+    }
+    *result = res;
+    return 0;
+}
+
+int episode_run(env *e, const task *t, const char *task_path, const episode_opts *o, json_t **result, em_err *err)
+{
+    episode *ep;
+    if (episode_begin(e, t, task_path, NULL, o, &ep, err) < 0)
+        return -1;
+    if (!ep->exit_cause && agent_loop(ep, task_path, err) < 0) {
+        episode_abandon(ep); /* interrupted or the trace cannot be written */
+        return -1;
+    }
+    return episode_finish(ep, NULL, result, err);
+}

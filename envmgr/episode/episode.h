@@ -1,0 +1,67 @@
+/* One episode: restore the clean state, run the task's setup, let the agent
+ * act until DONE/FAIL/limits, run postconfig and the evaluator, record every
+ * step in a trace and write result.json. */
+#ifndef ENVMGR_EPISODE_H
+#define ENVMGR_EPISODE_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "envmgr/env/env.h"
+#include "evaluator/task.h"
+
+typedef struct episode_opts {
+    const char *agent_cmd;
+    const char *out_dir;    /* result.json, agent.log, artifacts/ */
+    const char *trace_dir;  /* NULL: out_dir/trace */
+    bool fresh;             /* the env was just restored: skip the initial reset */
+    double settle_ms;       /* after each action, wait for two identical frames this far apart */
+} episode_opts;
+
+/* An episode driven step by step (the HTTP API's reset/step/evaluate), with
+ * the same per-step logic episode_run's agent loop uses: replies are
+ * validated in full before anything reaches the guest, executed action by
+ * action with screen settling, and every step is recorded in the trace. */
+typedef struct episode episode;
+
+typedef struct episode_step_out {
+    bool refused;             /* nothing reached the guest; error says why */
+    bool ended;               /* the episode is over (episode_exit_cause says why) */
+    int actions;              /* actions this reply executed */
+    char error[EM_ERR_MAX];   /* refusal, or the env error that ended the episode; "" otherwise */
+} episode_step_out;
+
+/* Reset e (unless o->fresh), open the trace, run the task's config steps and
+ * let the screen settle. task_path may be NULL (an inline task) when
+ * task_sha256 is given. A failed setup step does not fail the call: the
+ * episode is then already ended with exit cause env_error. */
+int episode_begin(env *e, const task *t, const char *task_path, const char *task_sha256, const episode_opts *o,
+                  episode **out, em_err *err);
+/* A fresh frame: stored in the trace, kept as the frame the next reply acts
+ * on. sha (65 bytes) names it; the PNG is trace_dir/frames/<sha>.png. */
+int episode_observe(episode *ep, char sha[65], em_err *err);
+/* One reply: a computer_13 action object or {"pyautogui": code}. agent_ms is
+ * how long the agent took (recorded). Returns -1 only when the trace cannot
+ * be written or on interrupt; refusals and env failures come back in *out. */
+int episode_step(episode *ep, json_t *reply, double agent_ms, episode_step_out *out, em_err *err);
+/* End the episode now (if it has not ended) with this cause. */
+void episode_end(episode *ep, const char *cause, const char *why);
+/* NULL while the episode runs. */
+const char *episode_exit_cause(const episode *ep);
+/* Why it ended early (agent or env trouble), or NULL. */
+const char *episode_reason(const episode *ep);
+int episode_steps(const episode *ep);
+const char *episode_trace_dir(const episode *ep);
+/* Postconfig, evaluator, trace trailer, result.json; frees ep (also on failure).
+ * An episode still running ends with exit_cause `cause` first. */
+int episode_finish(episode *ep, const char *cause, json_t **result, em_err *err);
+/* Free without evaluating: the trace stays readable, marked incomplete. */
+void episode_abandon(episode *ep);
+
+/* Runs the episode in e. Returns 0 when the episode ran (whatever its score
+ * or exit cause); *result is the result.json object. Returns -1 only when
+ * nothing could be recorded (bad arguments, output directory unusable,
+ * interrupted). */
+int episode_run(env *e, const task *t, const char *task_path, const episode_opts *o, json_t **result, em_err *err);
+
+#endif

@@ -1,0 +1,188 @@
+#include "envmgr/episode/replay.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "envmgr/episode/episode.h"
+#include "recorder/frame_compare.h"
+#include "recorder/trace.h"
+#include "envmgr/base/sha256.h"
+#include "envmgr/base/util.h"
+
+static char *frame_path(const char *trace_dir, const char *sha)
+{
+    return xasprintf("%s/" TRACE_FRAMES_DIR "/%s.png", trace_dir, sha);
+}
+
+static int copy_file(const char *from, const char *to, em_err *err)
+{
+    _cleanup_free_ char *data = NULL;
+    size_t len;
+    if (read_file_capped(from, TRACE_MAX_FRAME_BYTES, &data, &len, err) < 0)
+        return -1;
+    return write_file_atomic(to, data, len, 0644, err);
+}
+
+static bool replayable(json_t *step)
+{
+    const char *type = json_string_value(json_object_get(json_object_get(step, "action"), "action_type"));
+    return type && strcmp(type, "REFUSED");
+}
+
+/* Walk both traces' steps side by side; the first frame outside the tolerance is the divergence. */
+static int compare_steps(const trace *rec, const trace *rep, const replay_opts *o, json_t *report, em_err *err)
+{
+    size_t i = 0, j = 0, matched = 0, exact = 0, compared = 0;
+    double worst = 0;
+    json_t *divergence = NULL;
+    _cleanup_free_ char *div_dir = xasprintf("%s/divergence", o->out_dir);
+    for (; i < trace_n_steps(rec) && j < trace_n_steps(rep); i++) {
+        json_t *a = trace_step(rec, i);
+        if (!replayable(a))
+            continue;
+        json_t *b = trace_step(rep, j++);
+        if (o->until >= 0 && (long)compared >= o->until)
+            break;
+        compared++;
+        const char *sa = json_string_value(json_object_get(a, "frame_after"));
+        const char *sb = json_string_value(json_object_get(b, "frame_after"));
+        frame_diff d = {.fraction = 1};
+        if (sa && sb) {
+            _cleanup_free_ char *pa = frame_path(trace_dir(rec), sa), *pb = frame_path(trace_dir(rep), sb);
+            if (frame_compare(pa, pb, NULL, &d, err) < 0)
+                return -1;
+        }
+        if (d.fraction > worst)
+            worst = d.fraction;
+        exact += d.exact;
+        if (d.exact || d.fraction <= o->tolerance) {
+            matched++;
+            continue;
+        }
+        if (!divergence) {
+            /* Keep both frames and the diff where a person can look at them. */
+            if (mkdir_p(div_dir, 0755, err) < 0)
+                return -1;
+            _cleanup_free_ char *ra = xasprintf("%s/step-%zu-recorded.png", div_dir, i);
+            _cleanup_free_ char *rb = xasprintf("%s/step-%zu-replayed.png", div_dir, i);
+            _cleanup_free_ char *rd = xasprintf("%s/step-%zu-diff.png", div_dir, i);
+            if (sa && sb) {
+                _cleanup_free_ char *pa = frame_path(trace_dir(rec), sa), *pb = frame_path(trace_dir(rep), sb);
+                if (copy_file(pa, ra, err) < 0 || copy_file(pb, rb, err) < 0 ||
+                    frame_compare(pa, pb, rd, &d, err) < 0)
+                    return -1;
+            }
+            divergence = json_pack("{s:i, s:O, s:f, s:s, s:s, s:s}", "step", (int)i, "action",
+                                   json_object_get(a, "action"), "fraction", d.fraction, "recorded", ra, "replayed",
+                                   rb, "diff", rd);
+        }
+    }
+    /* A replay that stopped before the recording did diverged at the first step it did not reach. */
+    size_t remaining = 0;
+    for (size_t k = i; k < trace_n_steps(rec); k++)
+        remaining += replayable(trace_step(rec, k));
+    if (!divergence && remaining && (o->until < 0 || (long)compared < o->until))
+        divergence = json_pack("{s:i, s:O, s:f, s:s}", "step", (int)compared, "action",
+                               json_object_get(trace_step(rec, i < trace_n_steps(rec) ? i : 0), "action"), "fraction",
+                               1.0, "reason", "the replay ended before reaching this step");
+    json_object_set_new(report, "steps_compared", json_integer((json_int_t)compared));
+    json_object_set_new(report, "steps_matched", json_integer((json_int_t)matched));
+    json_object_set_new(report, "steps_exact", json_integer((json_int_t)exact));
+    json_object_set_new(report, "worst_fraction", json_real(worst));
+    json_object_set_new(report, "first_divergence", divergence ? divergence : json_null());
+    return 0;
+}
+
+int replay_run(env *e, bool fresh, const replay_opts *o, json_t **out, em_err *err)
+{
+    json_t *vreport = NULL;
+    if (trace_verify(o->trace_dir, &vreport, err) < 0)
+        return em_prefix(err, "replay: the trace does not verify, refusing it: ");
+    json_decref(vreport);
+    trace *rec = NULL;
+    if (trace_read(o->trace_dir, &rec, err) < 0)
+        return -1;
+    json_t *h = trace_header(rec);
+    const char *task_path = json_string_value(json_object_get(h, "task_path"));
+    const char *task_sha = json_string_value(json_object_get(h, "task_sha256"));
+    const char *image_sha = json_string_value(json_object_get(h, "image_manifest_sha256"));
+    const char *agent = json_string_value(json_object_get(h, "agent"));
+    json_t *settle = json_object_get(h, "settle_ms");
+    int rc = 0;
+    char sha[65];
+    task *t = NULL;
+    if (!task_path)
+        rc = em_fail_input(err, "replay: the trace header names no task_path");
+    if (rc == 0 && sha256_file_hex(task_path, sha, err) < 0)
+        rc = em_prefix(err, "replay: the recorded task: ");
+    if (rc == 0 && strcmp(sha, task_sha) && !o->force)
+        rc = em_fail_input(err, "replay: %s changed since the recording (sha256 %.12s…, recorded %.12s…); --force "
+                                "replays anyway",
+                           task_path, sha, task_sha);
+    if (rc == 0 && strcmp(image_sha, env_image_sha256(e)) && !o->force)
+        rc = em_fail_input(err, "replay: the env runs image %.12s…, the trace was recorded on %.12s…; --force "
+                                "replays anyway",
+                           env_image_sha256(e), image_sha);
+    if (rc == 0 && task_load(task_path, &t, err) < 0)
+        rc = -1;
+    if (rc == 0)
+        rc = task_substitute_screen(t, env_width(e), env_height(e), err);
+    if (rc < 0) {
+        task_free(t);
+        trace_free(rec);
+        return -1;
+    }
+    /* The recording decides how long the replay is, not the task's limits. */
+    t->max_steps = INT_MAX / 2;
+    t->step_timeout_s = 3600;
+    t->episode_timeout_s = 86400;
+    _cleanup_free_ char *cmd = xasprintf("'%s' __replay-agent '%s'%s", o->self_exe, o->trace_dir,
+                                         o->fast ? " --fast" : "");
+    if (o->until >= 0) {
+        char *c2 = xasprintf("%s --until %ld", cmd, o->until);
+        free(cmd);
+        cmd = c2;
+    }
+    episode_opts eo = {.agent_cmd = cmd, .out_dir = o->out_dir, .fresh = fresh,
+                       .settle_ms = json_is_number(settle) ? json_number_value(settle) : 300};
+    json_t *result = NULL;
+    double t0 = now_ms();
+    rc = episode_run(e, t, task_path, &eo, &result, err);
+    double replay_s = (now_ms() - t0) / 1000;
+    task_free(t);
+    trace *rep = NULL;
+    _cleanup_free_ char *rep_dir = xasprintf("%s/trace", o->out_dir);
+    if (rc == 0)
+        rc = trace_read(rep_dir, &rep, err);
+    json_t *report = json_pack("{s:s, s:s, s:s, s:f, s:f}", "trace", o->trace_dir, "replay_trace", rep_dir,
+                               "recorded_agent", agent ? agent : "", "tolerance", o->tolerance, "seconds", replay_s);
+    if (rc == 0)
+        rc = compare_steps(rec, rep, o, report, err);
+    if (rc == 0) {
+        json_object_set(report, "replay_exit_cause", json_object_get(result, "exit_cause"));
+        json_object_set(report, "replay_reason", json_object_get(result, "reason"));
+        json_t *ev = trace_evaluation(rec);
+        double want = json_number_value(json_object_get(ev, "score"));
+        double got = json_number_value(json_object_get(result, "score"));
+        bool score_checked = o->until < 0 && ev;
+        json_object_set_new(report, "recorded_score", ev ? json_real(want) : json_null());
+        json_object_set_new(report, "replayed_score", json_real(got));
+        bool frames_ok = json_is_null(json_object_get(report, "first_divergence"));
+        bool score_ok = !score_checked || fabs(want - got) < 1e-9;
+        json_object_set_new(report, "score_matches", score_checked ? json_boolean(score_ok) : json_null());
+        json_object_set_new(report, "reproduced", json_boolean(frames_ok && score_ok));
+        _cleanup_free_ char *text = json_dumps(report, JSON_INDENT(2)), *path = xasprintf("%s/replay.json", o->out_dir);
+        rc = write_file_atomic(path, text, strlen(text), 0644, err);
+    }
+    json_decref(result);
+    trace_free(rep);
+    trace_free(rec);
+    if (rc < 0) {
+        json_decref(report);
+        return -1;
+    }
+    *out = report;
+    return 0;
+}

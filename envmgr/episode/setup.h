@@ -1,0 +1,24 @@
+/* Task setup and postconfig steps, run in the guest: commands (as the
+ * desktop user, as OSWorld's in-guest server runs them), files copied in,
+ * windows activated or closed, waits for the screen. */
+#ifndef ENVMGR_SETUP_H
+#define ENVMGR_SETUP_H
+
+#include <jansson.h>
+
+#include "envmgr/env/env.h"
+#include "evaluator/task.h"
+
+/* Run one step. *detail receives facts for the trace (exit code, output
+ * excerpt); a step that could not be carried out returns -1. */
+int setup_run_step(env *e, const task *t, const task_step *s, json_t **detail, em_err *err);
+
+/* Wait until the screen has not changed for stable_ms (or, with a reference,
+ * until the region matches it within tolerance), at most timeout_s. */
+int setup_wait_screen(env *e, const task_step *s, em_err *err);
+
+/* Wait until two frames settle_ms apart are identical, at most max_ms.
+ * Returns 0 either way (a screen that never settles is not an error). */
+int screen_settle(env *e, double settle_ms, double max_ms, em_err *err);
+
+#endif

@@ -1,0 +1,151 @@
+/* Network policy of an env: what the guest may reach, and the pieces that
+ * enforce it. docs/security.md describes the boundaries; in short:
+ *
+ *   mode none       QEMU user networking with restrict=on and nothing else:
+ *                   the guest reaches no host and no outside address. Every
+ *                   sandbox flag stays on. This is the default.
+ *   mode allowlist  the same, plus guestfwd rules whose far end is envmgr's
+ *                   egress proxy (a helper process per env, see proxy.h):
+ *                     10.0.2.100:3128      HTTP proxy (CONNECT and plain HTTP)
+ *                     10.0.2.101.. : port  one raw TCP relay per listed
+ *                                          host:port (names get a guest
+ *                                          /etc/hosts entry)
+ *                   Each destination is checked against the rules on the
+ *                   host, after resolving it there; every attempt is logged.
+ *   mode open       only with --unsafe-open-network: the proxy allows every
+ *                   public destination (still logged, still refusing
+ *                   loopback and private addresses unless listed by
+ *                   address). Traces record it in the header.
+ *
+ * The policy lives in the run directory (NETPOLICY_FILE), so a stateless
+ * command, a reset and the helper process all see the same one. */
+#ifndef ENVMGR_NETPOLICY_H
+#define ENVMGR_NETPOLICY_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+
+#include "envmgr/base/err.h"
+#include "envmgr/vm/guest.h"
+
+struct task;
+
+/* Files in a run directory. */
+#define NETPOLICY_FILE "netpolicy.json"      /* the policy (this module) */
+#define NETPOLICY_LOG_FILE "egress.jsonl"    /* one JSON line per egress attempt (proxy) */
+#define NETPOLICY_SOCK "egress.sock"         /* the helper's control and hand-off socket */
+#define NETPOLICY_PID_FILE "egress-proxy.pid"
+#define NETPOLICY_PROXY_LOG "egress-proxy.log" /* the helper's own messages */
+
+/* Guest-side addresses (inside slirp's 10.0.2.0/24, never .2 or .3). */
+#define NETPOLICY_PROXY_ADDR "10.0.2.100"
+#define NETPOLICY_PROXY_PORT 3128
+#define NETPOLICY_ALIAS_FIRST 101 /* 10.0.2.101 and up: raw TCP relays, one address per host */
+#define NETPOLICY_ALIAS_LAST 254
+
+#define NETPOLICY_RULES_MAX 64
+#define NETPOLICY_HOST_MAX 253 /* a DNS name; IPv6 literals are shorter */
+
+typedef enum { NETPOLICY_NONE, NETPOLICY_ALLOWLIST, NETPOLICY_OPEN } netpolicy_mode;
+typedef enum { NETHOST_NAME, NETHOST_WILDCARD, NETHOST_IPV4, NETHOST_IPV6 } nethost_kind;
+
+/* A host as the policy compares it: names lower-case without a trailing
+ * dot, IPv4 as a canonical dotted quad, IPv6 canonical without brackets. */
+typedef struct nethost {
+    nethost_kind kind;
+    char name[NETPOLICY_HOST_MAX + 1];
+} nethost;
+
+typedef struct netrule {
+    nethost host;
+    int port; /* 1..65535 */
+} netrule;
+
+typedef struct netpolicy {
+    netpolicy_mode mode;
+    netrule rules[NETPOLICY_RULES_MAX];
+    size_t nrules;
+    uint64_t max_bytes_out;    /* guest-to-outside bytes for the env's life; 0: no limit */
+    unsigned max_conn_per_min; /* new upstream connections per minute; 0: no limit */
+} netpolicy;
+
+void netpolicy_init(netpolicy *p); /* mode none, no rules, no limits */
+const char *netpolicy_mode_name(netpolicy_mode m);
+int netpolicy_mode_parse(const char *s, netpolicy_mode *m, em_err *err);
+
+/* Parse a host (no port) from untrusted bytes. Refuses, with a reason
+ * ("percent-encoded host name", "IPv6 literals go in brackets", ...):
+ * empty or over-long hosts, anything outside [A-Za-z0-9.-], IPv4 in any
+ * form but the canonical dotted quad (127.1, 0x7f.0.0.1, 2130706433,
+ * 0177.0.0.1), brackets around anything but an IPv6 address, zone ids.
+ * "*.domain" is accepted only with allow_wildcard. Returns 0 or -1. */
+int nethost_parse(const char *s, size_t n, bool allow_wildcard, nethost *out, const char **why);
+/* "host:port" / "[v6]:port" / "*.domain:port" (the task's network.allow syntax). */
+int netrule_parse(const char *s, netrule *out, em_err *err);
+/* The rule (or a destination) as text; buf of at least NETPOLICY_HOST_MAX + 16 bytes. */
+void netrule_format(const nethost *h, int port, char *buf, size_t len);
+
+/* Add a rule (duplicates are dropped); fails beyond NETPOLICY_RULES_MAX. */
+int netpolicy_add(netpolicy *p, const char *entry, em_err *err);
+bool netpolicy_equal(const netpolicy *a, const netpolicy *b);
+/* The task's network section, keeping p's limits. An env opened with
+ * --unsafe-open-network stays open (the operator's choice wins; the trace says so). */
+int netpolicy_for_task(const netpolicy *current, const struct task *t, netpolicy *out, em_err *err);
+
+json_t *netpolicy_to_json(const netpolicy *p);
+int netpolicy_from_json(json_t *j, netpolicy *p, em_err *err);
+/* dir/NETPOLICY_FILE and, for allowlist and open, dir/VM_NET_FILE (the QEMU
+ * network extras vm_spawn applies: guestfwd relays and the helper process).
+ * Mode none removes VM_NET_FILE. helper: the envmgr binary (NULL: netpolicy_helper()). */
+int netpolicy_save(const char *dir, const netpolicy *p, const char *helper, em_err *err);
+/* A missing file is mode none. */
+int netpolicy_load(const char *dir, netpolicy *p, em_err *err);
+
+/* Index of the first rule that admits host:port, or -1. */
+int netpolicy_match(const netpolicy *p, const nethost *h, int port);
+/* Does an IPv4/IPv6 rule list exactly this address with this port? */
+bool netpolicy_addr_listed(const netpolicy *p, const struct sockaddr *sa, int port);
+/* NULL for a public unicast address, else what it is ("loopback",
+ * "private", "link-local", "shared address space", "multicast",
+ * "reserved", "documentation", "unspecified", ...). IPv4-mapped and NAT64
+ * IPv6 addresses are judged by their IPv4 part. */
+const char *netpolicy_addr_class(const struct sockaddr *sa);
+
+/* Raw TCP relays: one per non-wildcard rule, each on a guest address of its
+ * host (hosts in rule order get 10.0.2.101, .102, ...). */
+typedef struct netrelay {
+    const netrule *rule;
+    char alias[16]; /* guest-side address */
+} netrelay;
+/* At most NETPOLICY_RULES_MAX relays into out (caller's array). */
+size_t netpolicy_relays(const netpolicy *p, netrelay *out);
+
+/* Guest files: a marked block appended to /etc/hosts (allowlisted names
+ * → their relay address) and /etc/environment (http_proxy, https_proxy
+ * and no_proxy, upper and lower case). Caller frees. */
+char *netpolicy_hosts_block(const netpolicy *p);
+char *netpolicy_environment_block(void);
+/* orig without any earlier envmgr block, with block appended (caller frees). */
+char *netpolicy_splice_block(const char *orig, size_t len, const char *block);
+/* Write both files in the guest (nothing for mode none). */
+int netpolicy_guest_setup(guest *g, const netpolicy *p, em_err *err);
+
+/* The envmgr binary that serves as helper and relay: $ENVMGR_HELPER_BIN,
+ * else this program when it is envmgr, else <source>/bin/envmgr. */
+const char *netpolicy_helper(void);
+
+/* Talk to an env's helper over dir/NETPOLICY_SOCK: "ping" (is it serving?)
+ * and "flush" (log every open connection now, with its bytes so far). */
+int netpolicy_control(const char *dir, const char *cmd, double timeout_ms, em_err *err);
+/* Wait until the helper answers a ping. */
+int netpolicy_wait_ready(const char *dir, double timeout_ms, em_err *err);
+/* The helper's pid when it runs (checked against its command line), else 0. */
+pid_t netpolicy_helper_pid(const char *dir);
+/* Make sure no helper of dir is left: it exits on its own once its QEMU is
+ * gone; this waits for that, then SIGTERM, then SIGKILL. */
+int netpolicy_stop_helper(const char *dir, em_err *err);
+
+#endif

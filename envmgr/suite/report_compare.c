@@ -1,0 +1,139 @@
+#include "envmgr/suite/report_compare.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "envmgr/base/sbuf.h"
+#include "envmgr/suite/results_log.h"
+#include "envmgr/suite/suite.h"
+#include "envmgr/base/util.h"
+
+/* task id -> {score: mean over its repeats, n, worst: the line with the lowest score} */
+static json_t *per_task(json_t *final)
+{
+    json_t *out = json_object(), *line;
+    const char *key;
+    json_object_foreach(final, key, line)
+    {
+        const char *id = json_string_value(json_object_get(line, "task_id"));
+        double score = json_number_value(json_object_get(line, "score"));
+        json_t *t = json_object_get(out, id);
+        if (!t) {
+            t = json_pack("{s:f, s:i, s:O}", "sum", 0.0, "n", 0, "worst", line);
+            json_object_set_new(out, id, t);
+        }
+        json_object_set_new(t, "sum", json_real(json_number_value(json_object_get(t, "sum")) + score));
+        json_object_set_new(t, "n", json_integer(json_integer_value(json_object_get(t, "n")) + 1));
+        if (score < json_number_value(json_object_get(json_object_get(t, "worst"), "score")))
+            json_object_set(t, "worst", line);
+    }
+    json_object_foreach(out, key, line)
+    json_object_set_new(line, "score", json_real(json_number_value(json_object_get(line, "sum")) /
+                                                 (double)json_integer_value(json_object_get(line, "n"))));
+    return out;
+}
+
+typedef struct change {
+    const char *id;
+    int kind; /* 0 regressed, 1 missing, 2 improved, 3 new */
+    double base, cur;
+    json_t *why; /* the line that explains the new score (borrowed) */
+} change;
+
+static int cmp_change(const void *a, const void *b)
+{
+    const change *x = a, *y = b;
+    if (x->kind != y->kind)
+        return x->kind - y->kind;
+    double dx = x->cur - x->base, dy = y->cur - y->base;
+    if (x->kind == 0 && dx != dy) /* the biggest drop first */
+        return dx < dy ? -1 : 1;
+    return strcmp(x->id, y->id);
+}
+
+void report_compare(json_t *base_final, json_t *new_final, double tolerance, FILE *out, report_cmp *c)
+{
+    memset(c, 0, sizeof *c);
+    json_t *b = per_task(base_final), *n = per_task(new_final), *t;
+    size_t cap = json_object_size(b) + json_object_size(n), k = 0;
+    change *ch = xcalloc(cap ? cap : 1, sizeof *ch);
+    const char *id;
+    json_object_foreach(b, id, t)
+    {
+        json_t *u = json_object_get(n, id);
+        double bs = json_number_value(json_object_get(t, "score"));
+        if (!u) {
+            ch[k++] = (change){id, 1, bs, NAN, NULL};
+            continue;
+        }
+        double ns = json_number_value(json_object_get(u, "score"));
+        if (fabs(ns - bs) <= tolerance)
+            c->unchanged++;
+        else
+            ch[k++] = (change){id, ns < bs ? 0 : 2, bs, ns, json_object_get(u, "worst")};
+    }
+    json_object_foreach(n, id, t)
+    if (!json_object_get(b, id))
+        ch[k++] = (change){id, 3, NAN, json_number_value(json_object_get(t, "score")), json_object_get(t, "worst")};
+    qsort(ch, k, sizeof *ch, cmp_change);
+    static const char *label[] = {"REGRESSED", "MISSING", "IMPROVED", "NEW"};
+    for (size_t i = 0; i < k; i++) {
+        size_t *counter[] = {&c->regressed, &c->missing, &c->improved, &c->added};
+        (*counter[ch[i].kind])++;
+        sbuf s = {0};
+        sbuf_add_visible(&s, ch[i].id, 128);
+        char bs[16] = "-", ns[16] = "-";
+        if (!isnan(ch[i].base))
+            snprintf(bs, sizeof bs, "%.2f", ch[i].base);
+        if (!isnan(ch[i].cur))
+            snprintf(ns, sizeof ns, "%.2f", ch[i].cur);
+        fprintf(out, "%-9s  %-40s %5s -> %-5s", label[ch[i].kind], s.s, bs, ns);
+        sbuf_release(&s);
+        if (ch[i].kind == 1)
+            fputs("  (not in the new run)", out);
+        else if (ch[i].why && ch[i].kind == 0) {
+            const char *cause = json_string_value(json_object_get(ch[i].why, "exit_cause"));
+            const char *reason = json_string_value(json_object_get(ch[i].why, "reason"));
+            sbuf r = {0};
+            sbuf_add_visible(&r, reason ? reason : "", 160);
+            fprintf(out, "  (%s: %s)", cause ? cause : "?", r.s ? r.s : "");
+            sbuf_release(&r);
+        }
+        fputc('\n', out);
+    }
+    fprintf(out, "%zu regressed, %zu missing, %zu improved, %zu new, %zu unchanged\n", c->regressed, c->missing,
+            c->improved, c->added, c->unchanged);
+    free(ch);
+    json_decref(b);
+    json_decref(n);
+}
+
+static int load_final(const char *dir, json_t **final, em_err *err)
+{
+    _cleanup_free_ char *path = xasprintf("%s/" SUITE_RESULTS_FILE, dir);
+    json_t *lines;
+    if (access(path, R_OK) != 0)
+        return em_fail_errno(err, "`%s`", path);
+    if (results_read(path, &lines, NULL, err) < 0)
+        return -1;
+    *final = results_final(lines);
+    json_decref(lines);
+    return 0;
+}
+
+int report_compare_dirs(const char *base, const char *cur, double tolerance, FILE *out, report_cmp *c, em_err *err)
+{
+    json_t *bf, *nf;
+    if (load_final(base, &bf, err) < 0)
+        return -1;
+    if (load_final(cur, &nf, err) < 0) {
+        json_decref(bf);
+        return -1;
+    }
+    report_compare(bf, nf, tolerance, out, c);
+    json_decref(bf);
+    json_decref(nf);
+    return 0;
+}

@@ -1,0 +1,23 @@
+/* `envmgr suite compare BASE NEW`: per-task score changes between two runs
+ * (the mean over repeats), regressions listed first, so CI can fail on a
+ * regression. A task that BASE has and NEW lacks counts as a regression:
+ * a run that lost tasks must not look green. */
+#ifndef ENVMGR_REPORT_COMPARE_H
+#define ENVMGR_REPORT_COMPARE_H
+
+#include <jansson.h>
+#include <stdio.h>
+
+#include "envmgr/base/err.h"
+
+typedef struct report_cmp {
+    size_t regressed, missing, improved, added, unchanged;
+} report_cmp;
+
+/* base_final, new_final: results_final() of each run. A change smaller than
+ * tolerance is no change. Prints one line per changed task, then a total. */
+void report_compare(json_t *base_final, json_t *new_final, double tolerance, FILE *out, report_cmp *c);
+/* The same from two run directories (their results.jsonl). */
+int report_compare_dirs(const char *base, const char *cur, double tolerance, FILE *out, report_cmp *c, em_err *err);
+
+#endif

@@ -1,0 +1,236 @@
+#include "envmgr/suite/suite_worker.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "envmgr/env/env.h"
+#include "envmgr/episode/episode.h"
+#include "evaluator/task.h"
+#include "envmgr/base/paths.h"
+#include "envmgr/base/util.h"
+
+#define MSG_MAX (8u << 20)
+
+/* ---- a JSON-lines channel over a socketpair ----------------------------- */
+
+int suite_chan_send(int fd, json_t *msg)
+{
+    _cleanup_free_ char *text = json_dumps(msg, JSON_COMPACT);
+    if (!text)
+        return -1;
+    size_t n = strlen(text);
+    text = xrealloc(text, n + 2);
+    text[n++] = '\n';
+    em_err ignored;
+    return send_full(fd, text, n, &ignored);
+}
+
+/* Read whatever is there (the fd is non-blocking); EOF or an error sets eof. */
+void suite_chan_fill(suite_chan *c)
+{
+    for (;;) {
+        if (c->cap - c->len < 65536) {
+            c->cap = c->cap ? c->cap * 2 : 131072;
+            c->buf = xrealloc(c->buf, c->cap);
+        }
+        ssize_t r = read(c->fd, c->buf + c->len, c->cap - c->len);
+        if (r > 0) {
+            c->len += (size_t)r;
+            if (c->len > MSG_MAX && !memchr(c->buf, '\n', c->len)) {
+                c->eof = true; /* a peer that floods us is a broken peer */
+                return;
+            }
+            continue;
+        }
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return;
+        c->eof = true;
+        return;
+    }
+}
+
+json_t *suite_chan_next(suite_chan *c)
+{
+    for (;;) {
+        char *nl = c->len ? memchr(c->buf, '\n', c->len) : NULL;
+        if (!nl)
+            return NULL;
+        size_t n = (size_t)(nl - c->buf) + 1;
+        json_t *j = json_loadb(c->buf, n - 1, 0, NULL);
+        memmove(c->buf, c->buf + n, c->len - n);
+        c->len -= n;
+        if (json_is_object(j))
+            return j;
+        json_decref(j);
+    }
+}
+
+static const char *jstr(json_t *o, const char *k)
+{
+    return json_string_value(json_object_get(o, k));
+}
+
+/* ---- the worker: one env, episodes one at a time -------------------------- */
+
+static int worker_env_up(const suite_worker_ctx *w, const char *image, env **e, em_err *err)
+{
+    _cleanup_free_ char *d = paths_env_dir(w->name);
+    em_err ignored;
+    if (access(d, F_OK) == 0)
+        env_down(w->name, &ignored);
+    env_up_opts uo = {.name = w->name, .image = image, .accel = w->accel};
+    return env_up(&uo, e, NULL, err);
+}
+
+json_t *suite_synth_result(const char *task_id, const char *cause, const char *reason, double total_s)
+{
+    return json_pack("{s:s, s:f, s:s, s:s, s:i, s:i, s:{s:f}}", "task_id", task_id, "score", 0.0, "reason", reason,
+                     "exit_cause", cause, "steps", 0, "actions", 0, "timings", "total_s", total_s);
+}
+
+/* One episode; NULL when interrupted (nothing to report: the episode was in flight). */
+static json_t *worker_episode(const suite_worker_ctx *w, env *e, bool *fresh, json_t *job, bool *broken)
+{
+    const char *path = jstr(job, "task"), *task_id = jstr(job, "task_id"), *out_rel = jstr(job, "out");
+    _cleanup_free_ char *out = xasprintf("%s/%s", w->dir, out_rel);
+    remove_tree(out, NULL); /* what an interrupted earlier attempt left */
+    double t0 = now_ms();
+    em_err err = {0};
+    task *t = NULL;
+    if (task_load(path, &t, &err) < 0 || task_substitute_screen(t, env_width(e), env_height(e), &err) < 0) {
+        task_free(t);
+        return suite_synth_result(task_id, "task_error", err.msg, (now_ms() - t0) / 1000);
+    }
+    episode_opts eo = {.agent_cmd = w->o->agent, .out_dir = out, .fresh = *fresh, .settle_ms = w->o->settle_ms};
+    json_t *res = NULL;
+    int rc = episode_run(e, t, path, &eo, &res, &err);
+    task_free(t);
+    *fresh = false;
+    if (interrupted()) {
+        /* A signal mid-episode can end a step or a getter early in ways that
+         * look like an outcome (a getter that "failed" scores 0): the episode
+         * was in flight, so it is not reported and --resume runs it again. */
+        json_decref(res);
+        return NULL;
+    }
+    if (rc < 0) {
+        *broken = true;
+        return suite_synth_result(task_id, "env_error", err.msg, (now_ms() - t0) / 1000);
+    }
+    const char *cause = jstr(res, "exit_cause");
+    if (cause && !strcmp(cause, "env_error"))
+        *broken = true;
+    return res;
+}
+
+static void worker_fatal(int fd, const char *what, const em_err *err)
+{
+    fprintf(stderr, "envmgr: %s: %s\n", what, err->msg);
+    json_t *m = json_pack("{s:s, s:s}", "type", "fatal", "error", err->msg);
+    suite_chan_send(fd, m);
+    json_decref(m);
+}
+
+int suite_worker_main(const suite_worker_ctx *w, int fd, const char *first_image)
+{
+    em_err err = {0};
+    env *e = NULL;
+    char *image = xstrdup(first_image);
+    double t0 = now_ms();
+    if (worker_env_up(w, image, &e, &err) < 0) {
+        if (!interrupted())
+            worker_fatal(fd, "up", &err);
+        free(image);
+        return 1;
+    }
+    fprintf(stderr, "envmgr: env %s up in %.1f s\n", w->name, (now_ms() - t0) / 1000);
+    json_t *m = json_pack("{s:s, s:f}", "type", "ready", "up_s", (now_ms() - t0) / 1000);
+    suite_chan_send(fd, m);
+    json_decref(m);
+    suite_chan c = {.fd = fd};
+    bool fresh = true;
+    int rc = 0;
+    while (!interrupted() && rc == 0) {
+        json_t *msg = suite_chan_next(&c);
+        if (!msg) {
+            if (c.eof)
+                break;
+            struct pollfd p = {.fd = fd, .events = POLLIN};
+            poll(&p, 1, 250);
+            suite_chan_fill(&c);
+            continue;
+        }
+        const char *type = jstr(msg, "type");
+        if (!type || strcmp(type, "job")) {
+            json_decref(msg);
+            break;
+        }
+        const char *want = jstr(msg, "image");
+        if (want && strcmp(want, image)) { /* a task on another image: this env boots that one now */
+            env_close(e);
+            e = NULL;
+            free(image);
+            image = xstrdup(want);
+            fresh = true;
+            if (worker_env_up(w, image, &e, &err) < 0) {
+                if (!interrupted())
+                    worker_fatal(fd, "up", &err);
+                json_decref(msg);
+                rc = 1;
+                break;
+            }
+        }
+        fprintf(stderr, "envmgr: episode %s (attempt %lld)\n", jstr(msg, "task_id"),
+                json_integer_value(json_object_get(msg, "attempt")) + 1);
+        bool broken = false;
+        json_t *res = worker_episode(w, e, &fresh, msg, &broken);
+        if (!res) {
+            json_decref(msg);
+            break;
+        }
+        json_t *reply = json_pack("{s:s, s:O, s:o}", "type", "result", "job", json_object_get(msg, "job"), "result",
+                                  res);
+        json_decref(msg);
+        int src = suite_chan_send(fd, reply);
+        json_decref(reply);
+        if (src < 0)
+            break; /* the parent is gone */
+        if (broken) {
+            /* Back to the snapshot: a fresh QEMU from the golden state; if even that fails, a new env. */
+            env_timings tm;
+            em_err rerr = {0};
+            if (env_reset(e, &tm, &rerr) == 0) {
+                fprintf(stderr, "envmgr: env %s restored from its snapshot after env_error\n", w->name);
+            } else {
+                if (interrupted())
+                    break;
+                fprintf(stderr, "envmgr: %s; recreating the env\n", rerr.msg);
+                env_close(e);
+                e = NULL;
+                if (worker_env_up(w, image, &e, &err) < 0) {
+                    if (!interrupted())
+                        worker_fatal(fd, "recreate", &err);
+                    rc = 1;
+                    break;
+                }
+            }
+            fresh = true;
+        }
+    }
+    if (e)
+        env_close(e);
+    em_err derr = {0};
+    _cleanup_free_ char *d = paths_env_dir(w->name);
+    if (access(d, F_OK) == 0 && env_down(w->name, &derr) < 0)
+        fprintf(stderr, "envmgr: %s\n", derr.msg);
+    free(image);
+    free(c.buf);
+    return rc;
+}
+

@@ -1,0 +1,349 @@
+#include "envmgr/vm/golden.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "envmgr/vm/guest.h"
+#include "envmgr/base/paths.h"
+#include "envmgr/vm/qmp.h"
+#include "envmgr/base/sha256.h"
+#include "envmgr/base/util.h"
+#include "envmgr/vm/vm.h"
+#include "envmgr/vm/vnc.h"
+
+#define GOLDEN_FORMAT "golden-v1"
+#define BOOT_TIMEOUT_MS 400000.0   /* a cold boot under TCG takes ~80 s; leave room for a loaded host */
+#define STABLE_FOR_MS 3000.0       /* the screen must not change for this long */
+#define MIGRATE_TIMEOUT_MS 60000.0
+#define QMP_TIMEOUT_MS 10000.0
+
+void golden_free(golden *g)
+{
+    if (!g)
+        return;
+    free(g->dir);
+    free(g->disk);
+    free(g->ram);
+    free(g->state);
+    json_decref(g->meta);
+    free(g);
+}
+
+static golden *golden_at(const char *dir, const char *key)
+{
+    golden *g = xcalloc(1, sizeof *g);
+    g->dir = xstrdup(dir);
+    g->disk = xasprintf("%s/golden.qcow2", dir);
+    g->ram = xasprintf("%s/ram.bin", dir);
+    g->state = xasprintf("%s/state.bin", dir);
+    snprintf(g->key, sizeof g->key, "%s", key);
+    return g;
+}
+
+static int load_meta(golden *g, em_err *err)
+{
+    _cleanup_free_ char *path = xasprintf("%s/golden.json", g->dir), *text = NULL;
+    if (read_file_capped(path, 1 << 20, &text, NULL, err) < 0)
+        return -1;
+    g->meta = json_loads(text, 0, NULL);
+    json_t *p = json_object_get(g->meta, "pointer");
+    if (!json_is_array(p) || json_array_size(p) != 2)
+        return em_fail(err, "golden state `%s`: golden.json has no pointer position", g->dir);
+    g->pointer_x = (int)json_integer_value(json_array_get(p, 0));
+    g->pointer_y = (int)json_integer_value(json_array_get(p, 1));
+    return 0;
+}
+
+/* Wait until the guest agent answers, the session's ready marker exists and the screen stands still. */
+static int wait_desktop_ready(const char *dir, const manifest *m, double deadline, int *px, int *py, em_err *err)
+{
+    _cleanup_free_ char *qga = xasprintf("%s/" VM_QGA_SOCK, dir), *vncp = xasprintf("%s/" VM_VNC_SOCK, dir);
+    guest *g = NULL;
+    if (guest_open(qga, deadline - now_ms(), &g, err) < 0)
+        return em_prefix(err, "waiting for the guest agent: ");
+    const char *argv[] = {"test", "-e", "/tmp/.envmgr-desktop-ready", NULL};
+    for (;;) {
+        guest_exec_result r;
+        if (guest_exec(g, argv, NULL, 10, 4096, &r, err) < 0) {
+            guest_close(g);
+            return -1;
+        }
+        int ready = r.exit_code == 0;
+        guest_exec_result_free(&r);
+        if (ready)
+            break;
+        if (check_interrupt(err) < 0) {
+            guest_close(g);
+            return -1;
+        }
+        if (now_ms() > deadline) {
+            guest_close(g);
+            return em_fail(err, "the desktop session did not report ready (/tmp/.envmgr-desktop-ready)");
+        }
+        sleep_ms(1000);
+    }
+    vnc_session *v = NULL;
+    if (vnc_open(vncp, 20000, &v, err) < 0) {
+        guest_close(g);
+        return -1;
+    }
+    /* Park the pointer where it covers nothing that reacts to hover. */
+    *px = m->width / 2;
+    *py = m->height / 2;
+    int rc = vnc_pointer(v, *px, *py, 0, err);
+    uint64_t last = 0;
+    double stable_since = now_ms();
+    while (rc == 0) {
+        if ((rc = vnc_refresh(v, 10000, err)) < 0)
+            break;
+        uint64_t h = vnc_frame_hash(v);
+        if (h != last) {
+            last = h;
+            stable_since = now_ms();
+        } else if (now_ms() - stable_since >= STABLE_FOR_MS) {
+            break;
+        }
+        if (check_interrupt(err) < 0)
+            rc = -1;
+        else if (now_ms() > deadline)
+            rc = em_fail(err, "the screen never stood still for %.0f s", STABLE_FOR_MS / 1000);
+        else
+            sleep_ms(250);
+    }
+    vnc_close(v);
+    if (rc == 0) {
+        /* Flush the guest's page cache to its disk so the saved disk and RAM agree. */
+        const char *sync_argv[] = {"sync", NULL};
+        guest_exec_result r;
+        rc = guest_exec(g, sync_argv, NULL, 60, 4096, &r, err);
+        if (rc == 0)
+            guest_exec_result_free(&r);
+    }
+    guest_close(g);
+    return rc;
+}
+
+static int set_ignore_shared(qmp *q, em_err *err)
+{
+    json_t *args = json_pack("{s:[{s:s, s:b}]}", "capabilities", "capability", "x-ignore-shared", "state", 1);
+    int rc = qmp_execute(q, "migrate-set-capabilities", args, QMP_TIMEOUT_MS, NULL, err);
+    json_decref(args);
+    return rc;
+}
+
+/* Hand QEMU an fd for the migration stream (spawn=deny forbids exec: URIs). */
+static int pass_fd(qmp *q, const char *name, int fd, em_err *err)
+{
+    json_t *args = json_pack("{s:s}", "fdname", name);
+    int rc = qmp_execute_with_fd(q, "getfd", args, fd, QMP_TIMEOUT_MS, NULL, err);
+    json_decref(args);
+    return rc;
+}
+
+static int wait_migration(qmp *q, double timeout_ms, em_err *err)
+{
+    double deadline = now_ms() + timeout_ms, wait = 1;
+    for (;;) {
+        json_t *ret;
+        if (qmp_execute(q, "query-migrate", NULL, QMP_TIMEOUT_MS, &ret, err) < 0)
+            return -1;
+        const char *st = json_string_value(json_object_get(ret, "status"));
+        char status[32];
+        snprintf(status, sizeof status, "%s", st ? st : "none");
+        const char *emsg = json_string_value(json_object_get(ret, "error-desc"));
+        char why[256];
+        snprintf(why, sizeof why, "%s", emsg ? emsg : "no reason given");
+        json_decref(ret);
+        if (!strcmp(status, "completed"))
+            return 0;
+        if (!strcmp(status, "failed") || !strcmp(status, "cancelled"))
+            return em_fail(err, "migration %s: %s", status, why);
+        if (check_interrupt(err) < 0)
+            return -1;
+        if (now_ms() > deadline)
+            return em_fail(err, "migration still `%s` after %.0f s", status, timeout_ms / 1000);
+        sleep_ms(wait);
+        wait = wait < 20 ? wait * 2 : 20;
+    }
+}
+
+static int save_state(const char *dir, const char *state_path, em_err *err)
+{
+    _cleanup_free_ char *sock = xasprintf("%s/" VM_QMP_SOCK, dir);
+    qmp *q = NULL;
+    if (qmp_open(sock, QMP_TIMEOUT_MS, &q, err) < 0)
+        return -1;
+    _cleanup_close_ int fd = open(state_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    int rc = fd < 0 ? em_fail_errno(err, "create `%s`", state_path) : 0;
+    if (rc == 0)
+        rc = set_ignore_shared(q, err);
+    if (rc == 0)
+        rc = qmp_execute(q, "stop", NULL, QMP_TIMEOUT_MS, NULL, err);
+    if (rc == 0)
+        rc = pass_fd(q, "golden", fd, err);
+    if (rc == 0) {
+        json_t *args = json_pack("{s:s}", "uri", "fd:golden");
+        rc = qmp_execute(q, "migrate", args, QMP_TIMEOUT_MS, NULL, err);
+        json_decref(args);
+    }
+    if (rc == 0)
+        rc = wait_migration(q, MIGRATE_TIMEOUT_MS, err);
+    if (rc == 0 && fsync(fd) < 0)
+        rc = em_fail_errno(err, "fsync `%s`", state_path);
+    qmp_close(q);
+    return rc < 0 ? em_prefix(err, "save the golden state: ") : 0;
+}
+
+static int compute_key(const manifest *m, const char *accel, char key[65], em_err *err)
+{
+    char *ver = NULL;
+    if (vm_qemu_version(&ver, err) < 0)
+        return -1;
+    _cleanup_free_ char *material = xasprintf(GOLDEN_FORMAT "|%s|%s|%s", m->sha256, accel, ver);
+    free(ver);
+    sha256_hex(material, strlen(material), key);
+    return 0;
+}
+
+static int build(const manifest *m, const char *accel, const char *final_dir, const char *key, em_err *err)
+{
+    double t0 = now_ms();
+    _cleanup_free_ char *tmp = xasprintf("%s.build", final_dir);
+    remove_tree(tmp, NULL);
+    if (mkdir_p(tmp, 0755, err) < 0)
+        return -1;
+    /* Sockets need a short path: the builder's run directory lives under the run root. */
+    _cleanup_free_ char *run = xasprintf("%s/.golden-%d", paths_run_root(), (int)getpid());
+    remove_tree(run, NULL);
+    if (paths_ensure_run_root(err) < 0 || mkdir_p(run, 0700, err) < 0)
+        return -1;
+    golden *g = golden_at(tmp, key);
+    pid_t pid = 0;
+    int px = 0, py = 0, rc = 0;
+    double t_ready = 0;
+    fprintf(stderr, "envmgr: building the golden state of %s (%s): cold boot to a ready desktop...\n", m->name,
+            accel);
+
+    _cleanup_close_ int ramfd = open(g->ram, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (ramfd < 0 || ftruncate(ramfd, (off_t)m->memory_mb << 20) < 0)
+        rc = em_fail_errno(err, "create `%s`", g->ram);
+    if (rc == 0)
+        rc = vm_create_overlay(m->disk, g->disk, err);
+    vm_spec spec = {.image = m, .accel = accel, .dir = run, .disk = g->disk, .ram_file = g->ram,
+                    .ram_shared = true, .incoming = false, .name = "golden"};
+    if (rc == 0)
+        rc = vm_spawn(&spec, &pid, err);
+    if (rc == 0) {
+        rc = wait_desktop_ready(run, m, now_ms() + BOOT_TIMEOUT_MS, &px, &py, err);
+        t_ready = now_ms();
+    }
+    if (rc == 0)
+        rc = save_state(run, g->state, err);
+    double t_saved = now_ms();
+    if (pid) {
+        em_err stop_err;
+        if (vm_stop(run, pid, &stop_err) < 0 && rc == 0)
+            rc = em_fail(err, "%s", stop_err.msg);
+    }
+    if (rc == 0) {
+        char when[40];
+        iso8601_now(when, sizeof when);
+        json_t *meta = json_pack("{s:s, s:s, s:s, s:s, s:[i,i], s:f, s:f}", "format", GOLDEN_FORMAT, "key", key,
+                                 "image_sha256", m->sha256, "accel", accel, "pointer", px, py, "boot_to_ready_s",
+                                 (t_ready - t0) / 1000, "save_s", (t_saved - t_ready) / 1000);
+        json_object_set_new(meta, "created", json_string(when));
+        _cleanup_free_ char *text = json_dumps(meta, JSON_INDENT(2));
+        json_decref(meta);
+        _cleanup_free_ char *meta_path = xasprintf("%s/golden.json", tmp);
+        rc = write_file_atomic(meta_path, text, strlen(text), 0644, err);
+    }
+    /* Read-only from now on: envs only ever read these files. */
+    if (rc == 0 && (chmod(g->disk, 0444) < 0 || chmod(g->ram, 0444) < 0 || chmod(g->state, 0444) < 0))
+        rc = em_fail_errno(err, "chmod golden files");
+    if (rc == 0 && rename(tmp, final_dir) < 0)
+        rc = em_fail_errno(err, "rename `%s`", tmp);
+    golden_free(g);
+    remove_tree(run, NULL);
+    if (rc < 0) {
+        remove_tree(tmp, NULL);
+        return em_prefix(err, "golden state of %s: ", m->name);
+    }
+    fprintf(stderr, "envmgr: golden state ready in %.1f s (boot to ready %.1f s, save %.2f s)\n",
+            (now_ms() - t0) / 1000, (t_ready - t0) / 1000, (t_saved - t_ready) / 1000);
+    return 0;
+}
+
+int golden_ensure(const manifest *m, const char *accel, golden **out, em_err *err)
+{
+    char key[65];
+    if (compute_key(m, accel, key, err) < 0)
+        return -1;
+    _cleanup_free_ char *root = xasprintf("%s/golden", paths_cache_root());
+    if (mkdir_p(root, 0755, err) < 0)
+        return -1;
+    _cleanup_free_ char *dir = xasprintf("%s/%.16s", root, key), *lock = xasprintf("%s/%.16s.lock", root, key);
+    _cleanup_free_ char *meta = xasprintf("%s/golden.json", dir);
+    if (access(meta, R_OK) != 0) {
+        _cleanup_close_ int lfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        if (lfd < 0)
+            return em_fail_errno(err, "open `%s`", lock);
+        while (flock(lfd, LOCK_EX) < 0)
+            if (errno != EINTR)
+                return em_fail_errno(err, "lock `%s`", lock);
+        if (access(meta, R_OK) != 0 && build(m, accel, dir, key, err) < 0)
+            return -1;
+    }
+    golden *g = golden_at(dir, key);
+    if (load_meta(g, err) < 0) {
+        golden_free(g);
+        return -1;
+    }
+    *out = g;
+    return 0;
+}
+
+int golden_start_clone(const golden *g, const manifest *m, const char *accel, const char *env_dir, const char *name,
+                       pid_t *pid_out, em_err *err)
+{
+    _cleanup_free_ char *overlay = xasprintf("%s/overlay.qcow2", env_dir);
+    if (vm_create_overlay(g->disk, overlay, err) < 0)
+        return -1;
+    vm_spec spec = {.image = m, .accel = accel, .dir = env_dir, .disk = overlay, .ram_file = g->ram,
+                    .ram_shared = false, .incoming = true, .name = name};
+    pid_t pid;
+    if (vm_spawn(&spec, &pid, err) < 0)
+        return -1;
+    _cleanup_free_ char *sock = xasprintf("%s/" VM_QMP_SOCK, env_dir);
+    _cleanup_close_ int fd = open(g->state, O_RDONLY | O_CLOEXEC);
+    qmp *q = NULL;
+    int rc = fd < 0 ? em_fail_errno(err, "open `%s`", g->state) : 0;
+    if (rc == 0)
+        rc = qmp_open(sock, QMP_TIMEOUT_MS, &q, err);
+    if (rc == 0)
+        rc = set_ignore_shared(q, err);
+    if (rc == 0)
+        rc = pass_fd(q, "golden", fd, err);
+    if (rc == 0) {
+        json_t *args = json_pack("{s:s}", "uri", "fd:golden");
+        rc = qmp_execute(q, "migrate-incoming", args, QMP_TIMEOUT_MS, NULL, err);
+        json_decref(args);
+    }
+    /* The state was saved from a stopped VM, so it arrives paused: start it. */
+    if (rc == 0)
+        rc = wait_migration(q, MIGRATE_TIMEOUT_MS, err);
+    if (rc == 0)
+        rc = qmp_execute(q, "cont", NULL, QMP_TIMEOUT_MS, NULL, err);
+    qmp_close(q);
+    if (rc < 0) {
+        em_err ignored;
+        vm_stop(env_dir, pid, &ignored);
+        return em_prefix(err, "restore from the golden state: ");
+    }
+    *pid_out = pid;
+    return 0;
+}

@@ -1,0 +1,314 @@
+#include "envmgr/vm/guest.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "envmgr/base/base64.h"
+#include "envmgr/base/jsonline.h"
+#include "envmgr/base/util.h"
+
+#define GUEST_REPLY_MAX (64u << 20) /* base64 of the agent's own 16 MiB output limit */
+#define GUEST_CMD_TIMEOUT_MS 10000.0
+#define FILE_CHUNK (1u << 20)
+
+struct guest {
+    jsonline conn;
+    char *label;
+    unsigned sync_id;
+};
+
+/* The agent answers in order and does not echo ids; guest_sync guards the order. */
+static int call(guest *g, const char *cmd, json_t *args, double timeout_ms, json_t **ret, em_err *err)
+{
+    json_t *msg = json_pack("{s:s}", "execute", cmd);
+    if (args)
+        json_object_set(msg, "arguments", args);
+    int rc = jsonline_send(&g->conn, msg, -1, err);
+    json_decref(msg);
+    if (rc < 0)
+        return em_prefix(err, "guest agent: %s: ", cmd);
+    json_t *reply;
+    if (jsonline_read(&g->conn, now_ms() + timeout_ms, &reply, err) < 0)
+        return em_prefix(err, "guest agent: %s: ", cmd);
+    json_t *e = json_object_get(reply, "error");
+    if (e) {
+        const char *desc = json_string_value(json_object_get(e, "desc"));
+        em_fail(err, "guest agent: %s failed: %s", cmd, desc ? desc : "no description");
+        json_decref(reply);
+        return -1;
+    }
+    json_t *r = json_object_get(reply, "return");
+    if (!r) {
+        json_decref(reply);
+        return em_fail(err, "guest agent: %s: reply has no return value", cmd);
+    }
+    if (ret)
+        *ret = json_incref(r);
+    json_decref(reply);
+    return 0;
+}
+
+int guest_sync(guest *g, double timeout_ms, em_err *err)
+{
+    double deadline = now_ms() + timeout_ms;
+    /* A 0xFF byte resets the agent's parser in case a previous client left half a command. */
+    static const unsigned char reset = 0xff;
+    if (send_full(g->conn.fd, &reset, 1, err) < 0)
+        return em_prefix(err, "guest agent: sync: ");
+    unsigned id = (unsigned)(now_ms() * 1000) ^ (++g->sync_id * 2654435761u);
+    id &= 0x7fffffff;
+    json_t *msg = json_pack("{s:s, s:{s:I}}", "execute", "guest-sync-delimited", "arguments", "id", (json_int_t)id);
+    int rc = jsonline_send(&g->conn, msg, -1, err);
+    json_decref(msg);
+    if (rc < 0)
+        return em_prefix(err, "guest agent: sync: ");
+    for (;;) {
+        if (jsonline_skip_to_ff(&g->conn, deadline, err) < 0)
+            return em_prefix(err, "guest agent: sync: ");
+        json_t *reply;
+        if (jsonline_read(&g->conn, deadline, &reply, err) < 0)
+            return em_prefix(err, "guest agent: sync: ");
+        json_int_t got = json_integer_value(json_object_get(reply, "return"));
+        json_decref(reply);
+        if (got == (json_int_t)id)
+            return 0;
+    }
+}
+
+int guest_open(const char *sock_path, double timeout_ms, guest **out, em_err *err)
+{
+    double deadline = now_ms() + timeout_ms;
+    int fd = unix_connect(sock_path, timeout_ms, err);
+    if (fd < 0)
+        return em_prefix(err, "guest agent: ");
+    guest *g = xcalloc(1, sizeof *g);
+    g->label = xasprintf("guest agent %s", sock_path);
+    jsonline_init(&g->conn, fd, g->label, GUEST_REPLY_MAX);
+    /* The agent may not be up yet (guest still booting): retry the sync until the deadline. */
+    for (;;) {
+        double left = deadline - now_ms();
+        if (guest_sync(g, left < 2000 ? left : 2000, err) == 0)
+            break;
+        if (interrupted() || now_ms() >= deadline) {
+            guest_close(g);
+            return -1;
+        }
+    }
+    *out = g;
+    return 0;
+}
+
+void guest_close(guest *g)
+{
+    if (!g)
+        return;
+    jsonline_release(&g->conn);
+    free(g->label);
+    free(g);
+}
+
+int guest_set_time(guest *g, em_err *err)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    json_t *args = json_pack("{s:I}", "time", (json_int_t)ts.tv_sec * 1000000000 + ts.tv_nsec);
+    int rc = call(g, "guest-set-time", args, GUEST_CMD_TIMEOUT_MS, NULL, err);
+    json_decref(args);
+    return rc;
+}
+
+static int decode_field(json_t *obj, const char *key, size_t cap, char **out, size_t *len, int *truncated,
+                        em_err *err)
+{
+    const char *b64 = json_string_value(json_object_get(obj, key));
+    unsigned char *data = NULL;
+    size_t n = 0;
+    if (b64 && base64_decode(b64, &data, &n) < 0)
+        return em_fail(err, "guest agent: %s is not valid base64", key);
+    if (!data)
+        data = (unsigned char *)xstrdup("");
+    if (n > cap) {
+        n = cap;
+        data[n] = '\0';
+        *truncated = 1;
+    }
+    *out = (char *)data;
+    *len = n;
+    return 0;
+}
+
+int guest_exec(guest *g, const char *const *argv, const char *stdin_data, double timeout_s, size_t cap,
+               guest_exec_result *res, em_err *err)
+{
+    memset(res, 0, sizeof *res);
+    if (!argv || !argv[0])
+        return em_fail_input(err, "exec: empty command");
+    if (timeout_s <= 0 || timeout_s > 86400)
+        return em_fail_input(err, "exec: timeout must be in (0, 86400] seconds");
+    /* coreutils timeout in the guest kills a runaway command even if the host gives up. */
+    json_t *args = json_array();
+    char secs[32];
+    snprintf(secs, sizeof secs, "%.3f", timeout_s);
+    json_array_append_new(args, json_string("-k"));
+    json_array_append_new(args, json_string("2"));
+    json_array_append_new(args, json_string(secs));
+    for (size_t i = 0; argv[i]; i++) {
+        json_t *s = json_string(argv[i]);
+        if (!s) {
+            json_decref(args);
+            return em_fail_input(err, "exec: argument %zu is not valid UTF-8", i);
+        }
+        json_array_append_new(args, s);
+    }
+    json_t *req = json_pack("{s:s, s:o, s:b}", "path", "/usr/bin/timeout", "arg", args, "capture-output", 1);
+    if (stdin_data) {
+        char *b64 = base64_encode(stdin_data, strlen(stdin_data));
+        json_object_set_new(req, "input-data", json_string(b64));
+        free(b64);
+    }
+    json_t *ret;
+    int rc = call(g, "guest-exec", req, GUEST_CMD_TIMEOUT_MS, &ret, err);
+    json_decref(req);
+    if (rc < 0)
+        return em_prefix(err, "exec `%s`: ", argv[0]);
+    json_int_t pid = json_integer_value(json_object_get(ret, "pid"));
+    json_decref(ret);
+
+    double deadline = now_ms() + timeout_s * 1000 + 5000, wait = 2;
+    for (;;) {
+        json_t *st_args = json_pack("{s:I}", "pid", pid), *st;
+        rc = call(g, "guest-exec-status", st_args, GUEST_CMD_TIMEOUT_MS, &st, err);
+        json_decref(st_args);
+        if (rc < 0)
+            return em_prefix(err, "exec `%s`: ", argv[0]);
+        if (json_is_true(json_object_get(st, "exited"))) {
+            json_t *code = json_object_get(st, "exitcode");
+            res->exit_code = code ? (int)json_integer_value(code) : -1;
+            res->signal = (int)json_integer_value(json_object_get(st, "signal"));
+            res->timed_out = res->exit_code == 124 || res->exit_code == 137;
+            res->truncated = json_is_true(json_object_get(st, "out-truncated")) ||
+                             json_is_true(json_object_get(st, "err-truncated"));
+            rc = decode_field(st, "out-data", cap, &res->out, &res->out_len, &res->truncated, err);
+            if (rc == 0)
+                rc = decode_field(st, "err-data", cap, &res->err, &res->err_len, &res->truncated, err);
+            json_decref(st);
+            if (rc < 0)
+                guest_exec_result_free(res);
+            return rc;
+        }
+        json_decref(st);
+        if (check_interrupt(err) < 0)
+            return -1;
+        if (now_ms() > deadline)
+            return em_fail(err, "exec `%s`: still running %.0f s after its timeout", argv[0], 5.0);
+        sleep_ms(wait);
+        wait = wait < 50 ? wait * 1.5 : 50;
+    }
+}
+
+void guest_exec_result_free(guest_exec_result *res)
+{
+    free(res->out);
+    free(res->err);
+    res->out = res->err = NULL;
+}
+
+static int file_open(guest *g, const char *path, const char *mode, json_int_t *handle, em_err *err)
+{
+    json_t *args = json_pack("{s:s, s:s}", "path", path, "mode", mode), *ret;
+    if (!args)
+        return em_fail_input(err, "file `%s`: path is not valid UTF-8", path);
+    int rc = call(g, "guest-file-open", args, GUEST_CMD_TIMEOUT_MS, &ret, err);
+    json_decref(args);
+    if (rc < 0)
+        return em_prefix(err, "file `%s`: ", path);
+    *handle = json_integer_value(ret);
+    json_decref(ret);
+    return 0;
+}
+
+static void file_close(guest *g, json_int_t handle)
+{
+    json_t *args = json_pack("{s:I}", "handle", handle);
+    em_err ignored;
+    call(g, "guest-file-close", args, GUEST_CMD_TIMEOUT_MS, NULL, &ignored);
+    json_decref(args);
+}
+
+int guest_file_read(guest *g, const char *path, size_t cap, char **data, size_t *len, em_err *err)
+{
+    json_int_t h;
+    if (file_open(g, path, "r", &h, err) < 0)
+        return -1;
+    char *buf = xmalloc(1);
+    size_t n = 0;
+    for (;;) {
+        json_t *args = json_pack("{s:I, s:I}", "handle", h, "count", (json_int_t)FILE_CHUNK), *ret;
+        int rc = call(g, "guest-file-read", args, GUEST_CMD_TIMEOUT_MS, &ret, err);
+        json_decref(args);
+        if (rc < 0)
+            goto fail;
+        unsigned char *chunk;
+        size_t clen;
+        const char *b64 = json_string_value(json_object_get(ret, "buf-b64"));
+        int eof = json_is_true(json_object_get(ret, "eof"));
+        if (!b64 || base64_decode(b64, &chunk, &clen) < 0) {
+            json_decref(ret);
+            em_fail(err, "guest agent: file `%s`: malformed read reply", path);
+            goto fail;
+        }
+        json_decref(ret);
+        if (n + clen > cap) {
+            free(chunk);
+            em_fail(err, "file `%s` is larger than the limit of %zu bytes", path, cap);
+            goto fail;
+        }
+        buf = xrealloc(buf, n + clen + 1);
+        memcpy(buf + n, chunk, clen);
+        n += clen;
+        free(chunk);
+        if (eof || clen == 0)
+            break;
+    }
+    file_close(g, h);
+    buf[n] = '\0';
+    *data = buf;
+    *len = n;
+    return 0;
+fail:
+    free(buf);
+    file_close(g, h);
+    return -1;
+}
+
+int guest_file_write(guest *g, const char *path, const void *data, size_t len, em_err *err)
+{
+    if (len > GUEST_FILE_CAP_DEFAULT)
+        return em_fail_input(err, "file `%s`: %zu bytes is more than the limit of %u", path, len,
+                             GUEST_FILE_CAP_DEFAULT);
+    json_int_t h;
+    if (file_open(g, path, "w", &h, err) < 0)
+        return -1;
+    for (size_t off = 0; off < len || off == 0; off += FILE_CHUNK) {
+        size_t n = len - off < FILE_CHUNK ? len - off : FILE_CHUNK;
+        char *b64 = base64_encode((const char *)data + off, n);
+        json_t *args = json_pack("{s:I, s:s}", "handle", h, "buf-b64", b64);
+        free(b64);
+        int rc = call(g, "guest-file-write", args, GUEST_CMD_TIMEOUT_MS, NULL, err);
+        json_decref(args);
+        if (rc < 0) {
+            file_close(g, h);
+            return em_prefix(err, "file `%s`: ", path);
+        }
+        if (len == 0)
+            break;
+    }
+    json_t *args = json_pack("{s:I}", "handle", h);
+    int rc = call(g, "guest-file-flush", args, GUEST_CMD_TIMEOUT_MS, NULL, err);
+    json_decref(args);
+    file_close(g, h);
+    return rc < 0 ? em_prefix(err, "file `%s`: ", path) : 0;
+}

@@ -1,0 +1,43 @@
+/* QEMU guest agent client (virtio-serial). Like QMP, the agent serves one
+ * client at a time; after every connect and every restore the stream is
+ * resynchronised with guest-sync-delimited so no stale reply is read. */
+#ifndef ENVMGR_GUEST_H
+#define ENVMGR_GUEST_H
+
+#include <stddef.h>
+
+#include "envmgr/base/err.h"
+
+#define GUEST_OUTPUT_CAP_DEFAULT (1u << 20)
+#define GUEST_FILE_CAP_DEFAULT (16u << 20)
+
+typedef struct guest guest;
+
+typedef struct guest_exec_result {
+    int exit_code;   /* -1 when killed by a signal or the timeout */
+    int signal;      /* > 0 when killed by a signal */
+    int timed_out;   /* the timeout killed it */
+    char *out;       /* stdout, NUL-terminated, at most the cap */
+    size_t out_len;
+    char *err;       /* stderr, same cap */
+    size_t err_len;
+    int truncated;   /* output was cut at the cap */
+} guest_exec_result;
+
+int guest_open(const char *sock_path, double timeout_ms, guest **out, em_err *err);
+void guest_close(guest *g);
+/* Resynchronise the stream (after a restore the agent may hold stale bytes). */
+int guest_sync(guest *g, double timeout_ms, em_err *err);
+/* Set the guest clock from the host: a restored guest wakes with the saved time. */
+int guest_set_time(guest *g, em_err *err);
+
+/* Run argv in the guest as root with a timeout (seconds) and an output cap
+ * (bytes per stream). stdin_data may be NULL. */
+int guest_exec(guest *g, const char *const *argv, const char *stdin_data, double timeout_s, size_t cap,
+               guest_exec_result *res, em_err *err);
+void guest_exec_result_free(guest_exec_result *res);
+
+int guest_file_read(guest *g, const char *path, size_t cap, char **data, size_t *len, em_err *err);
+int guest_file_write(guest *g, const char *path, const void *data, size_t len, em_err *err);
+
+#endif

@@ -1,0 +1,129 @@
+#include "envmgr/vm/manifest.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "envmgr/base/util.h"
+
+#define MANIFEST_MAX (4u << 20)
+
+void manifest_free(manifest *m)
+{
+    if (!m)
+        return;
+    free(m->dir);
+    free(m->name);
+    free(m->kernel);
+    free(m->initrd);
+    free(m->disk);
+    free(m->append);
+    json_decref(m->json);
+    free(m);
+}
+
+/* A file name from the manifest must stay inside the image directory. */
+static int file_in_image(const manifest *m, const char *field, const char *name, char **out, em_err *err)
+{
+    if (!name || !*name || strchr(name, '/') || !strcmp(name, "..") || !strcmp(name, "."))
+        return em_fail_input(err, "manifest %s/manifest.json: %s: must be a plain file name", m->dir, field);
+    *out = xasprintf("%s/%s", m->dir, name);
+    return 0;
+}
+
+static int get_int_field(json_t *obj, const char *key, int lo, int hi, int dflt, int *out)
+{
+    json_t *v = json_object_get(obj, key);
+    if (!v) {
+        *out = dflt;
+        return 0;
+    }
+    if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi)
+        return -1;
+    *out = (int)json_integer_value(v);
+    return 0;
+}
+
+int manifest_load(const char *image_dir, manifest **out, em_err *err)
+{
+    char real[PATH_MAX];
+    if (!realpath(image_dir, real))
+        return em_fail_errno(err, "image `%s` (run `make image` to build it)", image_dir);
+    manifest *m = xcalloc(1, sizeof *m);
+    m->dir = xstrdup(real);
+    _cleanup_free_ char *path = xasprintf("%s/manifest.json", real);
+    _cleanup_free_ char *text = NULL;
+    size_t len;
+    if (read_file_capped(path, MANIFEST_MAX, &text, &len, err) < 0)
+        goto fail;
+    sha256_hex(text, len, m->sha256);
+    json_error_t je;
+    m->json = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+    if (!m->json || !json_is_object(m->json)) {
+        em_fail_input(err, "manifest `%s`: invalid JSON at line %d: %s", path, je.line, m->json ? "not an object" : je.text);
+        goto fail;
+    }
+    json_t *boot = json_object_get(m->json, "boot");
+    if (!json_is_object(boot)) {
+        em_fail_input(err, "manifest `%s`: boot: missing or not an object", path);
+        goto fail;
+    }
+    const char *name = json_string_value(json_object_get(m->json, "name"));
+    m->name = xstrdup(name ? name : "image");
+    if (file_in_image(m, "boot.kernel", json_string_value(json_object_get(boot, "kernel")), &m->kernel, err) < 0 ||
+        file_in_image(m, "boot.initrd", json_string_value(json_object_get(boot, "initrd")), &m->initrd, err) < 0 ||
+        file_in_image(m, "boot.disk", json_string_value(json_object_get(boot, "disk")), &m->disk, err) < 0)
+        goto fail;
+    const char *append = json_string_value(json_object_get(boot, "append"));
+    m->append = xstrdup(append ? append : "root=/dev/vda rw console=ttyS0 quiet");
+    if (get_int_field(boot, "width", 320, 7680, 1280, &m->width) < 0 ||
+        get_int_field(boot, "height", 200, 4320, 800, &m->height) < 0 ||
+        get_int_field(boot, "memory_mb", 256, 65536, 1024, &m->memory_mb) < 0) {
+        em_fail_input(err, "manifest `%s`: boot.width/height/memory_mb: out of range", path);
+        goto fail;
+    }
+    if (!json_is_object(json_object_get(m->json, "files"))) {
+        em_fail_input(err, "manifest `%s`: files: missing or not an object", path);
+        goto fail;
+    }
+    *out = m;
+    return 0;
+fail:
+    manifest_free(m);
+    return -1;
+}
+
+int manifest_verify(const manifest *m, int full, em_err *err)
+{
+    json_t *files = json_object_get(m->json, "files");
+    const char *name;
+    json_t *entry;
+    if (json_object_size(files) == 0)
+        return em_fail(err, "image %s: manifest lists no files", m->dir);
+    json_object_foreach(files, name, entry)
+    {
+        _cleanup_free_ char *path = NULL;
+        if (file_in_image(m, "files", name, &path, err) < 0)
+            return -1;
+        const char *want = json_string_value(json_object_get(entry, "sha256"));
+        json_t *size = json_object_get(entry, "size");
+        if (!is_sha256_hex(want))
+            return em_fail(err, "image %s: files.%s.sha256: missing or not a sha256", m->dir, name);
+        struct stat st;
+        if (stat(path, &st) < 0)
+            return em_fail_errno(err, "image %s: %s", m->dir, name);
+        if (json_is_integer(size) && (json_int_t)st.st_size != json_integer_value(size))
+            return em_fail(err, "image %s: %s is %lld bytes, the manifest says %lld: the image was changed", m->dir,
+                           name, (long long)st.st_size, (long long)json_integer_value(size));
+        if (!full)
+            continue;
+        char got[SHA256_HEX_LEN + 1];
+        if (sha256_file_hex(path, got, err) < 0)
+            return -1;
+        if (strcmp(got, want))
+            return em_fail(err, "image %s: %s has sha256 %.12s…, the manifest says %.12s…: the image was changed",
+                           m->dir, name, got, want);
+    }
+    return 0;
+}

@@ -1,0 +1,26 @@
+/* An image's manifest.json: boot parameters and the sha256 of every file.
+ * `envmgr image verify` and every boot check the files against it. */
+#ifndef ENVMGR_MANIFEST_H
+#define ENVMGR_MANIFEST_H
+
+#include <jansson.h>
+
+#include "envmgr/base/err.h"
+#include "envmgr/base/sha256.h"
+
+typedef struct manifest {
+    char *dir;         /* absolute image directory */
+    char *name;
+    char *kernel, *initrd, *disk; /* absolute paths */
+    char *append;
+    int width, height, memory_mb;
+    char sha256[SHA256_HEX_LEN + 1]; /* of manifest.json itself: names the image exactly */
+    json_t *json;
+} manifest;
+
+int manifest_load(const char *image_dir, manifest **out, em_err *err);
+void manifest_free(manifest *m);
+/* Recompute every file's sha256 (libgcrypt). full=0 checks sizes only (fast, every boot). */
+int manifest_verify(const manifest *m, int full, em_err *err);
+
+#endif

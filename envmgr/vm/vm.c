@@ -1,0 +1,489 @@
+#include "envmgr/vm/vm.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "envmgr/vm/qmp.h"
+#include "envmgr/base/util.h"
+
+#define SPAWN_TIMEOUT_MS 30000.0
+#define ARGV_MAX 96
+
+const char *vm_qemu_binary(void)
+{
+    const char *q = getenv("ENVMGR_QEMU");
+    return q && *q ? q : "qemu-system-x86_64";
+}
+
+typedef struct argv_builder {
+    char *v[ARGV_MAX + 1];
+    int n;
+} argv_builder;
+
+static void arg(argv_builder *a, char *s) /* takes ownership */
+{
+    if (a->n < ARGV_MAX)
+        a->v[a->n++] = s;
+    else
+        free(s);
+}
+
+static void args_free(argv_builder *a)
+{
+    for (int i = 0; i < a->n; i++)
+        free(a->v[i]);
+}
+
+/* ---- network extras (VM_NET_FILE, see vm.h) ---- */
+#define NET_FILE_MAX (256 * 1024)
+#define NET_FWD_MAX 80
+#define NET_FWD_LEN_MAX 1000 /* QEMU copies each rule into a 1024-byte buffer */
+#define NET_SUP_MAX 16
+
+typedef struct vm_net {
+    char *netdev;      /* the -netdev value */
+    bool relaxed;      /* guestfwd commands need spawn and setsid */
+    char **supervisor; /* NULL-terminated, or NULL */
+} vm_net;
+
+static void net_free(vm_net *n)
+{
+    free(n->netdev);
+    for (size_t i = 0; n->supervisor && n->supervisor[i]; i++)
+        free(n->supervisor[i]);
+    free(n->supervisor);
+}
+
+/* Append s to the netdev value with QEMU's option escaping (',' becomes ',,'). */
+static void append_escaped(char **dst, const char *s)
+{
+    size_t n = strlen(*dst), extra = strlen(s);
+    for (const char *c = s; *c; c++)
+        extra += *c == ',';
+    *dst = xrealloc(*dst, n + extra + 1);
+    char *o = *dst + n;
+    for (const char *c = s; *c; c++) {
+        *o++ = *c;
+        if (*c == ',')
+            *o++ = ',';
+    }
+    *o = '\0';
+}
+
+static int load_net(const char *dir, vm_net *n, em_err *err)
+{
+    memset(n, 0, sizeof *n);
+    n->netdev = xstrdup("user,id=net0,restrict=on");
+    _cleanup_free_ char *path = xasprintf("%s/" VM_NET_FILE, dir), *text = NULL;
+    if (access(path, F_OK) != 0)
+        return 0;
+    if (read_file_capped(path, NET_FILE_MAX, &text, NULL, err) < 0)
+        return -1;
+    json_t *j = json_loads(text, JSON_REJECT_DUPLICATES, NULL);
+    json_t *fwd = json_object_get(j, "guestfwd"), *sup = json_object_get(j, "supervisor");
+    int rc = 0;
+    if (!json_is_object(j) || !json_is_array(fwd) || json_array_size(fwd) > NET_FWD_MAX ||
+        (sup && (!json_is_array(sup) || json_array_size(sup) == 0 || json_array_size(sup) > NET_SUP_MAX)))
+        rc = em_fail(err, "`%s`: expected {guestfwd: [...], supervisor: [...]} within limits", path);
+    for (size_t i = 0; rc == 0 && i < json_array_size(fwd); i++) {
+        const char *r = json_string_value(json_array_get(fwd, i));
+        /* guestfwd targets must stay inside slirp's network */
+        if (!r || strncmp(r, "tcp:10.0.2.", 11) || strlen(r) > NET_FWD_LEN_MAX)
+            rc = em_fail(err, "`%s`: guestfwd[%zu] is not a tcp:10.0.2.x rule within %d bytes", path, i,
+                         NET_FWD_LEN_MAX);
+        else {
+            char *joined = xasprintf("%s,guestfwd=", n->netdev); /* the separator stays a single comma */
+            free(n->netdev);
+            n->netdev = joined;
+            append_escaped(&n->netdev, r);
+            n->relaxed |= strstr(r, "-cmd:") != NULL;
+        }
+    }
+    if (rc == 0 && sup) {
+        n->supervisor = xcalloc(json_array_size(sup) + 3, sizeof *n->supervisor);
+        for (size_t i = 0; rc == 0 && i < json_array_size(sup); i++) {
+            const char *v = json_string_value(json_array_get(sup, i));
+            if (!v || (i == 0 && v[0] != '/'))
+                rc = em_fail(err, "`%s`: supervisor[%zu] must be a string (the first an absolute path)", path, i);
+            else
+                n->supervisor[i] = xstrdup(v);
+        }
+    }
+    json_decref(j);
+    return rc;
+}
+
+/* Every path QEMU sees is absolute: -daemonize changes its directory to /. */
+static void build_argv(const vm_spec *s, const vm_net *net, argv_builder *a)
+{
+    const manifest *m = s->image;
+    bool kvm = !strcmp(s->accel, "kvm");
+    arg(a, xstrdup(vm_qemu_binary()));
+    arg(a, xstrdup("-name"));
+    arg(a, xasprintf("envmgr-%s,process=envmgr-%s", s->name, s->name));
+    arg(a, xstrdup("-nodefaults"));
+    arg(a, xstrdup("-no-user-config"));
+    arg(a, xstrdup("-machine"));
+    arg(a, xasprintf("pc,accel=%s,memory-backend=ram0", kvm ? "kvm" : "tcg"));
+    arg(a, xstrdup("-cpu"));
+    arg(a, xstrdup(kvm ? "host" : "max"));
+    arg(a, xstrdup("-smp"));
+    arg(a, xstrdup("1"));
+    arg(a, xstrdup("-m"));
+    arg(a, xasprintf("%d", m->memory_mb));
+    arg(a, xstrdup("-object"));
+    arg(a, xasprintf("memory-backend-file,id=ram0,size=%dM,mem-path=%s,share=%s", m->memory_mb, s->ram_file,
+                     s->ram_shared ? "on" : "off"));
+    arg(a, xstrdup("-kernel"));
+    arg(a, xstrdup(m->kernel));
+    arg(a, xstrdup("-initrd"));
+    arg(a, xstrdup(m->initrd));
+    arg(a, xstrdup("-append"));
+    arg(a, xstrdup(m->append));
+    arg(a, xstrdup("-drive"));
+    arg(a, xasprintf("file=%s,if=none,id=disk0,format=qcow2,discard=unmap", s->disk));
+    arg(a, xstrdup("-device"));
+    arg(a, xstrdup("virtio-blk-pci,drive=disk0"));
+    arg(a, xstrdup("-device"));
+    arg(a, xasprintf("VGA,edid=on,xres=%d,yres=%d", m->width, m->height));
+    arg(a, xstrdup("-device"));
+    arg(a, xstrdup("virtio-serial-pci"));
+    arg(a, xstrdup("-chardev"));
+    arg(a, xasprintf("socket,id=qga0,path=%s/" VM_QGA_SOCK ",server=on,wait=off", s->dir));
+    arg(a, xstrdup("-device"));
+    arg(a, xstrdup("virtserialport,chardev=qga0,name=org.qemu.guest_agent.0"));
+    /* restrict=on: the guest reaches nothing but what a guestfwd rule opens. */
+    arg(a, xstrdup("-netdev"));
+    arg(a, xstrdup(net->netdev));
+    arg(a, xstrdup("-device"));
+    arg(a, xstrdup("virtio-net-pci,netdev=net0"));
+    arg(a, xstrdup("-device"));
+    arg(a, xstrdup("qemu-xhci"));
+    arg(a, xstrdup("-device"));
+    arg(a, xstrdup("usb-tablet")); /* absolute pointer: VNC coordinates are screen coordinates */
+    arg(a, xstrdup("-vnc"));
+    arg(a, xasprintf("unix:%s/" VM_VNC_SOCK, s->dir));
+    arg(a, xstrdup("-qmp"));
+    arg(a, xasprintf("unix:%s/" VM_QMP_SOCK ",server=on,wait=off", s->dir));
+    arg(a, xstrdup("-serial"));
+    arg(a, xasprintf("file:%s/" VM_SERIAL_LOG, s->dir));
+    arg(a, xstrdup("-display"));
+    arg(a, xstrdup("none"));
+    arg(a, xstrdup("-sandbox"));
+    arg(a, xstrdup(net->relaxed ? "on,obsolete=deny,elevateprivileges=allow,spawn=allow,resourcecontrol=deny"
+                                : "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny"));
+    /* No -daemonize: its fork is refused by spawn=deny; envmgr detaches QEMU itself. */
+    arg(a, xstrdup("-pidfile"));
+    arg(a, xasprintf("%s/" VM_PID_FILE, s->dir));
+    if (s->incoming) {
+        arg(a, xstrdup("-incoming"));
+        arg(a, xstrdup("defer"));
+    }
+    a->v[a->n] = NULL;
+}
+
+static void last_log_line(const char *dir, char *buf, size_t len)
+{
+    _cleanup_free_ char *path = xasprintf("%s/" VM_LOG_FILE, dir), *text = NULL;
+    buf[0] = '\0';
+    if (read_file_capped(path, 1 << 20, &text, NULL, NULL) < 0)
+        return;
+    char *end = text + strlen(text);
+    while (end > text && (end[-1] == '\n' || end[-1] == '\r'))
+        *--end = '\0';
+    char *start = strrchr(text, '\n');
+    snprintf(buf, len, "%s", start ? start + 1 : text);
+}
+
+/* The supervisor of an allowlist env takes QEMU's pid as its last arguments. */
+static void exec_supervisor(char **sup, pid_t qemu)
+{
+    size_t n = 0;
+    while (sup[n])
+        n++;
+    char pid[16];
+    snprintf(pid, sizeof pid, "%d", (int)qemu);
+    sup[n] = "--qemu-pid";
+    sup[n + 1] = pid;
+    int devnull = open("/dev/null", O_RDONLY);
+    if (devnull >= 0)
+        dup2(devnull, 0);
+    close_range(3, ~0U, CLOSE_RANGE_CLOEXEC); /* nothing of the caller's leaks into it */
+    execv(sup[0], sup);
+    dprintf(2, "exec %s: %s\n", sup[0], strerror(errno));
+}
+
+int vm_spawn(const vm_spec *s, pid_t *pid_out, em_err *err)
+{
+    vm_net net;
+    if (load_net(s->dir, &net, err) < 0) {
+        net_free(&net);
+        return em_prefix(err, "qemu: ");
+    }
+    argv_builder a = {0};
+    build_argv(s, &net, &a);
+    if (a.n >= ARGV_MAX) {
+        args_free(&a);
+        net_free(&net);
+        return em_fail(err, "qemu: too many arguments");
+    }
+    static const char *socks[] = {VM_QMP_SOCK, VM_VNC_SOCK, VM_QGA_SOCK, VM_PID_FILE};
+    for (size_t i = 0; i < ARRAY_LEN(socks); i++) {
+        _cleanup_free_ char *p = xasprintf("%s/%s", s->dir, socks[i]);
+        unlink(p);
+    }
+    _cleanup_free_ char *log = xasprintf("%s/" VM_LOG_FILE, s->dir);
+    int logfd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (logfd < 0) {
+        args_free(&a);
+        net_free(&net);
+        return em_fail_errno(err, "qemu: open `%s`", log);
+    }
+    if (getenv("ENVMGR_DEBUG")) {
+        for (int i = 0; i < a.n; i++)
+            fprintf(stderr, "%s%s", a.v[i], i + 1 < a.n ? " " : "\n");
+    }
+    /* Double fork: QEMU becomes a child of init in its own session, so it
+     * outlives this command and a Ctrl-C at the terminal does not reach it. */
+    int pipefd[2];
+    if (pipe2(pipefd, O_CLOEXEC) < 0) {
+        close(logfd);
+        args_free(&a);
+        net_free(&net);
+        return em_fail_errno(err, "qemu: pipe");
+    }
+    pid_t child = fork();
+    if (child < 0) {
+        close(logfd);
+        close(pipefd[0]);
+        close(pipefd[1]);
+        args_free(&a);
+        net_free(&net);
+        return em_fail_errno(err, "qemu: fork");
+    }
+    if (child == 0) {
+        setsid();
+        if (net.supervisor) { /* one more fork: the supervisor stays, as QEMU's parent */
+            pid_t sup = fork();
+            if (sup != 0)
+                _exit(sup > 0 ? 0 : 1);
+            prctl(PR_SET_CHILD_SUBREAPER, 1);
+        }
+        pid_t parent = getpid();
+        pid_t qemu = fork();
+        if (qemu == 0) {
+            if (net.supervisor) {
+                prctl(PR_SET_PDEATHSIG, SIGKILL);
+                if (getppid() != parent)
+                    _exit(127);
+            }
+            if (net.relaxed)
+                prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+            int devnull = open("/dev/null", O_RDONLY);
+            if (devnull >= 0)
+                dup2(devnull, 0);
+            dup2(logfd, 1);
+            dup2(logfd, 2);
+            execvp(a.v[0], a.v);
+            dprintf(2, "exec %s: %s\n", a.v[0], strerror(errno));
+            _exit(127);
+        }
+        ssize_t w = write(pipefd[1], &qemu, sizeof qemu);
+        if (net.supervisor && qemu > 0) {
+            dup2(logfd, 1);
+            dup2(logfd, 2);
+            exec_supervisor(net.supervisor, qemu);
+            _exit(127); /* QEMU follows: PDEATHSIG */
+        }
+        _exit(w == (ssize_t)sizeof qemu && qemu > 0 ? 0 : 1);
+    }
+    close(logfd);
+    close(pipefd[1]);
+    args_free(&a);
+    net_free(&net);
+    pid_t qemu = -1;
+    em_err rerr;
+    int got = read_full_deadline(pipefd[0], &qemu, sizeof qemu, now_ms() + SPAWN_TIMEOUT_MS, &rerr);
+    close(pipefd[0]);
+    while (waitpid(child, NULL, 0) < 0 && errno == EINTR)
+        ;
+    if (got < 0 || qemu <= 0)
+        return em_fail(err, "qemu: could not start the process");
+
+    /* Ready when QMP accepts connections; dead if the process went away first. */
+    _cleanup_free_ char *qmp_path = xasprintf("%s/" VM_QMP_SOCK, s->dir);
+    double deadline = now_ms() + SPAWN_TIMEOUT_MS;
+    for (;;) {
+        struct stat st;
+        if (stat(qmp_path, &st) == 0 && S_ISSOCK(st.st_mode))
+            break;
+        if (!pid_running(qemu)) {
+            char line[512];
+            last_log_line(s->dir, line, sizeof line);
+            return em_fail(err, "qemu failed to start: %s", line[0] ? line : "it exited without a message");
+        }
+        if (now_ms() > deadline) {
+            kill(qemu, SIGKILL);
+            return em_fail(err, "qemu: no QMP socket after %.0f s", SPAWN_TIMEOUT_MS / 1000);
+        }
+        sleep_ms(2);
+    }
+    *pid_out = qemu;
+    return 0;
+}
+
+int vm_read_pid(const char *dir, pid_t *pid, em_err *err)
+{
+    _cleanup_free_ char *path = xasprintf("%s/" VM_PID_FILE, dir), *text = NULL;
+    if (read_file_capped(path, 64, &text, NULL, err) < 0)
+        return -1;
+    long v;
+    text[strcspn(text, "\r\n")] = '\0';
+    if (parse_int(text, 2, 1 << 30, &v) < 0)
+        return em_fail(err, "pid file `%s` holds no pid", path);
+    *pid = (pid_t)v;
+    return 0;
+}
+
+bool vm_alive(pid_t pid, const char *dir)
+{
+    if (!pid_running(pid))
+        return false;
+    /* Guard against pid reuse: the process must be a QEMU of this run directory. */
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
+    _cleanup_free_ char *cmd = NULL;
+    size_t len;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    cmd = xmalloc(65537);
+    ssize_t n = read(fd, cmd, 65536);
+    close(fd);
+    if (n <= 0)
+        return false;
+    len = (size_t)n;
+    cmd[len] = '\0';
+    _cleanup_free_ char *needle = xasprintf("%s/" VM_QMP_SOCK, dir);
+    for (size_t i = 0; i < len; i += strlen(cmd + i) + 1)
+        if (strstr(cmd + i, needle))
+            return true;
+    return false;
+}
+
+int vm_wait_gone(pid_t pid, double timeout_ms)
+{
+    double deadline = now_ms() + timeout_ms;
+    while (pid_running(pid)) {
+        if (now_ms() > deadline)
+            return -1;
+        sleep_ms(5);
+    }
+    return 0;
+}
+
+int vm_stop(const char *dir, pid_t pid, em_err *err)
+{
+    if (!vm_alive(pid, dir))
+        return 0;
+    _cleanup_free_ char *sock = xasprintf("%s/" VM_QMP_SOCK, dir);
+    qmp *q = NULL;
+    em_err ignored;
+    if (qmp_open(sock, 1000, &q, &ignored) == 0) {
+        qmp_execute(q, "quit", NULL, 1000, NULL, &ignored);
+        qmp_close(q);
+        if (vm_wait_gone(pid, 3000) == 0)
+            return 0;
+    }
+    kill(pid, SIGTERM);
+    if (vm_wait_gone(pid, 2000) == 0)
+        return 0;
+    kill(pid, SIGKILL);
+    if (vm_wait_gone(pid, 5000) == 0)
+        return 0;
+    return em_fail(err, "qemu pid %d did not exit after SIGKILL", (int)pid);
+}
+
+/* Run a helper program with a timeout, capturing the first line of its stderr. */
+static int run_tool(char *const argv[], double timeout_ms, char **out, em_err *err)
+{
+    int pipefd[2];
+    if (pipe2(pipefd, O_CLOEXEC) < 0)
+        return em_fail_errno(err, "%s: pipe", argv[0]);
+    pid_t child = fork();
+    if (child < 0) {
+        close(pipefd[0]);
+        close(pipefd[1]);
+        return em_fail_errno(err, "%s: fork", argv[0]);
+    }
+    if (child == 0) {
+        dup2(pipefd[1], 1);
+        dup2(pipefd[1], 2);
+        execvp(argv[0], argv);
+        dprintf(2, "exec: %s\n", strerror(errno));
+        _exit(127);
+    }
+    close(pipefd[1]);
+    char buf[8192];
+    size_t n = 0;
+    double deadline = now_ms() + timeout_ms;
+    em_err werr;
+    for (;;) {
+        if (wait_readable(pipefd[0], deadline, &werr) < 0) {
+            kill(child, SIGKILL);
+            break;
+        }
+        ssize_t r = read(pipefd[0], buf + n, sizeof buf - 1 - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        n += (size_t)r;
+        if (n == sizeof buf - 1)
+            break;
+    }
+    buf[n] = '\0';
+    close(pipefd[0]);
+    int status;
+    while (waitpid(child, &status, 0) < 0 && errno == EINTR)
+        ;
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        buf[strcspn(buf, "\n")] = '\0';
+        return em_fail(err, "%s failed: %s", argv[0], buf[0] ? buf : "killed or timed out");
+    }
+    if (out)
+        *out = xstrdup(buf);
+    return 0;
+}
+
+int vm_create_overlay(const char *backing, const char *overlay, em_err *err)
+{
+    unlink(overlay);
+    char *argv[] = {"qemu-img", "create", "-q", "-f", "qcow2", "-F", "qcow2", "-b", (char *)backing,
+                    (char *)overlay, NULL};
+    if (run_tool(argv, 30000, NULL, err) < 0)
+        return em_prefix(err, "overlay `%s`: ", overlay);
+    return 0;
+}
+
+int vm_qemu_version(char **out, em_err *err)
+{
+    char *argv[] = {(char *)vm_qemu_binary(), "--version", NULL};
+    char *text = NULL;
+    if (run_tool(argv, 10000, &text, err) < 0)
+        return -1;
+    const char *v = strstr(text, "version ");
+    char ver[64] = "unknown";
+    if (v)
+        sscanf(v + 8, "%63s", ver);
+    free(text);
+    *out = xstrdup(ver);
+    return 0;
+}

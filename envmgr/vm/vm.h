@@ -1,0 +1,62 @@
+/* The QEMU process of one env: its arguments, spawn, liveness and teardown.
+ * Nothing outside vm.* and qmp.* builds QEMU arguments. */
+#ifndef ENVMGR_VM_H
+#define ENVMGR_VM_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "envmgr/base/err.h"
+#include "envmgr/vm/manifest.h"
+
+typedef struct vm_spec {
+    const manifest *image;
+    const char *accel;    /* "tcg" or "kvm" */
+    const char *dir;      /* run directory: sockets, pid file, logs (absolute) */
+    const char *disk;     /* the env's qcow2 overlay (absolute) */
+    const char *ram_file; /* guest RAM backing file (absolute) */
+    bool ram_shared;      /* share=on: the golden builder writes RAM into the file;
+                             otherwise a private copy-on-write mapping of it */
+    bool incoming;        /* start paused, waiting for migrate-incoming */
+    const char *name;     /* shown in ps */
+} vm_spec;
+
+/* File names inside a run directory. */
+#define VM_QMP_SOCK "qmp.sock"
+#define VM_VNC_SOCK "vnc.sock"
+#define VM_QGA_SOCK "qga.sock"
+#define VM_PID_FILE "qemu.pid"
+#define VM_LOG_FILE "qemu.log"
+#define VM_SERIAL_LOG "serial.log"
+
+/* Network extras of an env (written by netpolicy for allowlist envs; absent
+ * for the default, mode none). When <dir>/VM_NET_FILE exists, vm_spawn reads
+ *   {"guestfwd": ["tcp:10.0.2.X:PORT-cmd:...", ...], "supervisor": [argv...]}
+ * and then (and only then):
+ *   - appends each guestfwd rule to the user netdev (restrict=on stays);
+ *   - relaxes the sandbox to spawn=allow,elevateprivileges=allow when a rule
+ *     runs a command (libslirp forks, calls setsid and execs it per guest
+ *     connection); QEMU gets no_new_privs instead;
+ *   - starts the supervisor argv (+ "--qemu-pid" PID) as QEMU's parent, a
+ *     child subreaper that reaps those commands; QEMU gets SIGKILL if it dies.
+ * The golden state builder never has this file, and netdev options are not
+ * part of the migrated device state, so clones restore either way. */
+#define VM_NET_FILE "vm-net.json"
+
+const char *vm_qemu_binary(void);
+/* Start QEMU daemonized; returns once its sockets exist. */
+int vm_spawn(const vm_spec *s, pid_t *pid, em_err *err);
+/* The pid is a live QEMU of this run directory (not a reused pid, not a zombie). */
+bool vm_alive(pid_t pid, const char *dir);
+int vm_read_pid(const char *dir, pid_t *pid, em_err *err);
+/* Ask QEMU to quit over QMP, then SIGTERM, then SIGKILL; returns when it is gone. */
+int vm_stop(const char *dir, pid_t pid, em_err *err);
+/* Wait for a pid to exit (non-child), up to timeout. 0 gone, -1 still there. */
+int vm_wait_gone(pid_t pid, double timeout_ms);
+
+/* qemu-img create -f qcow2 -b backing overlay */
+int vm_create_overlay(const char *backing, const char *overlay, em_err *err);
+/* "7.2.22" etc. (caller frees) */
+int vm_qemu_version(char **out, em_err *err);
+
+#endif

@@ -1,0 +1,252 @@
+#include "envmgr/vm/vnc.h"
+
+#include <rfb/rfbclient.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "envmgr/base/util.h"
+
+struct vnc_session {
+    rfbClient *client;
+    char *path;
+    long long area;     /* pixels received since the last request */
+    bool frame_done;    /* a requested full frame is complete */
+    int px, py, buttons;
+    bool pointer_known;
+    bool extended_keys; /* the server accepted a scancode key event */
+};
+
+static int tag;
+
+static void quiet_log(const char *fmt, ...)
+{
+    if (!getenv("ENVMGR_VNC_DEBUG"))
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+}
+
+static vnc_session *session_of(rfbClient *c)
+{
+    return rfbClientGetClientData(c, &tag);
+}
+
+static void got_update(rfbClient *c, int x, int y, int w, int h)
+{
+    (void)x;
+    (void)y;
+    session_of(c)->area += (long long)w * h;
+}
+
+static void finished_update(rfbClient *c)
+{
+    vnc_session *v = session_of(c);
+    if (v->area >= (long long)c->width * c->height)
+        v->frame_done = true;
+}
+
+/* The framebuffer is fixed at connect time; a resize would invalidate every coordinate. */
+static rfbBool refuse_resize(rfbClient *c)
+{
+    size_t n = (size_t)c->width * c->height * 4;
+    free(c->frameBuffer);
+    c->frameBuffer = xcalloc(1, n);
+    return TRUE;
+}
+
+static int handle_messages(vnc_session *v, double deadline, em_err *err)
+{
+    for (;;) {
+        double left = deadline - now_ms();
+        if (left <= 0)
+            return 0;
+        int n = WaitForMessage(v->client, (unsigned)(left > 100 ? 100000 : left * 1000));
+        if (n < 0)
+            return em_fail(err, "vnc %s: connection lost", v->path);
+        if (n == 0)
+            return 0;
+        if (!HandleRFBServerMessage(v->client))
+            return em_fail(err, "vnc %s: connection lost (did QEMU exit?)", v->path);
+    }
+}
+
+static int wait_frame(vnc_session *v, double deadline, em_err *err)
+{
+    while (!v->frame_done) {
+        if (now_ms() >= deadline)
+            return em_fail(err, "vnc %s: no complete frame before the timeout", v->path);
+        int n = WaitForMessage(v->client, 50000);
+        if (n < 0)
+            return em_fail(err, "vnc %s: connection lost", v->path);
+        if (n > 0 && !HandleRFBServerMessage(v->client))
+            return em_fail(err, "vnc %s: connection lost (did QEMU exit?)", v->path);
+    }
+    return 0;
+}
+
+int vnc_open(const char *sock_path, double timeout_ms, vnc_session **out, em_err *err)
+{
+    double deadline = now_ms() + timeout_ms;
+    rfbClientLog = quiet_log;
+    rfbClientErr = quiet_log;
+    vnc_session *v = xcalloc(1, sizeof *v);
+    v->path = xstrdup(sock_path);
+    /* The VNC socket appears a moment after QEMU starts; wait for it. */
+    int probe = unix_connect(sock_path, timeout_ms, err);
+    if (probe < 0) {
+        free(v->path);
+        free(v);
+        return em_prefix(err, "vnc: ");
+    }
+    close(probe);
+
+    rfbClient *c = rfbGetClient(8, 3, 4);
+    if (!c) {
+        free(v->path);
+        free(v);
+        return em_fail(err, "vnc: out of memory");
+    }
+    rfbClientSetClientData(c, &tag, v);
+    c->appData.encodingsString = "raw"; /* unix socket: copying is cheaper than any codec */
+    c->appData.compressLevel = 0;
+    c->canHandleNewFBSize = FALSE;
+    c->GotFrameBufferUpdate = got_update;
+    c->FinishedFrameBufferUpdate = finished_update;
+    c->MallocFrameBuffer = refuse_resize;
+    free(c->serverHost); /* rfbGetClient's placeholder */
+    c->serverHost = strdup(sock_path); /* freed by rfbClientCleanup */
+    c->serverPort = 0;
+    c->readTimeout = 10; /* a QEMU that stops answering mid-message must not hang us */
+    c->connectTimeout = 10;
+    v->client = c;
+    v->area = 0;
+    v->frame_done = false;
+    if (!rfbInitClient(c, NULL, NULL)) { /* frees c on failure */
+        v->client = NULL;
+        vnc_close(v);
+        return em_fail(err, "vnc %s: handshake failed", sock_path);
+    }
+    /* rfbInitClient asked for a full frame; that one can be black, so drop it and ask again. */
+    if (wait_frame(v, deadline, err) < 0 || vnc_refresh(v, deadline - now_ms(), err) < 0) {
+        vnc_close(v);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+void vnc_close(vnc_session *v)
+{
+    if (!v)
+        return;
+    if (v->client) {
+        free(v->client->frameBuffer); /* ours (refuse_resize): rfbClientCleanup leaves it */
+        v->client->frameBuffer = NULL;
+        rfbClientCleanup(v->client);
+    }
+    free(v->path);
+    free(v);
+}
+
+int vnc_width(const vnc_session *v)
+{
+    return v->client->width;
+}
+
+int vnc_height(const vnc_session *v)
+{
+    return v->client->height;
+}
+
+const uint8_t *vnc_pixels(const vnc_session *v)
+{
+    return v->client->frameBuffer;
+}
+
+uint64_t vnc_frame_hash(const vnc_session *v)
+{
+    /* 64-bit multiply-xor over words: ~1 ms for 1280x800, enough to spot any change. */
+    const uint8_t *p = v->client->frameBuffer;
+    size_t n = (size_t)v->client->width * v->client->height;
+    uint64_t h = 0x9e3779b97f4a7c15ull;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t px;
+        memcpy(&px, p + i * 4, 4);
+        h = (h ^ (px & 0x00ffffffu)) * 0xff51afd7ed558ccdull;
+        h ^= h >> 29;
+    }
+    return h;
+}
+
+int vnc_refresh(vnc_session *v, double timeout_ms, em_err *err)
+{
+    double deadline = now_ms() + timeout_ms;
+    /* Drain what is queued so the completion we wait for belongs to our request. */
+    if (handle_messages(v, now_ms(), err) < 0)
+        return -1;
+    v->area = 0;
+    v->frame_done = false;
+    if (v->pointer_known && !SendPointerEvent(v->client, v->px, v->py, v->buttons))
+        return em_fail(err, "vnc %s: send pointer event failed", v->path);
+    if (!SendFramebufferUpdateRequest(v->client, 0, 0, v->client->width, v->client->height, FALSE))
+        return em_fail(err, "vnc %s: send update request failed", v->path);
+    return wait_frame(v, deadline, err);
+}
+
+int vnc_pointer(vnc_session *v, int x, int y, int buttons, em_err *err)
+{
+    if (!SendPointerEvent(v->client, x, y, buttons))
+        return em_fail(err, "vnc %s: send pointer event failed", v->path);
+    v->px = x;
+    v->py = y;
+    v->buttons = buttons;
+    v->pointer_known = true;
+    return 0;
+}
+
+void vnc_pointer_state(const vnc_session *v, int *x, int *y, int *buttons)
+{
+    *x = v->px;
+    *y = v->py;
+    *buttons = v->buttons;
+}
+
+void vnc_set_pointer_state(vnc_session *v, int x, int y, int buttons)
+{
+    v->px = x;
+    v->py = y;
+    v->buttons = buttons;
+    v->pointer_known = true;
+}
+
+bool vnc_has_extended_keys(const vnc_session *v)
+{
+    return v->extended_keys;
+}
+
+int vnc_key(vnc_session *v, const key_code *k, bool down, em_err *err)
+{
+    /* With scancodes the guest gets the physical key regardless of QEMU's keymap. */
+    if (k->scancode && SendExtendedKeyEvent(v->client, k->keysym, k->scancode, down)) {
+        v->extended_keys = true;
+        return 0;
+    }
+    if (!SendKeyEvent(v->client, k->keysym, down))
+        return em_fail(err, "vnc %s: send key event failed", v->path);
+    return 0;
+}
+
+int vnc_pump(vnc_session *v, double ms, em_err *err)
+{
+    double deadline = now_ms() + ms;
+    while (now_ms() < deadline) {
+        if (handle_messages(v, deadline, err) < 0 || check_interrupt(err) < 0)
+            return -1;
+        sleep_ms(deadline - now_ms() < 20 ? deadline - now_ms() : 20);
+    }
+    return 0;
+}

@@ -1,0 +1,43 @@
+/* A libvncclient session with QEMU's VNC server on a unix socket: fresh full
+ * frames on demand, pointer and key events. QEMU quirks handled here:
+ *  - the first frame after connecting is black: always request a full frame;
+ *  - the refresh timer backs off to 3 s on a static screen and an update
+ *    request does not reset it, but input does: nudge the pointer first;
+ *  - keysyms of shifted characters arrive unshifted: wrap them in Shift, and
+ *    send scancodes with QEMU's extended key event when offered. */
+#ifndef ENVMGR_VNC_H
+#define ENVMGR_VNC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "envmgr/base/err.h"
+#include "envmgr/vm/keys.h"
+
+typedef struct vnc_session vnc_session;
+
+int vnc_open(const char *sock_path, double timeout_ms, vnc_session **out, em_err *err);
+void vnc_close(vnc_session *v);
+
+int vnc_width(const vnc_session *v);
+int vnc_height(const vnc_session *v);
+/* RGBX pixels of the last complete frame; stride is width * 4. */
+const uint8_t *vnc_pixels(const vnc_session *v);
+/* 64-bit hash of the current pixels (cheap change detection). */
+uint64_t vnc_frame_hash(const vnc_session *v);
+
+/* Fetch a fresh full frame (nudge + non-incremental request + wait). */
+int vnc_refresh(vnc_session *v, double timeout_ms, em_err *err);
+
+/* Pointer position and buttons (bit 0 left, 1 middle, 2 right, 3/4 wheel up/down, 5/6 wheel left/right). */
+int vnc_pointer(vnc_session *v, int x, int y, int buttons, em_err *err);
+void vnc_pointer_state(const vnc_session *v, int *x, int *y, int *buttons);
+/* Tell the session where the pointer is (restored from the env's state) without sending anything. */
+void vnc_set_pointer_state(vnc_session *v, int x, int y, int buttons);
+int vnc_key(vnc_session *v, const key_code *k, bool down, em_err *err);
+bool vnc_has_extended_keys(const vnc_session *v);
+
+/* Read and apply server messages for up to ms (keeps socket buffers drained). */
+int vnc_pump(vnc_session *v, double ms, em_err *err);
+
+#endif
