@@ -33,7 +33,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 TEST_HELPER_SRC := $(wildcard tests/unit/helpers/*.c)
 TEST_HELPER_OBJ := $(TEST_HELPER_SRC:%.c=$(BUILD)/%.o)
 
-.PHONY: all image test unit integration asan valgrind bench fuzz clean distclean demo
+.PHONY: all image test unit integration asan valgrind bench fuzz clean distclean demo registry
 all: $(BIN)/envmgr
 
 $(BUILD)/%.o: %.c
@@ -70,6 +70,10 @@ $(BUILD)/bench/%: bench/%.c $(LIB)
 
 image:
 	$(MAKE) -C vm-images image
+
+# The evaluator-script registry envmgr reads (metric names, families, options), from the scripts.
+registry:
+	/usr/bin/python3 -I evaluator/metrics/run.py --registry > evaluator/metrics/registry.json
 
 unit: $(UNIT_BIN) $(BIN)/envmgr
 	@tests/run-unit.sh $(UNIT_BIN)

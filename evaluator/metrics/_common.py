@@ -1,0 +1,89 @@
+"""What every evaluator-script family shares: the registry decorator and the input error.
+
+A family module (tables.py, documents.py, ...) declares its metrics with @metric; run.py imports
+every family, finds the metric by name and calls it with OSWorld's calling convention:
+    func(result, expected, **options)   when the metric takes an expected value
+    func(result, **options)             when it does not
+`result` and `expected` are what OSWorld's getters return: a path string for a file (inside the
+sandbox, read-only), a list of those, a string for command output, a dict for `rule` getters.
+A metric returns a number in 0..1 (or a bool). Input it cannot read raises MetricInputError (or
+any exception): envmgr reports that as evaluator_error naming the metric, never as a score.
+"""
+import os
+
+FAMILIES = ("tables", "documents", "slides", "pdf", "images", "media", "archives", "browser",
+            "app_settings", "general")
+
+REGISTRY = {}
+
+# Limits every family applies before handing untrusted bytes to a parser library; the sandbox's
+# rlimits are the hard stop, these make the common hostile inputs fail fast with a clear message.
+MAX_INPUT_BYTES = 256 << 20        # one input file
+MAX_ZIP_UNCOMPRESSED = 512 << 20   # all members of an OOXML/ODF/zip container together
+MAX_ZIP_MEMBERS = 20000
+MAX_ZIP_RATIO = 200                # a member's uncompressed/compressed size
+MAX_IMAGE_PIXELS = 64_000_000
+
+
+class MetricInputError(Exception):
+    """The metric's input is missing, malformed or over a limit."""
+
+
+def metric(name, family, expected=True, options=None, summary="", osworld=""):
+    """Register a metric. expected: True (needs one), False (takes none), "optional".
+    options: {"option": "type, default: what it does"}. osworld: which OSWorld behaviour this
+    reproduces, and where it differs (say so; never diverge silently)."""
+    if family not in FAMILIES:
+        raise ValueError(f"{name}: unknown family {family}")
+    if expected not in (True, False, "optional"):
+        raise ValueError(f"{name}: expected must be True, False or 'optional'")
+
+    def register(func):
+        if name in REGISTRY:
+            raise ValueError(f"metric {name} registered twice")
+        REGISTRY[name] = {"func": func, "family": family, "expected": expected,
+                          "options": dict(options or {}), "summary": summary, "osworld": osworld}
+        return func
+    return register
+
+
+def check_file(path, what="result"):
+    """A readable regular file under the size cap, else MetricInputError."""
+    if not isinstance(path, str) or not path:
+        raise MetricInputError(f"{what}: expected a file path, got {type(path).__name__}")
+    try:
+        st = os.stat(path)
+    except OSError as e:
+        raise MetricInputError(f"{what}: {e.strerror}: {os.path.basename(path)}") from None
+    if not os.path.isfile(path):
+        raise MetricInputError(f"{what}: not a regular file")
+    if st.st_size > MAX_INPUT_BYTES:
+        raise MetricInputError(f"{what}: {st.st_size} bytes, over the {MAX_INPUT_BYTES} byte cap")
+    return path
+
+
+def check_zip(path, what="result"):
+    """Refuse zip bombs before a library inflates the container (xlsx, docx, pptx, odt, zip)."""
+    import zipfile
+    check_file(path, what)
+    try:
+        with zipfile.ZipFile(path) as z:
+            infos = z.infolist()
+    except (zipfile.BadZipFile, OSError, ValueError) as e:
+        raise MetricInputError(f"{what}: not a zip container: {e}") from None
+    if len(infos) > MAX_ZIP_MEMBERS:
+        raise MetricInputError(f"{what}: {len(infos)} zip members, over {MAX_ZIP_MEMBERS}")
+    total = 0
+    for i in infos:
+        total += i.file_size
+        if i.compress_size and i.file_size / max(i.compress_size, 1) > MAX_ZIP_RATIO and i.file_size > (1 << 20):
+            raise MetricInputError(f"{what}: zip member {i.filename!r} inflates {i.file_size // max(i.compress_size, 1)}x")
+    if total > MAX_ZIP_UNCOMPRESSED:
+        raise MetricInputError(f"{what}: {total} bytes uncompressed, over {MAX_ZIP_UNCOMPRESSED}")
+    return path
+
+
+def safe_xml_parser():
+    """An lxml parser that never resolves entities, reads no DTD and fetches nothing."""
+    from lxml import etree
+    return etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False)
