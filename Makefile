@@ -33,7 +33,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 TEST_HELPER_SRC := $(wildcard tests/unit/helpers/*.c)
 TEST_HELPER_OBJ := $(TEST_HELPER_SRC:%.c=$(BUILD)/%.o)
 
-.PHONY: all image test unit integration asan valgrind bench fuzz clean distclean demo registry
+.PHONY: all image test unit integration asan valgrind bench fuzz clean distclean demo registry layers
 all: $(BIN)/envmgr
 
 $(BUILD)/%.o: %.c
@@ -78,8 +78,12 @@ registry:
 unit: $(UNIT_BIN) $(BIN)/envmgr
 	@tests/run-unit.sh $(UNIT_BIN)
 
+# Each #include points to its own folder or a lower layer (docs/architecture.md).
+layers:
+	@scripts/check-layers
+
 # The whole suite: unit tests, then integration tests on real guests (builds the image if needed).
-test: all $(UNIT_BIN) $(TOOLS) image
+test: layers all $(UNIT_BIN) $(TOOLS) image
 	@tests/run-all.sh $(UNIT_BIN)
 
 integration: all $(TOOLS) image
@@ -104,7 +108,7 @@ valgrind: all $(UNIT_BIN) $(TOOLS) image
 	 tests/run-all.sh --integration-only
 
 # Used by asan: the same driver, pointed at an instrumented binary.
-test-with-bin: all $(UNIT_BIN) $(TOOLS) image
+test-with-bin: layers all $(UNIT_BIN) $(TOOLS) image
 	@ENVMGR_BIN=$(ROOT)/$(BIN)/envmgr tests/run-all.sh $(UNIT_BIN)
 
 bench: all $(TOOLS) $(BUILD)/bench/envbench $(BUILD)/bench/api_bench image

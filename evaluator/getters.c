@@ -15,6 +15,7 @@
 
 #include "envmgr/net/egress_log.h"
 #include "envmgr/base/sha256.h"
+#include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
 
 #define WINDOW_TITLE_TIMEOUT_S 10.0
@@ -321,7 +322,7 @@ static int run_host_file(json_t *spec, const char *type, const char *task_dir, j
     if (!task_dir)
         return em_fail(err, "%s: no task folder", type);
     _cleanup_free_ char *abs = NULL;
-    if (task_path_inside(task_dir, path, true, &abs, err) < 0)
+    if (path_inside(task_dir, path, true, &abs, err) < 0)
         return em_prefix(err, "%s: ", type);
     struct stat st;
     if (stat(abs, &st) < 0)

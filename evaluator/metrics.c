@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "envmgr/base/png.h"
+#include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
 #include "evaluator/getters.h"
 #include "evaluator/task.h"
@@ -819,11 +820,11 @@ static int resolve_script(const metric_ctx *ctx, const char *name, char **exe, e
     if (!strchr(name, '/')) {
         _cleanup_free_ char *cand = xasprintf("%s/%s", SCRIPTS_DIR, name);
         if (access(cand, F_OK) == 0)
-            return task_path_inside(SCRIPTS_DIR, name, true, exe, e);
+            return path_inside(SCRIPTS_DIR, name, true, exe, e);
     }
     if (!ctx->task_dir)
         return em_fail(e, "not found in %s (and no task folder)", SCRIPTS_DIR);
-    if (task_path_inside(ctx->task_dir, name, true, exe, e) < 0)
+    if (path_inside(ctx->task_dir, name, true, exe, e) < 0)
         return strchr(name, '/') ? -1 : em_fail(e, "not found in %s or the task folder", SCRIPTS_DIR);
     return 0;
 }

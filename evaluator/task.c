@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "envmgr/action/pyautogui.h"
+#include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
 #include "evaluator/getters.h"
 #include "evaluator/metrics.h"
@@ -274,64 +275,6 @@ static int check_sizes(json_t *j, char *path, size_t plen, em_err *err)
     return 0;
 }
 
-/* ---- paths ---- */
-
-static bool has_dotdot(const char *p)
-{
-    for (const char *s = p; *s;) {
-        const char *e = strchr(s, '/');
-        size_t n = e ? (size_t)(e - s) : strlen(s);
-        if (n == 2 && s[0] == '.' && s[1] == '.')
-            return true;
-        if (!e)
-            break;
-        s = e + 1;
-    }
-    return false;
-}
-
-static bool under(const char *dir, const char *p)
-{
-    size_t n = strlen(dir);
-    if (n == 1 && dir[0] == '/')
-        return p[0] == '/' && p[1] != '\0';
-    return strncmp(p, dir, n) == 0 && p[n] == '/' && p[n + 1] != '\0';
-}
-
-int task_path_inside(const char *dir, const char *p, bool must_exist, char **abs, em_err *err)
-{
-    *abs = NULL;
-    if (!p || !*p)
-        return em_fail_input(err, "an empty path");
-    if (has_dotdot(p))
-        return em_fail_input(err, "`%.200s` must not contain `..`", p);
-    _cleanup_free_ char *joined = NULL;
-    if (p[0] == '/') {
-        if (!under(dir, p))
-            return em_fail_input(err, "`%.200s` is outside the task folder `%.200s`", p, dir);
-        joined = xstrdup(p);
-    } else {
-        joined = xasprintf("%s/%s", dir, p);
-    }
-    if (!must_exist) {
-        *abs = joined;
-        joined = NULL;
-        return 0;
-    }
-    _cleanup_free_ char *real_dir = realpath(dir, NULL);
-    if (!real_dir)
-        return em_fail_errno(err, "task folder `%.200s`", dir);
-    char *real = realpath(joined, NULL);
-    if (!real)
-        return em_fail_errno(err, "`%.200s`", p);
-    if (!under(real_dir, real)) {
-        free(real);
-        return em_fail_input(err, "`%.200s` resolves outside the task folder", p);
-    }
-    *abs = real;
-    return 0;
-}
-
 /* ---- setup steps ---- */
 
 static const struct {
@@ -465,7 +408,7 @@ static int download_source(const task *t, const char *url, const char *field, ch
         _cleanup_free_ char *path = percent_decode(rest);
         if (!path)
             return em_fail_input(err, "%s: `%.200s` decodes to a NUL byte", field, url);
-        if (task_path_inside(t->dir, path, false, host, err) < 0)
+        if (path_inside(t->dir, path, false, host, err) < 0)
             return em_prefix(err, "%s: ", field);
         return 0;
     }
@@ -474,7 +417,7 @@ static int download_source(const task *t, const char *url, const char *field, ch
                              "%s: only file:// URLs or files shipped with the task are supported (the guest has no "
                              "internet)",
                              field);
-    if (task_path_inside(t->dir, url, false, host, err) < 0)
+    if (path_inside(t->dir, url, false, host, err) < 0)
         return em_prefix(err, "%s: ", field);
     return 0;
 }
@@ -509,7 +452,7 @@ static int parse_files(pctx *c, json_t *params, const char *base, bool download,
         if (download) {
             if (download_source(c->t, src, f, &tf->host_path, err) < 0)
                 return -1;
-        } else if (task_path_inside(c->t->dir, src, false, &tf->host_path, err) < 0) {
+        } else if (path_inside(c->t->dir, src, false, &tf->host_path, err) < 0) {
             return em_prefix(err, "%s: ", f);
         }
         tf->guest_path = xstrdup(dst);
@@ -619,7 +562,7 @@ static int parse_step(pctx *c, json_t *j, const char *base, task_step *s, em_err
             get_nonempty_str(params, p, "reference", false, &str, err) < 0 || parse_region(params, p, s, err) < 0)
             return -1;
         s->stable_ms = (int)l;
-        if (str && task_path_inside(c->t->dir, str, false, &s->reference, err) < 0) {
+        if (str && path_inside(c->t->dir, str, false, &s->reference, err) < 0) {
             char q[PATH_BUF];
             jp(q, p, "reference");
             return em_prefix(err, "%s: ", q);
@@ -760,60 +703,10 @@ static int parse_evaluator(pctx *c, json_t *root, em_err *err)
 
 /* ---- network ---- */
 
-static int parse_allow(const char *entry, const char *path, task_allow *a, em_err *err)
-{
-    _cleanup_free_ char *host = NULL;
-    const char *port;
-    if (entry[0] == '[') {
-        const char *close = strchr(entry, ']');
-        if (!close || close[1] != ':')
-            return em_fail_input(err, "%s: `%.100s`: expected [IPv6]:port", path, entry);
-        host = xasprintf("%.*s", (int)(close - entry - 1), entry + 1);
-        unsigned char buf[16];
-        if (inet_pton(AF_INET6, host, buf) != 1)
-            return em_fail_input(err, "%s: `%.100s`: not a valid IPv6 address", path, entry);
-        a->kind = HOST_IPV6;
-        port = close + 2;
-    } else {
-        const char *colon = strrchr(entry, ':');
-        if (!colon)
-            return em_fail_input(err, "%s: `%.100s`: expected host:port", path, entry);
-        host = xasprintf("%.*s", (int)(colon - entry), entry);
-        port = colon + 1;
-        if (strchr(host, ':'))
-            return em_fail_input(err, "%s: `%.100s`: IPv6 addresses go in brackets ([::1]:443)", path, entry);
-        bool numeric = host[0] != '\0' && strspn(host, "0123456789.") == strlen(host);
-        if (numeric) {
-            unsigned char buf[4];
-            if (inet_pton(AF_INET, host, buf) != 1)
-                return em_fail_input(err, "%s: `%.100s`: not a valid IPv4 address", path, entry);
-            a->kind = HOST_IPV4;
-        } else if (!strncmp(host, "*.", 2)) {
-            if (!dns_name_valid(host + 2, false) || !strchr(host + 2, '.'))
-                return em_fail_input(err, "%s: `%.100s`: a wildcard must be *.<domain> with at least two labels",
-                                     path, entry);
-            a->kind = HOST_WILDCARD;
-        } else {
-            if (!dns_name_valid(host, false))
-                return em_fail_input(err, "%s: `%.100s`: not a valid host name", path, entry);
-            a->kind = HOST_NAME;
-        }
-        for (char *s = host; *s; s++)
-            *s = (char)tolower((unsigned char)*s);
-    }
-    long pn;
-    if (parse_int(port, 1, 65535, &pn) < 0)
-        return em_fail_input(err, "%s: `%.100s`: port must be 1..65535", path, entry);
-    a->port = (int)pn;
-    a->host = host;
-    host = NULL;
-    return 0;
-}
-
 static int parse_network(task *t, json_t *root, em_err *err)
 {
     json_t *net;
-    t->net_mode = NET_NONE;
+    netpolicy_init(&t->net);
     if (get_obj(root, "", "network", &net, err) < 0)
         return -1;
     if (!net)
@@ -831,8 +724,7 @@ static int parse_network(task *t, json_t *root, em_err *err)
         return em_fail_input(err, "network.mode: expected \"none\" or \"allowlist\", got `%.32s`", mode);
     if (mode && !strcmp(mode, "none") && nallow)
         return em_fail_input(err, "network.allow: must be empty when network.mode is \"none\"");
-    t->net_mode = (mode ? !strcmp(mode, "allowlist") : nallow > 0) ? NET_ALLOWLIST : NET_NONE;
-    t->allow = xcalloc(nallow + 1, sizeof *t->allow);
+    t->net.mode = (mode ? !strcmp(mode, "allowlist") : nallow > 0) ? NETPOLICY_ALLOWLIST : NETPOLICY_NONE;
     size_t i;
     json_t *e;
     json_array_foreach(allow, i, e)
@@ -841,9 +733,8 @@ static int parse_network(task *t, json_t *root, em_err *err)
         jpi(p, "network.allow", i);
         if (!json_is_string(e))
             return em_fail_input(err, "%s: expected a \"host:port\" string, got %s", p, json_type_name(e));
-        if (parse_allow(json_string_value(e), p, &t->allow[t->nallow], err) < 0)
-            return -1;
-        t->nallow++;
+        if (netpolicy_add(&t->net, json_string_value(e), err) < 0)
+            return em_prefix(err, "%s: ", p);
     }
     return 0;
 }
@@ -1050,9 +941,6 @@ void task_free(task *t)
     steps_free(t->config, t->nconfig);
     steps_free(t->postconfig, t->npostconfig);
     metrics_free(t->metrics, t->nmetrics);
-    for (size_t i = 0; i < t->nallow; i++)
-        free(t->allow[i].host);
-    free(t->allow);
     strv_free(t->warnings, t->nwarnings);
     free(t);
 }

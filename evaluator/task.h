@@ -12,6 +12,7 @@
 #include <stddef.h>
 
 #include "envmgr/base/err.h"
+#include "envmgr/net/netpolicy.h"
 
 #define TASK_FILE_MAX (1u << 20)       /* bytes of a task file (or index) */
 #define TASK_STRING_MAX (64u * 1024)   /* bytes of any string in it */
@@ -71,15 +72,6 @@ typedef struct task_metric {
     json_t *options;     /* object or NULL */
 } task_metric;
 
-typedef enum { NET_NONE, NET_ALLOWLIST } task_net_mode;
-typedef enum { HOST_NAME, HOST_WILDCARD, HOST_IPV4, HOST_IPV6 } task_host_kind;
-
-typedef struct task_allow {
-    task_host_kind kind;
-    char *host;          /* lower-cased name, "*.example.com", dotted IPv4 or IPv6 without brackets */
-    int port;
-} task_allow;
-
 typedef struct task {
     json_t *json;        /* the whole document (after task_substitute_screen, the substituted one) */
     char *dir;           /* the task's folder: absolute when it exists */
@@ -96,9 +88,7 @@ typedef struct task {
     bool infeasible;     /* an evaluator func is "infeasible" */
     task_step *postconfig;
     size_t npostconfig;
-    task_net_mode net_mode;
-    task_allow *allow;
-    size_t nallow;
+    netpolicy net;       /* network section: mode none or allowlist, rules in the net layer's grammar, no limits */
     int max_steps;              /* default 15 */
     double step_timeout_s;      /* default 60 */
     double episode_timeout_s;   /* default 600 */
@@ -128,11 +118,6 @@ int task_substitute_screen(task *t, int w, int h, em_err *err);
 int task_list_dir(const char *dir_or_index, char ***paths, size_t *n, em_err *err);
 void task_paths_free(char **paths, size_t n);
 
-/* A host path named by a task: p relative to dir or absolute inside it,
- * never with a `..` component. With must_exist, symlinks are resolved and
- * the real file must still be inside the real dir. *abs is malloc'd.
- * Messages name the path, not a field: callers prefix the field. */
-int task_path_inside(const char *dir, const char *p, bool must_exist, char **abs, em_err *err);
 
 const char *task_step_type_name(task_step_type type);
 

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "envmgr/api/api_int.h"
+#include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
 
 int api_token_generate(char out[65], em_err *err)

@@ -14,6 +14,7 @@
 #include "envmgr/net/netpolicy.h"
 #include "envmgr/base/paths.h"
 #include "envmgr/base/sha256.h"
+#include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
 
 #define FREEFORM_TASK                                                                                                  \

@@ -11,6 +11,7 @@
 #include "envmgr/api/api_int.h"
 #include "envmgr/action/pyautogui.h"
 #include "envmgr/base/sha256.h"
+#include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
 
 int api_fail(api_error *ae, int status, const char *field, const char *fmt, ...)
@@ -243,7 +244,7 @@ int api_parse_task(json_t *spec, const char *field, const char *task_root, const
     if (json_is_string(spec)) {
         const char *p = json_string_value(spec);
         char *abs = NULL;
-        if (!p[0] || task_path_inside(task_root, p, true, &abs, &err) < 0)
+        if (!p[0] || path_inside(task_root, p, true, &abs, &err) < 0)
             return api_fail(ae, 400, field, "%s: `%.200s`: %s", field, p,
                             p[0] ? err.msg : "empty path");
         if (task_load(abs, &t, &err) < 0 || sha256_file_hex(abs, sha, &err) < 0) {

@@ -18,6 +18,7 @@
 
 #include "envmgr/api/api_int.h"
 #include "envmgr/base/sha256.h"
+#include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
 
 typedef struct conn_req {

@@ -4,6 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
 
 #ifndef ENVMGR_SOURCE_DIR

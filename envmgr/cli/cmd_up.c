@@ -90,10 +90,8 @@ int cmd_up(int argc, char **argv)
         netpolicy base = net;
         if (task_load(task_path, &t, &err) < 0)
             return cli_report(&err);
-        int rc = netpolicy_for_task(&base, t, &net, &err);
+        netpolicy_for_task(&base, &t->net, &net);
         task_free(t);
-        if (rc < 0)
-            return cli_report(&err);
     }
     if (open_net)
         net.mode = NETPOLICY_OPEN;

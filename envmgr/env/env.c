@@ -13,6 +13,7 @@
 #include "envmgr/vm/golden.h"
 #include "envmgr/vm/manifest.h"
 #include "envmgr/base/paths.h"
+#include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
 #include "envmgr/vm/vm.h"
 

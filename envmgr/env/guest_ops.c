@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "envmgr/base/png.h"
+#include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
 
 #define ARGV_WRAP_MAX 16

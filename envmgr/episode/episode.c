@@ -16,6 +16,7 @@
 #include "evaluator/score.h"
 #include "envmgr/episode/setup.h"
 #include "envmgr/base/sha256.h"
+#include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
 
 #define SETTLE_MAX_MS 3000.0
@@ -518,9 +519,13 @@ int episode_begin(env *e, const task *t, const char *task_path, const char *task
     /* The task's network section: a policy that changes needs a restart even on a fresh env. */
     netpolicy cur, net;
     bool net_changed = false;
-    if (rc == 0 && (env_network(e, &cur, err) < 0 || netpolicy_for_task(&cur, t, &net, err) < 0 ||
-                    env_set_network(e, &net, &net_changed, err) < 0))
+    if (rc == 0 && env_network(e, &cur, err) < 0)
         rc = -1;
+    if (rc == 0) {
+        netpolicy_for_task(&cur, &t->net, &net);
+        if (env_set_network(e, &net, &net_changed, err) < 0)
+            rc = -1;
+    }
     if (rc == 0 && (!o->fresh || net_changed))
         rc = env_reset(e, &tm, err);
     r->reset_ms = now_ms() - t_reset;

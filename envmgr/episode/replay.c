@@ -9,6 +9,7 @@
 #include "recorder/frame_compare.h"
 #include "recorder/trace.h"
 #include "envmgr/base/sha256.h"
+#include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
 
 static char *frame_path(const char *trace_dir, const char *sha)

@@ -5,6 +5,7 @@
 
 #include "envmgr/env/guest_ops.h"
 #include "envmgr/base/png.h"
+#include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
 
 #define SETUP_OUTPUT_CAP (64u << 10)
@@ -44,7 +45,7 @@ static int upload(env *e, const task *t, const task_step *s, json_t **detail, em
         _cleanup_free_ char *real = NULL, *data = NULL;
         size_t len;
         /* Resolve now: a symlink placed after loading must not lead out of the task folder. */
-        if (task_path_inside(t->dir, s->files[i].host_path, true, &real, err) < 0 ||
+        if (path_inside(t->dir, s->files[i].host_path, true, &real, err) < 0 ||
             read_file_capped(real, FILE_UPLOAD_MAX, &data, &len, err) < 0)
             return em_prefix(err, "files[%zu]: ", i);
         const char *dst = s->files[i].guest_path;

@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "evaluator/task.h"
+#include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
 #include "envmgr/vm/vm.h"
 
@@ -81,7 +81,7 @@ int nethost_parse(const char *s, size_t n, bool allow_wildcard, nethost *out, co
         memcpy(buf, s + 1, len);
         buf[len] = '\0';
         if (strspn(buf, "0123456789abcdefABCDEF:.") != len)
-            return *why = "not a valid IPv6 address (zone ids are not accepted)", -1;
+            return *why = "not a valid IPv6 address", -1;
         struct in6_addr a6;
         if (inet_pton(AF_INET6, buf, &a6) != 1)
             return *why = "not a valid IPv6 address", -1;
@@ -90,7 +90,7 @@ int nethost_parse(const char *s, size_t n, bool allow_wildcard, nethost *out, co
         return 0;
     }
     if (memchr(s, ':', n))
-        return *why = "IPv6 literals go in brackets ([::1]:443)", -1;
+        return *why = "IPv6 addresses go in brackets ([::1]:443)", -1;
     if (memchr(s, ']', n) || memchr(s, '[', n))
         return *why = "brackets around something that is not an IPv6 address", -1;
     char h[NETPOLICY_HOST_MAX + 2];
@@ -196,26 +196,15 @@ bool netpolicy_equal(const netpolicy *a, const netpolicy *b)
     return true;
 }
 
-int netpolicy_for_task(const netpolicy *current, const struct task *t, netpolicy *out, em_err *err)
+void netpolicy_for_task(const netpolicy *current, const netpolicy *task_net, netpolicy *out)
 {
     if (current->mode == NETPOLICY_OPEN) {
         *out = *current;
-        return 0;
+        return;
     }
-    netpolicy_init(out);
+    *out = *task_net;
     out->max_bytes_out = current->max_bytes_out;
     out->max_conn_per_min = current->max_conn_per_min;
-    out->mode = t->net_mode == NET_ALLOWLIST ? NETPOLICY_ALLOWLIST : NETPOLICY_NONE;
-    for (size_t i = 0; i < t->nallow; i++) {
-        char entry[NETPOLICY_HOST_MAX + 16];
-        if (t->allow[i].kind == HOST_IPV6)
-            snprintf(entry, sizeof entry, "[%s]:%d", t->allow[i].host, t->allow[i].port);
-        else
-            snprintf(entry, sizeof entry, "%s:%d", t->allow[i].host, t->allow[i].port);
-        if (netpolicy_add(out, entry, err) < 0)
-            return em_prefix(err, "network.allow[%zu]: ", i);
-    }
-    return 0;
 }
 
 /* ---- persistence ----------------------------------------------------------- */

@@ -31,8 +31,6 @@
 #include "envmgr/base/err.h"
 #include "envmgr/vm/guest.h"
 
-struct task;
-
 /* Files in a run directory. */
 #define NETPOLICY_FILE "netpolicy.json"      /* the policy (this module) */
 #define NETPOLICY_LOG_FILE "egress.jsonl"    /* one JSON line per egress attempt (proxy) */
@@ -91,9 +89,9 @@ void netrule_format(const nethost *h, int port, char *buf, size_t len);
 /* Add a rule (duplicates are dropped); fails beyond NETPOLICY_RULES_MAX. */
 int netpolicy_add(netpolicy *p, const char *entry, em_err *err);
 bool netpolicy_equal(const netpolicy *a, const netpolicy *b);
-/* The task's network section, keeping p's limits. An env opened with
+/* The task's network section (its mode and rules) with current's limits. An env opened with
  * --unsafe-open-network stays open (the operator's choice wins; the trace says so). */
-int netpolicy_for_task(const netpolicy *current, const struct task *t, netpolicy *out, em_err *err);
+void netpolicy_for_task(const netpolicy *current, const netpolicy *task_net, netpolicy *out);
 
 json_t *netpolicy_to_json(const netpolicy *p);
 int netpolicy_from_json(json_t *j, netpolicy *p, em_err *err);

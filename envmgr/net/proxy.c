@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "envmgr/net/proxy_http.h"
+#include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
 
 #define CONTROL_MAX 512

@@ -11,6 +11,7 @@
 #include "envmgr/suite/report_summary.h"
 #include "envmgr/suite/results_log.h"
 #include "envmgr/suite/suite.h"
+#include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
 
 static int cmp_task_json(const void *a, const void *b)

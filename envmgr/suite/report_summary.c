@@ -10,6 +10,7 @@
 #include "envmgr/base/sbuf.h"
 #include "envmgr/suite/results_log.h"
 #include "envmgr/suite/suite.h"
+#include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
 
 bool report_passed(double score)

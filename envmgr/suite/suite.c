@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "evaluator/task.h"
+#include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
 
 int suite_parse_shard(const char *s, int *k, int *n, em_err *err)

@@ -26,7 +26,6 @@
 #define SUITE_SHARDS_MAX 10000
 #define SUITE_REPEAT_MAX 1000
 /* Env names of a suite run: suite-<pid of the envmgr that owns them>-<slot>. */
-#define SUITE_ENV_PREFIX "suite-"
 
 typedef struct suite_task {
     char *path;    /* the task file */

@@ -24,9 +24,10 @@
 #include "envmgr/base/sbuf.h"
 #include "envmgr/suite/report_summary.h"
 #include "envmgr/suite/results_log.h"
-#include "envmgr/env/suite_gc.h"
+#include "envmgr/env/gc.h"
 #include "envmgr/suite/suite_host.h"
 #include "envmgr/suite/suite_worker.h"
+#include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
 #include "envmgr/vm/vm.h"
 

@@ -11,6 +11,7 @@
 #include "envmgr/episode/episode.h"
 #include "evaluator/task.h"
 #include "envmgr/base/paths.h"
+#include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
 
 #define MSG_MAX (8u << 20)

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "envmgr/base/paths.h"
+#include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
 #include "envmgr/vm/vm.h"
 

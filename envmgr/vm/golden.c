@@ -12,6 +12,7 @@
 #include "envmgr/base/paths.h"
 #include "envmgr/vm/qmp.h"
 #include "envmgr/base/sha256.h"
+#include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
 #include "envmgr/vm/vm.h"
 #include "envmgr/vm/vnc.h"

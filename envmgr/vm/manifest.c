@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
 
 #define MANIFEST_MAX (4u << 20)

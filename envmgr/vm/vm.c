@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "envmgr/vm/qmp.h"
+#include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
 
 #define SPAWN_TIMEOUT_MS 30000.0

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "envmgr/net/netpolicy.h"
+#include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
 #include "envmgr/vm/vm.h"
 #include "evaluator/task.h"
@@ -346,7 +347,7 @@ static void test_for_task(void)
     netpolicy cur, out;
     netpolicy_init(&cur);
     cur.max_bytes_out = 5;
-    CU_ASSERT_EQUAL(netpolicy_for_task(&cur, t, &out, &err), 0);
+    netpolicy_for_task(&cur, &t->net, &out);
     CU_ASSERT_EQUAL(out.mode, NETPOLICY_ALLOWLIST);
     CU_ASSERT_EQUAL(out.nrules, 2);
     CU_ASSERT_STRING_EQUAL(out.rules[0].host.name, "example.com");
@@ -354,13 +355,13 @@ static void test_for_task(void)
     CU_ASSERT_EQUAL(out.max_bytes_out, 5); /* the env's limits stay */
     /* an env opened with --unsafe-open-network stays open */
     cur.mode = NETPOLICY_OPEN;
-    CU_ASSERT_EQUAL(netpolicy_for_task(&cur, t, &out, &err), 0);
+    netpolicy_for_task(&cur, &t->net, &out);
     CU_ASSERT_EQUAL(out.mode, NETPOLICY_OPEN);
     task_free(t);
     const char *none = "{\"id\": \"n\", \"instruction\": \"x\", \"evaluator\": {\"func\": \"infeasible\"}}";
     CU_ASSERT_EQUAL_FATAL(task_parse(none, strlen(none), NULL, &t, &err), 0);
     cur.mode = NETPOLICY_ALLOWLIST;
-    CU_ASSERT_EQUAL(netpolicy_for_task(&cur, t, &out, &err), 0);
+    netpolicy_for_task(&cur, &t->net, &out);
     CU_ASSERT_EQUAL(out.mode, NETPOLICY_NONE);
     CU_ASSERT_EQUAL(out.nrules, 0);
     task_free(t);

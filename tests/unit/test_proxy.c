@@ -19,6 +19,7 @@
 #include "envmgr/net/egress_log.h"
 #include "envmgr/net/proxy.h"
 #include "envmgr/net/proxy_http.h"
+#include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
 #include "evaluator/getters.h"
 #include "helpers/cunit_main.h"

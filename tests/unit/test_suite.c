@@ -20,9 +20,10 @@
 #include "envmgr/suite/results_log.h"
 #include "envmgr/base/sha256.h"
 #include "envmgr/suite/suite.h"
-#include "envmgr/env/suite_gc.h"
+#include "envmgr/env/gc.h"
 #include "envmgr/suite/suite_host.h"
 #include "envmgr/suite/suite_worker.h"
+#include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
 #include "helpers/cunit_main.h"
 

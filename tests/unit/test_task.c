@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
 #include "evaluator/task.h"
 #include "tests/unit/helpers/cunit_main.h"
@@ -170,17 +171,17 @@ static void test_full_task(void)
     CU_ASSERT_STRING_EQUAL(t->related_apps[1], "gedit");
     CU_ASSERT_EQUAL(t->nwarnings, 0); /* trajectory and snapshot are known OSWorld fields */
 
-    CU_ASSERT_EQUAL(t->net_mode, NET_ALLOWLIST);
-    CU_ASSERT_EQUAL_FATAL(t->nallow, 4);
-    CU_ASSERT_EQUAL(t->allow[0].kind, HOST_NAME);
-    CU_ASSERT_STRING_EQUAL(t->allow[0].host, "example.com");
-    CU_ASSERT_EQUAL(t->allow[0].port, 443);
-    CU_ASSERT_EQUAL(t->allow[1].kind, HOST_WILDCARD);
-    CU_ASSERT_STRING_EQUAL(t->allow[1].host, "*.debian.org");
-    CU_ASSERT_EQUAL(t->allow[2].kind, HOST_IPV4);
-    CU_ASSERT_EQUAL(t->allow[2].port, 8080);
-    CU_ASSERT_EQUAL(t->allow[3].kind, HOST_IPV6);
-    CU_ASSERT_STRING_EQUAL(t->allow[3].host, "::1");
+    CU_ASSERT_EQUAL(t->net.mode, NETPOLICY_ALLOWLIST);
+    CU_ASSERT_EQUAL_FATAL(t->net.nrules, 4);
+    CU_ASSERT_EQUAL(t->net.rules[0].host.kind, NETHOST_NAME);
+    CU_ASSERT_STRING_EQUAL(t->net.rules[0].host.name, "example.com");
+    CU_ASSERT_EQUAL(t->net.rules[0].port, 443);
+    CU_ASSERT_EQUAL(t->net.rules[1].host.kind, NETHOST_WILDCARD);
+    CU_ASSERT_STRING_EQUAL(t->net.rules[1].host.name, "*.debian.org");
+    CU_ASSERT_EQUAL(t->net.rules[2].host.kind, NETHOST_IPV4);
+    CU_ASSERT_EQUAL(t->net.rules[2].port, 8080);
+    CU_ASSERT_EQUAL(t->net.rules[3].host.kind, NETHOST_IPV6);
+    CU_ASSERT_STRING_EQUAL(t->net.rules[3].host.name, "::1");
 
     CU_ASSERT_EQUAL(t->max_steps, 30);
     CU_ASSERT_DOUBLE_EQUAL(t->step_timeout_s, 20.5, 1e-9);
@@ -269,8 +270,8 @@ static void test_defaults(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(t);
     CU_ASSERT_STRING_EQUAL(t->image, "desktop");
     CU_ASSERT_PTR_NULL(t->source);
-    CU_ASSERT_EQUAL(t->net_mode, NET_NONE);
-    CU_ASSERT_EQUAL(t->nallow, 0);
+    CU_ASSERT_EQUAL(t->net.mode, NETPOLICY_NONE);
+    CU_ASSERT_EQUAL(t->net.nrules, 0);
     CU_ASSERT_EQUAL(t->max_steps, 15);
     CU_ASSERT_DOUBLE_EQUAL(t->step_timeout_s, 60, 1e-9);
     CU_ASSERT_DOUBLE_EQUAL(t->episode_timeout_s, 600, 1e-9);
@@ -286,13 +287,13 @@ static void test_defaults(void)
     /* allow given without a mode means allowlist; an explicit empty allowlist denies everything */
     char *s = with_field("network", "{\"allow\": [\"example.org:80\"]}");
     t = parse_ok(s);
-    CU_ASSERT_EQUAL(t->net_mode, NET_ALLOWLIST);
+    CU_ASSERT_EQUAL(t->net.mode, NETPOLICY_ALLOWLIST);
     task_free(t);
     free(s);
     s = with_field("network", "{\"mode\": \"allowlist\"}");
     t = parse_ok(s);
-    CU_ASSERT_EQUAL(t->net_mode, NET_ALLOWLIST);
-    CU_ASSERT_EQUAL(t->nallow, 0);
+    CU_ASSERT_EQUAL(t->net.mode, NETPOLICY_ALLOWLIST);
+    CU_ASSERT_EQUAL(t->net.nrules, 0);
     task_free(t);
     free(s);
 }
@@ -562,7 +563,7 @@ static void test_network_limits_solution_errors(void)
               "network.allow[0]: `::1:53`: IPv6 addresses go in brackets ([::1]:443)");
     field_err("network", "{\"allow\": [\"[::g]:53\"]}", "network.allow[0]: `[::g]:53`: not a valid IPv6 address");
     field_err("network", "{\"allow\": [\"[::1]\"]}", "network.allow[0]: `[::1]`: expected [IPv6]:port");
-    field_err("network", "{\"allow\": [\"300.1.1.1:80\"]}", "network.allow[0]: `300.1.1.1:80`: not a valid IPv4 address");
+    field_err("network", "{\"allow\": [\"300.1.1.1:80\"]}", "network.allow[0]: `300.1.1.1:80`: not a canonical dotted-quad IPv4 address");
 
     field_err("limits", "5", "limits: expected an object, got integer");
     field_err("limits", "{\"max_steps\": 0}", "limits.max_steps: 0 is out of range (1..1000)");
@@ -700,36 +701,36 @@ static void test_path_inside(void)
     char *f = xasprintf("%s/files/real.txt", d);
     write_text(f, "x");
 
-    CU_ASSERT_EQUAL(task_path_inside(d, "files/real.txt", true, &abs, &err), 0);
+    CU_ASSERT_EQUAL(path_inside(d, "files/real.txt", true, &abs, &err), 0);
     CU_ASSERT_STRING_EQUAL(abs, f);
     free(abs);
-    CU_ASSERT_EQUAL(task_path_inside(d, f, true, &abs, &err), 0); /* absolute, inside */
+    CU_ASSERT_EQUAL(path_inside(d, f, true, &abs, &err), 0); /* absolute, inside */
     CU_ASSERT_STRING_EQUAL(abs, f);
     free(abs);
-    CU_ASSERT_EQUAL(task_path_inside(d, "files/not-yet.txt", false, &abs, &err), 0);
+    CU_ASSERT_EQUAL(path_inside(d, "files/not-yet.txt", false, &abs, &err), 0);
     free(abs);
-    CU_ASSERT_EQUAL(task_path_inside(d, "files/not-yet.txt", true, &abs, &err), -1);
+    CU_ASSERT_EQUAL(path_inside(d, "files/not-yet.txt", true, &abs, &err), -1);
     CU_ASSERT_STRING_EQUAL(err.msg, "`files/not-yet.txt`: No such file or directory");
     CU_ASSERT_PTR_NULL(abs);
-    CU_ASSERT_EQUAL(task_path_inside(d, "a/../b", false, &abs, &err), -1);
+    CU_ASSERT_EQUAL(path_inside(d, "a/../b", false, &abs, &err), -1);
     CU_ASSERT_STRING_EQUAL(err.msg, "`a/../b` must not contain `..`");
-    CU_ASSERT_EQUAL(task_path_inside(d, "..", false, &abs, &err), -1);
-    CU_ASSERT_EQUAL(task_path_inside(d, "", false, &abs, &err), -1);
-    CU_ASSERT_EQUAL(task_path_inside(d, d, false, &abs, &err), -1); /* the folder itself is not a file in it */
+    CU_ASSERT_EQUAL(path_inside(d, "..", false, &abs, &err), -1);
+    CU_ASSERT_EQUAL(path_inside(d, "", false, &abs, &err), -1);
+    CU_ASSERT_EQUAL(path_inside(d, d, false, &abs, &err), -1); /* the folder itself is not a file in it */
     /* "..x" is a fine name */
-    CU_ASSERT_EQUAL(task_path_inside(d, "..x", false, &abs, &err), 0);
+    CU_ASSERT_EQUAL(path_inside(d, "..x", false, &abs, &err), 0);
     free(abs);
     /* a symlink out of the folder is caught once resolved */
     char *link = xasprintf("%s/files/escape", d);
     unlink(link);
     CU_ASSERT_EQUAL_FATAL(symlink("/etc/hostname", link), 0);
-    CU_ASSERT_EQUAL(task_path_inside(d, "files/escape", false, &abs, &err), 0); /* lexically fine */
+    CU_ASSERT_EQUAL(path_inside(d, "files/escape", false, &abs, &err), 0); /* lexically fine */
     free(abs);
-    CU_ASSERT_EQUAL(task_path_inside(d, "files/escape", true, &abs, &err), -1);
+    CU_ASSERT_EQUAL(path_inside(d, "files/escape", true, &abs, &err), -1);
     CU_ASSERT_STRING_EQUAL(err.msg, "`files/escape` resolves outside the task folder");
     /* a sibling folder sharing the prefix is outside */
     char *sib = xasprintf("%s-evil/x", d);
-    CU_ASSERT_EQUAL(task_path_inside(d, sib, false, &abs, &err), -1);
+    CU_ASSERT_EQUAL(path_inside(d, sib, false, &abs, &err), -1);
     free(sib);
     free(link);
     free(f);

@@ -15,9 +15,12 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "envmgr/api/api_int.h"
+#include "envmgr/view/view.h"
+
+#include <pthread.h>
 #include "envmgr/base/paths.h"
 #include "envmgr/base/util.h"
+#include "envmgr/view/relay.h"
 #include "envmgr/vm/vm.h"
 
 typedef struct viewer {
@@ -32,7 +35,7 @@ typedef struct viewer {
 static void *viewer_main(void *arg)
 {
     viewer *v = arg;
-    api_relay(v->fd, false, v->vnc_sock, v->view_only, v->stop);
+    view_relay(v->fd, false, v->vnc_sock, v->view_only, v->stop);
     close(v->fd);
     pthread_mutex_lock(v->mu);
     (*v->running)--;
@@ -104,7 +107,7 @@ static int bind_listener(const char *listen_spec, const char *socket_path, char 
     return fd;
 }
 
-int api_view_serve(const char *name, const char *listen_spec, const char *socket_path, bool control,
+int view_serve(const char *name, const char *listen_spec, const char *socket_path, bool control,
                    void (*ready)(const char *where, void *arg), void *arg, em_err *err)
 {
     if (check_name("env", name, err) < 0)

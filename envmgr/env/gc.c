@@ -1,4 +1,4 @@
-#include "envmgr/env/suite_gc.h"
+#include "envmgr/env/gc.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -17,7 +17,7 @@
 #include "envmgr/env/env.h"
 #include "envmgr/base/paths.h"
 #include "envmgr/base/sha256.h"
-#include "envmgr/suite/suite.h"
+#include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
 #include "envmgr/vm/vm.h"
 
