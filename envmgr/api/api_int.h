@@ -169,6 +169,7 @@ typedef struct api_reply {
 void api_reply_json(api_reply *r, int status, json_t *j);
 void api_reply_error(api_reply *r, const api_error *ae);
 void api_reply_header(api_reply *r, const char *name, const char *value);
+void api_reply_free(api_reply *r);
 
 typedef struct api_request {
     api_server *s;
