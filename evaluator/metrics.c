@@ -7,19 +7,18 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "envmgr/base/png.h"
 #include "envmgr/base/fileio.h"
+#include "envmgr/base/spawn.h"
 #include "envmgr/base/util.h"
 #include "evaluator/getters.h"
 #include "evaluator/task.h"
@@ -652,166 +651,6 @@ static double m_infeasible(const metric_ctx *ctx, json_t *result, json_t *expect
 
 /* ---- script ---- */
 
-typedef struct proc_io {
-    char *out;
-    size_t out_len;
-    char *errs;
-    size_t err_len;
-    int status;
-    bool timed_out, overflow, lost;
-} proc_io;
-
-static void close_fd(int *fd)
-{
-    if (*fd >= 0)
-        close(*fd);
-    *fd = -1;
-}
-
-/* Read what is there into *buf (at most cap bytes kept); 0 at EOF, 1 more may come, 2 over the cap. */
-static int drain(int fd, char **buf, size_t *len, size_t cap)
-{
-    char tmp[16384];
-    for (;;) {
-        ssize_t r = read(fd, tmp, sizeof tmp);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0)
-            return errno == EAGAIN || errno == EWOULDBLOCK ? 1 : 0;
-        if (r == 0)
-            return 0;
-        if (*len + (size_t)r > cap)
-            return 2;
-        *buf = xrealloc(*buf, *len + (size_t)r + 1);
-        memcpy(*buf + *len, tmp, (size_t)r);
-        *len += (size_t)r;
-        (*buf)[*len] = '\0';
-    }
-}
-
-/* fork/exec exe (no shell) in its own process group, feed it input, collect
- * stdout and stderr, kill the whole group at the deadline. */
-static int run_process(const char *exe, const char *cwd, char *const envp[], const char *input, size_t in_len,
-                       double timeout_s, proc_io *io, em_err *err)
-{
-    int in_sv[2] = {-1, -1}, out_p[2] = {-1, -1}, err_p[2] = {-1, -1};
-    memset(io, 0, sizeof *io);
-    /* stdin is a socket so a script that exits early cannot SIGPIPE us (send + MSG_NOSIGNAL). */
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, in_sv) < 0 || pipe2(out_p, O_CLOEXEC) < 0 ||
-        pipe2(err_p, O_CLOEXEC) < 0) {
-        em_fail_errno(err, "pipe");
-        goto fail;
-    }
-    char *const argv[] = {(char *)exe, NULL};
-    pid_t pid = fork();
-    if (pid < 0) {
-        em_fail_errno(err, "fork");
-        goto fail;
-    }
-    if (pid == 0) {
-        /* only async-signal-safe calls from here to execve */
-        setpgid(0, 0);
-        if (dup2(in_sv[1], 0) < 0 || dup2(out_p[1], 1) < 0 || dup2(err_p[1], 2) < 0)
-            _exit(126);
-        if (cwd && chdir(cwd) < 0)
-            _exit(126);
-        close_range(3, ~0u, 0);
-        execve(exe, argv, envp);
-        _exit(127);
-    }
-    setpgid(pid, pid); /* also from here, so the group exists before any kill */
-    close_fd(&in_sv[1]);
-    close_fd(&out_p[1]);
-    close_fd(&err_p[1]);
-    fcntl(in_sv[0], F_SETFL, O_NONBLOCK);
-    fcntl(out_p[0], F_SETFL, O_NONBLOCK);
-    fcntl(err_p[0], F_SETFL, O_NONBLOCK);
-    if (in_len == 0)
-        close_fd(&in_sv[0]);
-
-    double deadline = now_ms() + timeout_s * 1000;
-    size_t in_off = 0;
-    while ((out_p[0] >= 0 || err_p[0] >= 0) && !io->overflow) {
-        double left = deadline - now_ms();
-        if (left <= 0) {
-            io->timed_out = true;
-            break;
-        }
-        struct pollfd pf[3];
-        int n = 0, i_in = -1, i_out = -1, i_err = -1;
-        if (in_sv[0] >= 0)
-            pf[i_in = n++] = (struct pollfd){.fd = in_sv[0], .events = POLLOUT};
-        if (out_p[0] >= 0)
-            pf[i_out = n++] = (struct pollfd){.fd = out_p[0], .events = POLLIN};
-        if (err_p[0] >= 0)
-            pf[i_err = n++] = (struct pollfd){.fd = err_p[0], .events = POLLIN};
-        int r = poll(pf, (nfds_t)n, (int)left + 1);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0) {
-            em_fail_errno(err, "poll");
-            kill(-pid, SIGKILL);
-            kill(pid, SIGKILL);
-            waitpid(pid, NULL, 0);
-            goto fail;
-        }
-        if (i_in >= 0 && pf[i_in].revents) {
-            ssize_t w = send(in_sv[0], input + in_off, in_len - in_off, MSG_NOSIGNAL | MSG_DONTWAIT);
-            if (w > 0)
-                in_off += (size_t)w;
-            if ((w < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) || in_off == in_len)
-                close_fd(&in_sv[0]); /* done, or the script stopped reading: either way EOF */
-        }
-        if (i_out >= 0 && pf[i_out].revents) {
-            int d = drain(out_p[0], &io->out, &io->out_len, METRIC_SCRIPT_OUTPUT_MAX);
-            if (d == 2)
-                io->overflow = true;
-            else if (d == 0)
-                close_fd(&out_p[0]);
-        }
-        if (i_err >= 0 && pf[i_err].revents) {
-            int d = drain(err_p[0], &io->errs, &io->err_len, METRIC_SCRIPT_OUTPUT_MAX);
-            if (d != 1)
-                close_fd(&err_p[0]); /* stderr past the cap is dropped, not an error */
-        }
-    }
-    if (io->timed_out || io->overflow)
-        kill(-pid, SIGKILL);
-    /* Wait for the exit without reaping (WNOWAIT keeps the pid ours), kill
-     * whatever the script left running in its group, then reap. */
-    for (;;) {
-        siginfo_t si = {0};
-        int r = waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0 || si.si_pid == pid)
-            break;
-        if (now_ms() >= deadline && !io->timed_out) {
-            io->timed_out = true;
-            kill(-pid, SIGKILL);
-        }
-        sleep_ms(5);
-    }
-    kill(-pid, SIGKILL);
-    int status = 0, r;
-    while ((r = waitpid(pid, &status, 0)) < 0 && errno == EINTR)
-        ;
-    io->status = status;
-    io->lost = r != pid; /* reaped elsewhere (a SIGCHLD handler?): the exit status is unknown */
-    close_fd(&in_sv[0]);
-    close_fd(&out_p[0]);
-    close_fd(&err_p[0]);
-    return 0;
-fail:
-    close_fd(&in_sv[0]);
-    close_fd(&in_sv[1]);
-    close_fd(&out_p[0]);
-    close_fd(&out_p[1]);
-    close_fd(&err_p[0]);
-    close_fd(&err_p[1]);
-    return -1;
-}
-
 /* A bare name is looked up in the built-in scripts folder first, then in
  * the task folder; a name with a '/' only in the task folder. */
 static int resolve_script(const metric_ctx *ctx, const char *name, char **exe, em_err *e)
@@ -830,7 +669,7 @@ static int resolve_script(const metric_ctx *ctx, const char *name, char **exe, e
 }
 
 /* The last line of stderr, cleaned up for a one-line reason. */
-static char *stderr_tail(const proc_io *io)
+static char *stderr_tail(const spawn_result *io)
 {
     size_t n = io->err_len;
     while (n > 0 && isspace((unsigned char)io->errs[n - 1]))
@@ -870,9 +709,13 @@ static double m_script(const metric_ctx *ctx, json_t *result, json_t *expected, 
     _cleanup_free_ char *e_art = xasprintf("ENVMGR_ARTIFACT_DIR=%s", ctx->artifact_dir ? ctx->artifact_dir : "");
     char *const envp[] = {e_path, e_home, "LANG=C.UTF-8", e_task, e_art, NULL};
 
-    proc_io io;
-    if (run_process(exe, ctx->artifact_dir, envp, input ? input : "{}", input ? strlen(input) : 2, timeout, &io,
-                    &e) < 0)
+    spawn_result io;
+    const char *const argv[] = {exe, NULL};
+    spawn_opts so = {.argv = argv, .envp = (const char *const *)envp, .cwd = ctx->artifact_dir};
+    spawn_io sio = {.input = input ? input : "{}", .input_len = input ? strlen(input) : 2,
+                    .out_cap = METRIC_SCRIPT_OUTPUT_MAX, .err_cap = METRIC_SCRIPT_OUTPUT_MAX,
+                    .timeout_ms = timeout * 1000};
+    if (spawn_run(&so, &sio, &io, &e) < 0)
         return verdict(reason, 0, "script `%s`: %s", name, e.msg);
     _cleanup_free_ char *out = io.out, *errs = io.errs, *tail = stderr_tail(&io);
     if (io.timed_out)

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 #include "envmgr/base/jsonline.h"
+#include "envmgr/base/spawn.h"
 #include "envmgr/base/util.h"
 
 struct agent {
@@ -18,6 +20,30 @@ struct agent {
     int exited;
     int status;
 };
+
+/* environ with env_kv ("K=V") added, a same-named variable replaced: built before fork. */
+static char **merged_env(const char *const *env_kv)
+{
+    extern char **environ;
+    size_t n = 0, k = 0;
+    while (environ[n])
+        n++;
+    while (env_kv && env_kv[k])
+        k++;
+    char **out = xcalloc(n + k + 1, sizeof *out);
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t nl = strcspn(environ[i], "=");
+        bool replaced = false;
+        for (size_t j = 0; j < k && !replaced; j++)
+            replaced = !strncmp(environ[i], env_kv[j], nl) && env_kv[j][nl] == '=';
+        if (!replaced)
+            out[m++] = environ[i];
+    }
+    for (size_t j = 0; j < k; j++)
+        out[m++] = (char *)env_kv[j];
+    return out;
+}
 
 int agent_start(const char *cmd, const char *const *env_kv, const char *log_path, agent **out, em_err *err)
 {
@@ -30,30 +56,19 @@ int agent_start(const char *cmd, const char *const *env_kv, const char *log_path
         close(sv[1]);
         return em_fail_errno(err, "agent: open `%s`", log_path);
     }
-    pid_t pid = fork();
-    if (pid < 0) {
-        close(sv[0]);
-        close(sv[1]);
-        close(logfd);
-        return em_fail_errno(err, "agent: fork");
-    }
-    if (pid == 0) {
-        setpgid(0, 0);
-        signal(SIGPIPE, SIG_DFL);
-        signal(SIGINT, SIG_DFL);
-        signal(SIGTERM, SIG_DFL);
-        dup2(sv[1], 0);
-        dup2(sv[1], 1);
-        dup2(logfd, 2);
-        for (size_t i = 0; env_kv && env_kv[i]; i++)
-            putenv((char *)env_kv[i]);
-        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
-        dprintf(2, "envmgr: exec /bin/sh: %s\n", strerror(errno));
-        _exit(127);
-    }
-    setpgid(pid, pid); /* also here: no race with the child's own call */
+    _cleanup_free_ char **envp = merged_env(env_kv);
+    const char *const argv[] = {"/bin/sh", "-c", cmd, NULL};
+    /* Its own process group: stopping the agent takes whatever it started. */
+    spawn_opts so = {.argv = argv, .envp = (const char *const *)envp, .fd_in = sv[1], .fd_out = sv[1],
+                     .fd_err = logfd, .flags = SPAWN_PGROUP};
+    pid_t pid;
+    int rc = spawn_start(&so, &pid, err);
     close(sv[1]);
     close(logfd);
+    if (rc < 0) {
+        close(sv[0]);
+        return em_prefix(err, "agent: ");
+    }
     agent *a = xcalloc(1, sizeof *a);
     a->pid = pid;
     jsonline_init(&a->conn, sv[0], "agent", AGENT_LINE_MAX);

@@ -12,6 +12,7 @@
 
 #include "envmgr/base/paths.h"
 #include "envmgr/base/fileio.h"
+#include "envmgr/base/spawn.h"
 #include "envmgr/base/util.h"
 #include "envmgr/vm/vm.h"
 
@@ -63,30 +64,16 @@ static int probe_kvm(const manifest *m, bool *works, em_err *err)
     char *argv[] = {(char *)vm_qemu_binary(), "-nodefaults", "-no-user-config", "-machine", "pc,accel=kvm", "-cpu",
                     "host", "-m", "256", "-display", "none", "-no-reboot", "-kernel", m->kernel, "-append",
                     "console=ttyS0 panic=-1 root=/dev/envmgr-none", "-serial", serial, NULL};
-    pid_t child = fork();
-    if (child < 0) {
+    /* A broken KVM hangs: the deadline ends it, and what the serial file holds decides. */
+    spawn_opts so = {.argv = (const char *const *)argv};
+    spawn_io io = {.out_cap = 64 * 1024, .err_cap = 64 * 1024, .timeout_ms = PROBE_TIMEOUT_MS};
+    spawn_result r;
+    if (spawn_run(&so, &io, &r, err) < 0) {
         close(out);
         unlink(tmpl);
-        return em_fail_errno(err, "kvm probe: fork");
+        return em_prefix(err, "kvm probe: ");
     }
-    if (child == 0) {
-        int devnull = open("/dev/null", O_RDWR);
-        dup2(devnull, 0);
-        dup2(devnull, 1);
-        dup2(devnull, 2);
-        execvp(argv[0], argv);
-        _exit(127);
-    }
-    double deadline = now_ms() + PROBE_TIMEOUT_MS;
-    int status = 0;
-    while (waitpid(child, &status, WNOHANG) == 0) {
-        if (now_ms() > deadline) {
-            kill(child, SIGKILL);
-            waitpid(child, &status, 0);
-            break;
-        }
-        sleep_ms(50);
-    }
+    spawn_result_free(&r);
     char buf[65536];
     ssize_t n = pread(out, buf, sizeof buf - 1, 0);
     close(out);
