@@ -16,6 +16,7 @@
 #include "envmgr/net/egress_log.h"
 #include "envmgr/base/sha256.h"
 #include "envmgr/base/fileio.h"
+#include "envmgr/base/utf8.h"
 #include "envmgr/base/util.h"
 
 #define WINDOW_TITLE_TIMEOUT_S 10.0
@@ -24,62 +25,13 @@
 
 /* ---- untrusted bytes → JSON ---- */
 
-/* Length of the valid UTF-8 sequence at s (what jansson accepts), 0 if invalid or NUL. */
-static size_t utf8_seq(const unsigned char *s, size_t n)
-{
-    unsigned char c = s[0];
-    if (c < 0x80)
-        return c ? 1 : 0;
-    size_t len;
-    uint32_t cp;
-    if (c >= 0xc2 && c <= 0xdf) {
-        len = 2;
-        cp = c & 0x1f;
-    } else if (c >= 0xe0 && c <= 0xef) {
-        len = 3;
-        cp = c & 0x0f;
-    } else if (c >= 0xf0 && c <= 0xf4) {
-        len = 4;
-        cp = c & 0x07;
-    } else {
-        return 0;
-    }
-    if (n < len)
-        return 0;
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xc0) != 0x80)
-            return 0;
-        cp = (cp << 6) | (s[i] & 0x3f);
-    }
-    if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
-        return 0;
-    return len;
-}
-
 json_t *getter_text_json(const char *s, size_t n)
 {
-    const unsigned char *u = (const unsigned char *)s;
-    size_t i = 0, k;
-    while (i < n && (k = utf8_seq(u + i, n - i)) > 0)
-        i += k;
-    if (i == n)
+    if (utf8_valid(s, n, true))
         return json_stringn(s, n);
-    char *buf = xmalloc(n * 3 + 1), *o = buf; /* each bad byte becomes 3 bytes */
-    for (i = 0; i < n;) {
-        k = utf8_seq(u + i, n - i);
-        if (k) {
-            memcpy(o, s + i, k);
-            o += k;
-            i += k;
-        } else {
-            memcpy(o, "\xef\xbf\xbd", 3);
-            o += 3;
-            i++;
-        }
-    }
-    json_t *j = json_stringn(buf, (size_t)(o - buf));
-    free(buf);
-    return j;
+    size_t len;
+    _cleanup_free_ char *clean = utf8_sanitize(s, n, &len);
+    return json_stringn(clean, len);
 }
 
 char *getter_safe_name(const char *name)

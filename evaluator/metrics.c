@@ -1,5 +1,6 @@
 /* Built-in metrics and the external `script` metric. A metric never fails
  * the run: bad or missing inputs score 0 and the reason says why. */
+#include "envmgr/base/exit_cause.h"
 #include "envmgr/base/json_type.h"
 #include "metrics.h"
 
@@ -19,6 +20,7 @@
 #include "envmgr/base/png.h"
 #include "envmgr/base/fileio.h"
 #include "envmgr/base/spawn.h"
+#include "envmgr/base/utf8.h"
 #include "envmgr/base/util.h"
 #include "evaluator/getters.h"
 #include "evaluator/task.h"
@@ -398,16 +400,10 @@ static size_t code_points(const char *s, size_t n, uint32_t *out)
     const unsigned char *u = (const unsigned char *)s;
     size_t k = 0;
     for (size_t i = 0; i < n;) {
-        unsigned char c = u[i];
-        size_t len = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
-        uint32_t cp = len == 1 ? c : len == 2 ? (c & 0x1fu) : len == 3 ? (c & 0x0fu) : (c & 0x07u);
-        bool ok = len > 0 && i + len <= n;
-        for (size_t j = 1; ok && j < len; j++) {
-            ok = (u[i + j] & 0xc0) == 0x80;
-            cp = (cp << 6) | (u[i + j] & 0x3fu);
-        }
-        if (!ok) {
-            cp = 0x110000u + c; /* outside Unicode: never equal to a real character */
+        uint32_t cp;
+        size_t len = utf8_decode(u + i, n - i, &cp);
+        if (!len) {
+            cp = 0x110000u + u[i]; /* outside Unicode: never equal to a real character */
             len = 1;
         }
         if (out)
@@ -643,7 +639,7 @@ static double m_compare_images(const metric_ctx *ctx, json_t *result, json_t *ex
 static double m_infeasible(const metric_ctx *ctx, json_t *result, json_t *expected, json_t *options, char **reason)
 {
     const char *exit = ctx->agent_exit;
-    if (exit && !strcmp(exit, "fail"))
+    if (exit_cause_from_name(exit) == EXIT_FAIL)
         return verdict(reason, 1, "infeasible: the agent answered FAIL");
     return verdict(reason, 0, "infeasible: the task is infeasible but the agent ended with `%s`, not FAIL",
                    exit ? exit : "(unknown)");

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "envmgr/base/exit_cause.h"
 #include "envmgr/base/util.h"
 #include "evaluator/getters.h"
 #include "evaluator/metrics.h"
@@ -79,7 +80,7 @@ int evaluate_task(const em_env_ops *ops, const task *t, const char *task_dir, co
     json_t *metrics = json_array();
     *details = json_pack("{s:s,s:o}", "conj", t->conj_or ? "or" : "and", "metrics", metrics);
 
-    if (!t->infeasible && agent_exit && !strcmp(agent_exit, "fail")) {
+    if (!t->infeasible && exit_cause_from_name(agent_exit) == EXIT_FAIL) {
         *reason = xstrdup("the agent answered FAIL (infeasible) but the task is feasible");
         for (size_t i = 0; i < t->nmetrics; i++)
             json_array_append_new(metrics, json_pack("{s:s,s:b}", "func", t->metrics[i].func, "skipped", 1));

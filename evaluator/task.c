@@ -18,8 +18,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "envmgr/action/actions.h"
 #include "envmgr/action/pyautogui.h"
 #include "envmgr/base/fileio.h"
+#include "envmgr/base/paths.h"
 #include "envmgr/base/util.h"
 #include "evaluator/getters.h"
 #include "evaluator/metrics.h"
@@ -761,10 +763,6 @@ static int parse_limits(task *t, json_t *root, em_err *err)
 
 /* ---- solution ---- */
 
-static const char *const action_types[] = {"MOVE_TO", "CLICK",    "MOUSE_DOWN", "MOUSE_UP", "RIGHT_CLICK", "DOUBLE_CLICK",
-                                           "DRAG_TO", "SCROLL",   "TYPING",     "PRESS",    "KEY_DOWN",    "KEY_UP",
-                                           "HOTKEY",  "WAIT",     "FAIL",       "DONE"};
-
 static int parse_solution(task *t, json_t *root, em_err *err)
 {
     json_t *sol = json_object_get(root, "solution");
@@ -796,10 +794,8 @@ static int parse_solution(task *t, json_t *root, em_err *err)
             const char *type;
             if (get_str(a, p, "action_type", true, &type, err) < 0)
                 return -1;
-            size_t k;
-            for (k = 0; k < ARRAY_LEN(action_types) && strcmp(action_types[k], type); k++)
-                ;
-            if (k == ARRAY_LEN(action_types))
+            action_type known;
+            if (!action_type_from_name(type, &known))
                 return em_fail_input(err, "%s.action_type: unknown action type `%.32s`", p, type);
             json_array_append(t->solution, a);
         }
@@ -862,7 +858,7 @@ static int parse_task(pctx *c, em_err *err)
         return -1;
     if (s && check_name("image", s, err) < 0)
         return -1;
-    t->image = xstrdup(s ? s : "desktop");
+    t->image = xstrdup(s ? s : IMAGE_DEFAULT);
     if (parse_network(t, root, err) < 0 || parse_limits(t, root, err) < 0)
         return -1;
     if (parse_config_and_evaluator(c, err) < 0)

@@ -26,8 +26,7 @@ int api_token_generate(char out[65], em_err *err)
             return em_fail_errno(err, "token: getrandom");
         got += (size_t)n;
     }
-    for (size_t i = 0; i < sizeof raw; i++)
-        snprintf(out + 2 * i, 3, "%02x", raw[i]);
+    hex_encode(raw, sizeof raw, out);
     return 0;
 }
 

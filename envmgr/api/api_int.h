@@ -7,6 +7,7 @@
 
 #include <jansson.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -150,7 +151,7 @@ struct api_server {
     int nenvs;            /* envs in the table plus envs being created */
     long next_id;
     int live;             /* live-view relays running */
-    volatile int stopping;
+    atomic_int stopping; /* read by connection and live-view threads */
     api_metrics metrics;
 };
 

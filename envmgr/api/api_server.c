@@ -35,6 +35,10 @@ static enum MHD_Result send_reply(api_server *s, struct MHD_Connection *c, api_r
     if (!resp) {
         if (r->json) {
             char *text = json_dumps(r->json, JSON_COMPACT);
+            if (!text) { /* never expected: replies are built from valid values */
+                r->status = MHD_HTTP_INTERNAL_SERVER_ERROR;
+                text = xstrdup("{\"error\": \"the reply could not be encoded\", \"field\": null}");
+            }
             size_t n = strlen(text);
             text = xrealloc(text, n + 2);
             text[n++] = '\n';

@@ -13,6 +13,9 @@ int mkdir_p(const char *path, mode_t mode, em_err *err);
 /* rm -rf without following symbolic links; a missing path is fine. */
 int remove_tree(const char *path, em_err *err);
 
+/* The largest JSON document envmgr reads whole from its own state and metadata files. */
+#define JSON_DOC_MAX ((size_t)1 << 20)
+
 #define FILE_NOFOLLOW 1 /* refuse a symbolic link as the last component */
 /* Read a regular file whole into *out (NUL-terminated one past *len; free()). The open does not
  * block (a FIFO is refused, not waited on), and a file over max bytes, or growing past it while

@@ -1,5 +1,7 @@
 #include "envmgr/base/paths.h"
 
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -11,44 +13,56 @@
 #define ENVMGR_SOURCE_DIR "."
 #endif
 
+/* Each root is filled once, on first use, before any reader (API threads included) can see it
+ * half written; later changes of the environment do not move it. */
 static char run_root[512], cache_root[512], image_root[512];
+static pthread_once_t run_once = PTHREAD_ONCE_INIT, cache_once = PTHREAD_ONCE_INIT, image_once = PTHREAD_ONCE_INIT;
+
+static void init_run_root(void)
+{
+    const char *e = getenv("ENVMGR_RUN_DIR"), *xdg = getenv("XDG_RUNTIME_DIR");
+    if (e && *e)
+        snprintf(run_root, sizeof run_root, "%s", e);
+    else if (geteuid() == 0)
+        snprintf(run_root, sizeof run_root, "/run/envmgr");
+    else if (xdg && *xdg)
+        snprintf(run_root, sizeof run_root, "%s/envmgr", xdg);
+    else
+        snprintf(run_root, sizeof run_root, "/tmp/envmgr-%u", (unsigned)geteuid());
+}
+
+static void init_cache_root(void)
+{
+    const char *e = getenv("ENVMGR_CACHE_DIR"), *home = getenv("HOME");
+    if (e && *e)
+        snprintf(cache_root, sizeof cache_root, "%s", e);
+    else if (geteuid() == 0 || !home)
+        snprintf(cache_root, sizeof cache_root, "/var/cache/envmgr");
+    else
+        snprintf(cache_root, sizeof cache_root, "%s/.cache/envmgr", home);
+}
+
+static void init_image_root(void)
+{
+    const char *e = getenv("ENVMGR_IMAGE_DIR");
+    snprintf(image_root, sizeof image_root, "%s", e && *e ? e : ENVMGR_SOURCE_DIR "/vm-images/out");
+}
 
 const char *paths_run_root(void)
 {
-    if (!run_root[0]) {
-        const char *e = getenv("ENVMGR_RUN_DIR"), *xdg = getenv("XDG_RUNTIME_DIR");
-        if (e && *e)
-            snprintf(run_root, sizeof run_root, "%s", e);
-        else if (geteuid() == 0)
-            snprintf(run_root, sizeof run_root, "/run/envmgr");
-        else if (xdg && *xdg)
-            snprintf(run_root, sizeof run_root, "%s/envmgr", xdg);
-        else
-            snprintf(run_root, sizeof run_root, "/tmp/envmgr-%u", (unsigned)geteuid());
-    }
+    pthread_once(&run_once, init_run_root);
     return run_root;
 }
 
 const char *paths_cache_root(void)
 {
-    if (!cache_root[0]) {
-        const char *e = getenv("ENVMGR_CACHE_DIR"), *home = getenv("HOME");
-        if (e && *e)
-            snprintf(cache_root, sizeof cache_root, "%s", e);
-        else if (geteuid() == 0 || !home)
-            snprintf(cache_root, sizeof cache_root, "/var/cache/envmgr");
-        else
-            snprintf(cache_root, sizeof cache_root, "%s/.cache/envmgr", home);
-    }
+    pthread_once(&cache_once, init_cache_root);
     return cache_root;
 }
 
 const char *paths_image_root(void)
 {
-    if (!image_root[0]) {
-        const char *e = getenv("ENVMGR_IMAGE_DIR");
-        snprintf(image_root, sizeof image_root, "%s", e && *e ? e : ENVMGR_SOURCE_DIR "/vm-images/out");
-    }
+    pthread_once(&image_once, init_image_root);
     return image_root;
 }
 

@@ -6,6 +6,9 @@
 
 #include "envmgr/base/err.h"
 
+/* The image envs boot when nothing names one: the small desktop CI and the demo use. */
+#define IMAGE_DEFAULT "desktop"
+
 /* ENVMGR_RUN_DIR, else /run/envmgr (root) or $XDG_RUNTIME_DIR/envmgr or /tmp/envmgr-UID. */
 const char *paths_run_root(void);
 /* ENVMGR_CACHE_DIR, else /var/cache/envmgr (root) or ~/.cache/envmgr. */

@@ -313,3 +313,14 @@ bool dns_name_valid(const char *h, bool lowercase_only)
     }
     return true;
 }
+
+void hex_encode(const void *data, size_t n, char *out)
+{
+    static const char hex[] = "0123456789abcdef";
+    const unsigned char *d = data;
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = hex[d[i] >> 4];
+        out[2 * i + 1] = hex[d[i] & 15];
+    }
+    out[2 * n] = '\0';
+}

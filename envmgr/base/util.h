@@ -62,6 +62,8 @@ bool pid_running(pid_t pid);
 bool dns_name_valid(const char *h, bool lowercase_only);
 
 int parse_int(const char *s, long min, long max, long *out);
+/* n bytes as lowercase hex into out (2n + 1 bytes, NUL-terminated). */
+void hex_encode(const void *data, size_t n, char *out);
 int parse_double(const char *s, double *out);
 
 /* Names of envs, images and tasks become path components: keep them boring. */

@@ -16,7 +16,7 @@ int cmd_image(int argc, char **argv)
         return 0;
     if (argc < 2 || strcmp(argv[1], "verify") || argc > 3)
         return cli_usage_error(usage, "image: expected `verify [IMAGE]`");
-    _cleanup_free_ char *dir = paths_image_dir(argc == 3 ? argv[2] : "desktop");
+    _cleanup_free_ char *dir = paths_image_dir(argc == 3 ? argv[2] : IMAGE_DEFAULT);
     em_err err = {0};
     manifest *m;
     if (manifest_load(dir, &m, &err) < 0)

@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "envmgr/episode/replay.h"
+#include "envmgr/base/paths.h"
 #include "envmgr/base/util.h"
 
 static const char usage[] =
@@ -80,7 +81,7 @@ int cmd_replay(int argc, char **argv)
     int rc;
     if (temporary) {
         snprintf(temp, sizeof temp, "replay-%d", (int)getpid());
-        env_up_opts uo = {.name = temp, .image = "desktop", .accel = accel};
+        env_up_opts uo = {.name = temp, .image = IMAGE_DEFAULT, .accel = accel};
         rc = env_up(&uo, &e, NULL, &err);
     } else {
         rc = env_open(env_name, &e, &err);

@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "envmgr/env/env.h"
 #include "envmgr/episode/episode.h"
+#include "envmgr/base/paths.h"
 #include "envmgr/base/util.h"
 #include "evaluator/task.h"
 
@@ -104,7 +105,7 @@ int cmd_run(int argc, char **argv)
     int rc;
     if (temporary) {
         snprintf(temp_name, sizeof temp_name, "run-%d", (int)getpid());
-        env_up_opts uo = {.name = temp_name, .image = "desktop", .accel = a.accel};
+        env_up_opts uo = {.name = temp_name, .image = IMAGE_DEFAULT, .accel = a.accel};
         rc = env_up(&uo, &e, NULL, &err);
         fresh = true;
     } else {

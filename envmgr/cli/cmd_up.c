@@ -4,6 +4,7 @@
 
 #include "cli.h"
 #include "envmgr/env/env.h"
+#include "envmgr/base/paths.h"
 #include "envmgr/base/util.h"
 #include "evaluator/task.h"
 
@@ -27,7 +28,7 @@ int cmd_up(int argc, char **argv)
 {
     if (cli_wants_help(argc, argv, usage))
         return 0;
-    env_up_opts o = {.image = "desktop", .accel = "auto"};
+    env_up_opts o = {.image = IMAGE_DEFAULT, .accel = "auto"};
     static const struct option opts[] = {{"name", required_argument, 0, 'n'},
                                          {"image", required_argument, 0, 'i'},
                                          {"accel", required_argument, 0, 'a'},

@@ -19,6 +19,7 @@ struct agent {
     jsonline conn; /* one socket for both directions: the agent's stdin and stdout */
     int exited;
     int status;
+    bool status_lost; /* reaped elsewhere: status holds nothing */
 };
 
 /* environ with env_kv ("K=V") added, a same-named variable replaced: built before fork. */
@@ -84,8 +85,10 @@ static int reap(agent *a, int block)
     do
         r = waitpid(a->pid, &a->status, block ? 0 : WNOHANG);
     while (r < 0 && errno == EINTR);
-    if (r == a->pid || (r < 0 && errno == ECHILD))
+    if (r == a->pid)
         a->exited = 1;
+    else if (r < 0 && errno == ECHILD)
+        a->exited = 1, a->status_lost = true;
     return a->exited;
 }
 
@@ -112,7 +115,9 @@ agent_status agent_receive(agent *a, double timeout_ms, json_t **reply, em_err *
     }
     if (strstr(rerr.msg, "closed the connection")) {
         sleep_ms(50);
-        if (reap(a, 0) && WIFEXITED(a->status))
+        if (reap(a, 0) && a->status_lost)
+            em_fail(err, "agent: exited before answering");
+        else if (a->exited && WIFEXITED(a->status))
             em_fail(err, "agent: exited with status %d before answering", WEXITSTATUS(a->status));
         else if (a->exited && WIFSIGNALED(a->status))
             em_fail(err, "agent: killed by signal %d", WTERMSIG(a->status));

@@ -16,6 +16,7 @@
 #include "evaluator/score.h"
 #include "envmgr/episode/setup.h"
 #include "envmgr/base/sha256.h"
+#include "envmgr/base/json_save.h"
 #include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
 
@@ -30,7 +31,7 @@ struct episode {
     char *trace_dir, *artifacts;
     trace_writer *tw;
     agent *ag;
-    const char *exit_cause;
+    exit_cause cause; /* EXIT_NONE while running */
     char *reason;   /* why the episode ended early (agent or env trouble) */
     int steps;      /* agent replies */
     int actions;    /* actions executed */
@@ -125,11 +126,11 @@ static int finish_egress(run *r, em_err *err)
     return rc;
 }
 
-static void set_end(run *r, const char *cause, const char *why)
+static void set_end(run *r, exit_cause cause, const char *why)
 {
-    if (r->exit_cause)
+    if (r->cause != EXIT_NONE)
         return;
-    r->exit_cause = cause;
+    r->cause = cause;
     free(r->reason);
     r->reason = why ? xstrdup(why) : NULL;
 }
@@ -187,7 +188,7 @@ static int run_steps(run *r, const task_step *steps, size_t n, const char *list_
             char why[EM_ERR_MAX + 64];
             snprintf(why, sizeof why, "%s[%zu] (%s): %s", list_name, i, task_step_type_name(steps[i].type), serr.msg);
             if (abort_on_error) {
-                set_end(r, "env_error", why);
+                set_end(r, EXIT_ENV_ERROR, why);
                 return 1;
             }
             fprintf(stderr, "envmgr: %s\n", why);
@@ -288,12 +289,12 @@ static int execute_actions(run *r, json_t *actions, const char *source, double a
         if (rc < 0) {
             if (check_interrupt(err) < 0)
                 return -1;
-            set_end(r, "env_error", aerr.msg);
+            set_end(r, EXIT_ENV_ERROR, aerr.msg);
             return 1;
         }
         memcpy(before, after, 65);
         if (terminal) {
-            set_end(r, type == ACT_DONE ? "done" : "fail", NULL);
+            set_end(r, type == ACT_DONE ? EXIT_DONE : EXIT_FAIL, NULL);
             return 1;
         }
     }
@@ -313,14 +314,14 @@ int episode_observe(episode *ep, char sha[65], em_err *err)
 int episode_step(episode *r, json_t *reply, double agent_ms, episode_step_out *out, em_err *err)
 {
     memset(out, 0, sizeof *out);
-    if (r->exit_cause) {
+    if (r->cause != EXIT_NONE) {
         out->ended = true;
         return 0;
     }
     if (!r->before[0]) { /* no observation yet: the reply acts on the current screen */
         em_err ferr = {0};
         if (frame_sha(r, r->before, &ferr) < 0) {
-            set_end(r, "env_error", ferr.msg);
+            set_end(r, EXIT_ENV_ERROR, ferr.msg);
             snprintf(out->error, sizeof out->error, "%s", ferr.msg);
             out->ended = true;
             return 0;
@@ -351,24 +352,24 @@ int episode_step(episode *r, json_t *reply, double agent_ms, episode_step_out *o
         rc = drain_egress(r, err);
     if (rc < 0)
         return -1;
-    if (!r->exit_cause && now_ms() > r->t_start + r->t->episode_timeout_s * 1000)
-        set_end(r, "timeout", "episode timeout");
-    if (!r->exit_cause && r->steps >= r->t->max_steps)
-        set_end(r, "max_steps", NULL);
-    if (r->exit_cause) {
+    if (r->cause == EXIT_NONE && now_ms() > r->t_start + r->t->episode_timeout_s * 1000)
+        set_end(r, EXIT_TIMEOUT, "episode timeout");
+    if (r->cause == EXIT_NONE && r->steps >= r->t->max_steps)
+        set_end(r, EXIT_MAX_STEPS, NULL);
+    if (r->cause != EXIT_NONE) {
         out->ended = true;
-        if (!out->refused && r->reason && !strcmp(r->exit_cause, "env_error"))
+        if (!out->refused && r->reason && r->cause == EXIT_ENV_ERROR)
             snprintf(out->error, sizeof out->error, "%s", r->reason);
     }
     return 0;
 }
 
-void episode_end(episode *ep, const char *cause, const char *why)
+void episode_end(episode *ep, exit_cause cause, const char *why)
 {
     set_end(ep, cause, why);
 }
 
-const char *episode_exit_cause(const episode *ep) { return ep->exit_cause; }
+exit_cause episode_exit_cause(const episode *ep) { return ep->cause; }
 const char *episode_reason(const episode *ep) { return ep->reason; }
 int episode_steps(const episode *ep) { return ep->steps; }
 const char *episode_trace_dir(const episode *ep) { return ep->trace_dir; }
@@ -387,22 +388,22 @@ static int agent_loop(run *r, const char *task_path, em_err *err)
     const char *envv[] = {e1, e2, e3, e4, NULL};
     em_err aerr = {0};
     if (agent_start(r->o.agent_cmd, envv, log, &r->ag, &aerr) < 0) {
-        set_end(r, "agent_error", aerr.msg);
+        set_end(r, EXIT_AGENT_ERROR, aerr.msg);
         return 0;
     }
     double deadline = r->t_start + r->t->episode_timeout_s * 1000;
     char refusal[EM_ERR_MAX] = "";
     char before[65];
     int rc = 0;
-    while (!r->exit_cause) {
+    while (r->cause == EXIT_NONE) {
         if (r->steps >= r->t->max_steps) {
-            set_end(r, "max_steps", NULL);
+            set_end(r, EXIT_MAX_STEPS, NULL);
             break;
         }
         if ((rc = check_interrupt(err)) < 0)
             break;
         if (episode_observe(r, before, &aerr) < 0) {
-            set_end(r, "env_error", aerr.msg);
+            set_end(r, EXIT_ENV_ERROR, aerr.msg);
             break;
         }
         _cleanup_free_ char *shot = xasprintf("%s/" TRACE_FRAMES_DIR "/%s.png", trace_writer_dir(r->tw), before);
@@ -415,7 +416,7 @@ static int agent_loop(run *r, const char *task_path, em_err *err)
         int src = agent_send(r->ag, obs, &aerr);
         json_decref(obs);
         if (src < 0) {
-            set_end(r, "agent_error", aerr.msg);
+            set_end(r, EXIT_AGENT_ERROR, aerr.msg);
             break;
         }
         double left = deadline - now_ms(), step_ms = r->t->step_timeout_s * 1000;
@@ -426,14 +427,14 @@ static int agent_loop(run *r, const char *task_path, em_err *err)
         double agent_ms = now_ms() - t0;
         if (st == AGENT_TIMEOUT) {
             r->agent_ms += agent_ms;
-            set_end(r, "timeout", episode_limit ? "episode timeout" : aerr.msg);
+            set_end(r, EXIT_TIMEOUT, episode_limit ? "episode timeout" : aerr.msg);
             break;
         }
         if (st != AGENT_OK) {
             r->agent_ms += agent_ms;
             if ((rc = check_interrupt(err)) < 0)
                 break;
-            set_end(r, "agent_error", aerr.msg);
+            set_end(r, EXIT_AGENT_ERROR, aerr.msg);
             break;
         }
         episode_step_out so;
@@ -555,10 +556,10 @@ int episode_begin(env *e, const task *t, const char *task_path, const char *task
     if (rc >= 0 && drain_egress(r, err) < 0)
         rc = -1;
     r->setup_ms = now_ms() - t0;
-    if (rc == 0 && !r->exit_cause) {
+    if (rc == 0 && r->cause == EXIT_NONE) {
         em_err serr = {0};
         if (screen_settle(e, o->settle_ms, SETTLE_MAX_MS, &serr) < 0)
-            set_end(r, "env_error", serr.msg);
+            set_end(r, EXIT_ENV_ERROR, serr.msg);
     }
     if (rc < 0) { /* interrupted or the trace cannot be written: keep what is recorded, marked incomplete */
         episode_abandon(r);
@@ -568,26 +569,26 @@ int episode_begin(env *e, const task *t, const char *task_path, const char *task
     return 0;
 }
 
-int episode_finish(episode *ep, const char *cause, json_t **result, em_err *err)
+int episode_finish(episode *ep, exit_cause cause, json_t **result, em_err *err)
 {
     run *r = ep;
     const task *t = r->t;
     env *e = r->e;
-    if (!r->exit_cause)
-        set_end(r, cause ? cause : "evaluated", NULL);
+    if (r->cause == EXIT_NONE)
+        set_end(r, cause != EXIT_NONE ? cause : EXIT_EVALUATED, NULL);
     int rc = 0;
     double t_eval = now_ms();
     double score = 0;
     char *reason = NULL;
     json_t *details = NULL;
-    if (strcmp(r->exit_cause, "env_error")) {
+    if (r->cause != EXIT_ENV_ERROR) {
         rc = run_steps(r, t->postconfig, t->npostconfig, "postconfig", false, err);
         if (rc == 0)
             rc = finish_egress(r, err);
         em_env_ops ops;
         guest_ops_bind(e, &ops);
         if (rc == 0)
-            rc = evaluate_task(&ops, t, t->dir, r->artifacts, r->exit_cause, &score, &reason, &details, err);
+            rc = evaluate_task(&ops, t, t->dir, r->artifacts, exit_cause_name(r->cause), &score, &reason, &details, err);
     } else {
         rc = finish_egress(r, err); /* what the guest sent before the env failed still counts */
         reason = xasprintf("not evaluated: %s", r->reason ? r->reason : "the env failed");
@@ -602,14 +603,14 @@ int episode_finish(episode *ep, const char *cause, json_t **result, em_err *err)
         episode_abandon(r);
         return -1;
     }
-    if (r->reason && strcmp(r->exit_cause, "env_error")) { /* keep why the episode ended next to the score */
+    if (r->reason && r->cause != EXIT_ENV_ERROR) { /* keep why the episode ended next to the score */
         char *joined = xasprintf("%s (episode ended: %s)", reason ? reason : "", r->reason);
         free(reason);
         reason = joined;
     }
     double eval_ms = now_ms() - t_eval;
     json_t *eval = json_pack("{s:s, s:f, s:s, s:s, s:o}", "type", "evaluation", "score", score, "reason",
-                             reason ? reason : "", "exit_cause", r->exit_cause, "artifacts", artifact_hashes(details));
+                             reason ? reason : "", "exit_cause", exit_cause_name(r->cause), "artifacts", artifact_hashes(details));
     if (details)
         json_object_set(eval, "details", details);
     rc = trace_append(r->tw, eval, err);
@@ -621,16 +622,16 @@ int episode_finish(episode *ep, const char *cause, json_t **result, em_err *err)
     r->tw = NULL;
 
     json_t *res = json_pack("{s:s, s:f, s:s, s:s, s:i, s:i, s:s, s:s, s:{s:f, s:f, s:f, s:f, s:f, s:f}}", "task_id",
-                            t->id, "score", score, "reason", reason ? reason : "", "exit_cause", r->exit_cause, "steps",
+                            t->id, "score", score, "reason", reason ? reason : "", "exit_cause", exit_cause_name(r->cause), "steps",
                             r->steps, "actions", r->actions, "trace", r->trace_dir, "accel", env_accel(e), "timings",
                             "reset_ms", r->reset_ms, "setup_ms", r->setup_ms, "agent_ms", r->agent_ms, "actions_ms",
                             r->action_ms, "evaluation_ms", eval_ms, "total_s", (now_ms() - r->t_start) / 1000);
     if (details)
         json_object_set_new(res, "evaluation", details);
     free(reason);
-    _cleanup_free_ char *text = json_dumps(res, JSON_INDENT(2)), *path = xasprintf("%s/result.json", r->o.out_dir);
+    _cleanup_free_ char *path = xasprintf("%s/result.json", r->o.out_dir);
     if (rc == 0)
-        rc = write_file_atomic(path, text, strlen(text), 0644, err);
+        rc = json_save(path, res, JSON_INDENT(2), 0644, err);
     episode_free(r);
     if (rc < 0) {
         json_decref(res);
@@ -645,9 +646,9 @@ int episode_run(env *e, const task *t, const char *task_path, const episode_opts
     episode *ep;
     if (episode_begin(e, t, task_path, NULL, o, &ep, err) < 0)
         return -1;
-    if (!ep->exit_cause && agent_loop(ep, task_path, err) < 0) {
+    if (ep->cause == EXIT_NONE && agent_loop(ep, task_path, err) < 0) {
         episode_abandon(ep); /* interrupted or the trace cannot be written */
         return -1;
     }
-    return episode_finish(ep, NULL, result, err);
+    return episode_finish(ep, EXIT_NONE, result, err);
 }

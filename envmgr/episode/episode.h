@@ -7,6 +7,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 
+#include "envmgr/base/exit_cause.h"
 #include "envmgr/env/env.h"
 #include "evaluator/task.h"
 
@@ -45,16 +46,16 @@ int episode_observe(episode *ep, char sha[65], em_err *err);
  * be written or on interrupt; refusals and env failures come back in *out. */
 int episode_step(episode *ep, json_t *reply, double agent_ms, episode_step_out *out, em_err *err);
 /* End the episode now (if it has not ended) with this cause. */
-void episode_end(episode *ep, const char *cause, const char *why);
+void episode_end(episode *ep, exit_cause cause, const char *why);
 /* NULL while the episode runs. */
-const char *episode_exit_cause(const episode *ep);
+exit_cause episode_exit_cause(const episode *ep); /* EXIT_NONE while it runs */
 /* Why it ended early (agent or env trouble), or NULL. */
 const char *episode_reason(const episode *ep);
 int episode_steps(const episode *ep);
 const char *episode_trace_dir(const episode *ep);
 /* Postconfig, evaluator, trace trailer, result.json; frees ep (also on failure).
  * An episode still running ends with exit_cause `cause` first. */
-int episode_finish(episode *ep, const char *cause, json_t **result, em_err *err);
+int episode_finish(episode *ep, exit_cause cause, json_t **result, em_err *err);
 /* Free without evaluating: the trace stays readable, marked incomplete. */
 void episode_abandon(episode *ep);
 

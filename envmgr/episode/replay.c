@@ -9,6 +9,7 @@
 #include "recorder/frame_compare.h"
 #include "recorder/trace.h"
 #include "envmgr/base/sha256.h"
+#include "envmgr/base/json_save.h"
 #include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
 
@@ -174,8 +175,8 @@ int replay_run(env *e, bool fresh, const replay_opts *o, json_t **out, em_err *e
         bool score_ok = !score_checked || fabs(want - got) < 1e-9;
         json_object_set_new(report, "score_matches", score_checked ? json_boolean(score_ok) : json_null());
         json_object_set_new(report, "reproduced", json_boolean(frames_ok && score_ok));
-        _cleanup_free_ char *text = json_dumps(report, JSON_INDENT(2)), *path = xasprintf("%s/replay.json", o->out_dir);
-        rc = write_file_atomic(path, text, strlen(text), 0644, err);
+        _cleanup_free_ char *path = xasprintf("%s/replay.json", o->out_dir);
+        rc = json_save(path, report, JSON_INDENT(2), 0644, err);
     }
     json_decref(result);
     trace_free(rep);

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "envmgr/base/json_save.h"
 #include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
 #include "envmgr/vm/vm.h"
@@ -312,9 +313,10 @@ int netpolicy_save(const char *dir, const netpolicy *p, const char *helper, em_e
                             "(set ENVMGR_RUN_DIR to a shorter path)",
                        real);
     json_t *j = netpolicy_to_json(p);
-    _cleanup_free_ char *text = json_dumps(j, JSON_INDENT(2)), *path = xasprintf("%s/" NETPOLICY_FILE, real);
+    _cleanup_free_ char *path = xasprintf("%s/" NETPOLICY_FILE, real);
+    int rc = json_save(path, j, JSON_INDENT(2), 0600, err);
     json_decref(j);
-    if (write_file_atomic(path, text, strlen(text), 0600, err) < 0)
+    if (rc < 0)
         return em_prefix(err, "network policy: ");
     _cleanup_free_ char *vmnet = xasprintf("%s/" VM_NET_FILE, real);
     if (p->mode == NETPOLICY_NONE) {
@@ -323,9 +325,9 @@ int netpolicy_save(const char *dir, const netpolicy *p, const char *helper, em_e
         return 0;
     }
     json_t *v = vm_net_json(real, p, helper);
-    _cleanup_free_ char *vtext = json_dumps(v, JSON_INDENT(2));
+    rc = json_save(vmnet, v, JSON_INDENT(2), 0600, err);
     json_decref(v);
-    return write_file_atomic(vmnet, vtext, strlen(vtext), 0600, err) < 0 ? em_prefix(err, "network policy: ") : 0;
+    return rc < 0 ? em_prefix(err, "network policy: ") : 0;
 }
 
 int netpolicy_load(const char *dir, netpolicy *p, em_err *err)
@@ -334,7 +336,7 @@ int netpolicy_load(const char *dir, netpolicy *p, em_err *err)
     _cleanup_free_ char *path = xasprintf("%s/" NETPOLICY_FILE, dir), *text = NULL;
     if (access(path, F_OK) != 0)
         return 0;
-    if (read_file_capped(path, 1 << 20, &text, NULL, err) < 0)
+    if (read_file_capped(path, JSON_DOC_MAX, &text, NULL, err) < 0)
         return em_prefix(err, "network policy: ");
     json_error_t je;
     json_t *j = json_loads(text, JSON_REJECT_DUPLICATES, &je);

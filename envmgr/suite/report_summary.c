@@ -7,6 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "envmgr/base/exit_cause.h"
+#include "envmgr/base/json_save.h"
 #include "envmgr/base/sbuf.h"
 #include "envmgr/suite/results_log.h"
 #include "envmgr/suite/suite.h"
@@ -57,7 +59,7 @@ static void tally_add(tally *t, json_t *line)
     t->score_sum += score;
     t->steps_sum += num(line, "steps");
     const char *cause = json_string_value(json_object_get(line, "exit_cause"));
-    t->env_errors += cause && !strcmp(cause, "env_error");
+    t->env_errors += exit_cause_from_name(cause) == EXIT_ENV_ERROR;
     t->times = xrealloc(t->times, (t->ntimes + 1) * sizeof *t->times);
     t->times[t->ntimes++] = num(line, "duration_s");
 }
@@ -364,10 +366,9 @@ int report_write_all(const char *dir, json_t *extra, json_t **summary_out, em_er
     json_object_set_new(summary, "retried_attempts", json_integer((json_int_t)retried));
     if (extra)
         json_object_update(summary, extra);
-    _cleanup_free_ char *text = json_dumps(summary, JSON_INDENT(2));
     _cleanup_free_ char *spath = xasprintf("%s/" SUITE_SUMMARY_FILE, abs), *jpath = xasprintf("%s/" SUITE_JUNIT_FILE, abs);
     _cleanup_free_ char *xml = report_junit(meta, final, abs);
-    int rc = write_file_atomic(spath, text, strlen(text), 0644, err);
+    int rc = json_save(spath, summary, JSON_INDENT(2), 0644, err);
     if (rc == 0)
         rc = write_file_atomic(jpath, xml, strlen(xml), 0644, err);
     json_decref(meta);

@@ -8,6 +8,7 @@
 
 #include "evaluator/task.h"
 #include "envmgr/base/fileio.h"
+#include "envmgr/base/paths.h"
 #include "envmgr/base/util.h"
 
 int suite_parse_shard(const char *s, int *k, int *n, em_err *err)
@@ -138,7 +139,7 @@ int suite_load(const char *source, int shard_k, int shard_n, suite **out, em_err
         st2->id = xstrdup(t->id);
         const char *d = domains ? json_string_value(json_object_get(domains, t->id)) : NULL;
         st2->domain = d ? xstrdup(d) : folder_domain(paths[i]);
-        st2->image = xstrdup(t->image ? t->image : "desktop");
+        st2->image = xstrdup(t->image ? t->image : IMAGE_DEFAULT);
         st2->episode_timeout_s = t->episode_timeout_s;
         task_free(t);
     }

@@ -20,6 +20,8 @@
 #include "envmgr/env/env.h"
 #include "envmgr/vm/golden.h"
 #include "envmgr/vm/manifest.h"
+#include "envmgr/base/exit_cause.h"
+#include "envmgr/base/json_save.h"
 #include "envmgr/base/paths.h"
 #include "envmgr/base/sbuf.h"
 #include "envmgr/suite/report_summary.h"
@@ -273,8 +275,8 @@ static int record(pool *p, slot *sl, const job *j, json_t *res, em_err *err)
 {
     const suite_task *t = job_task(p, j);
     const char *cause = jstr(res, "exit_cause");
-    cause = cause ? cause : "env_error";
-    bool env_error = !strcmp(cause, "env_error");
+    cause = cause ? cause : exit_cause_name(EXIT_ENV_ERROR);
+    bool env_error = exit_cause_from_name(cause) == EXIT_ENV_ERROR;
     /* Not over yet: a retry follows, or (interrupted) --resume runs it again. */
     bool retry = env_error && (j->attempt < p->o->retries || p->stopping);
     if (retry) { /* keep the failed attempt's output beside the one that follows */
@@ -336,7 +338,7 @@ static int worker_lost(pool *p, slot *sl, const char *why, em_err *err)
     p->running--;
     if (p->stopping)
         return 0; /* interrupted: the episode was in flight, nothing to record */
-    json_t *res = suite_synth_result(job_task(p, &sl->j)->id, "env_error", why, (now_ms() - sl->started) / 1000);
+    json_t *res = suite_synth_result(job_task(p, &sl->j)->id, EXIT_ENV_ERROR, why, (now_ms() - sl->started) / 1000);
     int rc = record(p, sl, &sl->j, res, err);
     json_decref(res);
     return rc;
@@ -391,7 +393,7 @@ static void handle_msg(pool *p, slot *sl, json_t *m, em_err *err, int *rc)
             char why[256];
             snprintf(why, sizeof why, "watchdog: no result after %.0f s; the env's QEMU was killed (a hung env)",
                      sl->limit_s);
-            json_object_set_new(res, "exit_cause", json_string("env_error"));
+            json_object_set_new(res, "exit_cause", json_string(exit_cause_name(EXIT_ENV_ERROR)));
             json_object_set_new(res, "reason", json_string(why));
             json_object_set_new(res, "score", json_real(0));
         }
@@ -576,8 +578,8 @@ static bool same_tasks(json_t *a, json_t *b)
 
 static int write_meta(pool *p, json_t *meta, em_err *err)
 {
-    _cleanup_free_ char *text = json_dumps(meta, JSON_INDENT(2)), *path = xasprintf("%s/" SUITE_META_FILE, p->dir);
-    return write_file_atomic(path, text, strlen(text), 0644, err);
+    _cleanup_free_ char *path = xasprintf("%s/" SUITE_META_FILE, p->dir);
+    return json_save(path, meta, JSON_INDENT(2), 0644, err);
 }
 
 /* suite.json: new, or (--resume) the same suite, agent, shard and repeat as before. */

@@ -145,7 +145,7 @@ static int send_ws(int fd, int opcode, const uint8_t *p, size_t n)
     return n ? send_full(fd, p, n, &e) : 0;
 }
 
-void view_relay(int client_fd, bool ws, const char *vnc_sock, bool view_only, const volatile int *stop)
+void view_relay(int client_fd, bool ws, const char *vnc_sock, bool view_only, const atomic_int *stop)
 {
     em_err err;
     int vnc = unix_connect(vnc_sock, 5000, &err);

@@ -2,6 +2,7 @@
 #ifndef ENVMGR_VIEW_RELAY_H
 #define ENVMGR_VIEW_RELAY_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -25,6 +26,6 @@ long rfb_filter_feed(rfb_filter *f, const uint8_t *in, size_t n, uint8_t *out);
 
 /* Relay one viewer connection to the env's VNC socket until either side closes
  * or *stop is set. ws: the client speaks websocket frames (the handshake is done). */
-void view_relay(int client_fd, bool ws, const char *vnc_sock, bool view_only, const volatile int *stop);
+void view_relay(int client_fd, bool ws, const char *vnc_sock, bool view_only, const atomic_int *stop);
 
 #endif

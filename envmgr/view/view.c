@@ -25,7 +25,7 @@ typedef struct viewer {
     int fd;
     const char *vnc_sock;
     bool view_only;
-    const volatile int *stop;
+    const atomic_int *stop;
     int *running;
     pthread_mutex_t *mu;
 } viewer;
@@ -75,7 +75,8 @@ int view_serve(const char *name, const char *listen_spec, const char *socket_pat
     if (lfd < 0)
         return -1;
     ready(where, arg);
-    int stop = 0, running = 0;
+    atomic_int stop = 0;
+    int running = 0;
     pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
     while (!interrupted()) {
         struct pollfd pf = {.fd = lfd, .events = POLLIN};

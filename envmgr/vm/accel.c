@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "envmgr/base/json_save.h"
 #include "envmgr/base/paths.h"
 #include "envmgr/base/fileio.h"
 #include "envmgr/base/spawn.h"
@@ -110,10 +111,11 @@ int accel_choose(const char *requested, const manifest *image, const char **out,
         return -1;
     *out = works ? "kvm" : "tcg";
     json_t *j = json_pack("{s:s, s:s}", "host", key, "accel", *out);
-    _cleanup_free_ char *text = json_dumps(j, JSON_INDENT(2));
+    int rc = mkdir_p(paths_cache_root(), 0755, err);
+    if (rc == 0)
+        rc = json_save(path, j, JSON_INDENT(2), 0644, err);
     json_decref(j);
-    if (mkdir_p(paths_cache_root(), 0755, err) < 0 ||
-        write_file_atomic(path, text, strlen(text), 0644, err) < 0)
+    if (rc < 0)
         return em_prefix(err, "cache the accel verdict: ");
     return 0;
 }

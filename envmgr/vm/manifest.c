@@ -78,8 +78,8 @@ int manifest_load(const char *image_dir, manifest **out, em_err *err)
         goto fail;
     const char *append = json_string_value(json_object_get(boot, "append"));
     m->append = xstrdup(append ? append : "root=/dev/vda rw console=ttyS0 quiet");
-    if (get_int_field(boot, "width", 320, 7680, 1280, &m->width) < 0 ||
-        get_int_field(boot, "height", 200, 4320, 800, &m->height) < 0 ||
+    if (get_int_field(boot, "width", 320, 7680, MANIFEST_DEFAULT_WIDTH, &m->width) < 0 ||
+        get_int_field(boot, "height", 200, 4320, MANIFEST_DEFAULT_HEIGHT, &m->height) < 0 ||
         get_int_field(boot, "memory_mb", 256, 65536, 1024, &m->memory_mb) < 0) {
         em_fail_input(err, "manifest `%s`: boot.width/height/memory_mb: out of range", path);
         goto fail;

@@ -8,6 +8,10 @@
 #include "envmgr/base/err.h"
 #include "envmgr/base/sha256.h"
 
+/* Screen size of an image whose manifest does not say (the small desktop's). */
+#define MANIFEST_DEFAULT_WIDTH 1280
+#define MANIFEST_DEFAULT_HEIGHT 800
+
 typedef struct manifest {
     char *dir;         /* absolute image directory */
     char *name;

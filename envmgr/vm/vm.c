@@ -195,7 +195,7 @@ static void last_log_line(const char *dir, char *buf, size_t len)
 {
     _cleanup_free_ char *path = xasprintf("%s/" VM_LOG_FILE, dir), *text = NULL;
     buf[0] = '\0';
-    if (read_file_capped(path, 1 << 20, &text, NULL, NULL) < 0)
+    if (read_file_capped(path, JSON_DOC_MAX, &text, NULL, NULL) < 0)
         return;
     char *end = text + strlen(text);
     while (end > text && (end[-1] == '\n' || end[-1] == '\r'))

@@ -44,7 +44,9 @@ typedef struct vm_spec {
 #define VM_NET_FILE "vm-net.json"
 
 const char *vm_qemu_binary(void);
-/* Start QEMU daemonized; returns once its sockets exist. */
+/* Start QEMU detached from this process (its own session, reparented to init or to the
+ * allowlist supervisor; no -daemonize: spawn=deny refuses its fork); returns once its QMP
+ * socket exists. */
 int vm_spawn(const vm_spec *s, pid_t *pid, em_err *err);
 /* The pid is a live QEMU of this run directory (not a reused pid, not a zombie). */
 bool vm_alive(pid_t pid, const char *dir);
