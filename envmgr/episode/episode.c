@@ -8,13 +8,12 @@
 
 #include "envmgr/action/actions.h"
 #include "envmgr/episode/agent.h"
+#include "envmgr/episode/episode_env.h"
 #include "envmgr/net/egress_log.h"
-#include "envmgr/env/guest_ops.h"
 #include "envmgr/net/netpolicy.h"
 #include "envmgr/action/pyautogui.h"
 #include "recorder/trace.h"
 #include "evaluator/score.h"
-#include "envmgr/episode/setup.h"
 #include "envmgr/base/sha256.h"
 #include "envmgr/base/json_save.h"
 #include "envmgr/base/fileio.h"
@@ -24,7 +23,7 @@
 #define AGENT_GRACE_MS 2000.0
 
 struct episode {
-    env *e;
+    episode_env ev;        /* the env, as operations (a real env, or a test's fake) */
     const task *t;
     episode_opts o;        /* a copy; its strings are owned by the episode */
     char *task_path;       /* NULL for an inline task */
@@ -52,7 +51,7 @@ typedef struct episode run; /* the agent loop below reads as "a run of an episod
 
 static char *egress_path(run *r)
 {
-    return xasprintf("%s/" NETPOLICY_LOG_FILE, env_dir(r->e));
+    return xasprintf("%s/" NETPOLICY_LOG_FILE, r->ev.dir);
 }
 
 static int drain_egress(run *r, em_err *err)
@@ -90,8 +89,8 @@ static int drain_egress(run *r, em_err *err)
 static int finish_egress(run *r, em_err *err)
 {
     em_err ignored;
-    if (netpolicy_helper_pid(env_dir(r->e)))
-        netpolicy_control(env_dir(r->e), "flush", 5000, &ignored);
+    if (netpolicy_helper_pid(r->ev.dir))
+        netpolicy_control(r->ev.dir, "flush", 5000, &ignored);
     if (drain_egress(r, err) < 0)
         return -1;
     if (r->egress_dropped) {
@@ -140,11 +139,10 @@ static void set_end(run *r, exit_cause cause, const char *why)
 static int frame_sha(run *r, char sha[65], em_err *err)
 {
     const uint8_t *px;
-    vnc_session *v;
-    int w = env_width(r->e), h = env_height(r->e);
-    if (env_frame(r->e, &px, err) < 0 || env_vnc(r->e, &v, err) < 0)
+    uint64_t hash;
+    int w = r->ev.width, h = r->ev.height;
+    if (r->ev.frame(r->ev.ctx, &px, &hash, err) < 0)
         return -1;
-    uint64_t hash = vnc_frame_hash(v);
     if (r->have_last && hash == r->last_hash) {
         memcpy(sha, r->last_sha, 65);
         return 0;
@@ -167,7 +165,7 @@ static int run_steps(run *r, const task_step *steps, size_t n, const char *list_
         double t0 = now_ms();
         json_t *detail = NULL;
         em_err serr = {0};
-        int rc = setup_run_step(r->e, r->t, &steps[i], &detail, &serr);
+        int rc = r->ev.setup_step(r->ev.ctx, r->t, &steps[i], &detail, &serr);
         json_t *line = json_pack("{s:s, s:O, s:f, s:b}", "type", "setup", "step",
                                  json_array_get(raw, i) ? json_array_get(raw, i) : json_null(), "duration_ms",
                                  now_ms() - t0, "ok", rc == 0);
@@ -227,7 +225,7 @@ static int decode_reply(run *r, json_t *reply, json_t **actions, const char **so
     json_array_foreach(*actions, i, a)
     {
         action parsed;
-        if (action_parse(a, env_width(r->e), env_height(r->e), &parsed, &perr) < 0) {
+        if (action_parse(a, r->ev.width, r->ev.height, &parsed, &perr) < 0) {
             *refusal = xstrdup(perr.msg);
             json_decref(*actions);
             *actions = NULL;
@@ -262,15 +260,15 @@ static int execute_actions(run *r, json_t *actions, const char *source, double a
     {
         action parsed;
         em_err aerr = {0};
-        if (action_parse(a, env_width(r->e), env_height(r->e), &parsed, &aerr) < 0)
+        if (action_parse(a, r->ev.width, r->ev.height, &parsed, &aerr) < 0)
             return em_fail(err, "action changed after validation: %s", aerr.msg);
         json_t *canon = action_to_json(&parsed);
         double t0 = now_ms();
         int rc = 0;
         if (!action_is_terminal(&parsed)) {
-            rc = env_act(r->e, &parsed, &aerr);
+            rc = r->ev.act(r->ev.ctx, &parsed, &aerr);
             if (rc == 0)
-                rc = screen_settle(r->e, r->o.settle_ms, SETTLE_MAX_MS, &aerr);
+                rc = r->ev.settle(r->ev.ctx, r->o.settle_ms, SETTLE_MAX_MS, &aerr);
         }
         double action_ms = now_ms() - t0;
         r->action_ms += action_ms;
@@ -383,8 +381,8 @@ static int agent_loop(run *r, const char *task_path, em_err *err)
     if (!realpath(task_path, real_task))
         snprintf(real_task, sizeof real_task, "%s", task_path);
     _cleanup_free_ char *e1 = xasprintf("ENVMGR_TASK=%s", real_task), *e2 = xasprintf("ENVMGR_TASK_ID=%s", r->t->id);
-    _cleanup_free_ char *e3 = xasprintf("ENVMGR_SCREEN_WIDTH=%d", env_width(r->e));
-    _cleanup_free_ char *e4 = xasprintf("ENVMGR_SCREEN_HEIGHT=%d", env_height(r->e));
+    _cleanup_free_ char *e3 = xasprintf("ENVMGR_SCREEN_WIDTH=%d", r->ev.width);
+    _cleanup_free_ char *e4 = xasprintf("ENVMGR_SCREEN_HEIGHT=%d", r->ev.height);
     const char *envv[] = {e1, e2, e3, e4, NULL};
     em_err aerr = {0};
     if (agent_start(r->o.agent_cmd, envv, log, &r->ag, &aerr) < 0) {
@@ -408,7 +406,7 @@ static int agent_loop(run *r, const char *task_path, em_err *err)
         }
         _cleanup_free_ char *shot = xasprintf("%s/" TRACE_FRAMES_DIR "/%s.png", trace_writer_dir(r->tw), before);
         json_t *obs = json_pack("{s:i, s:s, s:s, s:i, s:i}", "step", r->steps, "instruction", r->t->instruction,
-                                "screenshot", shot, "width", env_width(r->e), "height", env_height(r->e));
+                                "screenshot", shot, "width", r->ev.width, "height", r->ev.height);
         if (refusal[0]) {
             json_object_set_new(obs, "error", json_string(refusal));
             refusal[0] = '\0';
@@ -496,10 +494,18 @@ void episode_abandon(episode *ep)
 int episode_begin(env *e, const task *t, const char *task_path, const char *task_sha256, const episode_opts *o,
                   episode **out, em_err *err)
 {
+    episode_env ev;
+    episode_env_bind(e, &ev);
+    return episode_begin_with(&ev, t, task_path, task_sha256, o, out, err);
+}
+
+int episode_begin_with(const episode_env *ev, const task *t, const char *task_path, const char *task_sha256,
+                       const episode_opts *o, episode **out, em_err *err)
+{
     if (mkdir_p(o->out_dir, 0755, err) < 0)
         return -1;
     episode *r = xcalloc(1, sizeof *r);
-    r->e = e;
+    r->ev = *ev;
     r->t = t;
     r->t_start = now_ms();
     r->o = *o;
@@ -516,19 +522,18 @@ int episode_begin(env *e, const task *t, const char *task_path, const char *task
     else if (rc == 0)
         rc = task_path ? sha256_file_hex(task_path, task_sha, err) : em_fail(err, "episode: no task file nor sha256");
     double t_reset = now_ms();
-    env_timings tm;
     /* The task's network section: a policy that changes needs a restart even on a fresh env. */
     netpolicy cur, net;
     bool net_changed = false;
-    if (rc == 0 && env_network(e, &cur, err) < 0)
+    if (rc == 0 && ev->network(ev->ctx, &cur, err) < 0)
         rc = -1;
     if (rc == 0) {
         netpolicy_for_task(&cur, &t->net, &net);
-        if (env_set_network(e, &net, &net_changed, err) < 0)
+        if (ev->set_network(ev->ctx, &net, &net_changed, err) < 0)
             rc = -1;
     }
     if (rc == 0 && (!o->fresh || net_changed))
-        rc = env_reset(e, &tm, err);
+        rc = ev->reset(ev->ctx, err);
     r->reset_ms = now_ms() - t_reset;
     _cleanup_free_ char *elog = egress_path(r);
     r->egress_start = r->egress_off = egress_log_size(elog);
@@ -537,8 +542,8 @@ int episode_begin(env *e, const task *t, const char *task_path, const char *task
         return -1;
     }
     json_t *hdr = json_pack("{s:s, s:s, s:s, s:{s:i, s:i}, s:s, s:b, s:s}", "task_id", t->id, "task_sha256", task_sha,
-                            "image_manifest_sha256", env_image_sha256(e), "screen", "width", env_width(e), "height",
-                            env_height(e), "accel", env_accel(e), "unsafe_open_network",
+                            "image_manifest_sha256", ev->image_sha256, "screen", "width", ev->width, "height",
+                            ev->height, "accel", ev->accel, "unsafe_open_network",
                             net.mode == NETPOLICY_OPEN, "agent", o->agent_cmd ? o->agent_cmd : "");
     json_object_set_new(hdr, "network", netpolicy_to_json(&net));
     if (task_path)
@@ -558,7 +563,7 @@ int episode_begin(env *e, const task *t, const char *task_path, const char *task
     r->setup_ms = now_ms() - t0;
     if (rc == 0 && r->cause == EXIT_NONE) {
         em_err serr = {0};
-        if (screen_settle(e, o->settle_ms, SETTLE_MAX_MS, &serr) < 0)
+        if (ev->settle(ev->ctx, o->settle_ms, SETTLE_MAX_MS, &serr) < 0)
             set_end(r, EXIT_ENV_ERROR, serr.msg);
     }
     if (rc < 0) { /* interrupted or the trace cannot be written: keep what is recorded, marked incomplete */
@@ -573,7 +578,6 @@ int episode_finish(episode *ep, exit_cause cause, json_t **result, em_err *err)
 {
     run *r = ep;
     const task *t = r->t;
-    env *e = r->e;
     if (r->cause == EXIT_NONE)
         set_end(r, cause != EXIT_NONE ? cause : EXIT_EVALUATED, NULL);
     int rc = 0;
@@ -586,7 +590,7 @@ int episode_finish(episode *ep, exit_cause cause, json_t **result, em_err *err)
         if (rc == 0)
             rc = finish_egress(r, err);
         em_env_ops ops;
-        guest_ops_bind(e, &ops);
+        r->ev.guest_ops(r->ev.ctx, &ops);
         if (rc == 0)
             rc = evaluate_task(&ops, t, t->dir, r->artifacts, exit_cause_name(r->cause), &score, &reason, &details, err);
     } else {
@@ -623,7 +627,7 @@ int episode_finish(episode *ep, exit_cause cause, json_t **result, em_err *err)
 
     json_t *res = json_pack("{s:s, s:f, s:s, s:s, s:i, s:i, s:s, s:s, s:{s:f, s:f, s:f, s:f, s:f, s:f}}", "task_id",
                             t->id, "score", score, "reason", reason ? reason : "", "exit_cause", exit_cause_name(r->cause), "steps",
-                            r->steps, "actions", r->actions, "trace", r->trace_dir, "accel", env_accel(e), "timings",
+                            r->steps, "actions", r->actions, "trace", r->trace_dir, "accel", r->ev.accel, "timings",
                             "reset_ms", r->reset_ms, "setup_ms", r->setup_ms, "agent_ms", r->agent_ms, "actions_ms",
                             r->action_ms, "evaluation_ms", eval_ms, "total_s", (now_ms() - r->t_start) / 1000);
     if (details)
@@ -643,8 +647,16 @@ int episode_finish(episode *ep, exit_cause cause, json_t **result, em_err *err)
 
 int episode_run(env *e, const task *t, const char *task_path, const episode_opts *o, json_t **result, em_err *err)
 {
+    episode_env ev;
+    episode_env_bind(e, &ev);
+    return episode_run_with(&ev, t, task_path, o, result, err);
+}
+
+int episode_run_with(const episode_env *ev, const task *t, const char *task_path, const episode_opts *o,
+                     json_t **result, em_err *err)
+{
     episode *ep;
-    if (episode_begin(e, t, task_path, NULL, o, &ep, err) < 0)
+    if (episode_begin_with(ev, t, task_path, NULL, o, &ep, err) < 0)
         return -1;
     if (ep->cause == EXIT_NONE && agent_loop(ep, task_path, err) < 0) {
         episode_abandon(ep); /* interrupted or the trace cannot be written */

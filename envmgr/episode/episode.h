@@ -38,6 +38,10 @@ typedef struct episode_step_out {
  * episode is then already ended with exit cause env_error. */
 int episode_begin(env *e, const task *t, const char *task_path, const char *task_sha256, const episode_opts *o,
                   episode **out, em_err *err);
+/* The same over an env given as operations (episode_env.h): what the unit tests drive. */
+struct episode_env;
+int episode_begin_with(const struct episode_env *ev, const task *t, const char *task_path, const char *task_sha256,
+                       const episode_opts *o, episode **out, em_err *err);
 /* A fresh frame: stored in the trace, kept as the frame the next reply acts
  * on. sha (65 bytes) names it; the PNG is trace_dir/frames/<sha>.png. */
 int episode_observe(episode *ep, char sha[65], em_err *err);
@@ -64,5 +68,7 @@ void episode_abandon(episode *ep);
  * nothing could be recorded (bad arguments, output directory unusable,
  * interrupted). */
 int episode_run(env *e, const task *t, const char *task_path, const episode_opts *o, json_t **result, em_err *err);
+int episode_run_with(const struct episode_env *ev, const task *t, const char *task_path, const episode_opts *o,
+                     json_t **result, em_err *err);
 
 #endif
