@@ -92,10 +92,28 @@ static int reap(agent *a, int block)
     return a->exited;
 }
 
+/* Why the agent went away (it hung up on `when`): its exit status if it exited within a moment. */
+static void gone_reason(agent *a, const char *when, em_err *err)
+{
+    double deadline = now_ms() + 500;
+    while (!reap(a, 0) && now_ms() < deadline)
+        sleep_ms(10);
+    if (a->exited && a->status_lost)
+        em_fail(err, "agent: exited %s", when);
+    else if (a->exited && WIFEXITED(a->status))
+        em_fail(err, "agent: exited with status %d %s", WEXITSTATUS(a->status), when);
+    else if (a->exited && WIFSIGNALED(a->status))
+        em_fail(err, "agent: killed by signal %d", WTERMSIG(a->status));
+    else
+        em_fail(err, "agent: closed its %s", !strcmp(when, "before answering") ? "output" : "input");
+}
+
 int agent_send(agent *a, json_t *obs, em_err *err)
 {
-    if (jsonline_send(&a->conn, obs, -1, err) < 0)
-        return em_fail(err, "agent: it stopped reading its input (did it exit?)");
+    if (jsonline_send(&a->conn, obs, -1, err) < 0) {
+        gone_reason(a, "before reading its observation", err);
+        return -1;
+    }
     return 0;
 }
 
@@ -114,15 +132,7 @@ agent_status agent_receive(agent *a, double timeout_ms, json_t **reply, em_err *
         return AGENT_GONE;
     }
     if (strstr(rerr.msg, "closed the connection")) {
-        sleep_ms(50);
-        if (reap(a, 0) && a->status_lost)
-            em_fail(err, "agent: exited before answering");
-        else if (a->exited && WIFEXITED(a->status))
-            em_fail(err, "agent: exited with status %d before answering", WEXITSTATUS(a->status));
-        else if (a->exited && WIFSIGNALED(a->status))
-            em_fail(err, "agent: killed by signal %d", WTERMSIG(a->status));
-        else
-            em_fail(err, "agent: closed its output");
+        gone_reason(a, "before answering", err);
         return AGENT_GONE;
     }
     em_fail(err, "agent: wrote something that is not a JSON object line (%.200s)", rerr.msg);
