@@ -224,6 +224,38 @@ class CompareTableSheetProps(TablesCase):
         self.assertScore(1.0, "compare_table", self.book("r.xlsx", ROWS, setup=flt("A1:C3")), e, opts)
         self.assertScore(0.0, "compare_table", self.book("r2.xlsx", ROWS), e, opts)
 
+    @staticmethod
+    def pivot(row_field=0, subtotal="sum"):
+        """A pivot table on Sheet2 over Sheet1!A1:C3: one row field, Sales summed (or counted)."""
+        from openpyxl.pivot.cache import CacheDefinition, CacheField, CacheSource, SharedItems, WorksheetSource
+        from openpyxl.pivot.record import RecordList
+        from openpyxl.pivot.table import DataField, FieldItem, Location, PivotField, RowColField, TableDefinition
+
+        def setup(wb, ws):
+            src = CacheSource(type="worksheet", worksheetSource=WorksheetSource(ref="A1:C3", sheet="Sheet1"))
+            cache = CacheDefinition(cacheSource=src, cacheFields=[
+                CacheField(name=n, sharedItems=SharedItems()) for n in ("Name", "Sales", "Rate")])
+            cache.records = RecordList()
+            fields = [PivotField(axis="axisRow" if i == row_field else None, dataField=(i == 1), showAll=False,
+                                 items=[FieldItem(x=0), FieldItem(x=1), FieldItem(t="default")] if i == row_field else [])
+                      for i in range(3)]
+            t = TableDefinition(name="PivotTable1", cacheId=1, dataCaption="Values",
+                                location=Location(ref="A1:B4", firstHeaderRow=1, firstDataRow=1, firstDataCol=1),
+                                pivotFields=fields, rowFields=[RowColField(x=row_field)],
+                                dataFields=[DataField(name="Sum - Sales", fld=1, subtotal=subtotal)])
+            t.cache = cache
+            wb.create_sheet("Sheet2")._pivots.append(t)
+        return setup
+
+    def test_pivot_table(self):
+        opts = {"rules": [{"type": "pivot_table", "sheet_idx0": "RNSheet2", "sheet_idx1": "ENSheet2",
+                           "pivot_props": ["col_fields", "filter", "row_fields", "data_fields"]}]}
+        e = self.book("e.xlsx", ROWS, setup=self.pivot())
+        self.assertScore(1.0, "compare_table", self.book("r.xlsx", ROWS, setup=self.pivot()), e, opts)
+        self.assertScore(0.0, "compare_table", self.book("r2.xlsx", ROWS, setup=self.pivot(subtotal="count")), e, opts)
+        self.assertScore(0.0, "compare_table", self.book("r3.xlsx", ROWS, setup=self.pivot(row_field=2)), e, opts)
+        self.assertScore(0.0, "compare_table", self.book("r4.xlsx", ROWS), e, opts)   # no Sheet2 at all
+
     def test_pivot_rule_on_sheets_without_pivots(self):
         opts = {"rules": [{"type": "pivot_table", "sheet_idx0": 0, "sheet_idx1": "EI0",
                            "pivot_props": ["col_fields", "filter", "row_fields", "data_fields"]}]}
