@@ -7,6 +7,7 @@ is absent scores 0 but a file that is present and unreadable is an input error (
 so a broken fixture or a corrupt save is reported rather than scored.
 """
 import difflib
+import os
 import re
 import subprocess
 import zipfile
@@ -566,8 +567,10 @@ def ocr_text(path):
     """Words tesseract reads in an image, lines joined with single spaces (EasyOCR's entries are
     joined the same way in OSWorld)."""
     try:
+        # one thread: the sandbox's process limit must not meet OpenMP's worker pool
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "OMP_THREAD_LIMIT": "1"}
         p = subprocess.run(["tesseract", path, "stdout", "-l", "eng"], capture_output=True, timeout=120,
-                           stdin=subprocess.DEVNULL)
+                           stdin=subprocess.DEVNULL, env=env)
     except FileNotFoundError:
         raise MetricInputError("OCR: the tesseract program is not installed (Debian package tesseract-ocr)") from None
     except subprocess.TimeoutExpired:
