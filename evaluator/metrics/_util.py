@@ -32,6 +32,14 @@ def key(rule, name, what="expected"):
     return rule[name]
 
 
+def rule_type(rule, *known):
+    """rule["type"] when it is one of `known`; another type is a task error, not a silent 0."""
+    kind = key(rule, "type")
+    if kind not in known:
+        raise MetricInputError(f"expected: rule type {kind!r} not supported (known: {', '.join(known)})")
+    return kind
+
+
 def read_text(path, what="result"):
     """A file's text (UTF-8, as OSWorld's open() reads it on its Linux hosts)."""
     check_file(path, what)

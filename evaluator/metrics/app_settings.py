@@ -10,7 +10,7 @@ import ast
 import re
 
 from _common import MetricInputError, metric, safe_xml_parser
-from _util import MAX_ITEMS, key, match_record, match_rule, need, read_json, read_text
+from _util import MAX_ITEMS, key, match_record, match_rule, need, read_json, read_text, rule_type
 
 
 # ---- VS Code ----
@@ -222,9 +222,7 @@ def check_thunderbird_folder(result, expected, compare_messages=False, ignore_st
                 "hardened lxml parser. Differs: a playing status without that info scores 0 (OSWorld "
                 "raises); an unknown rule type is an error (OSWorld scores 0).")
 def is_vlc_playing(result, expected):
-    kind = key(expected, "type")
-    if kind not in ("file_name", "url"):
-        raise MetricInputError(f"expected: rule type {kind!r} not supported (file_name, url)")
+    kind = rule_type(expected, "file_name", "url")
     want = need(key(expected, kind), str, f"expected.{kind}")
     if result is None:
         return 0.0
@@ -323,9 +321,7 @@ def check_global_key_play_pause(result, expected):
                 "too) gives the ';'-separated value, VLC's default when none. Differs: a value that is not "
                 "integers is an error (OSWorld scores 0); an unknown type is an error (OSWorld returns None).")
 def check_qt_slider_colours(result, expected):
-    kind = key(expected, "type")
-    if kind not in ("match", "blackish"):
-        raise MetricInputError(f"expected: rule type {kind!r} not supported (match, blackish)")
+    kind = rule_type(expected, "match", "blackish")
     if result is None:
         return 0.0
     value = vlcrc_value(result, "qt-slider-colours", "153;210;153;20;210;20;255;199;15;245;39;29")

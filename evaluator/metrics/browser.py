@@ -11,7 +11,7 @@ import sqlite3
 from urllib.parse import urlparse, urlunparse
 
 from _common import MetricInputError, check_file, metric
-from _util import MAX_ITEMS, key, need, read_text, regex
+from _util import MAX_ITEMS, key, need, read_text, regex, rule_type
 
 HTML_MAX_BYTES = 32 << 20
 
@@ -36,13 +36,6 @@ def tab_url(info, what="result"):
     if isinstance(info, dict):
         return info.get("url")
     return need(info, str, what)
-
-
-def rule_type(rule, *known):
-    kind = key(rule, "type")
-    if kind not in known:
-        raise MetricInputError(f"expected: rule type {kind!r} not supported (known: {', '.join(known)})")
-    return kind
 
 
 @metric("is_expected_url_pattern_match", "browser",
