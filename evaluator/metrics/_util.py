@@ -6,6 +6,9 @@ import builtins
 import json
 import operator
 import re
+import sqlite3
+import time
+from urllib.parse import quote
 
 from _common import MetricInputError, check_file
 
@@ -78,6 +81,19 @@ def match_record(pattern, item):
     return all(k in item and item[k] == v for k, v in pattern.items())
 
 
+def record_rules(expected):
+    """The {"expect": [record], "unexpect": [record]} rules of check_csv / check_thunderbird_filter."""
+    need(expected, dict, "expected")
+    return tuple([need(r, dict, f"expected.{k} record") for r in need(expected.get(k, []), list, f"expected.{k}")]
+                 for k in ("expect", "unexpect"))
+
+
+def records_match(expect, unexpect, items):
+    """Every expect record matches some item and no unexpect record matches any item."""
+    return (all(any(match_record(r, i) for i in items) for r in expect)
+            and not any(match_record(r, i) for r in unexpect for i in items))
+
+
 _COMPARE = {"eq", "ne", "le", "lt", "ge", "gt"}
 
 
@@ -124,3 +140,17 @@ def match_rule(value, rule, what="expected"):
     except ValueError as e:
         raise MetricInputError(f"{what}: rule {method}: {e}") from None
     raise MetricInputError(f"{what}: unknown rule method {method!r}")
+
+
+def open_sqlite(path, what="result", seconds=30.0):
+    """A SQLite file opened read-only and immutable (no -wal/-shm files are touched, so a read-only
+    sandbox works), with statements aborted after `seconds`."""
+    check_file(path, what)
+    try:
+        db = sqlite3.connect(f"file:{quote(path)}?mode=ro&immutable=1", uri=True)
+        db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.Error as e:
+        raise MetricInputError(f"{what}: not a SQLite database: {e}") from None
+    deadline = time.monotonic() + seconds
+    db.set_progress_handler(lambda: time.monotonic() > deadline, 10000)
+    return db

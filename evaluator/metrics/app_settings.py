@@ -10,7 +10,7 @@ import ast
 import re
 
 from _common import MetricInputError, metric, safe_xml_parser
-from _util import MAX_ITEMS, key, match_record, match_rule, need, read_json, read_text, rule_type
+from _util import MAX_ITEMS, key, match_rule, need, read_json, read_text, record_rules, records_match, rule_type
 
 
 # ---- VS Code ----
@@ -149,14 +149,10 @@ def filter_rules(text):
                 "compared with _match_record. Differs: values are read between the quotes instead of by "
                 "OSWorld's fixed slice, which cut the last character of a final line without a newline.")
 def check_thunderbird_filter(result, expected):
-    need(expected, dict, "expected")
-    expect, unexpect = ([need(r, dict, f"expected.{k} record") for r in need(expected.get(k, []), list, f"expected.{k}")]
-                        for k in ("expect", "unexpect"))
+    expect, unexpect = record_rules(expected)
     if result is None:
         return 0.0
-    filters = filter_rules(read_text(result))
-    ok = all(any(match_record(r, f) for f in filters) for r in expect)
-    return 1.0 if ok and not any(match_record(r, f) for r in unexpect for f in filters) else 0.0
+    return 1.0 if records_match(expect, unexpect, filter_rules(read_text(result))) else 0.0
 
 
 def mail_folder(path, what, opts):

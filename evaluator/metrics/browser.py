@@ -10,8 +10,8 @@ import itertools
 import sqlite3
 from urllib.parse import urlparse, urlunparse
 
-from _common import MetricInputError, check_file, metric
-from _util import MAX_ITEMS, key, need, read_text, regex, rule_type
+from _common import MetricInputError, metric
+from _util import MAX_ITEMS, key, need, open_sqlite, read_text, regex, rule_type
 
 HTML_MAX_BYTES = 32 << 20
 
@@ -148,12 +148,13 @@ def is_expected_bookmarks(result, expected):
 def sqlite_rows(result, query, what):
     """Rows as OSWorld's getter returns them, or read here from the browser's SQLite file (read-only)."""
     if isinstance(result, str):
-        check_file(result)
+        db = open_sqlite(result)
         try:
-            with sqlite3.connect(f"file:{result}?mode=ro&immutable=1", uri=True) as db:
-                return db.execute(query).fetchmany(MAX_ITEMS + 1)
+            return db.execute(query).fetchmany(MAX_ITEMS + 1)
         except sqlite3.Error as e:
             raise MetricInputError(f"result: not a Chrome {what} database: {e}") from None
+        finally:
+            db.close()
     return need(result, list, "result")
 
 
