@@ -329,6 +329,26 @@ def check_green_background(result, expected):
     return 1.0 if bool(np.all(green[background])) else 0.0
 
 
+def sharpness(img):
+    """OpenCV's Laplacian variance: grey image, 4-neighbour Laplacian, borders reflected (101)."""
+    from scipy.ndimage import convolve
+    grey = np.asarray(img.convert("L"), dtype=np.float64)
+    return float(np.var(convolve(grey, np.array([[0, 1, 0], [1, -4, 1], [0, 1, 0]], float), mode="mirror")))
+
+
+@metric("check_sharper", "images", options={},
+        summary="1 when the result is sharper (higher Laplacian variance) than the original",
+        osworld="gimp.py check_sharper: variance of cv2.Laplacian (CV_64F, 3x3 four-neighbour kernel, "
+                "BORDER_REFLECT_101) of the grey image, result's > original's. Computed with scipy "
+                "(mode \"mirror\" is OpenCV's reflect-101) on PIL's grey conversion (the same ITU-R 601 "
+                "weights as OpenCV's). A missing image scores 0 (OpenCV would raise).")
+def check_sharper(result, expected):
+    images = pair(result, expected)
+    if images is None:
+        return 0.0
+    return 1.0 if sharpness(images[0]) > sharpness(images[1]) else 0.0
+
+
 @metric("check_image_file_size", "images",
         options={},
         summary="1 when the file is smaller than rules.max_size bytes",

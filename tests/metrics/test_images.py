@@ -202,6 +202,15 @@ class ImagesTest(MetricCase):
         self.assertScore(0.0, name, self.save("blue.png", obj((30, 40, 200))), white)
         self.assertError(name, self.junk, white)
 
+    def test_check_sharper(self):
+        from PIL import ImageFilter
+        name = "check_sharper"
+        sharp = self.save("sharp.png", scene().filter(ImageFilter.SHARPEN))
+        blurred = self.save("blur.png", scene().filter(ImageFilter.GaussianBlur(2)))
+        self.assertScore(1.0, name, sharp, self.orig)
+        self.assertScore(0.0, name, blurred, self.orig)
+        self.assertError(name, self.junk, self.orig)
+
     def test_check_image_file_size(self):
         name = "check_image_file_size"
         jpg = self.save("compressed.jpeg", scene(), quality=50)
