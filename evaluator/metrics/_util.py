@@ -3,6 +3,7 @@ imports only the family modules). Input shape checks, bounded text/JSON reading,
 rule vocabulary ({"method": "eq"|"re.S"|"approx:0.1"|"range.te"|..., "ref": ...}) that check_json,
 check_thunderbird_prefs and check_mp3_meta all speak."""
 import builtins
+import io
 import json
 import operator
 import re
@@ -43,15 +44,22 @@ def rule_type(rule, *known):
     return kind
 
 
-def read_text(path, what="result"):
-    """A file's text (UTF-8, as OSWorld's open() reads it on its Linux hosts)."""
+def read_text(path, what="result", universal=True):
+    """A file's text as OSWorld's open(path) reads it on its Linux hosts: UTF-8, and with universal
+    newlines (\r\n and \r read as \n); universal=False is OSWorld's open(path, "rb").decode()."""
     check_file(path, what)
     with open(path, "rb") as f:
         data = f.read()
     try:
-        return data.decode("utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise MetricInputError(f"{what}: not UTF-8 text (byte {e.start})") from None
+    return text.replace("\r\n", "\n").replace("\r", "\n") if universal else text
+
+
+def lines(text):
+    """The lines of a text, each with its \n, as iterating over a text-mode file yields them."""
+    return io.StringIO(text).readlines()
 
 
 def read_json(path, what="result", text=None):

@@ -10,7 +10,7 @@ import ast
 import re
 
 from _common import MetricInputError, metric, safe_xml_parser
-from _util import MAX_ITEMS, key, match_rule, need, read_json, read_text, record_rules, records_match, rule_type
+from _util import MAX_ITEMS, key, lines, match_rule, need, read_json, read_text, record_rules, records_match, rule_type
 
 
 # ---- VS Code ----
@@ -74,7 +74,7 @@ def check_config_status(result, expected):
         raise MetricInputError("expected.key: a string or a list of two strings")
     if result is None:
         return 0.0
-    for line in read_text(result).splitlines(keepends=True):
+    for line in lines(read_text(result)):
         if line.startswith("#") or line == "\n":
             continue
         words = line.strip().lstrip("(").rstrip(")\n").split()
@@ -102,7 +102,7 @@ def check_thunderbird_prefs(result, expected):
         return 0.0
     found = {k: False for k in expect}
     clean = True
-    for line in read_text(result).splitlines():
+    for line in lines(read_text(result)):
         m = PREF_LINE.match(line.strip())
         if not m:
             continue
@@ -125,8 +125,8 @@ CONDITION = re.compile(r'\b(?:AND|OR) \((?:[\w ]+),(?:[\w \']+),(?:"(?:(?:[^"]|\
 def filter_rules(text):
     """msgFilterRules.dat as OSWorld reads it: a filter starts at name=, is complete at condition=."""
     filters, current = [], None
-    for line in text.splitlines():
-        m = FILTER_LINE.match(line)
+    for line in lines(text):
+        m = FILTER_LINE.match(line.rstrip("\n"))
         if not m or m.group(1) not in FILTER_FIELDS:
             continue
         field, value = m.group(1), m.group(2).replace('\\"', '"').replace("\\\\", "\\")
@@ -224,7 +224,7 @@ def is_vlc_playing(result, expected):
         return 0.0
     from lxml import etree
     try:
-        tree = etree.fromstring(read_text(result).encode(), safe_xml_parser())
+        tree = etree.fromstring(read_text(result, universal=False).encode(), safe_xml_parser())
     except etree.XMLSyntaxError as e:
         raise MetricInputError(f"result: not XML: {e}") from None
     if tree.findtext("state") != "playing":
@@ -241,7 +241,7 @@ def is_vlc_recordings_folder(result, expected):
     want = need(key(expected, "recording_file_path"), str, "expected.recording_file_path")
     if result is None:
         return 0.0
-    for line in read_text(result).split("\n"):
+    for line in read_text(result, universal=False).split("\n"):
         if line.startswith("#") or not line.strip():
             continue
         if "input-record-path" in line:
@@ -263,7 +263,7 @@ def is_vlc_fullscreen(result, expected):
 def vlcrc_value(path, name, default):
     """The value of the last vlcrc line containing `name` (commented lines too, as OSWorld reads it)."""
     value = default
-    for line in read_text(path).split("\n"):
+    for line in read_text(path, universal=False).split("\n"):
         if name in line:
             value = line.split("=")[-1].strip()
     return value

@@ -17,7 +17,7 @@ import sys
 import tempfile
 
 from _common import MetricInputError, check_file, check_zip, metric, safe_xml_parser
-from _util import key, match_rule, need, open_sqlite, read_json, read_text, record_rules, records_match, regex
+from _util import key, lines, match_rule, need, open_sqlite, read_json, read_text, record_rules, records_match, regex
 
 FUZZY_MAX_CHARS = 200_000
 
@@ -53,9 +53,9 @@ def check_list(result, expected):
     unexpect = [regex(p) for p in need(expected.get("unexpect", []), list, "expected.unexpect")]
     if result is None:
         return 0.0
-    lines = read_text(result).splitlines(keepends=True)
-    found = all(any(p.search(line) for line in lines) for p in expect)
-    return 1.0 if found and not any(p.search(line) for p in unexpect for line in lines) else 0.0
+    text = lines(read_text(result))
+    found = all(any(p.search(line) for line in text) for p in expect)
+    return 1.0 if found and not any(p.search(line) for p in unexpect for line in text) else 0.0
 
 
 def lookup(value, path):
@@ -199,7 +199,7 @@ def check_line_number(result, expected):
         raise MetricInputError("expected.expected: not an integer") from None
     if result is None or not isinstance(result, str) or not os.path.isfile(result):
         return 0.0
-    count = sum(1 for line in read_text(result).splitlines() if TIME_OF_DAY.search(line))
+    count = sum(1 for line in lines(read_text(result)) if TIME_OF_DAY.search(line))
     return 1.0 if count == want else 0.0
 
 
@@ -370,8 +370,8 @@ def compare_time_in_speedtest_results(result, expected):
         raise MetricInputError(f"expected: minutes as an integer, got {expected!r}") from None
     if not result:
         return 0.0
-    lines = read_text(result).split("\n")
-    fields = lines[1].split(",") if len(lines) > 1 else []
+    rows = lines(read_text(result))
+    fields = rows[1].split(",") if len(rows) > 1 else []
     if len(fields) < 2:
         raise MetricInputError("result: no second field on the second line")
     try:

@@ -28,6 +28,8 @@ class GeneralTest(MetricCase):
         self.assertScore(0.0, name, out, {"expect": ["firefox"]})
         self.assertScore(0.0, name, out, {"unexpect": [".+"]})
         self.assertScore(1.0, name, self.write("diff.out", ""), {"unexpect": [".+"]})
+        # read as OSWorld's text-mode open() does: \r\n is a newline, so `$` matches before it
+        self.assertScore(1.0, name, self.write("crlf.out", b"apt: openjdk-17-jre\r\n"), {"expect": ["jre$"]})
         self.assertError(name, out, {"expect": ["(unclosed"]})
         self.assertError(name, out, {"expect": "OSWorld"})
 
