@@ -11,6 +11,7 @@ import io
 import json
 import os
 import re
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -319,13 +320,20 @@ def check_python_file_by_test_suite(result, expected, test_function_name="test",
         dirs.append(test_dir)
     with tempfile.TemporaryDirectory(prefix="envmgr-testsuite-") as tmp:
         out = os.path.join(tmp, "answer.json")
+        child = subprocess.Popen([sys.executable, "-I", "-B", "-c", TEST_RUNNER, os.path.abspath(expected),
+                                  test_function_name, out, json.dumps(dirs)],
+                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                 cwd=tmp, start_new_session=True)
         try:
-            subprocess.run([sys.executable, "-I", "-B", "-c", TEST_RUNNER, os.path.abspath(expected),
-                            test_function_name, out, json.dumps(dirs)],
-                           stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                           timeout=timeout_s, cwd=tmp)
+            child.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             return 0.0
+        finally:
+            try:
+                os.killpg(child.pid, signal.SIGKILL)   # whatever the test left running in its group
+            except ProcessLookupError:
+                pass
+            child.wait()
         try:
             with open(out) as f:
                 answer = json.load(f)

@@ -169,8 +169,11 @@ class GeneralTest(MetricCase):
         self.assertScore(0.0, name, [food], suite)
         self.write("snake/food.py", "class Food(:\n")
         self.assertScore(0.0, name, [food], suite)
-        slow = self.write("slow_suite.py", "import time\ndef test():\n    time.sleep(30)\n    return True\n")
+        slow = self.write("slow_suite.py", "import subprocess, time\ndef test():\n"
+                                           "    subprocess.Popen(['sleep', '300'])\n    time.sleep(30)\n    return True\n")
+        started = __import__("time").monotonic()
         self.assertScore(0.0, name, [food], slow, {"timeout_s": 1})
+        self.assertLess(__import__("time").monotonic() - started, 10)
         self.assertError(name, [food], self.path("absent_suite.py"))
         self.assertError(name, [food], suite, {"timeout_s": "long"})
 
