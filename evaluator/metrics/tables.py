@@ -964,33 +964,3 @@ def compare_conference_city_in_order(result, expected, **_ignored):
     return 1.0
 
 
-@metric("check_csv", "tables",
-        options={},
-        summary="A CSV file with a header row has a row matching each `expect` record and none matching an `unexpect` one",
-        osworld="general.check_csv: expected is the rule {\"expect\": [{column: value}], \"unexpect\": [...]}; a record "
-                "matches when every given column has exactly that value. Differs: a file that is not UTF-8 text is "
-                "an input error.")
-def check_csv(result, expected, **_ignored):
-    if result_missing(result):
-        return 0.0
-    if not isinstance(expected, dict):
-        raise MetricInputError("expected: a rule {\"expect\": [...], \"unexpect\": [...]}")
-    want, avoid = expected.get("expect", []), expected.get("unexpect", [])
-    if not isinstance(want, list) or not isinstance(avoid, list) or \
-            not all(isinstance(x, dict) for x in want + avoid):
-        raise MetricInputError("expected: expect/unexpect must be lists of objects")
-    text = _read_text(result, "result")
-
-    def matches(pattern, rec):
-        return all(k in rec and rec[k] == v for k, v in pattern.items())
-
-    found = [False] * len(want)
-    try:
-        for rec in csv.DictReader(io.StringIO(text, newline="")):
-            for i, p in enumerate(want):
-                found[i] = found[i] or matches(p, rec)
-            if any(matches(p, rec) for p in avoid):
-                return 0.0
-    except csv.Error as e:
-        raise MetricInputError(f"result: malformed CSV: {e}") from None
-    return 1.0 if all(found) else 0.0

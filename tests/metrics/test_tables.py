@@ -1,4 +1,5 @@
-"""tables.py: compare_table (rule by rule), compare_csv, compare_conference_city_in_order, check_csv.
+"""tables.py: compare_table (rule by rule), compare_csv, compare_conference_city_in_order; and check_csv
+(general.py) on CSV exports of tables.
 Workbooks are written here by openpyxl; options are shaped as OSWorld's task files give them."""
 import openpyxl
 from openpyxl.chart import BarChart, LineChart, Reference
