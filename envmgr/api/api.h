@@ -26,6 +26,7 @@ typedef struct api_config {
     const char *novnc_dir;   /* noVNC's files for the live page (NULL: ENVMGR_NOVNC_DIR or /usr/share/novnc) */
     const char *accel;       /* auto, kvm, tcg */
     double settle_ms;        /* after each action, as `envmgr run --settle-ms` */
+    const struct netpolicy *allow_private; /* the operator's --allow-private rules for every env (or NULL) */
 } api_config;
 
 typedef struct api_server api_server;

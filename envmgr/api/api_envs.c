@@ -332,7 +332,8 @@ void api_h_create(api_request *q, api_reply *r)
     ae->image = image_copy;
     iso8601_now(ae->created, sizeof ae->created);
     env_up_opts uo = {.name = ae->id, .image = image_copy,
-                      .accel = jaccel ? json_string_value(jaccel) : s->cfg.accel ? s->cfg.accel : "auto"};
+                      .accel = jaccel ? json_string_value(jaccel) : s->cfg.accel ? s->cfg.accel : "auto",
+                      .net = s->cfg.allow_private};
     double t0 = now_ms();
     int rc = env_up(&uo, &ae->e, NULL, &err);
     if (rc == 0 && jtask) /* now with the image's real screen size */

@@ -123,7 +123,7 @@ static const char *FULL =
     " \"related_apps\": [\"os\", \"gedit\"],\n"
     " \"image\": \"desktop-2\",\n"
     " \"network\": {\"mode\": \"allowlist\", \"allow\": [\"Example.COM:443\", \"*.debian.org:80\", "
-    "\"10.0.2.2:8080\", \"[::1]:53\"]},\n"
+    "\"93.184.216.34:8080\", \"[2606:4700::1111]:53\"]},\n"
     " \"limits\": {\"max_steps\": 30, \"step_timeout_s\": 20.5, \"episode_timeout_s\": 300},\n"
     " \"config\": [\n"
     "  {\"type\": \"execute\", \"parameters\": {\"command\": [\"bash\", \"-c\", \"echo hi\"], \"timeout\": 30}},\n"
@@ -181,7 +181,7 @@ static void test_full_task(void)
     CU_ASSERT_EQUAL(t->net.rules[2].host.kind, NETHOST_IPV4);
     CU_ASSERT_EQUAL(t->net.rules[2].port, 8080);
     CU_ASSERT_EQUAL(t->net.rules[3].host.kind, NETHOST_IPV6);
-    CU_ASSERT_STRING_EQUAL(t->net.rules[3].host.name, "::1");
+    CU_ASSERT_STRING_EQUAL(t->net.rules[3].host.name, "2606:4700::1111");
 
     CU_ASSERT_EQUAL(t->max_steps, 30);
     CU_ASSERT_DOUBLE_EQUAL(t->step_timeout_s, 20.5, 1e-9);
@@ -563,6 +563,19 @@ static void test_network_limits_solution_errors(void)
               "network.allow[0]: `::1:53`: IPv6 addresses go in brackets ([::1]:443)");
     field_err("network", "{\"allow\": [\"[::g]:53\"]}", "network.allow[0]: `[::g]:53`: not a valid IPv6 address");
     field_err("network", "{\"allow\": [\"[::1]\"]}", "network.allow[0]: `[::1]`: expected [IPv6]:port");
+    /* a task never opens the host, a private network or a metadata service to the guest */
+    field_err("network", "{\"allow\": [\"127.0.0.1:7480\"]}",
+              "network.allow[0]: `127.0.0.1:7480`: 127.0.0.1 is a loopback address: only the operator may allow it "
+              "(--allow-private)");
+    field_err("network", "{\"allow\": [\"a.com:443\", \"10.0.2.2:8080\"]}",
+              "network.allow[1]: `10.0.2.2:8080`: 10.0.2.2 is a private address: only the operator may allow it "
+              "(--allow-private)");
+    field_err("network", "{\"allow\": [\"169.254.169.254:80\"]}",
+              "network.allow[0]: `169.254.169.254:80`: 169.254.169.254 is a link-local address: only the operator "
+              "may allow it (--allow-private)");
+    field_err("network", "{\"allow\": [\"[::1]:53\"]}",
+              "network.allow[0]: `[::1]:53`: ::1 is a loopback address: only the operator may allow it "
+              "(--allow-private)");
     field_err("network", "{\"allow\": [\"300.1.1.1:80\"]}", "network.allow[0]: `300.1.1.1:80`: not a canonical dotted-quad IPv4 address");
 
     field_err("limits", "5", "limits: expected an object, got integer");
