@@ -184,7 +184,8 @@ static int check_header(ctx *c)
         get_sha(c, "task_sha256", true, NULL) < 0 || get_sha(c, "image_manifest_sha256", true, NULL) < 0 ||
         get_object(c, "screen", true, &screen) < 0 ||
         get_enum(c, "accel", accels, "must be \"tcg\" or \"kvm\"") < 0 || get_timestamp(c, "started") < 0 ||
-        get_bool(c, "unsafe_open_network", true) < 0 || get_sha(c, "prev", true, &prev) < 0)
+        get_bool(c, "unsafe_open_network", true) < 0 || get_sha(c, "prev", true, &prev) < 0 ||
+        get_string(c, "task_text", false, 2, TRACE_TASK_TEXT_MAX, TEXT_FREE, NULL) < 0)
         return -1;
     ctx sc = {c->lineno, "header.screen", screen, c->err};
     if (get_int(&sc, "width", true, 1, 16384, NULL) < 0 || get_int(&sc, "height", true, 1, 16384, NULL) < 0)

@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -78,7 +79,26 @@ char *paths_env_dir(const char *name)
     return xasprintf("%s/%s", paths_run_root(), name);
 }
 
+int paths_check_private_dir(const char *path, const char *what, em_err *err)
+{
+    struct stat st;
+    if (lstat(path, &st) < 0)
+        return em_fail_errno(err, "%s `%s`", what, path);
+    if (!S_ISDIR(st.st_mode))
+        return em_fail(err, "%s `%s` is not a directory (a symbolic link?): refusing it", what, path);
+    if (st.st_uid != geteuid())
+        return em_fail(err, "%s `%s` belongs to uid %u, not to you (uid %u): refusing it (set ENVMGR_RUN_DIR to a "
+                            "directory of your own)",
+                       what, path, (unsigned)st.st_uid, (unsigned)geteuid());
+    if (st.st_mode & (S_IWGRP | S_IWOTH))
+        return em_fail(err, "%s `%s` is writable by %s: refusing it (chmod 700 it, or set ENVMGR_RUN_DIR)", what,
+                       path, st.st_mode & S_IWOTH ? "everyone" : "its group");
+    return 0;
+}
+
 int paths_ensure_run_root(em_err *err)
 {
-    return mkdir_p(paths_run_root(), 0700, err);
+    if (mkdir_p(paths_run_root(), 0700, err) < 0)
+        return -1;
+    return paths_check_private_dir(paths_run_root(), "run root", err);
 }

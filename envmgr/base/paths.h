@@ -19,7 +19,12 @@ const char *paths_image_root(void);
 char *paths_image_dir(const char *image);
 /* Run directory of an env (caller frees). */
 char *paths_env_dir(const char *name);
-/* Create the run root (0700) if missing. */
+/* Create the run root (0700) if missing, and refuse one that another user could have planted or
+ * can write into (paths_check_private_dir). */
 int paths_ensure_run_root(em_err *err);
+/* A directory that is ours alone: not a symbolic link, owned by this user, not writable by group
+ * or others. Without XDG_RUNTIME_DIR the run root is /tmp/envmgr-UID, which anyone could create
+ * first; files in an env's directory (its network extras name a program to run) must be ours. */
+int paths_check_private_dir(const char *path, const char *what, em_err *err);
 
 #endif

@@ -259,6 +259,9 @@ static int load_existing(env *e, em_err *err)
     struct stat st;
     if (stat(e->dir, &st) < 0)
         return em_fail_input(err, "env `%s` does not exist (envmgr ls lists the envs)", e->name);
+    if (paths_check_private_dir(paths_run_root(), "run root", err) < 0 ||
+        paths_check_private_dir(e->dir, "env directory", err) < 0)
+        return em_prefix(err, "env %s: ", e->name);
     if (read_file_capped(path, JSON_DOC_MAX, &text, NULL, err) < 0)
         return em_prefix(err, "env %s: ", e->name);
     json_error_t je;

@@ -48,6 +48,13 @@ static char **merged_env(const char *const *env_kv)
 
 int agent_start(const char *cmd, const char *const *env_kv, const char *log_path, agent **out, em_err *err)
 {
+    const char *const argv[] = {"/bin/sh", "-c", cmd, NULL};
+    return agent_start_argv(argv, env_kv, log_path, out, err);
+}
+
+int agent_start_argv(const char *const *argv, const char *const *env_kv, const char *log_path, agent **out,
+                     em_err *err)
+{
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
         return em_fail_errno(err, "agent: socketpair");
@@ -58,7 +65,6 @@ int agent_start(const char *cmd, const char *const *env_kv, const char *log_path
         return em_fail_errno(err, "agent: open `%s`", log_path);
     }
     _cleanup_free_ char **envp = merged_env(env_kv);
-    const char *const argv[] = {"/bin/sh", "-c", cmd, NULL};
     /* Its own process group: stopping the agent takes whatever it started. */
     spawn_opts so = {.argv = argv, .envp = (const char *const *)envp, .fd_in = sv[1], .fd_out = sv[1],
                      .fd_err = logfd, .flags = SPAWN_PGROUP};

@@ -17,6 +17,7 @@
 #include "envmgr/base/sha256.h"
 #include "envmgr/base/json_save.h"
 #include "envmgr/base/fileio.h"
+#include "envmgr/base/utf8.h"
 #include "envmgr/base/util.h"
 
 #define SETTLE_MAX_MS 3000.0
@@ -385,7 +386,9 @@ static int agent_loop(run *r, const char *task_path, em_err *err)
     _cleanup_free_ char *e4 = xasprintf("ENVMGR_SCREEN_HEIGHT=%d", r->ev.height);
     const char *envv[] = {e1, e2, e3, e4, NULL};
     em_err aerr = {0};
-    if (agent_start(r->o.agent_cmd, envv, log, &r->ag, &aerr) < 0) {
+    int arc = r->o.agent_argv ? agent_start_argv(r->o.agent_argv, envv, log, &r->ag, &aerr)
+                              : agent_start(r->o.agent_cmd, envv, log, &r->ag, &aerr);
+    if (arc < 0) {
         set_end(r, EXIT_AGENT_ERROR, aerr.msg);
         return 0;
     }
@@ -478,6 +481,9 @@ static void episode_free(episode *ep)
     free(ep->trace_dir);
     free(ep->artifacts);
     free((char *)ep->o.agent_cmd);
+    for (size_t i = 0; ep->o.agent_argv && ep->o.agent_argv[i]; i++)
+        free((char *)ep->o.agent_argv[i]);
+    free((void *)ep->o.agent_argv);
     free((char *)ep->o.out_dir);
     free((char *)ep->o.trace_dir);
     free(ep);
@@ -510,6 +516,15 @@ int episode_begin_with(const episode_env *ev, const task *t, const char *task_pa
     r->t_start = now_ms();
     r->o = *o;
     r->o.agent_cmd = o->agent_cmd ? xstrdup(o->agent_cmd) : NULL;
+    if (o->agent_argv) {
+        size_t n = 0;
+        while (o->agent_argv[n])
+            n++;
+        char **copy = xcalloc(n + 1, sizeof *copy);
+        for (size_t i = 0; i < n; i++)
+            copy[i] = xstrdup(o->agent_argv[i]);
+        r->o.agent_argv = (const char *const *)copy;
+    }
     r->o.out_dir = xstrdup(o->out_dir);
     r->o.trace_dir = o->trace_dir ? xstrdup(o->trace_dir) : NULL;
     r->task_path = task_path ? xstrdup(task_path) : NULL;
@@ -545,9 +560,23 @@ int episode_begin_with(const episode_env *ev, const task *t, const char *task_pa
                             "image_manifest_sha256", ev->image_sha256, "screen", "width", ev->width, "height",
                             ev->height, "accel", ev->accel, "unsafe_open_network",
                             net.mode == NETPOLICY_OPEN, "agent", o->agent_cmd ? o->agent_cmd : "");
+    if (o->agent_argv && o->agent_argv[0] && o->agent_argv[1])
+        json_object_set_new(hdr, "agent", json_string(o->agent_argv[1])); /* envmgr's own agent, by its role */
     json_object_set_new(hdr, "network", netpolicy_to_json(&net));
-    if (task_path)
+    if (task_path) {
         json_object_set_new(hdr, "task_path", json_string(task_path));
+        /* The task itself, so a replay never has to trust a host path the trace names. */
+        _cleanup_free_ char *text = NULL;
+        size_t len;
+        char sha[65];
+        em_err ignored;
+        if (read_file_capped(task_path, TRACE_TASK_TEXT_MAX, &text, &len, &ignored) == 0 &&
+            utf8_valid(text, len, true)) {
+            sha256_hex(text, len, sha);
+            if (!strcmp(sha, task_sha))
+                json_object_set_new(hdr, "task_text", json_stringn(text, len));
+        }
+    }
     json_object_set_new(hdr, "settle_ms", json_real(o->settle_ms));
     rc = trace_open(r->trace_dir, hdr, &r->tw, err);
     json_decref(hdr);

@@ -12,7 +12,8 @@
 #include "evaluator/task.h"
 
 typedef struct episode_opts {
-    const char *agent_cmd;
+    const char *agent_cmd;  /* the operator's command line (run through /bin/sh -c) */
+    const char *const *agent_argv; /* or an argv envmgr built (no shell); NULL-terminated */
     const char *out_dir;    /* result.json, agent.log, artifacts/ */
     const char *trace_dir;  /* NULL: out_dir/trace */
     bool fresh;             /* the env was just restored: skip the initial reset */
