@@ -236,8 +236,8 @@ static int check_step(ctx *c, size_t expected)
 static int check_evaluation(ctx *c)
 {
     /* the causes an episode can end with (a task_error never opens a trace) */
-    static const char *causes[EXIT_EVALUATED + 2];
-    for (int i = EXIT_DONE, n = 0; i <= EXIT_EVALUATED; i++)
+    static const char *causes[EXIT_CAUSE_COUNT];
+    for (int i = EXIT_DONE, n = 0; i < EXIT_CAUSE_COUNT; i++)
         if (i != EXIT_TASK_ERROR)
             causes[n++] = exit_cause_name((exit_cause)i);
     json_t *artifacts;
@@ -245,7 +245,7 @@ static int check_evaluation(ctx *c)
         get_string(c, "reason", true, 0, TRACE_MAX_TEXT, TEXT_FREE, NULL) < 0 ||
         get_object(c, "artifacts", false, &artifacts) < 0 ||
         get_enum(c, "exit_cause", causes,
-                 "must be one of done, fail, max_steps, timeout, agent_error, env_error, evaluated") < 0)
+                 "must be one of done, fail, max_steps, timeout, agent_error, env_error, evaluated, guest_shutdown") < 0)
         return -1;
     if (!artifacts)
         return 0;

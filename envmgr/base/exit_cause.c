@@ -14,6 +14,7 @@ static const char *const names[] = {
     [EXIT_ENV_ERROR] = "env_error",
     [EXIT_TASK_ERROR] = "task_error",
     [EXIT_EVALUATED] = "evaluated",
+    [EXIT_GUEST_SHUTDOWN] = "guest_shutdown",
 };
 
 const char *exit_cause_name(exit_cause c)

@@ -13,6 +13,8 @@ typedef enum {
     EXIT_ENV_ERROR,   /* the env failed (QEMU died, setup could not run): not the agent's score */
     EXIT_TASK_ERROR,  /* the task could not be loaded (suites) */
     EXIT_EVALUATED,   /* evaluated on request while the agent had not ended it (HTTP API) */
+    EXIT_GUEST_SHUTDOWN, /* the guest powered itself off: scored (0), never an env error to retry */
+    EXIT_CAUSE_COUNT
 } exit_cause;
 
 /* "done", "fail", ...; NULL for EXIT_NONE. */

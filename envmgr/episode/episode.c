@@ -347,6 +347,11 @@ int episode_step(episode *r, json_t *reply, double agent_ms, episode_step_out *o
     }
     r->steps++;
     out->actions = r->actions - actions_before;
+    bool off = false;
+    em_err gerr = {0};
+    if (rc == 0 && r->cause == EXIT_NONE && out->actions > 0 && r->ev.guest_off &&
+        r->ev.guest_off(r->ev.ctx, &off, &gerr) == 0 && off)
+        set_end(r, EXIT_GUEST_SHUTDOWN, "the guest shut down");
     if (rc == 0)
         rc = drain_egress(r, err);
     if (rc < 0)
@@ -614,7 +619,10 @@ int episode_finish(episode *ep, exit_cause cause, json_t **result, em_err *err)
     double score = 0;
     char *reason = NULL;
     json_t *details = NULL;
-    if (r->cause != EXIT_ENV_ERROR) {
+    if (r->cause == EXIT_GUEST_SHUTDOWN) { /* nothing to read in a powered-off guest: a 0, recorded */
+        rc = finish_egress(r, err);
+        reason = xstrdup("not evaluated: the guest shut down (a scored outcome: 0)");
+    } else if (r->cause != EXIT_ENV_ERROR) {
         rc = run_steps(r, t->postconfig, t->npostconfig, "postconfig", false, err);
         if (rc == 0)
             rc = finish_egress(r, err);
@@ -636,7 +644,7 @@ int episode_finish(episode *ep, exit_cause cause, json_t **result, em_err *err)
         episode_abandon(r);
         return -1;
     }
-    if (r->reason && r->cause != EXIT_ENV_ERROR) { /* keep why the episode ended next to the score */
+    if (r->reason && r->cause != EXIT_ENV_ERROR && r->cause != EXIT_GUEST_SHUTDOWN) { /* keep why the episode ended next to the score */
         char *joined = xasprintf("%s (episode ended: %s)", reason ? reason : "", r->reason);
         free(reason);
         reason = joined;

@@ -3,6 +3,7 @@
 
 #include "envmgr/env/guest_ops.h"
 #include "envmgr/episode/setup.h"
+#include "envmgr/vm/vm.h"
 #include "envmgr/vm/vnc.h"
 
 static int op_frame(void *ctx, const uint8_t **px, uint64_t *hash, em_err *err)
@@ -42,6 +43,8 @@ static int op_setup_step(void *ctx, const task *t, const task_step *s, json_t **
 
 static void op_guest_ops(void *ctx, em_env_ops *ops) { guest_ops_bind(ctx, ops); }
 
+static int op_guest_off(void *ctx, bool *off, em_err *err) { return vm_guest_shut_down(env_dir(ctx), off, err); }
+
 void episode_env_bind(env *e, episode_env *out)
 {
     *out = (episode_env){.ctx = e,
@@ -57,5 +60,6 @@ void episode_env_bind(env *e, episode_env *out)
                          .network = op_network,
                          .set_network = op_set_network,
                          .setup_step = op_setup_step,
-                         .guest_ops = op_guest_ops};
+                         .guest_ops = op_guest_ops,
+                         .guest_off = op_guest_off};
 }

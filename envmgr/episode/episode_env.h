@@ -33,6 +33,8 @@ typedef struct episode_env {
     int (*setup_step)(void *ctx, const task *t, const task_step *s, json_t **detail, em_err *err);
     /* The evaluator's view of the env. */
     void (*guest_ops)(void *ctx, em_env_ops *ops);
+    /* Has the guest powered itself off? */
+    int (*guest_off)(void *ctx, bool *off, em_err *err);
 } episode_env;
 
 /* The operations of a real env. */

@@ -6,6 +6,7 @@
 #include "envmgr/env/guest_ops.h"
 #include "envmgr/base/png.h"
 #include "envmgr/base/fileio.h"
+#include "envmgr/base/utf8.h"
 #include "envmgr/base/util.h"
 
 #define SETUP_OUTPUT_CAP (64u << 10)
@@ -16,8 +17,12 @@ static json_t *exec_detail(const guest_exec_result *r)
     json_t *d = json_pack("{s:i}", "exit_code", r->exit_code);
     if (r->timed_out)
         json_object_set_new(d, "timed_out", json_true());
-    if (r->err_len) /* a short excerpt helps when a task's setup goes wrong */
-        json_object_set_new(d, "stderr", json_stringn_nocheck(r->err, r->err_len > 512 ? 512 : r->err_len));
+    if (r->err_len) { /* a short excerpt helps when a task's setup goes wrong */
+        /* guest bytes: made valid UTF-8, or the trace line (and the whole episode) fails to write */
+        size_t n;
+        _cleanup_free_ char *text = utf8_sanitize(r->err, r->err_len > 512 ? 512 : r->err_len, &n);
+        json_object_set_new(d, "stderr", json_stringn(text, n));
+    }
     return d;
 }
 

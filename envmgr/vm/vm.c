@@ -180,6 +180,9 @@ static void build_argv(const vm_spec *s, const vm_net *net, argv_builder *a)
     arg(a, xasprintf("file:%s/" VM_SERIAL_LOG, s->dir));
     arg(a, xstrdup("-display"));
     arg(a, xstrdup("none"));
+    /* A guest that powers off stays a stopped QEMU, so the episode records guest_shutdown (scored)
+     * instead of losing its env (an env error a suite would retry). */
+    arg(a, xstrdup("-no-shutdown"));
     arg(a, xstrdup("-sandbox"));
     arg(a, xstrdup(net->relaxed ? "on,obsolete=deny,elevateprivileges=allow,spawn=allow,resourcecontrol=deny"
                                 : "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny"));
@@ -380,6 +383,22 @@ static int run_tool(char *const argv[], double timeout_ms, char **out, em_err *e
     }
     spawn_result_free(&r);
     return 0;
+}
+
+int vm_guest_shut_down(const char *dir, bool *off, em_err *err)
+{
+    *off = false;
+    _cleanup_free_ char *sock = xasprintf("%s/" VM_QMP_SOCK, dir);
+    qmp *q = NULL;
+    if (qmp_open(sock, 2000, &q, err) < 0)
+        return -1;
+    json_t *ret = NULL;
+    int rc = qmp_execute(q, "query-status", NULL, 2000, &ret, err);
+    qmp_close(q);
+    if (rc == 0)
+        *off = !strcmp(json_string_value(json_object_get(ret, "status")) ?: "", "shutdown");
+    json_decref(ret);
+    return rc;
 }
 
 int vm_create_overlay(const char *backing, const char *overlay, em_err *err)

@@ -57,6 +57,8 @@ int vm_stop(const char *dir, pid_t pid, em_err *err);
 int vm_wait_gone(pid_t pid, double timeout_ms);
 
 /* qemu-img create -f qcow2 -b backing overlay */
+/* Did the guest power itself off (QEMU runs with -no-shutdown, so it stays, stopped)? */
+int vm_guest_shut_down(const char *dir, bool *off, em_err *err);
 int vm_create_overlay(const char *backing, const char *overlay, em_err *err);
 /* "7.2.22" etc. (caller frees) */
 int vm_qemu_version(char **out, em_err *err);

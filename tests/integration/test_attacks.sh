@@ -108,6 +108,31 @@ check "3 held: the task came from the trace, checked by its hash" test -s "$T/rp
 rm -f "$marker"
 "$ENVMGR" down $E >/dev/null 2>&1
 
+# --- 9. a guest that powers itself off, and guest bytes that are not UTF-8 ---------------------------
+cat >"$T/poweroff.json" <<'EOF'
+{"id": "poweroff", "instruction": "x",
+ "config": [{"type": "execute", "parameters": {"command": "printf 'bad \\377\\376 bytes\\n' >&2; (sleep 3; echo password | sudo -S poweroff -f) >/dev/null 2>&1 &", "shell": true}}],
+ "limits": {"max_steps": 8, "step_timeout_s": 30, "episode_timeout_s": 180},
+ "evaluator": {"func": "exact_match", "result": {"type": "vm_command_line", "command": "echo x"},
+               "expected": {"type": "rule", "rules": {"expected": "x\n"}}}}
+EOF
+cat >"$T/waiter" <<'EOF'
+#!/bin/sh
+while read obs; do echo '{"action_type": "WAIT", "seconds": 4}'; done
+EOF
+chmod +x "$T/waiter"
+E=at-off
+"$ENVMGR" up --name $E --accel tcg >/dev/null 2>&1 || bad "up $E"
+tried "setup writes invalid UTF-8 on stderr, then the guest becomes root (sudo) and powers itself off mid-episode"
+"$ENVMGR" run "$T/poweroff.json" --env $E --agent "$T/waiter" --out "$T/off" >"$T/off.out" 2>&1; rc=$?
+cause=$(python3 -c "import json; print(json.load(open('$T/off/result.json'))['exit_cause'])" 2>/dev/null)
+check "9 held: the episode was recorded, not abandoned (exit $rc)" test -s "$T/off/result.json"
+check "9 held: it ended as guest_shutdown, a scored outcome, not an env error ($cause)" test "$cause" = guest_shutdown
+check "9 held: the trace with the non-UTF-8 setup output verifies" "$ENVMGR" trace verify "$T/off/trace"
+check "9 held: the env is still there and a reset brings the guest back" \
+    bash -c "'$ENVMGR' reset $E >/dev/null && '$ENVMGR' exec $E -- true"
+"$ENVMGR" down $E >/dev/null 2>&1
+
 # --- 10. a squatted run root --------------------------------------------------------------------------
 tried "a run root created by someone else, and one anyone can write into"
 mkdir -p "$T/squat" && chmod 777 "$T/squat"

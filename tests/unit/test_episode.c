@@ -22,7 +22,7 @@ typedef struct fake {
     uint64_t hash;
     int acts, resets, setups, set_networks;
     action_type last;
-    bool fail_act, fail_setup;
+    bool fail_act, fail_setup, power_off_on_act, off;
     netpolicy net;
 } fake;
 
@@ -41,6 +41,7 @@ static int f_act(void *ctx, const action *a, em_err *err)
         return em_fail(err, "vnc: the connection to QEMU closed");
     f->acts++;
     f->last = a->type;
+    f->off |= f->power_off_on_act;
     f->hash++; /* every action changes the screen */
     f->px[(f->hash % (W * H)) * 4] ^= 0xff;
     return 0;
@@ -85,6 +86,12 @@ static void f_guest_ops(void *ctx, em_env_ops *ops)
     *ops = (em_env_ops){.ctx = ctx, .exec = g_exec, .screen_w = W, .screen_h = H};
 }
 
+static int f_guest_off(void *ctx, bool *off, em_err *err)
+{
+    *off = ((fake *)ctx)->off;
+    return 0;
+}
+
 static episode_env fake_env(fake *f)
 {
     memset(f, 0, sizeof *f);
@@ -92,7 +99,7 @@ static episode_env fake_env(fake *f)
     return (episode_env){.ctx = f, .width = W, .height = H, .accel = "tcg", .image_sha256 = SHA0, .dir = test_tmpdir(),
                          .frame = f_frame, .act = f_act, .settle = f_settle, .reset = f_reset,
                          .network = f_network, .set_network = f_set_network, .setup_step = f_setup,
-                         .guest_ops = f_guest_ops};
+                         .guest_ops = f_guest_ops, .guest_off = f_guest_off};
 }
 
 static task *make_task(const char *extra)
@@ -274,6 +281,27 @@ static void test_env_failure(void)
     task_free(t);
 }
 
+static void test_guest_shutdown(void)
+{
+    fake f;
+    episode_env ev = fake_env(&f);
+    task *t = make_task(NULL);
+    episode_opts o = opts();
+    episode *ep;
+    em_err err = {0};
+    CU_ASSERT_EQUAL_FATAL(episode_begin_with(&ev, t, NULL, SHA0, &o, &ep, &err), 0);
+    f.power_off_on_act = true; /* the agent's click powers the guest off */
+    episode_step_out so = step(ep, "{\"action_type\": \"CLICK\", \"x\": 1, \"y\": 1}");
+    CU_ASSERT_TRUE(so.ended);
+    CU_ASSERT_EQUAL(episode_exit_cause(ep), EXIT_GUEST_SHUTDOWN);
+    json_t *res = finish(ep);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(res, "exit_cause")), "guest_shutdown");
+    CU_ASSERT_DOUBLE_EQUAL(json_number_value(json_object_get(res, "score")), 0.0, 1e-9); /* scored, not an env error */
+    CU_ASSERT_PTR_NOT_NULL(strstr(json_string_value(json_object_get(res, "reason")), "guest shut down"));
+    json_decref(res);
+    task_free(t);
+}
+
 static void test_setup_failure_and_network(void)
 {
     fake f;
@@ -408,6 +436,7 @@ static CU_TestInfo tests[] = {
     {"refused replies reach nothing; pyautogui replies run whole or not at all", test_refusals_and_pyautogui},
     {"an env failure ends the episode as env_error, not evaluated", test_env_failure},
     {"a failed setup step ends it before it begins; the allowlist reaches the env", test_setup_failure_and_network},
+    {"a guest that powers off ends the episode as guest_shutdown, scored 0", test_guest_shutdown},
     {"the episode timeout, and evaluate while running", test_episode_timeout_and_evaluated},
     {"stdio agents: done, crash, garbage, hang, step limit, refusal feedback", test_stdio_agents},
     CU_TEST_INFO_NULL,
