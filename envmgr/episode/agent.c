@@ -22,7 +22,22 @@ struct agent {
     bool status_lost; /* reaped elsewhere: status holds nothing */
 };
 
-/* environ with env_kv ("K=V") added, a same-named variable replaced: built before fork. */
+/* envmgr's secrets, never handed to an agent: with the trace key an agent could forge the HMAC of
+ * the trace that records it. */
+static const char *const hidden_vars[] = {"ENVMGR_TRACE_KEY", NULL};
+
+static bool hidden(const char *kv)
+{
+    for (size_t i = 0; hidden_vars[i]; i++) {
+        size_t n = strlen(hidden_vars[i]);
+        if (!strncmp(kv, hidden_vars[i], n) && kv[n] == '=')
+            return true;
+    }
+    return false;
+}
+
+/* environ without envmgr's secrets, with env_kv ("K=V") added, a same-named variable replaced:
+ * built before fork. */
 static char **merged_env(const char *const *env_kv)
 {
     extern char **environ;
@@ -38,7 +53,7 @@ static char **merged_env(const char *const *env_kv)
         bool replaced = false;
         for (size_t j = 0; j < k && !replaced; j++)
             replaced = !strncmp(environ[i], env_kv[j], nl) && env_kv[j][nl] == '=';
-        if (!replaced)
+        if (!replaced && !hidden(environ[i]))
             out[m++] = environ[i];
     }
     for (size_t j = 0; j < k; j++)

@@ -92,15 +92,37 @@ stop_servers; SERVERS=()
 E=at-replay
 "$ENVMGR" up --name $E --accel tcg >/dev/null 2>&1 || bad "up $E"
 cp "$ROOT/tests/data/tasks/terminal-echo.json" "$T/task.json"
-AGENT=$ROOT/tasks/agents/scripted
-"$ENVMGR" run "$T/task.json" --env $E --agent "$AGENT" --out "$T/rec" >/dev/null 2>&1
+cat >"$T/nosy-agent" <<'EOF'
+#!/usr/bin/env python3
+# what an agent can see of envmgr: its environment and its open files, then the scripted agent
+import os
+fds = []
+for fd in sorted(os.listdir("/proc/self/fd"), key=int):
+    try:
+        fds.append("%s %s" % (fd, os.readlink("/proc/self/fd/" + fd)))
+    except OSError:
+        pass  # the listing's own descriptor, already closed
+with open(os.environ["NOSY_OUT"], "w") as f:
+    f.write("%d\n" % ("ENVMGR_TRACE_KEY" in os.environ))
+    f.write("".join(l + "\n" for l in fds))
+os.execv(os.environ["NOSY_NEXT"], [os.environ["NOSY_NEXT"]])
+EOF
+chmod +x "$T/nosy-agent"
+tried "an agent looking for the trace key (set for this run) and for envmgr's open files"
+NOSY_OUT="$T/agent-saw" NOSY_NEXT="$ROOT/tasks/agents/scripted" ENVMGR_TRACE_KEY=attack-suite-key \
+    "$ENVMGR" run "$T/task.json" --env $E --agent "$T/nosy-agent" --out "$T/rec" >/dev/null 2>&1
 check "3: a trace was recorded" test -s "$T/rec/trace/trace.jsonl"
+check "4 held: the agent did not get ENVMGR_TRACE_KEY" test "$(head -1 "$T/agent-saw")" = 0
+check "4 held: the agent holds only its stdio (fds: $(tail -n +2 "$T/agent-saw" | cut -d' ' -f1 | tr '\n' ' '))" \
+    test "$(tail -n +2 "$T/agent-saw" | cut -d' ' -f1 | tr '\n' ' ')" = "0 1 2 "
+check "4 held: the recording verifies with the key the agent never saw" \
+    env ENVMGR_TRACE_KEY=attack-suite-key "$ENVMGR" trace verify "$T/rec/trace"
 marker=/tmp/envmgr-pwned-$$
 evil="$T/x'\$(touch\${IFS}$marker)'"
 mkdir -p "$evil" && cp -r "$T/rec/trace" "$evil/t"
 rm -f "$T/task.json" # the replay must not need (or read) the host's task file
 tried "replay of a trace in a directory named $(basename "$evil")/t"
-"$ENVMGR" replay "$evil/t" --env $E --out "$T/rp" --fast >"$T/rp.out" 2>&1; rc=$?
+ENVMGR_TRACE_KEY=attack-suite-key "$ENVMGR" replay "$evil/t" --env $E --out "$T/rp" --fast >"$T/rp.out" 2>&1; rc=$?
 check "3 held: nothing ran the directory name as shell ($marker absent)" test ! -e "$marker"
 check "3 held: the replay ran from the task the trace carries (exit $rc)" \
     grep -q 'score: recorded' "$T/rp.out"
