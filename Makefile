@@ -15,7 +15,12 @@ OPT     ?= -O2 -g
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null) $(shell libgcrypt-config --cflags 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null) $(shell libgcrypt-config --libs 2>/dev/null || echo -lgcrypt)
 ROOT    := $(CURDIR)
-DEFS    := -DENVMGR_VERSION='"0.1.0"' -DENVMGR_SOURCE_DIR='"$(ROOT)"'
+# One version for envmgr, its man pages and the Python client (clients/python/pyproject.toml reads it).
+VERSION := $(shell cat $(ROOT)/VERSION)
+# No path of this checkout goes into envmgr: it finds its data files from where it runs
+# (paths_data_dir). Only tests and benchmarks, which read the checkout's test data, get it.
+DEFS    := -DENVMGR_VERSION='"$(VERSION)"'
+TREE_DEFS := -DENVMGR_SOURCE_DIR='"$(ROOT)"'
 CFLAGS  += $(CSTD) $(WARN) $(OPT) $(PKG_CFLAGS) $(DEFS) -I$(ROOT) -MMD -MP
 LDLIBS  += $(PKG_LIBS) -lm -lpthread
 
@@ -50,7 +55,7 @@ $(BIN)/envmgr: $(CLI_OBJ) $(LIB)
 
 $(BUILD)/tests/%: tests/unit/%.c $(LIB) $(TEST_HELPER_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $< $(TEST_HELPER_OBJ) $(LIB) $(LDLIBS) -lcunit
+	$(CC) $(CFLAGS) $(TREE_DEFS) -o $@ $< $(TEST_HELPER_OBJ) $(LIB) $(LDLIBS) -lcunit
 
 # Fuzz targets rebuilt with gcc and a plain main(): `make test` replays their corpora.
 FUZZ_REPLAY := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz-replay/%,$(wildcard tests/fuzz/fuzz_*.c))
@@ -66,7 +71,7 @@ $(BUILD)/tools/%: tests/tools/%.c $(LIB)
 
 $(BUILD)/bench/%: bench/%.c $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS)
+	$(CC) $(CFLAGS) $(TREE_DEFS) -o $@ $< $(LIB) $(LDLIBS)
 
 image:
 	$(MAKE) -C vm-images image
