@@ -33,6 +33,7 @@ int cmd_gc(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_view(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
+int cmd_doctor(int argc, char **argv);
 int cmd_replay_agent(int argc, char **argv);
 
 #endif
