@@ -19,7 +19,6 @@
 #include "envmgr/base/sbuf.h"
 #include "envmgr/base/util.h"
 #include "envmgr/vm/accel.h"
-#include "envmgr/vm/manifest.h"
 #include "envmgr/vm/vm.h"
 
 static const char usage[] =
@@ -172,26 +171,7 @@ static void check_images(doctor *d)
     else
         absent(d, true, NULL, "data: no evaluator/scripts in the data directory (set ENVMGR_DATA_DIR, or `make install`)");
 
-    int images = 0;
-    DIR *dir = opendir(root);
-    struct dirent *e;
-    while (dir && (e = readdir(dir))) {
-        if (e->d_name[0] == '.')
-            continue;
-        _cleanup_free_ char *img = xasprintf("%s/%s", root, e->d_name);
-        manifest *m = NULL;
-        em_err err = {0};
-        if (manifest_load(img, &m, &err) < 0) {
-            line("warn", "image %s: %s", e->d_name, err.msg);
-            continue;
-        }
-        const char *built = json_string_value(json_object_get(m->json, "built"));
-        line("ok", "image %s: built %s (%s)", e->d_name, built ? built : "?", img);
-        manifest_free(m);
-        images++;
-    }
-    if (dir)
-        closedir(dir);
+    int images = cli_print_images("ok      image ", "warn    image ");
     if (images == 0) {
         _cleanup_free_ char *what = xasprintf(
             "image: none in %s (build or relink it as root: `make image` in a checkout, or "
@@ -203,6 +183,7 @@ static void check_images(doctor *d)
     int goldens = 0;
     _cleanup_free_ char *gdir = xasprintf("%s/golden", paths_cache_root());
     DIR *g = opendir(gdir);
+    struct dirent *e;
     while (g && (e = readdir(g)))
         goldens += e->d_type == DT_DIR && e->d_name[0] != '.';
     if (g)

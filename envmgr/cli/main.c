@@ -16,7 +16,7 @@ static const cli_command commands[] = {
     {"run", "run a task (or a folder of tasks) with an agent, score it, record a trace", cmd_run},
     {"trace", "traces: verify, show, export", cmd_trace},
     {"replay", "replay a recorded episode and check that every frame and the score reproduce", cmd_replay},
-    {"image", "image tools: verify", cmd_image},
+    {"image", "images: list, verify", cmd_image},
     {"suite", "run a suite of tasks on a pool of envs; compare, merge, list runs", cmd_suite},
     {"gc", "reap dead envs, envs of killed suite runs and golden states of deleted images", cmd_gc},
     {"serve", "serve the JSON HTTP API for remote agents (docs/http-api.md)", cmd_serve},
