@@ -6,6 +6,9 @@
 #   make valgrind   unit tests and the CLI integration tests under valgrind
 #   make bench      benchmark figures (printed, not pass/fail)
 #   make fuzz       libFuzzer targets (clang)
+#   make man        man pages from the commands' --help (help2man), in build/man
+#   make install    PREFIX=/usr/local (and DESTDIR): binary, data files, man pages, bash completion
+#   make uninstall  removes exactly what make install created
 
 CC      ?= gcc
 PKGS    := libvncclient libpng jansson libmicrohttpd
@@ -38,7 +41,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 TEST_HELPER_SRC := $(wildcard tests/unit/helpers/*.c)
 TEST_HELPER_OBJ := $(TEST_HELPER_SRC:%.c=$(BUILD)/%.o)
 
-.PHONY: all image test unit integration asan valgrind bench fuzz clean distclean demo registry layers
+.PHONY: all image test unit integration asan valgrind bench fuzz clean distclean demo registry layers man install uninstall
 all: $(BIN)/envmgr
 
 $(BUILD)/%.o: %.c
@@ -75,6 +78,21 @@ $(BUILD)/bench/%: bench/%.c $(LIB)
 
 image:
 	$(MAKE) -C vm-images image
+
+# Man pages: generated from `envmgr --help` and `envmgr CMD --help`, so they follow the CLI.
+man: $(BUILD)/man/envmgr.1
+$(BUILD)/man/envmgr.1: $(BIN)/envmgr scripts/gen-man VERSION
+	rm -rf $(BUILD)/man
+	scripts/gen-man $(BIN)/envmgr $(VERSION) $(BUILD)/man
+
+# envmgr finds its data files from bin/../share/envmgr (envmgr/base/paths.c): nothing here is
+# compiled for one prefix, so the same build installs anywhere. See scripts/install.
+PREFIX  ?= /usr/local
+install: all man
+	@scripts/install install "$(abspath $(DESTDIR)$(PREFIX))"
+
+uninstall:
+	@scripts/install uninstall "$(abspath $(DESTDIR)$(PREFIX))"
 
 # The evaluator-script registry envmgr reads (metric names, families, options), from the scripts.
 registry:
