@@ -44,7 +44,7 @@ PY
 check "the example blocks extract" test -s "$T/examples.sh"
 [ -s "$T/extract.err" ] && bad "$(cat "$T/extract.err")"
 blocks=$(grep -c "^echo '@@block" "$T/examples.sh")
-check "the README has example blocks for each way in ($blocks)" test "$blocks" -ge 9
+check "the README has example blocks for each way in ($blocks)" test "$blocks" -ge 10
 
 # --- run them --------------------------------------------------------------------------------------
 # In their own session (the script writes its pid, the group's id, to examples.sh.pgid), so a server
@@ -71,6 +71,7 @@ check "the replay reproduced" grep -q 'REPRODUCED' "$T/examples.out"
 check "the API answered health" grep -q '"status": *"ok"' "$T/examples.out"
 check "the Python client's episode scored 1.0" grep -q '^score 1.0$' "$T/examples.out"
 check "compare found no regression" grep -q '^0 regressed, 0 missing' "$T/examples.out"
+check "doctor found the host ready" grep -q '^doctor: ready to run envs' "$T/examples.out"
 check "merge joined both shards" test "$(wc -l <"$W/runs/merged/results.jsonl" 2>/dev/null)" = 2
 check "the examples leave no env running" test -z "$(find "$ENVMGR_RUN_DIR" -mindepth 1 -maxdepth 1 -type d 2>/dev/null)"
 
