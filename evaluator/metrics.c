@@ -19,16 +19,13 @@
 
 #include "envmgr/base/png.h"
 #include "envmgr/base/fileio.h"
+#include "envmgr/base/paths.h"
 #include "envmgr/base/spawn.h"
 #include "envmgr/base/utf8.h"
 #include "envmgr/base/util.h"
 #include "evaluator/getters.h"
 #include "evaluator/task.h"
 
-#ifndef ENVMGR_SOURCE_DIR
-#define ENVMGR_SOURCE_DIR "."
-#endif
-#define SCRIPTS_DIR ENVMGR_SOURCE_DIR "/evaluator/scripts"
 #define SHOW_MAX 80 /* characters of a value quoted in a reason */
 
 typedef double (*metric_fn)(const metric_ctx *ctx, json_t *result, json_t *expected, json_t *options, char **reason);
@@ -652,15 +649,16 @@ static double m_infeasible(const metric_ctx *ctx, json_t *result, json_t *expect
 static int resolve_script(const metric_ctx *ctx, const char *name, char **exe, em_err *e)
 {
     *exe = NULL;
+    _cleanup_free_ char *scripts = xasprintf("%s/evaluator/scripts", paths_data_dir());
     if (!strchr(name, '/')) {
-        _cleanup_free_ char *cand = xasprintf("%s/%s", SCRIPTS_DIR, name);
+        _cleanup_free_ char *cand = xasprintf("%s/%s", scripts, name);
         if (access(cand, F_OK) == 0)
-            return path_inside(SCRIPTS_DIR, name, true, exe, e);
+            return path_inside(scripts, name, true, exe, e);
     }
     if (!ctx->task_dir)
-        return em_fail(e, "not found in %s (and no task folder)", SCRIPTS_DIR);
+        return em_fail(e, "not found in %s (and no task folder)", scripts);
     if (path_inside(ctx->task_dir, name, true, exe, e) < 0)
-        return strchr(name, '/') ? -1 : em_fail(e, "not found in %s or the task folder", SCRIPTS_DIR);
+        return strchr(name, '/') ? -1 : em_fail(e, "not found in %s or the task folder", scripts);
     return 0;
 }
 

@@ -57,7 +57,7 @@ int metric_check_options(const char *func, json_t *options, em_err *err);
  * inputs were missing or malformed (score 0, the reason says why). Returns
  * negative with err set only for an unknown func or a NULL argument.
  *
- * `script`: options.path names an executable in ENVMGR_SOURCE_DIR
+ * `script`: options.path names an executable in paths_data_dir()
  * "/evaluator/scripts/" (a bare name, looked up there first) or in the task
  * folder (ctx->task_dir). It runs without a shell, in its own process
  * group, with cwd = ctx->artifact_dir, a small environment (PATH, HOME,

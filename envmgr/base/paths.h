@@ -13,7 +13,11 @@
 const char *paths_run_root(void);
 /* ENVMGR_CACHE_DIR, else /var/cache/envmgr (root) or ~/.cache/envmgr. */
 const char *paths_cache_root(void);
-/* ENVMGR_IMAGE_DIR, else <source>/vm-images/out. */
+/* envmgr's read-only data files (image recipes and outputs, evaluator scripts): ENVMGR_DATA_DIR,
+ * else <prefix>/share/envmgr for an installed <prefix>/bin/envmgr, else the checkout a build-tree
+ * binary lives in. Never the path the binary was built at. */
+const char *paths_data_dir(void);
+/* ENVMGR_IMAGE_DIR, else <data>/vm-images/out. */
 const char *paths_image_root(void);
 /* Directory of an image given by name ("desktop") or path (contains '/'). Caller frees. */
 char *paths_image_dir(const char *image);

@@ -17,6 +17,10 @@ int cli_wants_help(int argc, char **argv, const char *usage);
 /* Print a usage error (one line) and return EM_EXIT_USAGE. */
 int cli_usage_error(const char *usage, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* One line per image under the image root, after lead: name, build time, directory (one that does
+ * not load: after bad_lead, with the reason). Returns how many loaded. */
+int cli_print_images(const char *lead, const char *bad_lead);
+
 int cmd_up(int argc, char **argv);
 int cmd_down(int argc, char **argv);
 int cmd_ls(int argc, char **argv);
@@ -33,6 +37,7 @@ int cmd_gc(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_view(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
+int cmd_doctor(int argc, char **argv);
 int cmd_replay_agent(int argc, char **argv);
 
 #endif

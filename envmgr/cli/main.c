@@ -16,11 +16,12 @@ static const cli_command commands[] = {
     {"run", "run a task (or a folder of tasks) with an agent, score it, record a trace", cmd_run},
     {"trace", "traces: verify, show, export", cmd_trace},
     {"replay", "replay a recorded episode and check that every frame and the score reproduce", cmd_replay},
-    {"image", "image tools: verify", cmd_image},
+    {"image", "images: list, verify", cmd_image},
     {"suite", "run a suite of tasks on a pool of envs; compare, merge, list runs", cmd_suite},
     {"gc", "reap dead envs, envs of killed suite runs and golden states of deleted images", cmd_gc},
     {"serve", "serve the JSON HTTP API for remote agents (docs/http-api.md)", cmd_serve},
     {"view", "watch an env with any VNC viewer (view-only)", cmd_view},
+    {"doctor", "check the host: QEMU, KVM, tools, disk space, images; say what to install", cmd_doctor},
 };
 
 static void usage(FILE *out)
@@ -33,7 +34,7 @@ static void usage(FILE *out)
     for (size_t i = 0; i < ARRAY_LEN(commands); i++)
         fprintf(out, "  %-11s %s\n", commands[i].name, commands[i].summary);
     fputs("\n`envmgr COMMAND --help` lists each command's options.\n"
-          "environment: ENVMGR_RUN_DIR, ENVMGR_CACHE_DIR, ENVMGR_IMAGE_DIR, ENVMGR_QEMU\n",
+          "environment: ENVMGR_RUN_DIR, ENVMGR_CACHE_DIR, ENVMGR_IMAGE_DIR, ENVMGR_DATA_DIR, ENVMGR_QEMU\n",
           out);
 }
 

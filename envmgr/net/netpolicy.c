@@ -15,6 +15,7 @@
 
 #include "envmgr/base/json_save.h"
 #include "envmgr/base/fileio.h"
+#include "envmgr/base/paths.h"
 #include "envmgr/base/util.h"
 #include "envmgr/vm/vm.h"
 
@@ -647,8 +648,8 @@ const char *netpolicy_helper(void)
             path[n] = '\0';
             base = strrchr(path, '/');
         }
-        if (!base || strcmp(base + 1, "envmgr")) /* a test program or another tool: use the built CLI */
-            snprintf(path, sizeof path, "%s/bin/envmgr", ENVMGR_SOURCE_DIR);
+        if (!base || strcmp(base + 1, "envmgr")) /* a test program in the build tree: use the built CLI */
+            snprintf(path, sizeof path, "%s/bin/envmgr", paths_data_dir());
     }
     return path;
 }

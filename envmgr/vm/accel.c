@@ -84,6 +84,24 @@ static int probe_kvm(const manifest *m, bool *works, em_err *err)
     return 0;
 }
 
+/* "kvm" or "tcg" when path holds a verdict for this host key, else NULL. */
+static const char *cached_verdict(const char *path, const char *key)
+{
+    json_auto_t *cached = json_load_file(path, 0, NULL);
+    const char *k = json_string_value(json_object_get(cached, "host"));
+    const char *v = json_string_value(json_object_get(cached, "accel"));
+    if (!k || !v || strcmp(k, key))
+        return NULL;
+    return !strcmp(v, "kvm") ? "kvm" : !strcmp(v, "tcg") ? "tcg" : NULL;
+}
+
+const char *accel_cached(void)
+{
+    _cleanup_free_ char *key = host_key();
+    _cleanup_free_ char *path = xasprintf("%s/accel.json", paths_cache_root());
+    return cached_verdict(path, key);
+}
+
 int accel_choose(const char *requested, const manifest *image, const char **out, em_err *err)
 {
     if (!strcmp(requested, "tcg") || !strcmp(requested, "kvm")) {
@@ -95,17 +113,8 @@ int accel_choose(const char *requested, const manifest *image, const char **out,
 
     _cleanup_free_ char *key = host_key();
     _cleanup_free_ char *path = xasprintf("%s/accel.json", paths_cache_root());
-    json_t *cached = json_load_file(path, 0, NULL);
-    if (cached) {
-        const char *k = json_string_value(json_object_get(cached, "host"));
-        const char *v = json_string_value(json_object_get(cached, "accel"));
-        if (k && v && !strcmp(k, key) && (!strcmp(v, "kvm") || !strcmp(v, "tcg"))) {
-            *out = !strcmp(v, "kvm") ? "kvm" : "tcg";
-            json_decref(cached);
-            return 0;
-        }
-        json_decref(cached);
-    }
+    if ((*out = cached_verdict(path, key)))
+        return 0;
     bool works;
     if (probe_kvm(image, &works, err) < 0)
         return -1;

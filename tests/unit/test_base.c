@@ -1,4 +1,4 @@
-/* The ground floor: files, UTF-8, hex, exit causes, listening sockets, newline-delimited JSON. */
+/* The ground floor: files, UTF-8, hex, exit causes, listening sockets, newline-delimited JSON, the data directory. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -12,6 +12,7 @@
 #include "envmgr/base/fileio.h"
 #include "envmgr/base/jsonline.h"
 #include "envmgr/base/listen.h"
+#include "envmgr/base/paths.h"
 #include "envmgr/base/utf8.h"
 #include "envmgr/base/util.h"
 #include "helpers/cunit_main.h"
@@ -232,6 +233,21 @@ static void test_jsonline(void)
     jsonline_release(&b);
 }
 
+/* A build-tree binary (this test, in build/tests/) finds the checkout it was built in by walking
+ * up from where it runs, not from a compiled-in path; images are under its vm-images/out. */
+static void test_data_dir(void)
+{
+    if (getenv("ENVMGR_DATA_DIR") || getenv("ENVMGR_IMAGE_DIR"))
+        return; /* moved on purpose: nothing to find */
+    char *checkout = realpath(ENVMGR_SOURCE_DIR, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(checkout);
+    CU_ASSERT_STRING_EQUAL(paths_data_dir(), checkout);
+    char *images = xasprintf("%s/vm-images/out", checkout);
+    CU_ASSERT_STRING_EQUAL(paths_image_root(), images);
+    free(images);
+    free(checkout);
+}
+
 static CU_TestInfo tests[] = {
     {"capped reads: caps, FIFOs, symbolic links", test_read_file},
     {"atomic writes: content, mode, no temp left", test_write_atomic},
@@ -240,6 +256,7 @@ static CU_TestInfo tests[] = {
     {"hex, exit causes, integers, host names", test_small_helpers},
     {"listening: 0600 unix sockets, the stale rule, loopback TCP", test_listen},
     {"newline-delimited JSON: lines, deadlines, caps, garbage, hang-up", test_jsonline},
+    {"the data directory of a build-tree binary is its checkout", test_data_dir},
     CU_TEST_INFO_NULL,
 };
 
