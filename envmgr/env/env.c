@@ -36,6 +36,9 @@ struct env {
     uint64_t png_hash;
     bool png_valid;
     png_buf png;
+    pid_t vcpu_pid;             /* the QEMU the thread ids below belong to */
+    pid_t vcpu_tids[VM_VCPUS_MAX];
+    size_t nvcpu;
 };
 
 const char *env_name(const env *e) { return e->name; }
@@ -46,6 +49,18 @@ const char *env_accel(const env *e)
     return a ? a : "unknown"; /* never NULL: it goes into json_pack and printf */
 }
 const char *env_image_sha256(const env *e) { return e->image->sha256; }
+
+int env_vcpu_time(env *e, uint64_t *ns, em_err *err)
+{
+    if (e->vcpu_pid != e->pid) { /* a new QEMU since we asked (up, reset): new threads */
+        e->nvcpu = 0;
+        if (vm_vcpu_threads(e->dir, e->vcpu_tids, VM_VCPUS_MAX, &e->nvcpu, err) < 0)
+            return em_prefix(err, "env %s: vCPU threads: ", e->name);
+        e->vcpu_pid = e->pid;
+    }
+    *ns = vm_threads_cpu_ns(e->pid, e->vcpu_tids, e->nvcpu);
+    return 0;
+}
 int env_width(const env *e) { return e->image->width; }
 int env_height(const env *e) { return e->image->height; }
 

@@ -176,24 +176,43 @@ int setup_wait_screen(env *e, const task_step *s, em_err *err)
     }
 }
 
-int screen_settle(env *e, double settle_ms, double max_ms, em_err *err)
+int screen_settle(env *e, double settle_ms, double max_ms, settle_info *info, em_err *err)
 {
     vnc_session *v;
     if (env_vnc(e, &v, err) < 0)
         return -1;
-    double deadline = now_ms() + max_ms;
+    double t0 = now_ms(), deadline = t0 + max_ms;
     const uint8_t *px;
     if (env_frame(e, &px, err) < 0)
         return -1;
-    uint64_t last = vnc_frame_hash(v);
+    uint64_t last = vnc_frame_hash(v), cpu_last = 0, cpu;
+    em_err cerr = {0};
+    bool cpu_ok = env_vcpu_time(e, &cpu_last, &cerr) == 0; /* without it: the screen alone decides */
+    double t_last = now_ms();
+    settle_info out = {.why = "screen changing"};
     while (now_ms() < deadline) {
-        sleep_ms(settle_ms);
+        double left = deadline - now_ms();
+        sleep_ms(settle_ms < left ? settle_ms : left);
         if (env_frame(e, &px, err) < 0 || check_interrupt(err) < 0)
             return -1;
         uint64_t hsh = vnc_frame_hash(v);
-        if (hsh == last)
-            return 0;
+        double t = now_ms();
+        double busy = 0;
+        if (cpu_ok && env_vcpu_time(e, &cpu, &cerr) == 0 && t > t_last) {
+            busy = (double)(cpu - cpu_last) / ((t - t_last) * 1e6);
+            cpu_last = cpu;
+        }
+        t_last = t;
+        if (hsh == last && busy <= SETTLE_BUSY_MAX) {
+            out.settled = true;
+            out.why = "settled";
+            break;
+        }
+        out.why = hsh != last ? "screen changing" : "guest busy";
         last = hsh;
     }
+    out.ms = now_ms() - t0;
+    if (info)
+        *info = out;
     return 0;
 }

@@ -385,6 +385,47 @@ static int run_tool(char *const argv[], double timeout_ms, char **out, em_err *e
     return 0;
 }
 
+int vm_vcpu_threads(const char *dir, pid_t *tids, size_t max, size_t *n, em_err *err)
+{
+    *n = 0;
+    _cleanup_free_ char *sock = xasprintf("%s/" VM_QMP_SOCK, dir);
+    qmp *q = NULL;
+    if (qmp_open(sock, 2000, &q, err) < 0)
+        return -1;
+    json_t *ret = NULL;
+    int rc = qmp_execute(q, "query-cpus-fast", NULL, 2000, &ret, err);
+    qmp_close(q);
+    size_t i;
+    json_t *cpu;
+    json_array_foreach(ret, i, cpu)
+    {
+        json_t *tid = json_object_get(cpu, "thread-id");
+        if (*n < max && json_is_integer(tid) && json_integer_value(tid) > 0)
+            tids[(*n)++] = (pid_t)json_integer_value(tid);
+    }
+    json_decref(ret);
+    return rc;
+}
+
+uint64_t vm_threads_cpu_ns(pid_t pid, const pid_t *tids, size_t n)
+{
+    uint64_t total = 0;
+    for (size_t i = 0; i < n; i++) {
+        char path[64], buf[128];
+        snprintf(path, sizeof path, "/proc/%d/task/%d/schedstat", (int)pid, (int)tids[i]);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        ssize_t r = read(fd, buf, sizeof buf - 1);
+        close(fd);
+        if (r > 0) {
+            buf[r] = '\0';
+            total += strtoull(buf, NULL, 10); /* first field: ns on the CPU */
+        }
+    }
+    return total;
+}
+
 int vm_guest_shut_down(const char *dir, bool *off, em_err *err)
 {
     *off = false;

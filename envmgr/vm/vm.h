@@ -4,6 +4,8 @@
 #define ENVMGR_VM_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "envmgr/base/err.h"
@@ -57,6 +59,12 @@ int vm_stop(const char *dir, pid_t pid, em_err *err);
 int vm_wait_gone(pid_t pid, double timeout_ms);
 
 /* qemu-img create -f qcow2 -b backing overlay */
+#define VM_VCPUS_MAX 16
+/* The thread ids of QEMU's vCPUs (QMP query-cpus-fast). */
+int vm_vcpu_threads(const char *dir, pid_t *tids, size_t max, size_t *n, em_err *err);
+/* CPU time those threads of process pid have run, in ns (schedstat); 0 when unreadable. */
+uint64_t vm_threads_cpu_ns(pid_t pid, const pid_t *tids, size_t n);
+
 /* Did the guest power itself off (QEMU runs with -no-shutdown, so it stays, stopped)? */
 int vm_guest_shut_down(const char *dir, bool *off, em_err *err);
 int vm_create_overlay(const char *backing, const char *overlay, em_err *err);
