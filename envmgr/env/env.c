@@ -50,7 +50,7 @@ const char *env_accel(const env *e)
 }
 const char *env_image_sha256(const env *e) { return e->image->sha256; }
 
-int env_vcpu_time(env *e, uint64_t *ns, em_err *err)
+int env_vcpu_time(env *e, uint64_t *run_ns, uint64_t *wait_ns, em_err *err)
 {
     if (e->vcpu_pid != e->pid) { /* a new QEMU since we asked (up, reset): new threads */
         e->nvcpu = 0;
@@ -58,7 +58,7 @@ int env_vcpu_time(env *e, uint64_t *ns, em_err *err)
             return em_prefix(err, "env %s: vCPU threads: ", e->name);
         e->vcpu_pid = e->pid;
     }
-    *ns = vm_threads_cpu_ns(e->pid, e->vcpu_tids, e->nvcpu);
+    vm_threads_sched(e->pid, e->vcpu_tids, e->nvcpu, run_ns, wait_ns);
     return 0;
 }
 int env_width(const env *e) { return e->image->width; }

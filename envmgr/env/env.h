@@ -57,8 +57,9 @@ int env_height(const env *e);
 int env_screenshot(env *e, const png_buf **png, em_err *err);
 /* Fresh frame as RGBX pixels (stride width*4), owned by the env. */
 int env_frame(env *e, const uint8_t **pixels, em_err *err);
-/* CPU time the guest's vCPUs have used (ns): how busy the guest is, as the host sees it. */
-int env_vcpu_time(env *e, uint64_t *ns, em_err *err);
+/* How long the guest's vCPUs have run and waited for a host CPU (ns): with the wall time, how busy
+ * the guest is whatever else the host runs. */
+int env_vcpu_time(env *e, uint64_t *run_ns, uint64_t *wait_ns, em_err *err);
 int env_act(env *e, const action *a, em_err *err);
 int env_guest(env *e, guest **g, em_err *err);
 int env_vnc(env *e, vnc_session **v, em_err *err);

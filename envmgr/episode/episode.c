@@ -20,7 +20,7 @@
 #include "envmgr/base/utf8.h"
 #include "envmgr/base/util.h"
 
-#define SETTLE_MAX_MS 3000.0
+#define SETTLE_MAX_MS 5000.0 /* the bound: under TCG a dialog can take seconds to draw */
 #define AGENT_GRACE_MS 2000.0
 
 struct episode {
@@ -238,10 +238,13 @@ static int decode_reply(run *r, json_t *reply, json_t **actions, const char **so
 }
 
 static int record_step(run *r, json_t *act_json, const char *source, double agent_ms, double action_ms,
-                       const char *before, const char *after, const char *error, em_err *err)
+                       const char *before, const char *after, const settle_info *settle, const char *error,
+                       em_err *err)
 {
     json_t *line = json_pack("{s:s, s:O, s:s, s:f, s:f, s:s}", "type", "step", "action", act_json, "source", source,
                              "agent_ms", agent_ms, "action_ms", action_ms, "frame_before", before);
+    if (settle && settle->why) /* how the wait before frame_after ended: settled, or the bound with why */
+        json_object_set_new(line, "settle", json_pack("{s:f, s:s}", "ms", settle->ms, "result", settle->why));
     if (after)
         json_object_set_new(line, "frame_after", json_string(after));
     if (error)
@@ -266,10 +269,11 @@ static int execute_actions(run *r, json_t *actions, const char *source, double a
         json_t *canon = action_to_json(&parsed);
         double t0 = now_ms();
         int rc = 0;
+        settle_info settle = {0};
         if (!action_is_terminal(&parsed)) {
             rc = r->ev.act(r->ev.ctx, &parsed, &aerr);
             if (rc == 0)
-                rc = r->ev.settle(r->ev.ctx, r->o.settle_ms, SETTLE_MAX_MS, &aerr);
+                rc = r->ev.settle(r->ev.ctx, r->o.settle_ms, SETTLE_MAX_MS, &settle, &aerr);
         }
         double action_ms = now_ms() - t0;
         r->action_ms += action_ms;
@@ -278,7 +282,7 @@ static int execute_actions(run *r, json_t *actions, const char *source, double a
         if (rc == 0)
             rc = frame_sha(r, after, &aerr);
         int wrc = record_step(r, canon, source, i == 0 ? agent_ms : 0, action_ms, before, rc == 0 ? after : NULL,
-                              rc == 0 ? NULL : aerr.msg, err);
+                              &settle, rc == 0 ? NULL : aerr.msg, err);
         json_decref(canon);
         bool terminal = action_is_terminal(&parsed);
         action_type type = parsed.type;
@@ -335,7 +339,7 @@ int episode_step(episode *r, json_t *reply, double agent_ms, episode_step_out *o
     if (!actions) {
         /* Refused: nothing reaches the guest; the agent hears why. */
         json_t *stub = json_pack("{s:s}", "action_type", "REFUSED");
-        rc = record_step(r, stub, source, agent_ms, 0, r->before, NULL, refusal, err);
+        rc = record_step(r, stub, source, agent_ms, 0, r->before, NULL, NULL, refusal, err);
         json_decref(stub);
         out->refused = true;
         snprintf(out->error, sizeof out->error, "%s", refusal);
@@ -597,7 +601,7 @@ int episode_begin_with(const episode_env *ev, const task *t, const char *task_pa
     r->setup_ms = now_ms() - t0;
     if (rc == 0 && r->cause == EXIT_NONE) {
         em_err serr = {0};
-        if (ev->settle(ev->ctx, o->settle_ms, SETTLE_MAX_MS, &serr) < 0)
+        if (ev->settle(ev->ctx, o->settle_ms, SETTLE_MAX_MS, NULL, &serr) < 0)
             set_end(r, EXIT_ENV_ERROR, serr.msg);
     }
     if (rc < 0) { /* interrupted or the trace cannot be written: keep what is recorded, marked incomplete */

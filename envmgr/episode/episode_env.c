@@ -18,9 +18,9 @@ static int op_frame(void *ctx, const uint8_t **px, uint64_t *hash, em_err *err)
 
 static int op_act(void *ctx, const action *a, em_err *err) { return env_act(ctx, a, err); }
 
-static int op_settle(void *ctx, double settle_ms, double max_ms, em_err *err)
+static int op_settle(void *ctx, double settle_ms, double max_ms, settle_info *info, em_err *err)
 {
-    return screen_settle(ctx, settle_ms, max_ms, err);
+    return screen_settle(ctx, settle_ms, max_ms, info, err);
 }
 
 static int op_reset(void *ctx, em_err *err)

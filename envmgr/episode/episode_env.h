@@ -11,6 +11,7 @@
 #include "envmgr/action/actions.h"
 #include "envmgr/base/err.h"
 #include "envmgr/env/env.h"
+#include "envmgr/episode/setup.h"
 #include "envmgr/net/netpolicy.h"
 #include "evaluator/env_ops.h"
 #include "evaluator/task.h"
@@ -24,8 +25,9 @@ typedef struct episode_env {
     /* A fresh frame (RGBX, width*4 stride, valid until the next call) and a hash of its pixels. */
     int (*frame)(void *ctx, const uint8_t **px, uint64_t *hash, em_err *err);
     int (*act)(void *ctx, const action *a, em_err *err);
-    /* Wait for the screen to settle after an action (never an error when it does not). */
-    int (*settle)(void *ctx, double settle_ms, double max_ms, em_err *err);
+    /* Wait for the screen and the guest to settle after an action (never an error when they do
+     * not); *info says how it ended (may be NULL). */
+    int (*settle)(void *ctx, double settle_ms, double max_ms, settle_info *info, em_err *err);
     int (*reset)(void *ctx, em_err *err);
     int (*network)(void *ctx, netpolicy *cur, em_err *err);
     int (*set_network)(void *ctx, const netpolicy *p, bool *changed, em_err *err);

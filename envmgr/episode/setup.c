@@ -185,9 +185,9 @@ int screen_settle(env *e, double settle_ms, double max_ms, settle_info *info, em
     const uint8_t *px;
     if (env_frame(e, &px, err) < 0)
         return -1;
-    uint64_t last = vnc_frame_hash(v), cpu_last = 0, cpu;
+    uint64_t last = vnc_frame_hash(v), run_last = 0, wait_last = 0, run, wait;
     em_err cerr = {0};
-    bool cpu_ok = env_vcpu_time(e, &cpu_last, &cerr) == 0; /* without it: the screen alone decides */
+    bool cpu_ok = env_vcpu_time(e, &run_last, &wait_last, &cerr) == 0; /* without it: the screen alone */
     double t_last = now_ms();
     settle_info out = {.why = "screen changing"};
     while (now_ms() < deadline) {
@@ -197,10 +197,15 @@ int screen_settle(env *e, double settle_ms, double max_ms, settle_info *info, em
             return -1;
         uint64_t hsh = vnc_frame_hash(v);
         double t = now_ms();
+        /* the share of the time the vCPUs could run that they did run: a guest with work never
+         * sleeps (close to 1), an idle one mostly sleeps; time spent waiting for a host CPU counts
+         * for neither, so host load does not make a busy guest look idle or the other way round */
         double busy = 0;
-        if (cpu_ok && env_vcpu_time(e, &cpu, &cerr) == 0 && t > t_last) {
-            busy = (double)(cpu - cpu_last) / ((t - t_last) * 1e6);
-            cpu_last = cpu;
+        if (cpu_ok && env_vcpu_time(e, &run, &wait, &cerr) == 0 && t > t_last) {
+            double wall = (t - t_last) * 1e6, dr = (double)(run - run_last), dw = (double)(wait - wait_last);
+            busy = wall - dw > 1e6 ? dr / (wall - dw) : 1; /* it waited the whole window: it had work */
+            run_last = run;
+            wait_last = wait;
         }
         t_last = t;
         if (hsh == last && busy <= SETTLE_BUSY_MAX) {

@@ -407,9 +407,9 @@ int vm_vcpu_threads(const char *dir, pid_t *tids, size_t max, size_t *n, em_err 
     return rc;
 }
 
-uint64_t vm_threads_cpu_ns(pid_t pid, const pid_t *tids, size_t n)
+void vm_threads_sched(pid_t pid, const pid_t *tids, size_t n, uint64_t *run_ns, uint64_t *wait_ns)
 {
-    uint64_t total = 0;
+    *run_ns = *wait_ns = 0;
     for (size_t i = 0; i < n; i++) {
         char path[64], buf[128];
         snprintf(path, sizeof path, "/proc/%d/task/%d/schedstat", (int)pid, (int)tids[i]);
@@ -420,10 +420,11 @@ uint64_t vm_threads_cpu_ns(pid_t pid, const pid_t *tids, size_t n)
         close(fd);
         if (r > 0) {
             buf[r] = '\0';
-            total += strtoull(buf, NULL, 10); /* first field: ns on the CPU */
+            char *end;
+            *run_ns += strtoull(buf, &end, 10); /* on a CPU */
+            *wait_ns += strtoull(end, NULL, 10); /* runnable, waiting for one */
         }
     }
-    return total;
 }
 
 int vm_guest_shut_down(const char *dir, bool *off, em_err *err)

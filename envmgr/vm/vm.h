@@ -62,8 +62,9 @@ int vm_wait_gone(pid_t pid, double timeout_ms);
 #define VM_VCPUS_MAX 16
 /* The thread ids of QEMU's vCPUs (QMP query-cpus-fast). */
 int vm_vcpu_threads(const char *dir, pid_t *tids, size_t max, size_t *n, em_err *err);
-/* CPU time those threads of process pid have run, in ns (schedstat); 0 when unreadable. */
-uint64_t vm_threads_cpu_ns(pid_t pid, const pid_t *tids, size_t n);
+/* How long those threads of process pid ran, and waited runnable for a CPU, in ns (schedstat;
+ * 0 when unreadable). The rest of the time they slept: a halted (idle) vCPU. */
+void vm_threads_sched(pid_t pid, const pid_t *tids, size_t n, uint64_t *run_ns, uint64_t *wait_ns);
 
 /* Did the guest power itself off (QEMU runs with -no-shutdown, so it stays, stopped)? */
 int vm_guest_shut_down(const char *dir, bool *off, em_err *err);

@@ -47,7 +47,12 @@ static int f_act(void *ctx, const action *a, em_err *err)
     return 0;
 }
 
-static int f_settle(void *ctx, double settle_ms, double max_ms, em_err *err) { return 0; }
+static int f_settle(void *ctx, double settle_ms, double max_ms, settle_info *info, em_err *err)
+{
+    if (info)
+        *info = (settle_info){.ms = 1, .settled = true, .why = "settled"};
+    return 0;
+}
 static int f_reset(void *ctx, em_err *err)
 {
     ((fake *)ctx)->resets++;
