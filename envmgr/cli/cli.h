@@ -34,5 +34,6 @@ int cmd_serve(int argc, char **argv);
 int cmd_view(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
 int cmd_replay_agent(int argc, char **argv);
+int cmd_metric(int argc, char **argv);
 
 #endif
