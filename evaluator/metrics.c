@@ -687,9 +687,13 @@ static double sandboxed(const sandbox *sb, const char *const *argv, json_t *requ
     json_t *ej = json_object_get(res, "error");
     bool exited = !io.timed_out && !io.overflow && !io.lost && WIFEXITED(io.status);
     if (exited && json_is_string(ej)) {
-        _cleanup_free_ char *es = show_bytes(json_string_value(ej), json_string_length(ej));
+        /* run.py's errors start with the metric's name already */
+        const char *es = json_string_value(ej);
+        size_t n = strlen(label);
+        bool named = !strncmp(es, label, n) && es[n] == ':';
+        verdict(reason, EVALUATOR_ERROR, "%s%s%.400s", named ? "" : label, named ? "" : ": ", es);
         spawn_result_free(&io);
-        return verdict(reason, EVALUATOR_ERROR, "%s: %s", label, es);
+        return EVALUATOR_ERROR;
     }
     if (!exited || WEXITSTATUS(io.status) != 0) {
         _cleanup_free_ char *why = sandbox_failure(&io, timeout_s);

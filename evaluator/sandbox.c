@@ -342,7 +342,6 @@ static int run_raw(const sandbox *sb, const char *const *argv, const char *input
             {RLIMIT_CPU, cpu},
             {RLIMIT_AS, (rlim_t)SANDBOX_MEM_MAX},
             {RLIMIT_FSIZE, (rlim_t)SANDBOX_FILE_MAX},
-            {RLIMIT_NOFILE, SANDBOX_NOFILE},
             {RLIMIT_CORE, 0},
         };
         static const char *const envp[] = {"PATH=/usr/bin:/bin", "LANG=C.UTF-8", NULL};

@@ -10,8 +10,7 @@
  *     /in/expected/N.EXT; nothing else of the host (no home, no run directory, no /etc/shadow);
  *   - a private /tmp (tmpfs, SANDBOX_TMPFS_MAX bytes), /proc of its own pid namespace, a minimal /dev;
  *   - a cleared environment (PATH, HOME=/tmp, LANG, TMPDIR, one-thread BLAS);
- *   - rlimits set before bwrap starts (CPU seconds, address space, file size, open files, no core
- *     files) and a process limit set inside the user namespace (prlimit --nproc), where the kernel
+ *   - rlimits set before bwrap starts (CPU seconds, address space, file size, no core files) and a process limit set inside the user namespace (prlimit --nproc), where the kernel
  *     counts only the sandbox's processes;
  *   - a wall-clock deadline after which the whole sandbox dies, and stdout capped.
  *
@@ -39,7 +38,6 @@
 #define SANDBOX_FILE_MAX ((unsigned long long)256 << 20) /* largest file it may write (RLIMIT_FSIZE) */
 #define SANDBOX_TMPFS_MAX ((unsigned long long)256 << 20) /* its /tmp */
 #define SANDBOX_NPROC 64                           /* processes and threads inside */
-#define SANDBOX_NOFILE 256
 #define SANDBOX_NOBODY 65534                       /* the uid and gid root runs it as */
 
 typedef struct sandbox_bind {

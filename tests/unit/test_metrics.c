@@ -448,7 +448,7 @@ static void test_script_protocol(void)
     free(s);
     s = task_script("refuses.sh", "#!/bin/sh\necho '{\"error\": \"cannot read the result\"}'\nexit 3\n");
     expect_error("script", text_art("x"), NULL, opts("{\"path\": \"refuses.sh\"}"),
-                 "script `refuses.sh`: \"cannot read the result\"");
+                 "script `refuses.sh`: cannot read the result");
     free(s);
     s = task_script("fails.sh", "#!/bin/sh\necho 'Traceback (most recent call last):' >&2\n"
                                 "echo 'KeyError: result' >&2\nexit 3\n");
