@@ -775,7 +775,7 @@ typedef struct opt_spec {
 
 static const opt_spec O_NONE[] = {{.name = NULL}};
 static const opt_spec O_TEXT[] = {
-    {.name = "ignore_blanks", .kind = OPT_BOOL, .doc = "bool, default false: drop blank characters before comparing"},
+    {.name = "ignore_blanks", .kind = OPT_BOOL, .doc = "bool, default false: collapse whitespace runs to one space and trim both ends"},
     {.name = "ignore_case", .kind = OPT_BOOL, .doc = "bool, default false"},
     {.name = NULL}};
 static const opt_spec O_LITERAL[] = {
