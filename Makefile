@@ -116,7 +116,7 @@ valgrind: all $(UNIT_BIN) $(TOOLS) image
 test-with-bin: layers all $(UNIT_BIN) $(TOOLS) image
 	@ENVMGR_BIN=$(ROOT)/$(BIN)/envmgr tests/run-all.sh $(UNIT_BIN)
 
-bench: all $(TOOLS) $(BUILD)/bench/envbench $(BUILD)/bench/api_bench image
+bench: all $(TOOLS) $(BUILD)/bench/envbench $(BUILD)/bench/api_bench $(BUILD)/bench/sandbox_bench image
 	@bench/run.sh
 
 demo: all image
