@@ -301,7 +301,10 @@ static void test_evaluator_error(void)
     json_t *res = finish(ep);
     const char *want = "script `crashes.sh`: exited with status 1: parser exploded";
     CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(res, "status")), "evaluator_error");
-    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(res, "evaluator_error")), want);
+    const char *got = json_string_value(json_object_get(res, "evaluator_error"));
+    if (!got || strcmp(got, want))
+        fprintf(stderr, "\n  evaluator_error: %s\n", got ? got : "(none)");
+    CU_ASSERT_STRING_EQUAL(got, want);
     CU_ASSERT_DOUBLE_EQUAL(json_number_value(json_object_get(res, "score")), 0, 1e-9);
     json_decref(res);
     json_t *report = NULL;
