@@ -988,33 +988,34 @@ static void test_score_evaluator_error(void)
     CU_ASSERT_STRING_EQUAL(status_of(detail(d, 0)), "evaluator_error");
     json_decref(d);
 
-    d = expect_eval(&ops,
-                    "{\"func\": [\"exact_match\", \"script\", \"exact_match\"], \"result\": [" CMD ", " CMD ", " CMD
-                    "], \"expected\": [" R_TRUE ", null, " R_TRUE "], \"options\": [{}, " CRASH ", {}]}",
-                    "done", 0, "and: metric 2 of 3: script `crash.sh`: exited with status 1: boom");
-    CU_ASSERT_STRING_EQUAL(status_of(d), "evaluator_error");
-    CU_ASSERT_TRUE(json_is_true(json_object_get(detail(d, 2), "skipped")));
-    json_decref(d);
-    /* and: an earlier 0 decided before the script ran */
-    d = expect_eval(&ops,
-                    "{\"func\": [\"exact_match\", \"script\"], \"result\": [" CMD ", " CMD "], \"expected\": [" R_FALSE
-                    ", null], \"options\": [{}, " CRASH "]}",
-                    "done", 0, NULL);
-    CU_ASSERT_STRING_EQUAL(status_of(d), "scored");
-    json_decref(d);
-    /* or: a later 1 decides; without one, the task is an evaluator_error */
-    d = expect_eval(&ops,
-                    "{\"func\": [\"script\", \"exact_match\"], \"conj\": \"or\", \"result\": [" CMD ", " CMD
-                    "], \"expected\": [null, " R_TRUE "], \"options\": [" CRASH ", {}]}",
-                    "done", 1, "or: metric 2 of 2 decided: exact_match: result equals \"yes\"");
-    CU_ASSERT_STRING_EQUAL(status_of(d), "scored");
-    json_decref(d);
-    d = expect_eval(&ops,
-                    "{\"func\": [\"script\", \"exact_match\"], \"conj\": \"or\", \"result\": [" CMD ", " CMD
-                    "], \"expected\": [null, " R_FALSE "], \"options\": [" CRASH ", {}]}",
-                    "done", 0, "or: metric 1 of 2: script `crash.sh`: exited with status 1: boom");
-    CU_ASSERT_STRING_EQUAL(status_of(d), "evaluator_error");
-    json_decref(d);
+    /* and / or around the crash: the evaluator, the score, the reason, the status */
+    static const struct {
+        const char *evaluator;
+        double score;
+        const char *reason, *status;
+    } cases[] = {
+        {"{\"func\": [\"exact_match\", \"script\", \"exact_match\"], \"result\": [" CMD ", " CMD ", " CMD
+         "], \"expected\": [" R_TRUE ", null, " R_TRUE "], \"options\": [{}, " CRASH ", {}]}",
+         0, "and: metric 2 of 3: script `crash.sh`: exited with status 1: boom", "evaluator_error"},
+        /* and: an earlier 0 decided before the script ran */
+        {"{\"func\": [\"exact_match\", \"script\"], \"result\": [" CMD ", " CMD "], \"expected\": [" R_FALSE
+         ", null], \"options\": [{}, " CRASH "]}",
+         0, NULL, "scored"},
+        /* or: a later 1 decides; without one, the task is an evaluator_error */
+        {"{\"func\": [\"script\", \"exact_match\"], \"conj\": \"or\", \"result\": [" CMD ", " CMD
+         "], \"expected\": [null, " R_TRUE "], \"options\": [" CRASH ", {}]}",
+         1, "or: metric 2 of 2 decided: exact_match: result equals \"yes\"", "scored"},
+        {"{\"func\": [\"script\", \"exact_match\"], \"conj\": \"or\", \"result\": [" CMD ", " CMD
+         "], \"expected\": [null, " R_FALSE "], \"options\": [" CRASH ", {}]}",
+         0, "or: metric 1 of 2: script `crash.sh`: exited with status 1: boom", "evaluator_error"},
+    };
+    for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+        d = expect_eval(&ops, cases[i].evaluator, "done", cases[i].score, cases[i].reason);
+        CU_ASSERT_STRING_EQUAL(status_of(d), cases[i].status);
+        if (i == 0)
+            CU_ASSERT_TRUE(json_is_true(json_object_get(detail(d, 2), "skipped")));
+        json_decref(d);
+    }
 #undef CRASH
     free(s);
 }
