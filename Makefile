@@ -41,7 +41,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 TEST_HELPER_SRC := $(wildcard tests/unit/helpers/*.c)
 TEST_HELPER_OBJ := $(TEST_HELPER_SRC:%.c=$(BUILD)/%.o)
 
-.PHONY: all image test unit integration asan valgrind bench fuzz clean distclean demo registry layers man install uninstall
+.PHONY: all image test unit integration asan valgrind bench fuzz clean distclean demo registry layers man install uninstall metric-docs
 all: $(BIN)/envmgr
 
 $(BUILD)/%.o: %.c
@@ -98,6 +98,11 @@ uninstall:
 registry:
 	/usr/bin/python3 -I evaluator/metrics/run.py --registry > evaluator/metrics/registry.json
 
+# docs/task-format.md's list of every metric, from the C table and the registry (checked by
+# tests/integration/test_evaluator_sandbox.sh).
+metric-docs: $(BIN)/envmgr
+	ENVMGR_BIN=$(ROOT)/$(BIN)/envmgr scripts/gen-metric-docs
+
 unit: $(UNIT_BIN) $(BIN)/envmgr
 	@tests/run-unit.sh $(UNIT_BIN)
 
@@ -134,7 +139,7 @@ valgrind: all $(UNIT_BIN) $(TOOLS) image
 test-with-bin: layers all $(UNIT_BIN) $(TOOLS) image
 	@ENVMGR_BIN=$(ROOT)/$(BIN)/envmgr tests/run-all.sh $(UNIT_BIN)
 
-bench: all $(TOOLS) $(BUILD)/bench/envbench $(BUILD)/bench/api_bench image
+bench: all $(TOOLS) $(BUILD)/bench/envbench $(BUILD)/bench/api_bench $(BUILD)/bench/sandbox_bench image
 	@bench/run.sh
 
 demo: all image

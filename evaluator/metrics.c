@@ -24,6 +24,8 @@
 #include "envmgr/base/utf8.h"
 #include "envmgr/base/util.h"
 #include "evaluator/getters.h"
+#include "evaluator/registry.h"
+#include "evaluator/sandbox.h"
 #include "evaluator/task.h"
 
 #define SHOW_MAX 80 /* characters of a value quoted in a reason */
@@ -601,22 +603,22 @@ static int art_pixels(json_t *a, uint8_t **px, int *w, int *h, em_err *e)
     return 0;
 }
 
-static double m_compare_images(const metric_ctx *ctx, json_t *result, json_t *expected, json_t *options,
+static double m_compare_images_exact(const metric_ctx *ctx, json_t *result, json_t *expected, json_t *options,
                                char **reason)
 {
     em_err e = {0};
     uint8_t *a = NULL, *b = NULL;
     int aw, ah, bw, bh;
     if (art_pixels(result, &a, &aw, &ah, &e) < 0)
-        return verdict(reason, 0, "compare_images: result: %s", e.msg);
+        return verdict(reason, 0, "compare_images_exact: result: %s", e.msg);
     if (art_pixels(expected, &b, &bw, &bh, &e) < 0) {
         free(a);
-        return verdict(reason, 0, "compare_images: expected: %s", e.msg);
+        return verdict(reason, 0, "compare_images_exact: expected: %s", e.msg);
     }
     if (aw != bw || ah != bh) {
         free(a);
         free(b);
-        return verdict(reason, 0, "compare_images: sizes differ: %dx%d vs %dx%d", aw, ah, bw, bh);
+        return verdict(reason, 0, "compare_images_exact: sizes differ: %dx%d vs %dx%d", aw, ah, bw, bh);
     }
     int tol = (int)opt_num(options, "tolerance", 0);
     double allowed = opt_num(options, "max_diff_fraction", 0);
@@ -629,7 +631,7 @@ static double m_compare_images(const metric_ctx *ctx, json_t *result, json_t *ex
     free(a);
     free(b);
     double frac = total ? (double)diff / (double)total : 0;
-    return verdict(reason, frac <= allowed ? 1 : 0, "compare_images: %zu of %zu pixels differ (%.4f%%, allowed %.4f%%)",
+    return verdict(reason, frac <= allowed ? 1 : 0, "compare_images_exact: %zu of %zu pixels differ (%.4f%%, allowed %.4f%%)",
                    diff, total, frac * 100, allowed * 100);
 }
 
@@ -642,7 +644,10 @@ static double m_infeasible(const metric_ctx *ctx, json_t *result, json_t *expect
                    exit ? exit : "(unknown)");
 }
 
-/* ---- script ---- */
+/* ---- scripts, in the evaluator sandbox ---- */
+
+/* What a metric function returns for an evaluator_error (its reason says what happened). */
+#define EVALUATOR_ERROR (-1.0)
 
 /* A bare name is looked up in the built-in scripts folder first, then in
  * the task folder; a name with a '/' only in the task folder. */
@@ -662,22 +667,49 @@ static int resolve_script(const metric_ctx *ctx, const char *name, char **exe, e
     return 0;
 }
 
-/* The last line of stderr, cleaned up for a one-line reason. */
-static char *stderr_tail(const spawn_result *io)
+/* Run argv in the sandbox with the request on stdin and read its answer: {"score": 0..1} (and, with
+ * want_reason, a "reason") after exit 0 scores; {"error": "..."}, a failed run or garbage is an
+ * evaluator_error. label names the metric in every reason. */
+static double sandboxed(const sandbox *sb, const char *const *argv, json_t *request, double timeout_s,
+                        const char *label, bool want_reason, char **reason)
 {
-    size_t n = io->err_len;
-    while (n > 0 && isspace((unsigned char)io->errs[n - 1]))
-        n--;
-    size_t s = n;
-    while (s > 0 && io->errs[s - 1] != '\n')
-        s--;
-    if (n - s > 200)
-        s = n - 200;
-    char *t = xmalloc(n - s + 1);
-    for (size_t i = s; i < n; i++)
-        t[i - s] = (io->errs[i] >= 0x20 && io->errs[i] < 0x7f) ? io->errs[i] : '?';
-    t[n - s] = '\0';
-    return t;
+    _cleanup_free_ char *input = json_dumps(request, JSON_COMPACT);
+    if (!input)
+        return verdict(reason, EVALUATOR_ERROR, "%s: cannot serialize the request", label);
+    em_err e = {0};
+    spawn_result io;
+    if (sandbox_run(sb, argv, input, strlen(input), timeout_s, &io, &e) < 0)
+        return verdict(reason, EVALUATOR_ERROR, "%s: %s", label, e.msg);
+    json_error_t je;
+    json_auto_t *res = (!io.overflow && !io.timed_out && io.out_len) ? json_loadb(io.out, io.out_len, 0, &je) : NULL;
+    json_t *ej = json_object_get(res, "error");
+    bool exited = !io.timed_out && !io.overflow && !io.lost && WIFEXITED(io.status);
+    if (exited && json_is_string(ej)) {
+        /* run.py's errors start with the metric's name already */
+        const char *es = json_string_value(ej);
+        size_t n = strlen(label);
+        bool named = !strncmp(es, label, n) && es[n] == ':';
+        verdict(reason, EVALUATOR_ERROR, "%s%s%.400s", named ? "" : label, named ? "" : ": ", es);
+        spawn_result_free(&io);
+        return EVALUATOR_ERROR;
+    }
+    if (!exited || WEXITSTATUS(io.status) != 0) {
+        _cleanup_free_ char *why = sandbox_failure(&io, timeout_s);
+        spawn_result_free(&io);
+        return verdict(reason, EVALUATOR_ERROR, "%s: %s", label, why);
+    }
+    spawn_result_free(&io);
+    json_t *sj = json_object_get(res, "score"), *rj = json_object_get(res, "reason");
+    if (!json_is_object(res))
+        return verdict(reason, EVALUATOR_ERROR, "%s: expected {\"score\": 0..1%s} on stdout", label,
+                       want_reason ? ", \"reason\": \"...\"" : "");
+    double s = json_is_number(sj) ? json_number_value(sj) : NAN;
+    if (!(s >= 0 && s <= 1))
+        return verdict(reason, EVALUATOR_ERROR, "%s: score must be a number in 0..1", label);
+    if (!want_reason)
+        return verdict(reason, s, "%s: scored %g in the evaluator sandbox", label, s);
+    _cleanup_free_ char *rs = json_is_string(rj) ? show(rj) : xstrdup("no reason given");
+    return verdict(reason, s, "%s: %s", label, rs);
 }
 
 static double m_script(const metric_ctx *ctx, json_t *result, json_t *expected, json_t *options, char **reason)
@@ -687,53 +719,42 @@ static double m_script(const metric_ctx *ctx, json_t *result, json_t *expected, 
     em_err e = {0};
     _cleanup_free_ char *exe = NULL;
     if (!name)
-        return verdict(reason, 0, "script: options.path: missing");
+        return verdict(reason, EVALUATOR_ERROR, "script: options.path: missing");
+    _cleanup_free_ char *label = xasprintf("script `%s`", name);
     if (resolve_script(ctx, name, &exe, &e) < 0)
-        return verdict(reason, 0, "script `%s`: %s", name, e.msg);
+        return verdict(reason, EVALUATOR_ERROR, "%s: %s", label, e.msg);
     struct stat st;
     if (stat(exe, &st) < 0 || !S_ISREG(st.st_mode) || access(exe, X_OK) < 0)
-        return verdict(reason, 0, "script `%s`: not an executable file", name);
+        return verdict(reason, EVALUATOR_ERROR, "%s: not an executable file", label);
 
-    json_auto_t *in = json_pack("{s:O?,s:O?,s:O?}", "result", result, "expected", expected, "options", options);
-    _cleanup_free_ char *input = json_dumps(in, JSON_COMPACT);
-    const char *path_env = getenv("PATH"), *home = getenv("HOME");
-    _cleanup_free_ char *e_path = xasprintf("PATH=%s", path_env ? path_env : "/usr/local/bin:/usr/bin:/bin");
-    _cleanup_free_ char *e_home = xasprintf("HOME=%s", home ? home : "/");
-    _cleanup_free_ char *e_task = xasprintf("ENVMGR_TASK_DIR=%s", ctx->task_dir ? ctx->task_dir : "");
-    _cleanup_free_ char *e_art = xasprintf("ENVMGR_ARTIFACT_DIR=%s", ctx->artifact_dir ? ctx->artifact_dir : "");
-    char *const envp[] = {e_path, e_home, "LANG=C.UTF-8", e_task, e_art, NULL};
+    sandbox sb;
+    sandbox_init(&sb);
+    const char *base = strrchr(exe, '/') + 1; /* path_inside gives an absolute path */
+    _cleanup_free_ char *inside = xasprintf("/script/%s", base);
+    sandbox_add(&sb, exe, inside);
+    json_auto_t *in = json_pack("{s:o?,s:o?,s:O?}", "result", sandbox_script_artifact(&sb, result, "result"),
+                                "expected", sandbox_script_artifact(&sb, expected, "expected"), "options", options);
+    const char *const argv[] = {inside, NULL};
+    double s = sandboxed(&sb, argv, in, timeout, label, true, reason);
+    sandbox_free(&sb);
+    return s;
+}
 
-    spawn_result io;
-    const char *const argv[] = {exe, NULL};
-    spawn_opts so = {.argv = argv, .envp = (const char *const *)envp, .cwd = ctx->artifact_dir};
-    spawn_io sio = {.input = input ? input : "{}", .input_len = input ? strlen(input) : 2,
-                    .out_cap = METRIC_SCRIPT_OUTPUT_MAX, .err_cap = METRIC_SCRIPT_OUTPUT_MAX,
-                    .timeout_ms = timeout * 1000};
-    if (spawn_run(&so, &sio, &io, &e) < 0)
-        return verdict(reason, 0, "script `%s`: %s", name, e.msg);
-    _cleanup_free_ char *out = io.out, *errs = io.errs, *tail = stderr_tail(&io);
-    if (io.timed_out)
-        return verdict(reason, 0, "script `%s`: timed out after %g s", name, timeout);
-    if (io.overflow)
-        return verdict(reason, 0, "script `%s`: printed more than %u bytes", name, METRIC_SCRIPT_OUTPUT_MAX);
-    if (io.lost)
-        return verdict(reason, 0, "script `%s`: its exit status was lost (reaped elsewhere)", name);
-    if (WIFSIGNALED(io.status))
-        return verdict(reason, 0, "script `%s`: killed by signal %d%s%s", name, WTERMSIG(io.status),
-                       *tail ? ": " : "", tail);
-    if (WEXITSTATUS(io.status) != 0)
-        return verdict(reason, 0, "script `%s`: exited with status %d%s%s", name, WEXITSTATUS(io.status),
-                       *tail ? ": " : "", tail);
-    json_error_t je;
-    json_auto_t *res = io.out_len ? json_loadb(io.out, io.out_len, 0, &je) : NULL;
-    if (!json_is_object(res))
-        return verdict(reason, 0, "script `%s`: expected {\"score\": 0..1, \"reason\": \"...\"} on stdout", name);
-    json_t *sj = json_object_get(res, "score"), *rj = json_object_get(res, "reason");
-    double s = json_is_number(sj) ? json_number_value(sj) : NAN;
-    if (!(s >= 0 && s <= 1))
-        return verdict(reason, 0, "script `%s`: score must be a number in 0..1", name);
-    _cleanup_free_ char *rs = json_is_string(rj) ? show(rj) : xstrdup("no reason given");
-    return verdict(reason, s, "script `%s`: %s", name, rs);
+/* A registry metric: run.py in the sandbox, the artifacts as OSWorld's values. */
+static double run_registry(const metric_ctx *ctx, const char *name, json_t *entry, json_t *result, json_t *expected,
+                           json_t *options, char **reason)
+{
+    sandbox sb;
+    sandbox_init(&sb);
+    sandbox_add(&sb, registry_metrics_dir(), "/metrics");
+    json_auto_t *req = json_pack("{s:s,s:o,s:o}", "metric", name, "result", sandbox_osworld_value(&sb, result, "result"),
+                                 "options", options ? json_incref(options) : json_object());
+    if (registry_expects(entry) != REG_EXPECTED_NO)
+        json_object_set_new(req, "expected", sandbox_osworld_value(&sb, expected, "expected"));
+    static const char *const argv[] = {SANDBOX_PYTHON, "-I", "/metrics/run.py", NULL};
+    double s = sandboxed(&sb, argv, req, ctx->timeout_s, name, false, reason);
+    sandbox_free(&sb);
+    return s;
 }
 
 /* ---- the table ---- */
@@ -747,42 +768,68 @@ typedef struct opt_spec {
     bool lo_open;
     const char *choices; /* OPT_ENUM: " a b " */
     bool required;
+    const char *doc; /* "type, default: what it does", as the registry documents options */
 } opt_spec;
 
 static const opt_spec O_NONE[] = {{.name = NULL}};
-static const opt_spec O_TEXT[] = {{.name = "ignore_blanks", .kind = OPT_BOOL},
-                                  {.name = "ignore_case", .kind = OPT_BOOL},
-                                  {.name = NULL}};
-static const opt_spec O_LITERAL[] = {{.name = "type", .kind = OPT_ENUM, .choices = " str list "},
-                                     {.name = "ignore_case", .kind = OPT_BOOL},
-                                     {.name = NULL}};
-static const opt_spec O_FUZZY[] = {{.name = "threshold", .kind = OPT_NUM, .lo = 0, .hi = 1}, {.name = NULL}};
-static const opt_spec O_IMAGES[] = {{.name = "tolerance", .kind = OPT_INT, .lo = 0, .hi = 255},
-                                    {.name = "max_diff_fraction", .kind = OPT_NUM, .lo = 0, .hi = 1},
-                                    {.name = NULL}};
+static const opt_spec O_TEXT[] = {
+    {.name = "ignore_blanks", .kind = OPT_BOOL, .doc = "bool, default false: collapse whitespace runs to one space and trim both ends"},
+    {.name = "ignore_case", .kind = OPT_BOOL, .doc = "bool, default false"},
+    {.name = NULL}};
+static const opt_spec O_LITERAL[] = {
+    {.name = "type", .kind = OPT_ENUM, .choices = " str list ", .doc = "str, default \"str\": \"str\" or \"list\""},
+    {.name = "ignore_case", .kind = OPT_BOOL, .doc = "bool, default false"},
+    {.name = NULL}};
+static const opt_spec O_FUZZY[] = {
+    {.name = "threshold", .kind = OPT_NUM, .lo = 0, .hi = 1,
+     .doc = "number 0..1, optional: score 1 at or above it, else 0 (without it the ratio is the score)"},
+    {.name = NULL}};
+static const opt_spec O_IMAGES[] = {
+    {.name = "tolerance", .kind = OPT_INT, .lo = 0, .hi = 255,
+     .doc = "int 0..255, default 0: per-channel difference a pixel may have and still match"},
+    {.name = "max_diff_fraction", .kind = OPT_NUM, .lo = 0, .hi = 1,
+     .doc = "number 0..1, default 0: fraction of pixels that may differ"},
+    {.name = NULL}};
 static const opt_spec O_SCRIPT[] = {
-    {.name = "path", .kind = OPT_STR, .required = true},
-    {.name = "timeout_s", .kind = OPT_NUM, .lo = 0, .lo_open = true, .hi = METRIC_SCRIPT_TIMEOUT_MAX_S},
+    {.name = "path", .kind = OPT_STR, .required = true,
+     .doc = "str, required: the program, in evaluator/scripts/ or the task folder"},
+    {.name = "timeout_s", .kind = OPT_NUM, .lo = 0, .lo_open = true, .hi = METRIC_SCRIPT_TIMEOUT_MAX_S,
+     .doc = "number, default 30: wall-clock limit in seconds (at most 600)"},
+    {.name = "...", .doc = "any other option is passed to the script"},
     {.name = NULL}};
 
 static const struct metric_def {
     const char *name;
     metric_fn fn;
-    bool needs_result, needs_expected;
+    bool needs_result;
+    registry_expected expected;
     const opt_spec *opts;
     bool open_opts; /* other options are allowed (passed to a script) */
+    const char *summary;
 } metric_defs[] = {
-    {"exact_match", m_exact_match, true, true, O_NONE, false},
-    {"check_include_exclude", m_include_exclude, true, true, O_NONE, false},
-    {"match_in_list", m_match_in_list, true, true, O_NONE, false},
-    {"is_in_list", m_is_in_list, true, true, O_NONE, false},
-    {"literal_match", m_literal_match, true, true, O_LITERAL, false},
-    {"fuzzy_match", m_fuzzy_match, true, true, O_FUZZY, false},
-    {"compare_text_file", m_compare_text_file, true, true, O_TEXT, false},
-    {"check_direct_json_object", m_direct_json_object, true, true, O_NONE, false},
-    {"compare_images", m_compare_images, true, true, O_IMAGES, false},
-    {"infeasible", m_infeasible, false, false, O_NONE, false},
-    {"script", m_script, true, false, O_SCRIPT, true},
+    {"exact_match", m_exact_match, true, REG_EXPECTED_YES, O_NONE, false, "1 when the result equals rules.expected"},
+    {"check_include_exclude", m_include_exclude, true, REG_EXPECTED_YES, O_NONE, false,
+     "1 when every rules.include string is in the result and no rules.exclude string is"},
+    {"match_in_list", m_match_in_list, true, REG_EXPECTED_YES, O_NONE, false,
+     "1 when the result is one of rules.expected (a list)"},
+    {"is_in_list", m_is_in_list, true, REG_EXPECTED_YES, O_NONE, false,
+     "1 when rules.expected is an element of a list result, or a substring of a text result"},
+    {"literal_match", m_literal_match, true, REG_EXPECTED_YES, O_LITERAL, false,
+     "1 when str(result) == str(expected)"},
+    {"fuzzy_match", m_fuzzy_match, true, REG_EXPECTED_YES, O_FUZZY, false,
+     "rapidfuzz fuzz.ratio / 100 of result and expected"},
+    {"compare_text_file", m_compare_text_file, true, REG_EXPECTED_YES, O_TEXT, false, "1 when two text files are equal"},
+    {"check_direct_json_object", m_direct_json_object, true, REG_EXPECTED_YES, O_NONE, false,
+     "1 when the result (a JSON object, or text of one) has rules.expected's values "
+     "(rules.expect_in_result, rules.ignore_list_order)"},
+    {"compare_images_exact", m_compare_images_exact, true, REG_EXPECTED_YES, O_IMAGES, false,
+     "1 when two PNGs match pixel by pixel within a tolerance (envmgr's; OSWorld's compare_images is the "
+     "similarity script)"},
+    {"infeasible", m_infeasible, false, REG_EXPECTED_NO, O_NONE, false,
+     "1 only when the agent ended with FAIL (the task is infeasible)"},
+    {"script", m_script, true, REG_EXPECTED_OPTIONAL, O_SCRIPT, true,
+     "a program shipped with envmgr or the task, run in the evaluator sandbox: stdin {result, expected, "
+     "options}, stdout {score, reason}"},
 };
 
 static const struct metric_def *find_metric(const char *func)
@@ -795,19 +842,30 @@ static const struct metric_def *find_metric(const char *func)
 
 bool metric_known(const char *func)
 {
-    return find_metric(func) != NULL;
+    return find_metric(func) != NULL || registry_find(func) != NULL;
+}
+
+const char *metric_unknown_hint(void)
+{
+    static __thread char hint[EM_ERR_MAX];
+    const char *why = registry_error();
+    if (!why)
+        return "";
+    snprintf(hint, sizeof hint, " (the evaluator-script registry did not load: %.900s)", why);
+    return hint;
 }
 
 bool metric_needs_result(const char *func)
 {
     const struct metric_def *d = find_metric(func);
-    return d && d->needs_result;
+    return d ? d->needs_result : registry_find(func) != NULL;
 }
 
 bool metric_needs_expected(const char *func)
 {
     const struct metric_def *d = find_metric(func);
-    return d && d->needs_expected;
+    json_t *r = d ? NULL : registry_find(func);
+    return d ? d->expected == REG_EXPECTED_YES : r && registry_expects(r) == REG_EXPECTED_YES;
 }
 
 static int check_option(const opt_spec *o, json_t *v, em_err *err)
@@ -846,12 +904,15 @@ static int check_option(const opt_spec *o, json_t *v, em_err *err)
 int metric_check_options(const char *func, json_t *options, em_err *err)
 {
     const struct metric_def *d = find_metric(func);
-    if (!d)
-        return em_fail_input(err, "unknown metric `%.64s`", func ? func : "(null)");
+    json_t *entry = d ? NULL : registry_find(func);
+    if (!d && !entry)
+        return em_fail_input(err, "unknown metric `%.64s`%s", func ? func : "(null)", metric_unknown_hint());
     if (options && json_is_null(options))
         options = NULL;
     if (options && !json_is_object(options))
         return em_fail_input(err, "options: expected an object, got %s", json_type_name(options));
+    if (entry)
+        return registry_check_options(entry, options, err);
     const char *k;
     json_t *v;
     json_object_foreach(options, k, v)
@@ -859,7 +920,7 @@ int metric_check_options(const char *func, json_t *options, em_err *err)
         const opt_spec *o;
         for (o = d->opts; o->name && strcmp(o->name, k); o++)
             ;
-        if (!o->name) {
+        if (!o->name || !strcmp(o->name, "...")) {
             if (d->open_opts)
                 continue;
             return em_fail_input(err, "%.64s: unknown option for %s", k, d->name);
@@ -873,6 +934,49 @@ int metric_check_options(const char *func, json_t *options, em_err *err)
     return 0;
 }
 
+static json_t *expected_json(registry_expected x)
+{
+    return x == REG_EXPECTED_OPTIONAL ? json_string("optional") : json_boolean(x == REG_EXPECTED_YES);
+}
+
+static int by_name(const void *a, const void *b)
+{
+    const char *x = json_string_value(json_object_get(*(json_t *const *)a, "name"));
+    const char *y = json_string_value(json_object_get(*(json_t *const *)b, "name"));
+    return strcmp(x, y);
+}
+
+json_t *metric_catalog(void)
+{
+    json_t *reg = registry_get();
+    size_t cap = ARRAY_LEN(metric_defs) + json_object_size(reg), n = 0;
+    json_t **items = xcalloc(cap, sizeof *items);
+    for (size_t i = 0; i < ARRAY_LEN(metric_defs); i++) {
+        const struct metric_def *d = &metric_defs[i];
+        json_t *opts = json_object();
+        for (const opt_spec *o = d->opts; o->name; o++)
+            json_object_set_new(opts, o->name, json_string(o->doc ? o->doc : ""));
+        items[n++] = json_pack("{s:s,s:s,s:o,s:o,s:s}", "name", d->name, "source", "builtin", "expected",
+                               expected_json(d->expected), "options", opts, "summary", d->summary);
+    }
+    const char *name;
+    json_t *e;
+    json_object_foreach(reg, name, e)
+    {
+        if (find_metric(name))
+            continue; /* the C metric wins */
+        items[n++] = json_pack("{s:s,s:s,s:O,s:o,s:O,s:O}", "name", name, "source", "script", "family",
+                               json_object_get(e, "family"), "expected", expected_json(registry_expects(e)), "options",
+                               json_object_get(e, "options"), "summary", json_object_get(e, "summary"));
+    }
+    qsort(items, n, sizeof *items, by_name);
+    json_t *list = json_array();
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(list, items[i]);
+    free(items);
+    return list;
+}
+
 int metric_run(const metric_ctx *ctx, const char *func, json_t *result, json_t *expected, json_t *options,
                double *score, char **reason, em_err *err)
 {
@@ -882,8 +986,9 @@ int metric_run(const metric_ctx *ctx, const char *func, json_t *result, json_t *
     *score = 0;
     *reason = NULL;
     const struct metric_def *d = find_metric(func);
-    if (!d)
-        return em_fail_input(err, "metric: unknown metric `%.64s`", func);
+    json_t *entry = d ? NULL : registry_find(func);
+    if (!d && !entry)
+        return em_fail_input(err, "metric: unknown metric `%.64s`%s", func, metric_unknown_hint());
     em_err oe = {0};
     if (metric_check_options(func, options, &oe) < 0) {
         *reason = xasprintf("%s: options.%s", func, oe.msg);
@@ -891,9 +996,14 @@ int metric_run(const metric_ctx *ctx, const char *func, json_t *result, json_t *
     }
     if (json_is_null(options))
         options = NULL;
-    double s = d->fn(ctx ? ctx : &none, result, expected, options, reason);
-    *score = (s >= 0 && s <= 1) ? s : 0;
+    if (!ctx)
+        ctx = &none;
+    double s = d ? d->fn(ctx, result, expected, options, reason)
+                 : run_registry(ctx, func, entry, result, expected, options, reason);
     if (!*reason)
         *reason = xstrdup(func);
-    return 0;
+    if (s == EVALUATOR_ERROR)
+        return METRIC_EVALUATOR_ERROR;
+    *score = (s >= 0 && s <= 1) ? s : 0;
+    return METRIC_SCORED;
 }

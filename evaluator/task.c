@@ -674,7 +674,7 @@ static int parse_evaluator(pctx *c, json_t *root, em_err *err)
             return em_fail_input(err, "%s: expected a string, got %s", p, json_type_name(f));
         const char *name = json_string_value(f);
         if (!metric_known(name))
-            return em_fail_input(err, "%s: unknown metric `%.64s`", p, name);
+            return em_fail_input(err, "%s: unknown metric `%.64s`%s", p, name, metric_unknown_hint());
         task_metric *m = &t->metrics[t->nmetrics++];
         m->func = xstrdup(name);
         if (!strcmp(name, "infeasible"))

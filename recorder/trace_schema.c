@@ -240,7 +240,17 @@ static int check_evaluation(ctx *c)
     for (int i = EXIT_DONE, n = 0; i < EXIT_CAUSE_COUNT; i++)
         if (i != EXIT_TASK_ERROR)
             causes[n++] = exit_cause_name((exit_cause)i);
+    /* status and evaluator_error came with the evaluator sandbox: older traces have neither */
+    static const char *const statuses[] = {"scored", "evaluator_error", "not_evaluated", NULL};
     json_t *artifacts;
+    const char *status = NULL;
+    if (json_object_get(c->obj, "status") &&
+        get_enum(c, "status", statuses, "must be one of scored, evaluator_error, not_evaluated") < 0)
+        return -1;
+    status = json_string_value(json_object_get(c->obj, "status"));
+    if (get_string(c, "evaluator_error", status && !strcmp(status, "evaluator_error"), 1, TRACE_MAX_TEXT, TEXT_FREE,
+                   NULL) < 0)
+        return -1;
     if (get_number(c, "score", true, 0, 1) < 0 ||
         get_string(c, "reason", true, 0, TRACE_MAX_TEXT, TEXT_FREE, NULL) < 0 ||
         get_object(c, "artifacts", false, &artifacts) < 0 ||

@@ -39,5 +39,6 @@ int cmd_view(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 int cmd_replay_agent(int argc, char **argv);
+int cmd_metric(int argc, char **argv);
 
 #endif

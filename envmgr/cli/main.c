@@ -15,6 +15,7 @@ static const cli_command commands[] = {
     {"net", "the env's network policy and egress log (log, show)", cmd_net},
     {"run", "run a task (or a folder of tasks) with an agent, score it, record a trace", cmd_run},
     {"trace", "traces: verify, show, export", cmd_trace},
+    {"metric", "run one metric on host files in the evaluator sandbox; list the metrics", cmd_metric},
     {"replay", "replay a recorded episode and check that every frame and the score reproduce", cmd_replay},
     {"image", "images: list, verify", cmd_image},
     {"suite", "run a suite of tasks on a pool of envs; compare, merge, list runs", cmd_suite},

@@ -654,8 +654,14 @@ int episode_finish(episode *ep, exit_cause cause, json_t **result, em_err *err)
         reason = joined;
     }
     double eval_ms = now_ms() - t_eval;
-    json_t *eval = json_pack("{s:s, s:f, s:s, s:s, s:o}", "type", "evaluation", "score", score, "reason",
-                             reason ? reason : "", "exit_cause", exit_cause_name(r->cause), "artifacts", artifact_hashes(details));
+    /* scored, evaluator_error (an evaluator script failed: the 0 is no score), or not_evaluated (env_error) */
+    const char *status = details ? json_string_value(json_object_get(details, "status")) : "not_evaluated";
+    json_t *eval_error = json_object_get(details, "evaluator_error");
+    json_t *eval = json_pack("{s:s, s:f, s:s, s:s, s:s, s:o}", "type", "evaluation", "score", score, "status",
+                             status ? status : "scored", "reason", reason ? reason : "", "exit_cause",
+                             exit_cause_name(r->cause), "artifacts", artifact_hashes(details));
+    if (eval_error)
+        json_object_set(eval, "evaluator_error", eval_error);
     if (details)
         json_object_set(eval, "details", details);
     rc = trace_append(r->tw, eval, err);
@@ -671,6 +677,9 @@ int episode_finish(episode *ep, exit_cause cause, json_t **result, em_err *err)
                             r->steps, "actions", r->actions, "trace", r->trace_dir, "accel", r->ev.accel, "timings",
                             "reset_ms", r->reset_ms, "setup_ms", r->setup_ms, "agent_ms", r->agent_ms, "actions_ms",
                             r->action_ms, "evaluation_ms", eval_ms, "total_s", (now_ms() - r->t_start) / 1000);
+    json_object_set_new(res, "status", json_string(status ? status : "scored"));
+    if (eval_error)
+        json_object_set(res, "evaluator_error", eval_error);
     if (details)
         json_object_set_new(res, "evaluation", details);
     free(reason);

@@ -42,11 +42,17 @@ static double num(json_t *o, const char *key)
 /* Running totals of one domain (or of all). */
 typedef struct tally {
     json_t *tasks;  /* set of task ids */
-    size_t episodes, passed, env_errors;
+    size_t episodes, passed, env_errors, evaluator_errors;
     double score_sum, steps_sum;
     double *times;
     size_t ntimes;
 } tally;
+
+bool report_evaluator_error(json_t *line)
+{
+    const char *status = json_string_value(json_object_get(line, "status"));
+    return status && !strcmp(status, "evaluator_error");
+}
 
 static void tally_add(tally *t, json_t *line)
 {
@@ -55,8 +61,12 @@ static void tally_add(tally *t, json_t *line)
     json_object_set_new(t->tasks, json_string_value(json_object_get(line, "task_id")), json_true());
     double score = num(line, "score");
     t->episodes++;
-    t->passed += report_passed(score);
-    t->score_sum += score;
+    if (report_evaluator_error(line)) {
+        t->evaluator_errors++; /* not scored: neither a pass nor a 0 in the mean */
+    } else {
+        t->passed += report_passed(score);
+        t->score_sum += score;
+    }
     t->steps_sum += num(line, "steps");
     const char *cause = json_string_value(json_object_get(line, "exit_cause"));
     t->env_errors += exit_cause_from_name(cause) == EXIT_ENV_ERROR;
@@ -67,11 +77,13 @@ static void tally_add(tally *t, json_t *line)
 static json_t *tally_json(tally *t)
 {
     double n = t->episodes ? (double)t->episodes : 1;
-    json_t *o = json_pack("{s:I, s:I, s:I, s:f, s:f, s:f, s:f, s:I}", "tasks", (json_int_t)json_object_size(t->tasks),
+    size_t scored = t->episodes - t->evaluator_errors;
+    double ns = scored ? (double)scored : 1;
+    json_t *o = json_pack("{s:I, s:I, s:I, s:f, s:f, s:f, s:f, s:I, s:I}", "tasks", (json_int_t)json_object_size(t->tasks),
                           "episodes", (json_int_t)t->episodes, "passed", (json_int_t)t->passed, "pass_rate",
-                          t->episodes ? (double)t->passed / n : 0.0, "mean_score", t->score_sum / n, "mean_steps",
+                          scored ? (double)t->passed / ns : 0.0, "mean_score", t->score_sum / ns, "mean_steps",
                           t->steps_sum / n, "p50_episode_s", report_p50(t->times, t->ntimes), "env_errors",
-                          (json_int_t)t->env_errors);
+                          (json_int_t)t->env_errors, "evaluator_errors", (json_int_t)t->evaluator_errors);
     json_decref(t->tasks);
     free(t->times);
     memset(t, 0, sizeof *t);
@@ -155,6 +167,9 @@ void report_print_table(FILE *out, json_t *summary)
     fprintf(out, "%lld of %lld episodes finished%s", fin, exp, fin < exp ? " (incomplete: --resume runs the rest)" : "");
     if (errs)
         fprintf(out, "; %lld ended in env_error after retries", errs);
+    long long eval_errs = json_integer_value(json_object_get(json_object_get(summary, "all"), "evaluator_errors"));
+    if (eval_errs)
+        fprintf(out, "; %lld ended in evaluator_error (not scored: pass rate and mean score leave them out)", eval_errs);
     fputc('\n', out);
 }
 
@@ -245,13 +260,14 @@ char *report_junit(json_t *meta, json_t *final, const char *dir_abs)
     qsort(cases, n, sizeof *cases, cmp_tc);
 
     /* Totals per domain, then the document. */
-    size_t tests = n, failures = 0, skipped = 0;
+    size_t tests = n, failures = 0, errors = 0, skipped = 0;
     double time = 0;
     for (i = 0; i < n; i++) {
         if (!cases[i].line)
             skipped++;
         else {
-            failures += !report_passed(num(cases[i].line, "score"));
+            errors += report_evaluator_error(cases[i].line);
+            failures += !report_evaluator_error(cases[i].line) && !report_passed(num(cases[i].line, "score"));
             time += num(cases[i].line, "duration_s");
         }
     }
@@ -259,25 +275,26 @@ char *report_junit(json_t *meta, json_t *final, const char *dir_abs)
     sbuf_puts(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites");
     const char *suite_name = meta ? json_string_value(json_object_get(meta, "suite")) : NULL;
     xml_attr(&b, "name", suite_name ? suite_name : "envmgr suite");
-    sbuf_printf(&b, " tests=\"%zu\" failures=\"%zu\" errors=\"0\" skipped=\"%zu\" time=\"%.3f\">\n", tests, failures,
-                skipped, time);
+    sbuf_printf(&b, " tests=\"%zu\" failures=\"%zu\" errors=\"%zu\" skipped=\"%zu\" time=\"%.3f\">\n", tests, failures,
+                errors, skipped, time);
     for (size_t start = 0; start < n;) {
         size_t end = start;
-        size_t f = 0, s = 0;
+        size_t f = 0, e = 0, s = 0;
         double tt = 0;
         while (end < n && !strcmp(cases[end].domain, cases[start].domain)) {
             if (!cases[end].line)
                 s++;
             else {
-                f += !report_passed(num(cases[end].line, "score"));
+                e += report_evaluator_error(cases[end].line);
+                f += !report_evaluator_error(cases[end].line) && !report_passed(num(cases[end].line, "score"));
                 tt += num(cases[end].line, "duration_s");
             }
             end++;
         }
         sbuf_puts(&b, "  <testsuite");
         xml_attr(&b, "name", cases[start].domain);
-        sbuf_printf(&b, " tests=\"%zu\" failures=\"%zu\" errors=\"0\" skipped=\"%zu\" time=\"%.3f\">\n", end - start, f,
-                    s, tt);
+        sbuf_printf(&b, " tests=\"%zu\" failures=\"%zu\" errors=\"%zu\" skipped=\"%zu\" time=\"%.3f\">\n", end - start, f,
+                    e, s, tt);
         for (size_t k = start; k < end; k++) {
             tc *c = &cases[k];
             sbuf_puts(&b, "    <testcase");
@@ -291,14 +308,19 @@ char *report_junit(json_t *meta, json_t *final, const char *dir_abs)
                 double score = num(c->line, "score");
                 const char *cause = json_string_value(json_object_get(c->line, "exit_cause"));
                 const char *reason = json_string_value(json_object_get(c->line, "reason"));
-                if (!report_passed(score)) {
-                    _cleanup_free_ char *msg = xasprintf("score %.2f (%s): %s", score, cause ? cause : "?",
-                                                         reason && *reason ? reason : "no reason given");
+                bool eval_error = report_evaluator_error(c->line);
+                if (eval_error || !report_passed(score)) {
+                    /* JUnit's error: the evaluator broke, so the test could not be judged */
+                    const char *elem = eval_error ? "error" : "failure";
+                    _cleanup_free_ char *msg =
+                        eval_error ? xasprintf("evaluator_error (%s): %s", cause ? cause : "?", reason ? reason : "")
+                                   : xasprintf("score %.2f (%s): %s", score, cause ? cause : "?",
+                                               reason && *reason ? reason : "no reason given");
                     _cleanup_free_ char *body = report_xml_escape(msg);
-                    sbuf_puts(&b, "      <failure");
+                    sbuf_printf(&b, "      <%s", elem);
                     xml_attr(&b, "message", msg);
-                    xml_attr(&b, "type", cause ? cause : "failure");
-                    sbuf_printf(&b, ">%s</failure>\n", body);
+                    xml_attr(&b, "type", eval_error ? "evaluator_error" : cause ? cause : "failure");
+                    sbuf_printf(&b, ">%s</%s>\n", body, elem);
                 }
                 const char *trace = json_string_value(json_object_get(c->line, "trace"));
                 _cleanup_free_ char *abs = !trace ? xstrdup("(none)")

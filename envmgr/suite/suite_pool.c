@@ -301,8 +301,11 @@ static int record(pool *p, slot *sl, const job *j, json_t *res, em_err *err)
                              trace, "env", sl->env, "finished", when, "task_path", t->path);
     if (jstr(res, "accel"))
         json_object_set(line, "accel", json_object_get(res, "accel"));
+    if (jstr(res, "status")) /* evaluator_error: the 0 is no score (report_summary counts it apart) */
+        json_object_set(line, "status", json_object_get(res, "status"));
     if (timings)
         json_object_set(line, "timings", timings);
+    bool eval_error = report_evaluator_error(line);
     int rc = results_append(p->results_fd, line, err);
     json_decref(line);
     if (rc < 0)
@@ -322,7 +325,7 @@ static int record(pool *p, slot *sl, const job *j, json_t *res, em_err *err)
         p->passed += report_passed(score);
         _cleanup_free_ char *key = suite_episode_key(t->id, j->rep);
         plog(p, "[%zu/%zu] %s %s score %.2f (%s, %.1f s, %s)%s%s", p->finished, p->expected,
-             report_passed(score) ? "PASS" : "FAIL", key, score, cause, duration, sl->env,
+             eval_error ? "EVALUATOR_ERROR" : report_passed(score) ? "PASS" : "FAIL", key, score, cause, duration, sl->env,
              report_passed(score) ? "" : ": ", report_passed(score) ? "" : (why.s ? why.s : ""));
     }
     sbuf_release(&why);

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
 #include "envmgr/episode/episode.h"
 #include "envmgr/episode/episode_env.h"
@@ -175,6 +176,7 @@ static void test_done_scores(void)
     json_t *res = finish(ep);
     CU_ASSERT_DOUBLE_EQUAL(json_number_value(json_object_get(res, "score")), 1.0, 1e-9);
     CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(res, "exit_cause")), "done");
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(res, "status")), "scored");
     CU_ASSERT_EQUAL(json_integer_value(json_object_get(res, "steps")), 2);
     json_decref(res);
     json_t *report = NULL;
@@ -281,6 +283,7 @@ static void test_env_failure(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(so.error, "connection to QEMU closed"));
     json_t *res = finish(ep);
     CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(res, "exit_cause")), "env_error");
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(res, "status")), "not_evaluated");
     CU_ASSERT_PTR_NOT_NULL(strstr(json_string_value(json_object_get(res, "reason")), "not evaluated"));
     json_decref(res);
     task_free(t);
@@ -304,6 +307,46 @@ static void test_guest_shutdown(void)
     CU_ASSERT_DOUBLE_EQUAL(json_number_value(json_object_get(res, "score")), 0.0, 1e-9); /* scored, not an env error */
     CU_ASSERT_PTR_NOT_NULL(strstr(json_string_value(json_object_get(res, "reason")), "guest shut down"));
     json_decref(res);
+    task_free(t);
+}
+
+static void test_evaluator_error(void)
+{
+    /* an evaluator script that crashes: result.json and the trace say evaluator_error, not a score */
+    _cleanup_free_ char *script = xasprintf("%s/crashes.sh", test_tmpdir());
+    FILE *fp = fopen(script, "w");
+    fputs("#!/bin/sh\necho 'parser exploded' >&2\nexit 1\n", fp);
+    fclose(fp);
+    chmod(script, 0755);
+    static const char json[] = "{\"id\": \"unit\", \"instruction\": \"x\", \"evaluator\": {\"func\": \"script\", "
+                               "\"result\": {\"type\": \"vm_command_line\", \"command\": \"echo hi\"}, "
+                               "\"options\": {\"path\": \"crashes.sh\"}}}";
+    task *t = NULL;
+    em_err err = {0};
+    CU_ASSERT_EQUAL_FATAL(task_parse(json, strlen(json), test_tmpdir(), &t, &err), 0);
+    fake f;
+    episode_env ev = fake_env(&f);
+    episode_opts o = opts();
+    episode *ep;
+    CU_ASSERT_EQUAL_FATAL(episode_begin_with(&ev, t, NULL, SHA0, &o, &ep, &err), 0);
+    step(ep, "{\"action_type\": \"DONE\"}");
+    _cleanup_free_ char *trace_dir = xstrdup(episode_trace_dir(ep));
+    json_t *res = finish(ep);
+    const char *want = "script `crashes.sh`: exited with status 1: parser exploded";
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(res, "status")), "evaluator_error");
+    const char *got = json_string_value(json_object_get(res, "evaluator_error"));
+    if (!got || strcmp(got, want))
+        fprintf(stderr, "\n  evaluator_error: %s\n", got ? got : "(none)");
+    CU_ASSERT_STRING_EQUAL(got, want);
+    CU_ASSERT_DOUBLE_EQUAL(json_number_value(json_object_get(res, "score")), 0, 1e-9);
+    json_decref(res);
+    json_t *report = NULL;
+    CU_ASSERT_EQUAL(trace_verify(trace_dir, &report, &err), 0); /* the schema takes the new fields */
+    json_decref(report);
+    _cleanup_free_ char *trace_file = xasprintf("%s/trace.jsonl", trace_dir), *text = NULL;
+    size_t len;
+    CU_ASSERT_EQUAL_FATAL(read_file_capped(trace_file, 1 << 20, &text, &len, &err), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "\"status\":\"evaluator_error\""));
     task_free(t);
 }
 
@@ -440,6 +483,7 @@ static CU_TestInfo tests[] = {
     {"the step limit ends the episode; later replies reach nothing", test_max_steps},
     {"refused replies reach nothing; pyautogui replies run whole or not at all", test_refusals_and_pyautogui},
     {"an env failure ends the episode as env_error, not evaluated", test_env_failure},
+    {"a crashing evaluator script is evaluator_error in result.json and the trace", test_evaluator_error},
     {"a failed setup step ends it before it begins; the allowlist reaches the env", test_setup_failure_and_network},
     {"a guest that powers off ends the episode as guest_shutdown, scored 0", test_guest_shutdown},
     {"the episode timeout, and evaluate while running", test_episode_timeout_and_evaluated},

@@ -347,6 +347,42 @@ static size_t count(const char *hay, const char *needle)
     return n;
 }
 
+/* An evaluator_error is counted apart: not a pass, not a 0 in the mean; JUnit calls it an error. */
+static void test_evaluator_errors(void)
+{
+    const char *ids[] = {"a", "b", "c"}, *doms[] = {"x", "x", "x"};
+    json_t *meta = meta_for(ids, doms, 3, 1);
+    json_t *lines = json_array();
+    json_array_append_new(lines, line("a", "x", 0, 1, true, 10, 4, "done", ""));
+    json_array_append_new(lines, line("b", "x", 0, 0, true, 20, 6, "done", ""));
+    json_t *broken = line("c", "x", 0, 0, true, 30, 2, "done", "compare_table: timed out after 180 s");
+    json_object_set_new(broken, "status", json_string("evaluator_error"));
+    json_array_append_new(lines, broken);
+    json_t *final = results_final(lines);
+    json_t *s = report_summary(meta, final);
+    json_t *all = json_object_get(s, "all");
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(all, "episodes")), 3);
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(all, "evaluator_errors")), 1);
+    CU_ASSERT_DOUBLE_EQUAL(json_number_value(json_object_get(all, "pass_rate")), 0.5, 1e-9);
+    CU_ASSERT_DOUBLE_EQUAL(json_number_value(json_object_get(all, "mean_score")), 0.5, 1e-9);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    report_print_table(f, s);
+    fclose(f);
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "1 ended in evaluator_error"));
+    free(buf);
+    char *xml = report_junit(meta, final, "/runs/r1");
+    CU_ASSERT_PTR_NOT_NULL(strstr(xml, "tests=\"3\" failures=\"1\" errors=\"1\" skipped=\"0\""));
+    CU_ASSERT_EQUAL(count(xml, "<error "), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(xml, "evaluator_error (done): compare_table: timed out after 180 s"));
+    free(xml);
+    json_decref(s);
+    json_decref(final);
+    json_decref(lines);
+    json_decref(meta);
+}
+
 static void test_xml_escape(void)
 {
     char *e = report_xml_escape("a<b>&\"c'\x01\x1b\t\n\xef\xbf\xbe");
@@ -756,6 +792,7 @@ static CU_TestInfo tests[] = {
     {"p50 and passing", test_p50},
     {"summary by domain and the table", test_summary},
     {"XML escaping", test_xml_escape},
+    {"evaluator_error: counted apart in the summary, a JUnit error", test_evaluator_errors},
     {"junit.xml", test_junit},
     {"summary.json and junit.xml written from a run directory", test_write_all},
     {"compare: regressions first", test_compare},

@@ -453,7 +453,7 @@ static void test_evaluator_errors(void)
     field_err("evaluator", "{}", "evaluator.func: missing");
     field_err("evaluator", "{\"func\": 1}", "evaluator.func: expected a string or an array of strings, got integer");
     field_err("evaluator", "{\"func\": []}", "evaluator.func: empty");
-    field_err("evaluator", "{\"func\": \"compare_table\"}", "evaluator.func: unknown metric `compare_table`");
+    field_err("evaluator", "{\"func\": \"compare_tables\"}", "evaluator.func: unknown metric `compare_tables`");
     field_err("evaluator", "{\"func\": [\"infeasible\", \"nope\"]}", "evaluator.func[1]: unknown metric `nope`");
     field_err("evaluator", "{\"func\": [\"infeasible\", 3]}", "evaluator.func[1]: expected a string, got integer");
     field_err("evaluator", "{\"func\": \"infeasible\", \"conj\": \"xor\"}",
@@ -507,7 +507,7 @@ static void test_evaluator_errors(void)
               "\"expected\": {\"type\": \"rule\", \"rules\": 1}}",
               "evaluator.result.path: `tmp` must be an absolute guest path");
     field_err("evaluator",
-              "{\"func\": \"compare_images\", \"result\": {\"type\": \"screenshot\", \"region\": [0, 0, 10]}, "
+              "{\"func\": \"compare_images_exact\", \"result\": {\"type\": \"screenshot\", \"region\": [0, 0, 10]}, "
               "\"expected\": {\"type\": \"local_file\", \"path\": \"a.png\"}}",
               "evaluator.result.region: expected [x, y, w, h], got an array of another size");
     /* options */
@@ -529,6 +529,20 @@ static void test_evaluator_errors(void)
               "evaluator.options[1].type: expected one of str list , got `dict`");
     field_err("evaluator", "{\"func\": \"script\", \"result\": {\"type\": \"vm_window_title\"}}",
               "evaluator.options.path: missing");
+    /* evaluator-script metrics: the registry's options, typed and required */
+    field_err("evaluator",
+              "{\"func\": \"compare_table\", \"result\": {\"type\": \"vm_file\", \"path\": \"/a.xlsx\"}}",
+              "evaluator.options.rules: missing");
+    field_err("evaluator",
+              "{\"func\": \"compare_table\", \"result\": {\"type\": \"vm_file\", \"path\": \"/a.xlsx\"}, "
+              "\"options\": {\"rules\": {}}}",
+              "evaluator.options.rules: expected a list, got object");
+    field_err("evaluator",
+              "{\"func\": \"compare_docx_files\", \"result\": {\"type\": \"vm_file\", \"path\": \"/a.docx\"}, "
+              "\"expected\": {\"type\": \"local_file\", \"path\": \"b.docx\"}, \"options\": {\"ignore_case\": 1}}",
+              "evaluator.options.ignore_case: expected true or false, got integer");
+    field_err("evaluator", "{\"func\": \"compare_pdfs\", \"result\": {\"type\": \"vm_file\", \"path\": \"/a.pdf\"}}",
+              "evaluator.expected: missing (metric `compare_pdfs` needs an expected value)");
     field_err("evaluator",
               "{\"func\": \"script\", \"result\": {\"type\": \"vm_window_title\"}, \"options\": {\"path\": \"a\", "
               "\"timeout_s\": 0}}",
