@@ -8,7 +8,7 @@
 #   make fuzz       libFuzzer targets (clang)
 
 CC      ?= gcc
-PKGS    := libvncclient libpng jansson libmicrohttpd
+PKGS    := libvncclient libpng jansson libmicrohttpd libcurl
 CSTD    := -std=c17 -D_GNU_SOURCE
 WARN    := -Wall -Wextra -Wshadow -Wformat=2 -Wno-unused-parameter -Wstrict-prototypes
 OPT     ?= -O2 -g
