@@ -235,16 +235,16 @@ static int check_step(ctx *c, size_t expected)
 static int check_evaluation(ctx *c)
 {
     /* the causes an episode can end with (a task_error never opens a trace) */
-    static const char *causes[EXIT_EVALUATED + 2];
-    for (int i = EXIT_DONE, n = 0; i <= EXIT_EVALUATED; i++)
-        if (i != EXIT_TASK_ERROR)
+    static const char *causes[EXIT_CAUSE_LAST + 2];
+    for (int i = EXIT_DONE, n = 0; i <= EXIT_CAUSE_LAST; i++)
+        if (i != EXIT_TASK_ERROR && i != EXIT_UNSUPPORTED)
             causes[n++] = exit_cause_name((exit_cause)i);
     json_t *artifacts;
     if (get_number(c, "score", true, 0, 1) < 0 ||
         get_string(c, "reason", true, 0, TRACE_MAX_TEXT, TEXT_FREE, NULL) < 0 ||
         get_object(c, "artifacts", false, &artifacts) < 0 ||
         get_enum(c, "exit_cause", causes,
-                 "must be one of done, fail, max_steps, timeout, agent_error, env_error, evaluated") < 0)
+                 "must be one of done, fail, max_steps, timeout, agent_error, env_error, evaluated, setup_error") < 0)
         return -1;
     if (!artifacts)
         return 0;

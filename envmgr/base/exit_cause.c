@@ -14,6 +14,8 @@ static const char *const names[] = {
     [EXIT_ENV_ERROR] = "env_error",
     [EXIT_TASK_ERROR] = "task_error",
     [EXIT_EVALUATED] = "evaluated",
+    [EXIT_SETUP_ERROR] = "setup_error",
+    [EXIT_UNSUPPORTED] = "unsupported",
 };
 
 const char *exit_cause_name(exit_cause c)

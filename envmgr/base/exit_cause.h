@@ -13,6 +13,9 @@ typedef enum {
     EXIT_ENV_ERROR,   /* the env failed (QEMU died, setup could not run): not the agent's score */
     EXIT_TASK_ERROR,  /* the task could not be loaded (suites) */
     EXIT_EVALUATED,   /* evaluated on request while the agent had not ended it (HTTP API) */
+    EXIT_SETUP_ERROR, /* a setup step's own check failed (execute_with_verification, `check`): not evaluated */
+    EXIT_UNSUPPORTED, /* the task needs a piece envmgr lacks (suites): counted apart from scores */
+    EXIT_CAUSE_LAST = EXIT_UNSUPPORTED,
 } exit_cause;
 
 /* "done", "fail", ...; NULL for EXIT_NONE. */

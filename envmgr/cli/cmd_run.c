@@ -34,7 +34,7 @@ static int one(env *e, bool fresh, const char *path, const char *out_dir, const 
     task *t = NULL;
     if (task_load(path, &t, err) < 0)
         return -1;
-    int rc = task_substitute_screen(t, env_width(e), env_height(e), err);
+    int rc = episode_prepare_task(e, t, err);
     episode_opts o = {.agent_cmd = a->agent, .out_dir = out_dir, .trace_dir = a->record, .fresh = fresh,
                       .settle_ms = a->settle_ms};
     if (rc == 0)

@@ -124,7 +124,7 @@ static void test_small_helpers(void)
     char hex[9];
     hex_encode("\x00\x01\xab\xff", 4, hex);
     CU_ASSERT_STRING_EQUAL(hex, "0001abff");
-    for (int c = EXIT_DONE; c <= EXIT_EVALUATED; c++) {
+    for (int c = EXIT_DONE; c <= EXIT_CAUSE_LAST; c++) {
         const char *name = exit_cause_name((exit_cause)c);
         CU_ASSERT_PTR_NOT_NULL_FATAL(name);
         CU_ASSERT_EQUAL(exit_cause_from_name(name), c);
