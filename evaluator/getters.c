@@ -78,6 +78,18 @@ static int check_nonempty_string(json_t *spec, const char *key, bool required, e
     return 0;
 }
 
+/* true, or the string "true" (some OSWorld files spell flags so) */
+static bool flag_true(json_t *v)
+{
+    return json_is_true(v) || (json_is_string(v) && !strcasecmp(json_string_value(v), "true"));
+}
+
+static bool flag_valid(json_t *v)
+{
+    return !v || json_is_boolean(v) ||
+           (json_is_string(v) && (!strcasecmp(json_string_value(v), "true") || !strcasecmp(json_string_value(v), "false")));
+}
+
 static int check_command(json_t *spec, em_err *err)
 {
     json_t *cmd = json_object_get(spec, "command"), *v;
@@ -98,8 +110,7 @@ static int check_command(json_t *spec, em_err *err)
     } else {
         return em_fail_input(err, "command: expected a string or an array of strings, got %s", json_type_name(cmd));
     }
-    if ((v = json_object_get(spec, "shell")) && !json_is_boolean(v) &&
-        !(json_is_string(v) && (!strcasecmp(json_string_value(v), "true") || !strcasecmp(json_string_value(v), "false"))))
+    if (!flag_valid(v = json_object_get(spec, "shell")))
         return em_fail_input(err, "shell: expected true or false, got %s", json_type_name(v));
     if ((v = json_object_get(spec, "as_root")) && !json_is_boolean(v))
         return em_fail_input(err, "as_root: expected true or false, got %s", json_type_name(v));
@@ -136,10 +147,10 @@ static int check_region(json_t *spec, em_err *err)
 static int check_multi(json_t *spec, bool cloud, em_err *err)
 {
     json_t *multi = json_object_get(spec, "multi"), *p = json_object_get(spec, "path"), *d = json_object_get(spec, "dest");
-    if (multi && !json_is_boolean(multi))
+    if (!flag_valid(multi))
         return em_fail_input(err, "multi: expected true or false, got %s", json_type_name(multi));
     size_t n = 1;
-    if (json_is_true(multi)) {
+    if (flag_true(multi)) {
         if (!json_is_array(p) || !json_array_size(p))
             return em_fail_input(err, "path: expected a non-empty array with multi, got %s", p ? json_type_name(p) : "nothing");
         n = json_array_size(p);
@@ -164,12 +175,12 @@ static int check_multi(json_t *spec, bool cloud, em_err *err)
         if (!json_is_integer(v) || json_integer_value(v) < 0 || (size_t)json_integer_value(v) >= n)
             return em_fail_input(err, "gives[%zu]: expected an index in 0..%zu", i, n - 1);
     }
-    if (cloud && !json_is_true(multi)) {
+    if (cloud && !flag_true(multi)) {
         const char *u = json_string_value(p);
         if (strstr(u, "://") && !asset_url_is_remote(u))
             return em_fail_input(err, "path: `%.200s`: only http(s) URLs or files shipped with the task", u);
     }
-    for (i = 0; cloud && json_is_true(multi) && i < n; i++) {
+    for (i = 0; cloud && flag_true(multi) && i < n; i++) {
         const char *u = json_string_value(json_array_get(p, i));
         if (strstr(u, "://") && !asset_url_is_remote(u))
             return em_fail_input(err, "path[%zu]: `%.200s`: only http(s) URLs or files shipped with the task", i, u);
@@ -410,8 +421,7 @@ static int need(const em_env_ops *ops, const void *fn, const char *type, em_err 
 static const char **command_argv(json_t *spec, bool stderr_only)
 {
     json_t *cmd = json_object_get(spec, "command");
-    json_t *sh = json_object_get(spec, "shell");
-    bool shell = json_is_true(sh) || (json_is_string(sh) && !strcasecmp(json_string_value(sh), "true"));
+    bool shell = flag_true(json_object_get(spec, "shell"));
     size_t n = json_is_array(cmd) ? json_array_size(cmd) : 1;
     const char **argv = xcalloc(n + 8, sizeof *argv);
     size_t k = 0;
@@ -531,7 +541,7 @@ static int cloud_item(const getter_call *gc, const char *src, const char *dest, 
 static int run_multi(const getter_call *gc, json_t *spec, item_fn fetch_item, json_t **art, em_err *err)
 {
     json_t *p = json_object_get(spec, "path"), *d = json_object_get(spec, "dest");
-    if (!json_is_true(json_object_get(spec, "multi")))
+    if (!flag_true(json_object_get(spec, "multi")))
         return fetch_item(gc, json_string_value(p), json_string_value(d), false, art, err);
     size_t n = json_array_size(p);
     json_t **items = xcalloc(n, sizeof *items);

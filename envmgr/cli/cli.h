@@ -29,6 +29,7 @@ int cmd_image(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_trace(int argc, char **argv);
 int cmd_suite(int argc, char **argv);
+int cmd_task(int argc, char **argv);
 int cmd_gc(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_view(int argc, char **argv);
