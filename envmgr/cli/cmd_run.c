@@ -14,14 +14,15 @@
 
 static const char usage[] =
     "usage: envmgr run TASK.json|SUITE_DIR --agent CMD [--env NAME] [--out DIR] [--record DIR]\n"
-    "                  [--accel auto|kvm|tcg] [--settle-ms MS]\n"
+    "                  [--accel auto|kvm|tcg] [--settle-ms MS] [--offline] [--asset-mirror PREFIX=DIR|URL]...\n"
     "  Run episodes: restore the clean snapshot, run the task's setup, let the agent act\n"
     "  (docs/agent-protocol.md), run postconfig and the evaluator, revert. Prints the score and\n"
     "  writes OUT/result.json and the trace (OUT/trace, or --record DIR). A folder runs its tasks\n"
     "  in sequence into OUT/<task id>/ and prints a table.\n"
     "  --env NAME      use this existing env (reverted after the run); default: a temporary env\n"
     "  --out DIR       default: ./envmgr-out/<task id> (one task) or ./envmgr-out (a folder)\n"
-    "  --settle-ms MS  after each action wait for two identical frames MS apart (default 300)\n";
+    "  --settle-ms MS  after each action wait for two identical frames MS apart (default 300)\n"
+    CLI_ASSET_USAGE;
 
 typedef struct run_args {
     const char *agent, *env_name, *out, *record, *accel;
@@ -51,6 +52,7 @@ int cmd_run(int argc, char **argv)
     static const struct option opts[] = {{"agent", required_argument, 0, 'a'}, {"env", required_argument, 0, 'e'},
                                          {"out", required_argument, 0, 'o'},   {"record", required_argument, 0, 'r'},
                                          {"accel", required_argument, 0, 'A'}, {"settle-ms", required_argument, 0, 's'},
+                                         {"offline", no_argument, 0, 'O'},     {"asset-mirror", required_argument, 0, 'm'},
                                          {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "a:e:o:r:", opts, NULL)) != -1) {
@@ -63,6 +65,11 @@ int cmd_run(int argc, char **argv)
         case 's':
             if (parse_double(optarg, &a.settle_ms) < 0 || a.settle_ms < 0 || a.settle_ms > 10000)
                 return cli_usage_error(usage, "--settle-ms: expected 0..10000, got `%s`", optarg);
+            break;
+        case 'O':
+        case 'm':
+            if (cli_asset_option(usage, c == 'O', c == 'm' ? optarg : NULL))
+                return EM_EXIT_USAGE;
             break;
         default: return cli_usage_error(usage, "run: bad option");
         }

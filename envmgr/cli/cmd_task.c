@@ -35,6 +35,16 @@ static const char usage[] =
     "          tables docs/osworld.md is generated from)\n"
     "environment: ENVMGR_ASSET_MAX_BYTES, ENVMGR_ASSET_TIMEOUT_S, ENVMGR_ASSET_CA_FILE (a PEM bundle)\n";
 
+int cli_asset_option(const char *use, int offline, const char *mirror)
+{
+    em_err err = {0};
+    if (offline)
+        assets_settings()->offline = true;
+    if (mirror && assets_add_mirror(mirror, &err) < 0)
+        return cli_usage_error(use, "%s", err.msg);
+    return 0;
+}
+
 /* An OSWorld index is an object of arrays; a task has an instruction or an evaluator. */
 static bool is_index_file(const char *path)
 {
@@ -210,10 +220,10 @@ static int cmd_task_fetch(int argc, char **argv)
                 return cli_usage_error(usage, "--parallel: expected 1..%d, got `%s`", ASSET_PARALLEL_MAX, optarg);
             break;
         case 'l': lock_path = optarg; break;
-        case 'O': assets_settings()->offline = true; break;
+        case 'O':
         case 'm':
-            if (assets_add_mirror(optarg, &err) < 0)
-                return cli_usage_error(usage, "%s", err.msg);
+            if (cli_asset_option(usage, c == 'O', c == 'm' ? optarg : NULL))
+                return EM_EXIT_USAGE;
             break;
         default: return cli_usage_error(usage, "task fetch: bad option");
         }

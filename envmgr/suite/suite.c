@@ -49,6 +49,27 @@ static void task_free_fields(suite_task *t)
     free(t->id);
     free(t->domain);
     free(t->image);
+    free(t->unsupported);
+}
+
+size_t suite_unsupported(const suite *s)
+{
+    size_t n = 0;
+    for (size_t i = 0; s && i < s->ntasks; i++)
+        n += s->tasks[i].unsupported != NULL;
+    return n;
+}
+
+/* A refused task's id: the one it names when valid, else its file name without .json. */
+static char *refused_id(const char *path, const task_check_result *r)
+{
+    if (r->id)
+        return xstrdup(r->id);
+    _cleanup_free_ char *copy = xstrdup(path);
+    char *b = basename(copy), *dot = strrchr(b, '.');
+    if (dot && !strcmp(dot, ".json"))
+        *dot = '\0';
+    return xstrdup(b);
 }
 
 void suite_free(suite *s)
@@ -98,7 +119,7 @@ static char *folder_domain(const char *path)
     return xstrdup(basename(dirname(copy)));
 }
 
-int suite_load(const char *source, int shard_k, int shard_n, suite **out, em_err *err)
+int suite_load(const char *source, int shard_k, int shard_n, bool strict, suite **out, em_err *err)
 {
     char real[PATH_MAX];
     struct stat st;
@@ -131,8 +152,22 @@ int suite_load(const char *source, int shard_k, int shard_n, suite **out, em_err
     for (size_t i = 0; i < n && rc == 0; i++) {
         task *t = NULL;
         if (task_load(paths[i], &t, err) < 0) {
-            rc = -1;
-            break;
+            if (strict) {
+                rc = -1;
+                break;
+            }
+            task_check_result r;
+            task_check_file(paths[i], &r);
+            suite_task *st2 = &all[loaded++];
+            st2->path = xstrdup(paths[i]);
+            st2->id = refused_id(paths[i], &r);
+            const char *d = domains ? json_string_value(json_object_get(domains, st2->id)) : NULL;
+            st2->domain = d ? xstrdup(d) : folder_domain(paths[i]);
+            st2->image = xstrdup(IMAGE_DEFAULT);
+            st2->unsupported = xstrdup(r.nproblems ? r.problems[0] : err->msg);
+            task_check_result_free(&r);
+            em_err_clear(err);
+            continue;
         }
         suite_task *st2 = &all[loaded++];
         st2->path = xstrdup(paths[i]);
@@ -176,8 +211,13 @@ json_t *suite_meta_new(const suite *s, const char *agent, int repeat)
 {
     json_t *tasks = json_array();
     for (size_t i = 0; i < s->ntasks; i++)
-        json_array_append_new(tasks, json_pack("{s:s, s:s, s:s}", "id", s->tasks[i].id, "domain",
-                                               s->tasks[i].domain, "path", s->tasks[i].path));
+    {
+        json_t *t = json_pack("{s:s, s:s, s:s}", "id", s->tasks[i].id, "domain", s->tasks[i].domain, "path",
+                              s->tasks[i].path);
+        if (s->tasks[i].unsupported)
+            json_object_set_new(t, "unsupported", json_string(s->tasks[i].unsupported));
+        json_array_append_new(tasks, t);
+    }
     char shard[32];
     snprintf(shard, sizeof shard, "%d/%d", s->shard_k, s->shard_n);
     char when[40];
