@@ -91,17 +91,39 @@ static int cmp_task(const void *a, const void *b)
 }
 
 /* id -> domain from an OSWorld index file (task_list_dir already checked its shape). */
+static json_t *index_domains(const char *index, em_err *err);
+
+/* A folder suite: the task's folder name is its domain; files at the top take the suite's name. */
+static char *folder_domain(const char *path);
+
+/* In an index, the folder a task file sits in names its domain when it is one of the index's
+ * (the same id can be in two domains); else the domain that lists the id. */
+static char *task_domain(json_t *domains, const char *id, const char *path)
+{
+    if (!domains)
+        return folder_domain(path);
+    char *f = folder_domain(path);
+    json_t *all = json_object_get(domains, "");
+    if (json_object_get(all, f))
+        return f;
+    free(f);
+    const char *d = json_string_value(json_object_get(domains, id));
+    return d ? xstrdup(d) : folder_domain(path);
+}
+
 static json_t *index_domains(const char *index, em_err *err)
 {
     _cleanup_free_ char *text = NULL;
     size_t len;
     if (read_file_capped(index, TASK_FILE_MAX, &text, &len, err) < 0)
         return NULL;
-    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, NULL), *map = json_object();
+    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, NULL), *map = json_object(), *names = json_object();
+    json_object_set_new(map, "", names); /* "" is no task id: the set of domain names */
     const char *domain;
     json_t *ids;
     json_object_foreach(root, domain, ids)
     {
+        json_object_set_new(names, domain, json_true());
         size_t i;
         json_t *id;
         json_array_foreach(ids, i, id)
@@ -117,6 +139,34 @@ static char *folder_domain(const char *path)
 {
     _cleanup_free_ char *copy = xstrdup(path);
     return xstrdup(basename(dirname(copy)));
+}
+
+/* OSWorld's own index lists some tasks twice, and one id in two domains with two different
+ * files: the same file twice runs once; a second file with a taken id runs as <domain>.<id>
+ * (ids name results, so they must differ). all is sorted by id, then path; returns the new count. */
+static size_t index_duplicates(suite_task *all, size_t n)
+{
+    size_t k = 0;
+    bool renamed = false;
+    for (size_t i = 0; i < n; i++) {
+        if (k > 0 && !strcmp(all[k - 1].id, all[i].id) && !strcmp(all[k - 1].path, all[i].path)) {
+            fprintf(stderr, "suite: `%s` is listed twice in the index; it runs once\n", all[i].id);
+            task_free_fields(&all[i]);
+            continue;
+        }
+        if (k > 0 && !strcmp(all[k - 1].id, all[i].id) && strcmp(all[k - 1].domain, all[i].domain)) {
+            char *id = xasprintf("%s.%s", all[i].domain, all[i].id);
+            fprintf(stderr, "suite: task id `%s` is used by two files (%s and %s); the second runs as `%s`\n",
+                    all[i].id, all[k - 1].path, all[i].path, id);
+            free(all[i].id);
+            all[i].id = id;
+            renamed = true;
+        }
+        all[k++] = all[i];
+    }
+    if (renamed)
+        qsort(all, k, sizeof *all, cmp_task);
+    return k;
 }
 
 int suite_load(const char *source, int shard_k, int shard_n, bool strict, suite **out, em_err *err)
@@ -161,8 +211,7 @@ int suite_load(const char *source, int shard_k, int shard_n, bool strict, suite 
             suite_task *st2 = &all[loaded++];
             st2->path = xstrdup(paths[i]);
             st2->id = refused_id(paths[i], &r);
-            const char *d = domains ? json_string_value(json_object_get(domains, st2->id)) : NULL;
-            st2->domain = d ? xstrdup(d) : folder_domain(paths[i]);
+            st2->domain = task_domain(domains, st2->id, paths[i]);
             st2->image = xstrdup(IMAGE_DEFAULT);
             st2->unsupported = xstrdup(r.nproblems ? r.problems[0] : err->msg);
             task_check_result_free(&r);
@@ -172,8 +221,7 @@ int suite_load(const char *source, int shard_k, int shard_n, bool strict, suite 
         suite_task *st2 = &all[loaded++];
         st2->path = xstrdup(paths[i]);
         st2->id = xstrdup(t->id);
-        const char *d = domains ? json_string_value(json_object_get(domains, t->id)) : NULL;
-        st2->domain = d ? xstrdup(d) : folder_domain(paths[i]);
+        st2->domain = task_domain(domains, t->id, paths[i]);
         st2->image = xstrdup(t->image ? t->image : IMAGE_DEFAULT);
         st2->episode_timeout_s = t->episode_timeout_s;
         task_free(t);
@@ -182,6 +230,8 @@ int suite_load(const char *source, int shard_k, int shard_n, bool strict, suite 
     task_paths_free(paths, n);
     if (rc == 0) {
         qsort(all, loaded, sizeof *all, cmp_task);
+        if (is_index)
+            loaded = index_duplicates(all, loaded);
         for (size_t i = 1; i < loaded && rc == 0; i++)
             if (!strcmp(all[i - 1].id, all[i].id))
                 rc = em_fail_input(err, "suite `%s`: task id `%s` is used twice (%s and %s); ids name results",
