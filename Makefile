@@ -33,7 +33,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 TEST_HELPER_SRC := $(wildcard tests/unit/helpers/*.c)
 TEST_HELPER_OBJ := $(TEST_HELPER_SRC:%.c=$(BUILD)/%.o)
 
-.PHONY: all image test unit integration asan valgrind bench fuzz clean distclean demo registry layers
+.PHONY: all image test unit integration asan valgrind bench fuzz clean distclean demo registry layers osworld-doc
 all: $(BIN)/envmgr
 
 $(BUILD)/%.o: %.c
@@ -74,6 +74,10 @@ image:
 # The evaluator-script registry envmgr reads (metric names, families, options), from the scripts.
 registry:
 	/usr/bin/python3 -I evaluator/metrics/run.py --registry > evaluator/metrics/registry.json
+
+# docs/osworld.md's tables of OSWorld's pieces, from envmgr's own tables (test_osworld_doc checks them).
+osworld-doc: $(BIN)/envmgr
+	scripts/gen-osworld-doc
 
 unit: $(UNIT_BIN) $(BIN)/envmgr
 	@tests/run-unit.sh $(UNIT_BIN)

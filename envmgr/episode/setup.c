@@ -47,12 +47,15 @@ static void tolerate(json_t *detail, const char *fmt, ...)
 }
 
 static int setup_failed(em_err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The arguments may point into err->msg (a cause being wrapped): format aside, then copy. */
 static int setup_failed(em_err *err, const char *fmt, ...)
 {
+    char buf[EM_ERR_MAX];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
+    memcpy(err->msg, buf, sizeof buf);
     err->code = EM_EXIT_FAIL;
     return SETUP_FAILED;
 }

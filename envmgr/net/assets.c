@@ -150,14 +150,18 @@ char *assets_mirror_for(const char *url, bool *is_dir)
 
 /* ---- the cache ---- */
 
+/* ENVMGR_ASSET_CACHE, else <cache root>/assets (tests and shared caches move it alone, without
+ * moving the golden states). */
 static char *assets_dir(const char *sub)
 {
-    return xasprintf("%s/assets/%s", paths_cache_root(), sub);
+    const char *root = getenv("ENVMGR_ASSET_CACHE");
+    return root && *root ? xasprintf("%s/%s", root, sub) : xasprintf("%s/assets/%s", paths_cache_root(), sub);
 }
 
 static char *blob_path(const char *sha)
 {
-    return xasprintf("%s/assets/blobs/%s", paths_cache_root(), sha);
+    _cleanup_free_ char *d = assets_dir("blobs");
+    return xasprintf("%s/%s", d, sha);
 }
 
 static void url_key(const char *url, char key[65])
@@ -169,7 +173,8 @@ static char *index_path(const char *url)
 {
     char key[65];
     url_key(url, key);
-    return xasprintf("%s/assets/urls/%s.json", paths_cache_root(), key);
+    _cleanup_free_ char *d = assets_dir("urls");
+    return xasprintf("%s/%s.json", d, key);
 }
 
 /* What the cache index says the last fetch of url gave; NULL when nothing. */
@@ -389,7 +394,8 @@ static int lock_partial(int fd, const char *url, em_err *err)
 static int fetch(const char *url, volatile uint64_t *live, char sha[65], uint64_t *size, em_err *err)
 {
     const asset_settings *s = assets_settings();
-    time_t started = time(NULL);
+    struct timespec started;
+    clock_gettime(CLOCK_REALTIME, &started);
     bool mirror_dir = false;
     _cleanup_free_ char *src = assets_mirror_for(url, &mirror_dir);
     if (s->offline && !(src && mirror_dir))
@@ -413,7 +419,9 @@ static int fetch(const char *url, volatile uint64_t *live, char sha[65], uint64_
     const char *done = json_string_value(json_object_get(idx, "sha256"));
     _cleanup_free_ char *blob = done ? blob_path(done) : NULL, *ip = index_path(url);
     struct stat ist;
-    if (done && stat(ip, &ist) == 0 && ist.st_mtime >= started && regular_size(blob, size)) {
+    bool fresh = stat(ip, &ist) == 0 && (ist.st_mtim.tv_sec > started.tv_sec ||
+                                         (ist.st_mtim.tv_sec == started.tv_sec && ist.st_mtim.tv_nsec >= started.tv_nsec));
+    if (done && fresh && regular_size(blob, size)) {
         snprintf(sha, 65, "%s", done);
         json_decref(idx);
         return 0;
@@ -429,7 +437,9 @@ static int fetch(const char *url, volatile uint64_t *live, char sha[65], uint64_
         long http = 0;
         bool too_big = false;
         CURLcode rc = CURLE_OK;
+        int tries = 0;
         for (int attempt = 0; attempt <= s->retries; attempt++) {
+            tries++;
             if (attempt) {
                 sleep_ms(500.0 * (1 << (attempt - 1)));
                 if (check_interrupt(err) < 0)
@@ -449,10 +459,10 @@ static int fetch(const char *url, volatile uint64_t *live, char sha[65], uint64_
         if (rc == CURLE_HTTP_RETURNED_ERROR && (http == 404 || http == 410))
             return em_fail(err, "asset `%.300s`: upstream file vanished (HTTP %ld)", url, http);
         if (rc == CURLE_HTTP_RETURNED_ERROR)
-            return em_fail(err, "asset `%.300s`: HTTP %ld after %d tries", url, http, s->retries + 1);
+            return em_fail(err, "asset `%.300s`: HTTP %ld (%d tr%s)", url, http, tries, tries == 1 ? "y" : "ies");
         if (rc != CURLE_OK)
-            return em_fail(err, "asset `%.300s`: %s after %d tries", url, ebuf[0] ? ebuf : curl_easy_strerror(rc),
-                           s->retries + 1);
+            return em_fail(err, "asset `%.300s`: %s (%d tr%s)", url, ebuf[0] ? ebuf : curl_easy_strerror(rc), tries,
+                           tries == 1 ? "y" : "ies");
     }
     if (adopt_blob(part, sha, size, err) < 0)
         return em_prefix(err, "asset `%.200s`: ", url);

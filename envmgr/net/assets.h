@@ -2,6 +2,7 @@
  * `cloud_file` getters name http(s) URLs; envmgr fetches them (libcurl) into a content-addressed
  * cache and the episode uploads the cached copy into the guest through the guest agent.
  *
+ * (ENVMGR_ASSET_CACHE moves the assets folder alone)
  *   <ENVMGR_CACHE_DIR>/assets/blobs/<sha256>        the bytes, read-only, named by their hash
  *   <ENVMGR_CACHE_DIR>/assets/urls/<sha256(url)>.json  {url, sha256, size, fetched_at}: the last fetch
  *   <ENVMGR_CACHE_DIR>/assets/partial/<sha256(url)>  an interrupted download (resumed with Range)
