@@ -33,7 +33,7 @@ class Handler(http.server.SimpleHTTPRequestHandler):
 
 
 def main():
-    root, portfile = sys.argv[1], sys.argv[2]
+    root, portfile = sys.argv[1], os.path.abspath(sys.argv[2])
     os.chdir(root)
     srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     if len(sys.argv) > 4:
