@@ -11,7 +11,7 @@
 #   make uninstall  removes exactly what make install created
 
 CC      ?= gcc
-PKGS    := libvncclient libpng jansson libmicrohttpd
+PKGS    := libvncclient libpng jansson libmicrohttpd libcurl
 CSTD    := -std=c17 -D_GNU_SOURCE
 WARN    := -Wall -Wextra -Wshadow -Wformat=2 -Wno-unused-parameter -Wstrict-prototypes
 OPT     ?= -O2 -g
@@ -41,7 +41,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 TEST_HELPER_SRC := $(wildcard tests/unit/helpers/*.c)
 TEST_HELPER_OBJ := $(TEST_HELPER_SRC:%.c=$(BUILD)/%.o)
 
-.PHONY: all image test unit integration asan valgrind bench fuzz clean distclean demo registry layers man install uninstall metric-docs
+.PHONY: all image test unit integration asan valgrind bench fuzz clean distclean demo registry layers man install uninstall metric-docs osworld-doc
 all: $(BIN)/envmgr
 
 $(BUILD)/%.o: %.c
@@ -102,6 +102,10 @@ registry:
 # tests/integration/test_evaluator_sandbox.sh).
 metric-docs: $(BIN)/envmgr
 	ENVMGR_BIN=$(ROOT)/$(BIN)/envmgr scripts/gen-metric-docs
+
+# docs/osworld.md's tables of OSWorld's pieces, from envmgr's own tables (test_osworld_doc checks them).
+osworld-doc: $(BIN)/envmgr
+	scripts/gen-osworld-doc
 
 unit: $(UNIT_BIN) $(BIN)/envmgr
 	@tests/run-unit.sh $(UNIT_BIN)

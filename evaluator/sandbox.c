@@ -91,6 +91,8 @@ json_t *sandbox_osworld_value(sandbox *sb, json_t *a, const char *side)
     if (!is_artifact(a))
         return json_incref(a);
     const char *type = json_string_value(json_object_get(a, "type"));
+    if (!strcmp(type, "list")) /* vm_file multi: OSWorld's list of paths, None for a missing file */
+        return sandbox_osworld_value(sb, json_object_get(a, "items"), side);
     if (!strcmp(type, "file")) {
         char *inside = bind_input(sb, json_string_value(json_object_get(a, "path")), side);
         json_t *v = inside ? json_string(inside) : json_null();
@@ -117,6 +119,11 @@ json_t *sandbox_script_artifact(sandbox *sb, json_t *a, const char *side)
         return list;
     }
     const char *type = json_string_value(json_object_get(a, "type"));
+    if (type && !strcmp(type, "list")) { /* vm_file multi: each item bound like a file of its own */
+        json_t *c = json_copy(a);
+        json_object_set_new(c, "items", sandbox_script_artifact(sb, json_object_get(a, "items"), side));
+        return c;
+    }
     if (!type || strcmp(type, "file"))
         return json_incref(a);
     json_t *c = json_copy(a);

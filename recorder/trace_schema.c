@@ -238,7 +238,7 @@ static int check_evaluation(ctx *c)
     /* the causes an episode can end with (a task_error never opens a trace) */
     static const char *causes[EXIT_CAUSE_COUNT];
     for (int i = EXIT_DONE, n = 0; i < EXIT_CAUSE_COUNT; i++)
-        if (i != EXIT_TASK_ERROR)
+        if (i != EXIT_TASK_ERROR && i != EXIT_UNSUPPORTED)
             causes[n++] = exit_cause_name((exit_cause)i);
     /* status and evaluator_error came with the evaluator sandbox: older traces have neither */
     static const char *const statuses[] = {"scored", "evaluator_error", "not_evaluated", NULL};
@@ -255,7 +255,8 @@ static int check_evaluation(ctx *c)
         get_string(c, "reason", true, 0, TRACE_MAX_TEXT, TEXT_FREE, NULL) < 0 ||
         get_object(c, "artifacts", false, &artifacts) < 0 ||
         get_enum(c, "exit_cause", causes,
-                 "must be one of done, fail, max_steps, timeout, agent_error, env_error, evaluated, guest_shutdown") < 0)
+                 "must be one of done, fail, max_steps, timeout, agent_error, env_error, evaluated, guest_shutdown, "
+                 "setup_error") < 0)
         return -1;
     if (!artifacts)
         return 0;

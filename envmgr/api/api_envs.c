@@ -290,7 +290,7 @@ void api_h_create(api_request *q, api_reply *r)
     /* Coordinates are checked against the screen of the image the env will boot. */
     int w, h;
     image_screen(jimage ? json_string_value(jimage) : IMAGE_DEFAULT, &w, &h);
-    if (jtask && api_parse_task(jtask, "task", s->cfg.task_root, s->empty_dir, w, h, &t, &tpath, sha, &ae_) < 0)
+    if (jtask && api_parse_task(jtask, "task", s->cfg.task_root, s->empty_dir, w, h, NULL, &t, &tpath, sha, &ae_) < 0)
         return api_reply_error(r, &ae_);
     if (t && !jimage && t->image && strcmp(t->image, IMAGE_DEFAULT)) { /* the task names its image: its screen */
         int tw, th;
@@ -300,7 +300,7 @@ void api_h_create(api_request *q, api_reply *r)
             t = NULL;
             free(tpath);
             tpath = NULL;
-            if (api_parse_task(jtask, "task", s->cfg.task_root, s->empty_dir, tw, th, &t, &tpath, sha, &ae_) < 0)
+            if (api_parse_task(jtask, "task", s->cfg.task_root, s->empty_dir, tw, th, NULL, &t, &tpath, sha, &ae_) < 0)
                 return api_reply_error(r, &ae_);
         }
     }
@@ -336,9 +336,11 @@ void api_h_create(api_request *q, api_reply *r)
                       .net = s->cfg.allow_private};
     double t0 = now_ms();
     int rc = env_up(&uo, &ae->e, NULL, &err);
-    if (rc == 0 && jtask) /* now with the image's real screen size */
-        rc = api_parse_task(jtask, "task", s->cfg.task_root, s->empty_dir, env_width(ae->e), env_height(ae->e),
+    if (rc == 0 && jtask) { /* now with the image's real screen size and user password */
+        _cleanup_free_ char *pw = env_user_password(ae->e);
+        rc = api_parse_task(jtask, "task", s->cfg.task_root, s->empty_dir, env_width(ae->e), env_height(ae->e), pw,
                             &ae->t, &ae->task_path, ae->task_sha, &ae_) < 0 ? -2 : 0;
+    }
     pthread_mutex_lock(&s->lock);
     bool stopping = s->stopping;
     if (rc == 0 && !stopping) {
@@ -430,8 +432,9 @@ void api_h_reset(api_request *q, api_reply *r)
     json_t *jtask = json_object_get(q->body, "task");
     task *nt = NULL;
     char *npath = NULL, nsha[65] = "";
+    _cleanup_free_ char *pw = env_user_password(ae->e);
     if (jtask && !json_is_null(jtask) &&
-        api_parse_task(jtask, "task", s->cfg.task_root, s->empty_dir, env_width(ae->e), env_height(ae->e), &nt,
+        api_parse_task(jtask, "task", s->cfg.task_root, s->empty_dir, env_width(ae->e), env_height(ae->e), pw, &nt,
                        &npath, nsha, &ae_) < 0) {
         unlock_env(q, ae);
         return api_reply_error(r, &ae_);

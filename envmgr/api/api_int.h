@@ -84,6 +84,7 @@ int api_parse_step(json_t *body, int w, int h, json_t **reply, api_error *ae);
  * placeholders are substituted. *path is malloc'd (NULL inline), sha the
  * sha256 of the task text. */
 int api_parse_task(json_t *spec, const char *field, const char *task_root, const char *empty_dir, int w, int h,
+                   const char *client_password,
                    task **out, char **path, char sha[65], api_error *ae);
 
 /* ---- auth ---- */

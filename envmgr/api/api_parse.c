@@ -235,6 +235,7 @@ int api_parse_step(json_t *body, int w, int h, json_t **reply, api_error *ae)
 }
 
 int api_parse_task(json_t *spec, const char *field, const char *task_root, const char *empty_dir, int w, int h,
+                   const char *client_password,
                    task **out, char **path, char sha[65], api_error *ae)
 {
     *out = NULL;
@@ -266,7 +267,8 @@ int api_parse_task(json_t *spec, const char *field, const char *task_root, const
     } else {
         return api_fail(ae, 400, field, "%s: expected a task object or a task file path", field);
     }
-    if (task_substitute_screen(t, w, h, &err) < 0) {
+    task_vars v = {.screen_w = w, .screen_h = h, .client_password = client_password};
+    if (task_substitute(t, &v, &err) < 0) {
         task_free(t);
         free(*path);
         *path = NULL;

@@ -15,6 +15,8 @@ static const char *const names[] = {
     [EXIT_TASK_ERROR] = "task_error",
     [EXIT_EVALUATED] = "evaluated",
     [EXIT_GUEST_SHUTDOWN] = "guest_shutdown",
+    [EXIT_SETUP_ERROR] = "setup_error",
+    [EXIT_UNSUPPORTED] = "unsupported",
 };
 
 const char *exit_cause_name(exit_cause c)

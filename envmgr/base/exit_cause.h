@@ -14,6 +14,8 @@ typedef enum {
     EXIT_TASK_ERROR,  /* the task could not be loaded (suites) */
     EXIT_EVALUATED,   /* evaluated on request while the agent had not ended it (HTTP API) */
     EXIT_GUEST_SHUTDOWN, /* the guest powered itself off: scored (0), never an env error to retry */
+    EXIT_SETUP_ERROR, /* a setup step's own check failed (execute_with_verification, `check`): not evaluated */
+    EXIT_UNSUPPORTED, /* the task needs a piece envmgr lacks (suites): counted apart from scores */
     EXIT_CAUSE_COUNT
 } exit_cause;
 

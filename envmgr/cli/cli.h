@@ -33,6 +33,13 @@ int cmd_image(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_trace(int argc, char **argv);
 int cmd_suite(int argc, char **argv);
+int cmd_task(int argc, char **argv);
+/* --offline and --asset-mirror PREFIX=DIR|URL, shared by task fetch, run and suite run (the
+ * asset cache's process-wide settings). Returns 0, or EM_EXIT_USAGE after printing why. */
+#define CLI_ASSET_USAGE                                                                                              \
+    "  --offline          assets only from the cache (and mirror folders); a missing URL is an error\n"            \
+    "  --asset-mirror PREFIX=DIR|URL   fetch http(s) assets starting with PREFIX from DIR/<rest> or URL<rest>\n"
+int cli_asset_option(const char *usage, int offline, const char *mirror);
 int cmd_gc(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_view(int argc, char **argv);

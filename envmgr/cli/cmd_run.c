@@ -16,6 +16,7 @@
 static const char usage[] =
     "usage: envmgr run TASK.json|SUITE_DIR --agent CMD [--env NAME] [--out DIR] [--record DIR]\n"
     "                  [--accel auto|kvm|tcg] [--settle-ms MS] [--allow-private ADDR:PORT]...\n"
+    "                  [--offline] [--asset-mirror PREFIX=DIR|URL]...\n"
     "  Run episodes: restore the clean snapshot, run the task's setup, let the agent act\n"
     "  (docs/agent-protocol.md), run postconfig and the evaluator, revert. Prints the score and\n"
     "  writes OUT/result.json and the trace (OUT/trace, or --record DIR). A folder runs its tasks\n"
@@ -24,7 +25,8 @@ static const char usage[] =
     "  --out DIR       default: ./envmgr-out/<task id> (one task) or ./envmgr-out (a folder)\n"
     "  --settle-ms MS  after each action wait for two identical frames MS apart (default 300)\n"
     "  --allow-private A:P  the temporary env may reach this loopback/private address when a task's\n"
-    "                  allowlist applies (the operator's choice; tasks cannot; repeatable)\n";
+    "                  allowlist applies (the operator's choice; tasks cannot; repeatable)\n"
+    CLI_ASSET_USAGE;
 
 typedef struct run_args {
     const char *agent, *env_name, *out, *record, *accel;
@@ -39,7 +41,7 @@ static int one(env *e, bool fresh, const char *path, const char *out_dir, const 
     task *t = NULL;
     if (task_load(path, &t, err) < 0)
         return -1;
-    int rc = task_substitute_screen(t, env_width(e), env_height(e), err);
+    int rc = episode_prepare_task(e, t, err);
     episode_opts o = {.agent_cmd = a->agent, .out_dir = out_dir, .trace_dir = a->record, .fresh = fresh,
                       .settle_ms = a->settle_ms};
     if (rc == 0)
@@ -58,7 +60,9 @@ int cmd_run(int argc, char **argv)
     static const struct option opts[] = {{"agent", required_argument, 0, 'a'}, {"env", required_argument, 0, 'e'},
                                          {"out", required_argument, 0, 'o'},   {"record", required_argument, 0, 'r'},
                                          {"accel", required_argument, 0, 'A'}, {"settle-ms", required_argument, 0, 's'},
-                                         {"allow-private", required_argument, 0, 'P'}, {0, 0, 0, 0}};
+                                         {"allow-private", required_argument, 0, 'P'},
+                                         {"offline", no_argument, 0, 'O'},     {"asset-mirror", required_argument, 0, 'm'},
+                                         {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "a:e:o:r:", opts, NULL)) != -1) {
         switch (c) {
@@ -75,6 +79,11 @@ int cmd_run(int argc, char **argv)
             if (netpolicy_add_private(&a.priv, optarg, &err) < 0)
                 return cli_usage_error(usage, "--allow-private: %s", err.msg);
             a.has_priv = true;
+            break;
+        case 'O':
+        case 'm':
+            if (cli_asset_option(usage, c == 'O', c == 'm' ? optarg : NULL))
+                return EM_EXIT_USAGE;
             break;
         default: return cli_usage_error(usage, "run: bad option");
         }

@@ -464,3 +464,8 @@ int env_list(json_t **out, em_err *err)
     *out = list;
     return 0;
 }
+
+char *env_user_password(const env *e)
+{
+    return manifest_user_password(e ? e->image : NULL);
+}

@@ -51,6 +51,8 @@ const char *env_accel(const env *e);
 const char *env_image_sha256(const env *e);
 int env_width(const env *e);
 int env_height(const env *e);
+/* The image user's password (manifest_user_password); caller frees. */
+char *env_user_password(const env *e);
 
 /* PNG of a fresh frame. The returned buffer belongs to the env (valid until the next call).
  * An unchanged frame reuses the previous encoding. */

@@ -9,6 +9,7 @@
 #include "envmgr/action/actions.h"
 #include "envmgr/episode/agent.h"
 #include "envmgr/episode/episode_env.h"
+#include "envmgr/episode/setup.h"
 #include "envmgr/net/egress_log.h"
 #include "envmgr/net/netpolicy.h"
 #include "envmgr/action/pyautogui.h"
@@ -41,6 +42,7 @@ struct episode {
     uint64_t last_hash;
     char last_sha[65];
     uint64_t egress_start, egress_off; /* this episode's part of the env's egress log */
+    json_t *setup_flags; /* steps that failed the way OSWorld goes on after: [{phase, index, type, why}] */
     size_t egress_lines, egress_dropped;
 };
 typedef struct episode run; /* the agent loop below reads as "a run of an episode" */
@@ -166,13 +168,20 @@ static int run_steps(run *r, const task_step *steps, size_t n, const char *list_
         double t0 = now_ms();
         json_t *detail = NULL;
         em_err serr = {0};
-        int rc = r->ev.setup_step(r->ev.ctx, r->t, &steps[i], &detail, &serr);
+        int rc = r->ev.setup_step(r->ev.ctx, r->t, &steps[i], r->artifacts, &detail, &serr);
         json_t *line = json_pack("{s:s, s:O, s:f, s:b}", "type", "setup", "step",
                                  json_array_get(raw, i) ? json_array_get(raw, i) : json_null(), "duration_ms",
                                  now_ms() - t0, "ok", rc == 0);
         if (!json_is_object(json_object_get(line, "step")))
             json_object_set_new(line, "step", json_pack("{s:s}", "type", task_step_type_name(steps[i].type)));
         json_object_set_new(line, "phase", json_string(list_name));
+        const char *tolerated = json_string_value(json_object_get(detail, "tolerated"));
+        if (tolerated) { /* kept going as OSWorld does, but visible: in the trace line and the result */
+            json_object_set_new(line, "tolerated", json_string(tolerated));
+            json_array_append_new(r->setup_flags, json_pack("{s:s, s:I, s:s, s:s}", "phase", list_name, "index",
+                                                            (json_int_t)i, "type", task_step_type_name(steps[i].type),
+                                                            "why", tolerated));
+        }
         if (detail)
             json_object_set_new(line, "detail", detail);
         if (rc < 0)
@@ -187,9 +196,12 @@ static int run_steps(run *r, const task_step *steps, size_t n, const char *list_
             char why[EM_ERR_MAX + 64];
             snprintf(why, sizeof why, "%s[%zu] (%s): %s", list_name, i, task_step_type_name(steps[i].type), serr.msg);
             if (abort_on_error) {
-                set_end(r, EXIT_ENV_ERROR, why);
+                set_end(r, rc == SETUP_FAILED ? EXIT_SETUP_ERROR : EXIT_ENV_ERROR, why);
                 return 1;
             }
+            json_array_append_new(r->setup_flags, json_pack("{s:s, s:I, s:s, s:s}", "phase", list_name, "index",
+                                                            (json_int_t)i, "type", task_step_type_name(steps[i].type),
+                                                            "why", serr.msg));
             fprintf(stderr, "envmgr: %s\n", why);
         }
     }
@@ -486,6 +498,7 @@ static void episode_free(episode *ep)
         return;
     agent_stop(ep->ag, 0);
     free(ep->reason);
+    json_decref(ep->setup_flags);
     free(ep->task_path);
     free(ep->trace_dir);
     free(ep->artifacts);
@@ -539,6 +552,7 @@ int episode_begin_with(const episode_env *ev, const task *t, const char *task_pa
     r->task_path = task_path ? xstrdup(task_path) : NULL;
     r->trace_dir = o->trace_dir ? xstrdup(o->trace_dir) : xasprintf("%s/trace", o->out_dir);
     r->artifacts = xasprintf("%s/artifacts", o->out_dir);
+    r->setup_flags = json_array();
     char task_sha[65];
     int rc = mkdir_p(r->artifacts, 0755, err);
     if (rc == 0 && task_sha256)
@@ -587,6 +601,8 @@ int episode_begin_with(const episode_env *ev, const task *t, const char *task_pa
         }
     }
     json_object_set_new(hdr, "settle_ms", json_real(o->settle_ms));
+    if (t->osworld_proxy) /* OSWorld's "proxy": true: the task wants the web; `network` is the answer */
+        json_object_set_new(hdr, "osworld_proxy", json_true());
     rc = trace_open(r->trace_dir, hdr, &r->tw, err);
     json_decref(hdr);
     if (rc < 0) {
@@ -623,10 +639,11 @@ int episode_finish(episode *ep, exit_cause cause, json_t **result, em_err *err)
     double score = 0;
     char *reason = NULL;
     json_t *details = NULL;
+    bool evaluate = r->cause != EXIT_ENV_ERROR && r->cause != EXIT_SETUP_ERROR && r->cause != EXIT_GUEST_SHUTDOWN;
     if (r->cause == EXIT_GUEST_SHUTDOWN) { /* nothing to read in a powered-off guest: a 0, recorded */
         rc = finish_egress(r, err);
         reason = xstrdup("not evaluated: the guest shut down (a scored outcome: 0)");
-    } else if (r->cause != EXIT_ENV_ERROR) {
+    } else if (evaluate) {
         rc = run_steps(r, t->postconfig, t->npostconfig, "postconfig", false, err);
         if (rc == 0)
             rc = finish_egress(r, err);
@@ -648,7 +665,7 @@ int episode_finish(episode *ep, exit_cause cause, json_t **result, em_err *err)
         episode_abandon(r);
         return -1;
     }
-    if (r->reason && r->cause != EXIT_ENV_ERROR && r->cause != EXIT_GUEST_SHUTDOWN) { /* keep why the episode ended next to the score */
+    if (r->reason && evaluate) { /* keep why the episode ended next to the score */
         char *joined = xasprintf("%s (episode ended: %s)", reason ? reason : "", r->reason);
         free(reason);
         reason = joined;
@@ -682,6 +699,8 @@ int episode_finish(episode *ep, exit_cause cause, json_t **result, em_err *err)
         json_object_set(res, "evaluator_error", eval_error);
     if (details)
         json_object_set_new(res, "evaluation", details);
+    if (json_array_size(r->setup_flags))
+        json_object_set(res, "setup_flags", r->setup_flags);
     free(reason);
     _cleanup_free_ char *path = xasprintf("%s/result.json", r->o.out_dir);
     if (rc == 0)
@@ -693,6 +712,13 @@ int episode_finish(episode *ep, exit_cause cause, json_t **result, em_err *err)
     }
     *result = res;
     return 0;
+}
+
+int episode_prepare_task(env *e, task *t, em_err *err)
+{
+    _cleanup_free_ char *pw = env_user_password(e);
+    task_vars v = {.screen_w = env_width(e), .screen_h = env_height(e), .client_password = pw};
+    return task_substitute(t, &v, err);
 }
 
 int episode_run(env *e, const task *t, const char *task_path, const episode_opts *o, json_t **result, em_err *err)

@@ -64,6 +64,10 @@ int episode_finish(episode *ep, exit_cause cause, json_t **result, em_err *err);
 /* Free without evaluating: the trace stays readable, marked incomplete. */
 void episode_abandon(episode *ep);
 
+/* Replace OSWorld's placeholders in t for env e: its screen size and its image user's password
+ * ({CLIENT_PASSWORD}); task_substitute. */
+int episode_prepare_task(env *e, task *t, em_err *err);
+
 /* Runs the episode in e. Returns 0 when the episode ran (whatever its score
  * or exit cause); *result is the result.json object. Returns -1 only when
  * nothing could be recorded (bad arguments, output directory unusable,

@@ -147,7 +147,7 @@ int replay_run(env *e, bool fresh, const replay_opts *o, json_t **out, em_err *e
     if (rc == 0 && task_load(task_path, &t, err) < 0)
         rc = -1;
     if (rc == 0)
-        rc = task_substitute_screen(t, env_width(e), env_height(e), err);
+        rc = episode_prepare_task(e, t, err);
     if (rc < 0) {
         task_free(t);
         trace_free(rec);

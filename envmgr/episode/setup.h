@@ -9,9 +9,16 @@
 #include "envmgr/env/env.h"
 #include "evaluator/task.h"
 
-/* Run one step. *detail receives facts for the trace (exit code, output
- * excerpt); a step that could not be carried out returns -1. */
-int setup_run_step(env *e, const task *t, const task_step *s, json_t **detail, em_err *err);
+/* A step ran but its own check failed (execute_with_verification, execute's `check`, an asset
+ * that cannot be had, a browser step on an image without a browser): the episode ends as
+ * setup_error, not env_error (the env is fine; retrying would fail the same way). */
+#define SETUP_FAILED (-2)
+
+/* Run one step. *detail receives facts for the trace (exit code, capped output, "tolerated":
+ * why, when the step failed the way OSWorld goes on after); cache_dir is the episode's cache
+ * (execute's stdout/stderr files, read by cache_file). Returns 0, SETUP_FAILED, or -1 when the
+ * step could not be carried out (the env failed). */
+int setup_run_step(env *e, const task *t, const task_step *s, const char *cache_dir, json_t **detail, em_err *err);
 
 /* Wait until the screen has not changed for stable_ms (or, with a reference,
  * until the region matches it within tolerance), at most timeout_s. */

@@ -42,7 +42,7 @@ static double num(json_t *o, const char *key)
 /* Running totals of one domain (or of all). */
 typedef struct tally {
     json_t *tasks;  /* set of task ids */
-    size_t episodes, passed, env_errors, evaluator_errors;
+    size_t episodes, passed, env_errors, evaluator_errors, unsupported;
     double score_sum, steps_sum;
     double *times;
     size_t ntimes;
@@ -59,6 +59,11 @@ static void tally_add(tally *t, json_t *line)
     if (!t->tasks)
         t->tasks = json_object();
     json_object_set_new(t->tasks, json_string_value(json_object_get(line, "task_id")), json_true());
+    const char *cause = json_string_value(json_object_get(line, "exit_cause"));
+    if (exit_cause_from_name(cause) == EXIT_UNSUPPORTED) { /* neither a pass nor a 0: counted apart */
+        t->unsupported++;
+        return;
+    }
     double score = num(line, "score");
     t->episodes++;
     if (report_evaluator_error(line)) {
@@ -68,7 +73,6 @@ static void tally_add(tally *t, json_t *line)
         t->score_sum += score;
     }
     t->steps_sum += num(line, "steps");
-    const char *cause = json_string_value(json_object_get(line, "exit_cause"));
     t->env_errors += exit_cause_from_name(cause) == EXIT_ENV_ERROR;
     t->times = xrealloc(t->times, (t->ntimes + 1) * sizeof *t->times);
     t->times[t->ntimes++] = num(line, "duration_s");
@@ -84,6 +88,7 @@ static json_t *tally_json(tally *t)
                           scored ? (double)t->passed / ns : 0.0, "mean_score", t->score_sum / ns, "mean_steps",
                           t->steps_sum / n, "p50_episode_s", report_p50(t->times, t->ntimes), "env_errors",
                           (json_int_t)t->env_errors, "evaluator_errors", (json_int_t)t->evaluator_errors);
+    json_object_set_new(o, "unsupported", json_integer((json_int_t)t->unsupported));
     json_decref(t->tasks);
     free(t->times);
     memset(t, 0, sizeof *t);
@@ -146,16 +151,17 @@ static void row(FILE *out, const char *name, json_t *t)
 {
     sbuf b = {0};
     sbuf_add_visible(&b, name, 24);
-    fprintf(out, "%-24s %6lld %8lld %9.1f%% %10.3f %10.1f %10.1f s\n", b.s ? b.s : "", 
+    fprintf(out, "%-24s %6lld %8lld %9.1f%% %10.3f %10.1f %10.1f s %11lld\n", b.s ? b.s : "",
             json_integer_value(json_object_get(t, "tasks")), json_integer_value(json_object_get(t, "episodes")),
-            100 * num(t, "pass_rate"), num(t, "mean_score"), num(t, "mean_steps"), num(t, "p50_episode_s"));
+            100 * num(t, "pass_rate"), num(t, "mean_score"), num(t, "mean_steps"), num(t, "p50_episode_s"),
+            json_integer_value(json_object_get(t, "unsupported")));
     sbuf_release(&b);
 }
 
 void report_print_table(FILE *out, json_t *summary)
 {
-    fprintf(out, "%-24s %6s %8s %10s %10s %10s %12s\n", "DOMAIN", "TASKS", "EPISODES", "PASS RATE", "MEAN SCORE",
-            "MEAN STEPS", "P50 EPISODE");
+    fprintf(out, "%-24s %6s %8s %10s %10s %10s %12s %11s\n", "DOMAIN", "TASKS", "EPISODES", "PASS RATE", "MEAN SCORE",
+            "MEAN STEPS", "P50 EPISODE", "UNSUPPORTED");
     const char *key;
     json_t *t;
     json_object_foreach(json_object_get(summary, "domains"), key, t)
@@ -170,6 +176,9 @@ void report_print_table(FILE *out, json_t *summary)
     long long eval_errs = json_integer_value(json_object_get(json_object_get(summary, "all"), "evaluator_errors"));
     if (eval_errs)
         fprintf(out, "; %lld ended in evaluator_error (not scored: pass rate and mean score leave them out)", eval_errs);
+    long long unsup = json_integer_value(json_object_get(json_object_get(summary, "all"), "unsupported"));
+    if (unsup)
+        fprintf(out, "; %lld unsupported (not scored: the pass rate and mean score leave them out)", unsup);
     fputc('\n', out);
 }
 
@@ -201,6 +210,11 @@ static void xml_attr(sbuf *b, const char *name, const char *value)
 {
     _cleanup_free_ char *v = report_xml_escape(value ? value : "");
     sbuf_printf(b, " %s=\"%s\"", name, v);
+}
+
+static bool is_unsupported(json_t *line)
+{
+    return exit_cause_from_name(json_string_value(json_object_get(line, "exit_cause"))) == EXIT_UNSUPPORTED;
 }
 
 /* One testcase entry: either a final line or a placeholder for an episode that never finished. */
@@ -263,7 +277,7 @@ char *report_junit(json_t *meta, json_t *final, const char *dir_abs)
     size_t tests = n, failures = 0, errors = 0, skipped = 0;
     double time = 0;
     for (i = 0; i < n; i++) {
-        if (!cases[i].line)
+        if (!cases[i].line || is_unsupported(cases[i].line))
             skipped++;
         else {
             errors += report_evaluator_error(cases[i].line);
@@ -282,7 +296,7 @@ char *report_junit(json_t *meta, json_t *final, const char *dir_abs)
         size_t f = 0, e = 0, s = 0;
         double tt = 0;
         while (end < n && !strcmp(cases[end].domain, cases[start].domain)) {
-            if (!cases[end].line)
+            if (!cases[end].line || is_unsupported(cases[end].line))
                 s++;
             else {
                 e += report_evaluator_error(cases[end].line);
@@ -304,6 +318,12 @@ char *report_junit(json_t *meta, json_t *final, const char *dir_abs)
             if (!c->line) {
                 sbuf_puts(&b, "      <skipped message=\"not run: the suite was interrupted or this shard is "
                               "incomplete\"/>\n");
+            } else if (is_unsupported(c->line)) {
+                const char *reason = json_string_value(json_object_get(c->line, "reason"));
+                _cleanup_free_ char *msg = xasprintf("unsupported: %s", reason ? reason : "?");
+                sbuf_puts(&b, "      <skipped");
+                xml_attr(&b, "message", msg);
+                sbuf_puts(&b, "/>\n");
             } else {
                 double score = num(c->line, "score");
                 const char *cause = json_string_value(json_object_get(c->line, "exit_cause"));

@@ -77,7 +77,7 @@ typedef struct pool {
     int nslots;
     job *q;                /* pending episodes; retries go to the front */
     size_t qhead, qlen, qcap;
-    size_t expected, finished, passed, finished_here, retried;
+    size_t expected, finished, passed, finished_here, retried, unsupported;
     double t_start, last_draw, last_sample;
     bool tty, drawn, stopping;
     size_t running;
@@ -328,6 +328,30 @@ static int record(pool *p, slot *sl, const job *j, json_t *res, em_err *err)
              eval_error ? "EVALUATOR_ERROR" : report_passed(score) ? "PASS" : "FAIL", key, score, cause, duration, sl->env,
              report_passed(score) ? "" : ": ", report_passed(score) ? "" : (why.s ? why.s : ""));
     }
+    sbuf_release(&why);
+    return 0;
+}
+
+/* A task that cannot run (a piece envmgr lacks): one final line with exit cause unsupported and
+ * its reason, no env, no trace; reports count it apart from scores. */
+static int record_unsupported(pool *p, const suite_task *t, int rep, em_err *err)
+{
+    char when[40];
+    iso8601_now(when, sizeof when);
+    json_t *line = json_pack("{s:s, s:s, s:i, s:i, s:b, s:f, s:s, s:s, s:i, s:i, s:f, s:s, s:s, s:s}", "task_id",
+                             t->id, "domain", t->domain, "repeat", rep, "attempt", 0, "final", 1, "score", 0.0,
+                             "exit_cause", exit_cause_name(EXIT_UNSUPPORTED), "reason", t->unsupported, "steps", 0,
+                             "actions", 0, "duration_s", 0.0, "finished", when, "task_path", t->path, "env", "");
+    int rc = results_append(p->results_fd, line, err);
+    json_decref(line);
+    if (rc < 0)
+        return em_prefix(err, "suite: `%s/" SUITE_RESULTS_FILE "`: ", p->dir);
+    p->finished++; /* not finished_here: it took no time, the ETA must not count it */
+    p->unsupported++;
+    _cleanup_free_ char *key = suite_episode_key(t->id, rep);
+    sbuf why = {0};
+    sbuf_add_visible(&why, t->unsupported, 200);
+    plog(p, "[%zu/%zu] UNSUPPORTED %s: %s", p->finished, p->expected, key, why.s ? why.s : "");
     sbuf_release(&why);
     return 0;
 }
@@ -755,6 +779,12 @@ int suite_run(const suite *s, const pool_opts *o, json_t **summary_out, em_err *
             if (done) {
                 p.finished++;
                 p.passed += report_passed(json_number_value(json_object_get(done, "score")));
+            } else if (s->tasks[i].unsupported) {
+                if (record_unsupported(&p, &s->tasks[i], r, err) < 0) {
+                    json_decref(final);
+                    free_pool(&p);
+                    return -1;
+                }
             } else {
                 q_push_back(&p, (job){i, r, 0});
             }

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include "envmgr/base/fileio.h"
+#include "envmgr/base/paths.h"
 #include "envmgr/base/util.h"
 
 #define MANIFEST_MAX (4u << 20)
@@ -127,4 +128,32 @@ int manifest_verify(const manifest *m, int full, em_err *err)
                            m->dir, name, got, want);
     }
     return 0;
+}
+
+char *manifest_user_password(const manifest *m)
+{
+    const char *pw = json_string_value(json_object_get(json_object_get(m ? m->json : NULL, "user"), "password"));
+    if (pw)
+        return xstrdup(pw);
+    em_err bad;
+    if (m && m->name && check_name("image", m->name, &bad) == 0) {
+        _cleanup_free_ char *conf = xasprintf("%s/vm-images/%s/image.conf", paths_data_dir(), m->name), *text = NULL;
+        size_t len;
+        em_err ignored;
+        if (read_file_capped(conf, 64 * 1024, &text, &len, &ignored) == 0) {
+            for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+                if (strncmp(line, "GUEST_PASSWORD=", 15))
+                    continue;
+                char *v = line + 15, *end = v + strcspn(v, " \t#");
+                *end = '\0';
+                if (*v == '"' || *v == '\'') { /* shell quoting of a plain word */
+                    v++;
+                    if (end > v && (end[-1] == '"' || end[-1] == '\''))
+                        end[-1] = '\0';
+                }
+                return xstrdup(v);
+            }
+        }
+    }
+    return xstrdup("password");
 }

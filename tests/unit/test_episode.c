@@ -72,15 +72,15 @@ static int f_set_network(void *ctx, const netpolicy *p, bool *changed, em_err *e
     f->net = *p;
     return 0;
 }
-static int f_setup(void *ctx, const task *t, const task_step *s, json_t **detail, em_err *err)
+static int f_setup(void *ctx, const task *t, const task_step *s, const char *cache_dir, json_t **detail, em_err *err)
 {
     fake *f = ctx;
     f->setups++;
     return f->fail_setup ? em_fail(err, "execute: exited with status 1") : 0;
 }
 /* The guest answers every command with "hi\n". */
-static int g_exec(void *ctx, const char *const *argv, double timeout_s, size_t out_cap, char **out, size_t *out_len,
-                  int *exit_code, em_err *err)
+static int g_exec(void *ctx, const char *const *argv, unsigned flags, double timeout_s, size_t out_cap, char **out,
+                  size_t *out_len, int *exit_code, em_err *err)
 {
     *out = xstrdup("hi\n");
     *out_len = 3;

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -521,15 +522,17 @@ typedef struct rec {
     const char *out; /* canned exec output */
     size_t out_len;
     int exit_code;
+    unsigned flags; /* of the last exec */
     const char *file; /* canned file contents; NULL: read fails */
     size_t file_len;
 } rec;
 
-static int rec_exec(void *ctx, const char *const *argv, double timeout_s, size_t out_cap, char **out, size_t *out_len,
-                    int *exit_code, em_err *err)
+static int rec_exec(void *ctx, const char *const *argv, unsigned flags, double timeout_s, size_t out_cap, char **out,
+                    size_t *out_len, int *exit_code, em_err *err)
 {
     rec *r = ctx;
     r->exec_calls++;
+    r->flags = flags;
     for (r->argc = 0; argv[r->argc] && r->argc < 16; r->argc++)
         snprintf(r->argv[r->argc], sizeof r->argv[0], "%s", argv[r->argc]);
     r->timeout = timeout_s;
@@ -655,7 +658,8 @@ static void test_getters_host_side(void)
     free(link);
     getter_fails(&ops, "{\"type\": \"local_file\", \"path\": \"files\"}", "local_file: `files` is not a regular file");
     getter_fails(&ops, "{\"type\": \"cache_file\", \"path\": \"files/none.txt\"}",
-                 "cache_file: `files/none.txt`: No such file or directory");
+                 "cache_file `files/none.txt`: not in the episode's cache (nothing saved it there) nor in the task "
+                 "folder");
     CU_ASSERT_EQUAL(r.exec_calls + r.read_calls + r.shot_calls, 0); /* host-side getters never touch the env */
 
     /* host-side getters need no env at all */
@@ -733,11 +737,11 @@ static void test_getters_guest_side(void)
     CU_ASSERT_STRING_EQUAL(art_str(art, "value"), "a\xef\xbf\xbd" "b\xef\xbf\xbd");
     json_decref(art);
 
-    /* list_directory: find with NUL-separated names, sorted */
+    /* list_directory_names (list_directory's first shape): find with NUL-separated names, sorted */
     r.exit_code = 0;
     r.out = "b.txt\0a b\0.hidden\0";
     r.out_len = 18;
-    art = run_getter(&ops, "{\"type\": \"list_directory\", \"path\": \"/home/user\"}", &err);
+    art = run_getter(&ops, "{\"type\": \"list_directory_names\", \"path\": \"/home/user\"}", &err);
     CU_ASSERT_STRING_EQUAL(r.argv[0], "find");
     CU_ASSERT_STRING_EQUAL(r.argv[2], "/home/user");
     CU_ASSERT_STRING_EQUAL(r.argv[8], "%f\\0");
@@ -746,8 +750,55 @@ static void test_getters_guest_side(void)
     json_decref(want_art);
     json_decref(art);
     r.exit_code = 1;
-    getter_fails(&ops, "{\"type\": \"list_directory\", \"path\": \"/nope\"}",
+    getter_fails(&ops, "{\"type\": \"list_directory_names\", \"path\": \"/nope\"}",
                  "list_directory `/nope`: find exited with status 1");
+
+    /* list_directory: OSWorld's tree from `find -printf %Y%P\0`, children sorted by name */
+    r.exit_code = 0;
+    r.out = "fb.txt\0dsub\0fsub/x.jpg\0dsub/deep\0fa.txt\0";
+    r.out_len = 40;
+    art = run_getter(&ops, "{\"type\": \"list_directory\", \"path\": \"~/Desktop/\"}", &err);
+    CU_ASSERT_STRING_EQUAL(r.argv[4], "/home/user/Desktop");
+    want_art = json_loads("{\"type\": \"json\", \"value\": {\"type\": \"directory\", \"name\": \"Desktop\", \"children\": ["
+                          "{\"type\": \"file\", \"name\": \"a.txt\"}, {\"type\": \"file\", \"name\": \"b.txt\"},"
+                          "{\"type\": \"directory\", \"name\": \"sub\", \"children\": [{\"type\": \"directory\", \"name\": "
+                          "\"deep\", \"children\": []}, {\"type\": \"file\", \"name\": \"x.jpg\"}]}]}}", 0, NULL);
+    CU_ASSERT_TRUE(json_equal(art, want_art));
+    json_decref(want_art);
+    json_decref(art);
+    r.exit_code = 3;
+    getter_fails(&ops, "{\"type\": \"list_directory\", \"path\": \"/etc/passwd\"}",
+                 "list_directory `/etc/passwd`: not a directory");
+
+    /* getter commands run as the desktop user; as_root is envmgr's way to ask for root */
+    r.exit_code = 0;
+    r.out = "x";
+    r.out_len = 1;
+    art = run_getter(&ops, "{\"type\": \"vm_command_line\", \"command\": \"id\", \"shell\": \"true\"}", &err);
+    CU_ASSERT_EQUAL(r.flags, 0);
+    json_decref(art);
+    art = run_getter(&ops, "{\"type\": \"vm_command_line\", \"command\": \"id\", \"as_root\": true}", &err);
+    CU_ASSERT_EQUAL(r.flags, EM_EXEC_ROOT);
+    json_decref(art);
+    /* vm_command_error: the command's stderr through a wrapper */
+    art = run_getter(&ops, "{\"type\": \"vm_command_error\", \"command\": [\"ls\", \"/x\"]}", &err);
+    CU_ASSERT_STRING_EQUAL(r.argv[2], "\"$@\" 2>&1 >/dev/null");
+    CU_ASSERT_STRING_EQUAL(r.argv[4], "ls");
+    json_decref(art);
+
+    /* vm_screen_size from the env; vm_window_size from xdotool's geometry */
+    art = run_getter(&ops, "{\"type\": \"vm_screen_size\"}", &err);
+    want_art = json_loads("{\"type\": \"json\", \"value\": {\"width\": 1280, \"height\": 800}}", 0, NULL);
+    CU_ASSERT_TRUE(json_equal(art, want_art));
+    json_decref(want_art);
+    json_decref(art);
+    r.out = "WINDOW=1\nX=0\nY=0\nWIDTH=640\nHEIGHT=480\nSCREEN=0\n";
+    r.out_len = strlen(r.out);
+    art = run_getter(&ops, "{\"type\": \"vm_window_size\", \"app_class_name\": \"vlc\"}", &err);
+    want_art = json_loads("{\"type\": \"json\", \"value\": {\"width\": 640, \"height\": 480}}", 0, NULL);
+    CU_ASSERT_TRUE(json_equal(art, want_art));
+    json_decref(want_art);
+    json_decref(art);
 
     /* vm_window_title */
     r.exit_code = 0;
@@ -783,8 +834,7 @@ static void test_getters_guest_side(void)
     em_env_ops partial = {.ctx = &r};
     getter_fails(&partial, "{\"type\": \"vm_window_title\"}", "vm_window_title: no env to run it in");
     getter_fails(&ops, "{\"type\": \"nope\"}",
-                 "getter: type: unknown getter `nope` (supported: vm_file, vm_command_line, rule, cache_file, "
-                 "local_file, screenshot, list_directory, vm_window_title, egress_log)");
+                 "getter: type: unknown getter `nope`");
 }
 
 static void test_safe_name(void)
@@ -1020,6 +1070,69 @@ static void test_score_evaluator_error(void)
     free(s);
 }
 
+/* OSWorld's vm_file multi/gives, `~`, cache_file reading the episode's cache, rule_relativeTime. */
+static void test_getters_osworld(void)
+{
+    rec r = {0};
+    em_env_ops ops = rec_ops(&r);
+    em_err err = {0};
+    r.file = "data";
+    r.file_len = 4;
+    json_t *art = run_getter(&ops, "{\"type\": \"vm_file\", \"path\": \"~/Desktop/a.txt\", \"dest\": \"a.txt\"}", &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(art);
+    CU_ASSERT_STRING_EQUAL(r.path, "/home/user/Desktop/a.txt");
+    json_decref(art);
+    /* multi with two gives: a list artifact */
+    art = run_getter(&ops, "{\"type\": \"vm_file\", \"multi\": true, \"path\": [\"/a\", \"/b\", \"/c\"], \"dest\": "
+                           "[\"m1\", \"m2\", \"m3\"], \"gives\": [0, 2]}", &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(art);
+    CU_ASSERT_STRING_EQUAL(art_str(art, "type"), "list");
+    json_t *items = json_object_get(art, "items");
+    CU_ASSERT_EQUAL(json_array_size(items), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(json_string_value(json_object_get(json_array_get(items, 1), "path")), "/m3"));
+    CU_ASSERT_EQUAL(r.read_calls, 4);
+    json_decref(art);
+    /* a file the guest lacks is null in the list (OSWorld's None), an error alone */
+    r.file = NULL;
+    art = run_getter(&ops, "{\"type\": \"vm_file\", \"multi\": true, \"path\": [\"/a\", \"/b\"], \"dest\": [\"n1\", "
+                           "\"n2\"], \"gives\": [0, 1]}", &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(art);
+    CU_ASSERT_TRUE(json_is_null(json_array_get(json_object_get(art, "items"), 0)));
+    json_decref(art);
+
+    /* cache_file: what execute's stdout (or a vm_file dest) left in the episode's cache */
+    char *p = xasprintf("%s/wmctrl.out", art_dir());
+    CU_ASSERT_EQUAL(write_file_atomic(p, "win\n", 4, 0644, &err), 0);
+    art = run_getter(&ops, "{\"type\": \"cache_file\", \"path\": \"wmctrl.out\"}", &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(art);
+    CU_ASSERT_STRING_EQUAL(art_str(art, "path"), p);
+    json_decref(art);
+    free(p);
+
+    /* rule_relativeTime: "tomorrow" in the host's local calendar */
+    art = run_getter(&ops, "{\"type\": \"rule_relativeTime\", \"rules\": {\"relativeTime\": {\"from\": \"tomorrow\"}, "
+                           "\"expected\": {\"time\": \"{Year}-{Month0D}-{Day0D} {DoW}\"}}}", &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(art);
+    time_t now = time(NULL);
+    struct tm tm;
+    localtime_r(&now, &tm);
+    tm.tm_hour = 12;
+    tm.tm_mday += 1;
+    mktime(&tm);
+    char want[64];
+    strftime(want, sizeof want, "%Y-%m-%d %a", &tm);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(
+                               json_object_get(json_object_get(art, "value"), "expected"), "time")), want);
+    json_decref(art);
+    art = run_getter(&ops, "{\"type\": \"rule_relativeTime\", \"rules\": {\"relativeTime\": {\"from\": \"next Monday\", "
+                           "\"to\": \"next Friday\"}, \"expected\": {\"from\": \"{DoW}\", \"to\": \"{DoW}\"}}}", &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(art);
+    json_t *exp = json_object_get(json_object_get(art, "value"), "expected");
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(exp, "from")), "Mon");
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(exp, "to")), "Fri");
+    json_decref(art);
+}
+
 static CU_TestInfo tests[] = {
     {"exact_match", test_exact_match},
     {"check_include_exclude", test_include_exclude},
@@ -1036,6 +1149,7 @@ static CU_TestInfo tests[] = {
     {"script: timeout kills the process group", test_script_timeout},
     {"getters: rule, local_file, cache_file, refusals", test_getters_host_side},
     {"getters: guest side through recorded ops", test_getters_guest_side},
+    {"getters: OSWorld's multi, ~, cache_file, relative time", test_getters_osworld},
     {"getters: safe artifact names", test_safe_name},
     {"score: one metric", test_score_single},
     {"score: and / or", test_score_and_or},

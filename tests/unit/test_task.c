@@ -316,7 +316,8 @@ static void test_top_level_errors(void)
     field_err("instruction", "\"\"", "instruction: empty");
     field_err("instruction", "[\"x\"]", "instruction: expected a string, got array");
     field_err("snapshot", "1", "snapshot: expected a string, got integer");
-    field_err("source", "true", "source: expected a string, got boolean");
+    field_err("source", "true", "source: expected a string or an array of strings, got boolean");
+    field_err("source", "[\"a\", 1]", "source[1]: expected a string, got integer");
     field_err("related_apps", "\"os\"", "related_apps: expected an array of strings, got string");
     field_err("related_apps", "[\"os\", 1]", "related_apps[1]: expected a string, got integer");
     field_err("image", "\"../etc\"", "image: `../etc` must not start with '.' or '-'");
@@ -367,8 +368,12 @@ static void test_config_errors(void)
     field_err("config", "{}", "config: expected an array of steps, got object");
     field_err("config", "[7]", "config[0]: expected an object, got integer");
     field_err("config", "[{\"parameters\": {}}]", "config[0].type: missing");
-    field_err_prefix("config", "[{\"type\": \"chrome_open_tabs\", \"parameters\": {}}]",
-                     "config[0].type: unsupported step type `chrome_open_tabs` (supported: execute, command,");
+    field_err("config", "[{\"type\": \"chrome_open_tabs\", \"parameters\": {}}]",
+              "config[0].parameters.urls_to_open: missing");
+    field_err("config", "[{\"type\": \"frobnicate\", \"parameters\": {}}]",
+              "config[0].type: unknown setup step `frobnicate`");
+    field_err("config", "[{\"type\": \"googledrive\", \"parameters\": {}}]",
+              "config[0].type: setup step `googledrive` needs a Google account");
     field_err("config", "[{\"type\": \"execute\", \"parameters\": []}]",
               "config[0].parameters: expected an object, got array");
     field_err("config", "[{\"type\": \"execute\", \"parameters\": {\"command\": 5}}]",
@@ -378,7 +383,7 @@ static void test_config_errors(void)
     field_err("config", "[{\"type\": \"execute\", \"parameters\": {\"command\": []}}]",
               "config[0].parameters.command: empty");
     field_err("config", "[{\"type\": \"execute\", \"parameters\": {\"command\": \"ls\", \"shell\": \"yes\"}}]",
-              "config[0].parameters.shell: expected true or false, got string");
+              "config[0].parameters.shell: expected true or false, got `yes`");
     field_err("config", "[{\"type\": \"execute\", \"parameters\": {\"command\": \"ls\", \"timeout\": 0}}]",
               "config[0].parameters.timeout: 0 is out of range (> 0 and <= 3600)");
     field_err("config", "[{\"type\": \"launch\", \"parameters\": {}}]", "config[0].parameters.command: missing");
@@ -414,10 +419,10 @@ static void test_config_errors(void)
               want);
     free(want);
     field_err("config",
-              "[{\"type\": \"download\", \"parameters\": {\"files\": [{\"url\": \"https://example.com/a.docx\", "
+              "[{\"type\": \"download\", \"parameters\": {\"files\": [{\"url\": \"ftp://example.com/a.docx\", "
               "\"path\": \"/x\"}]}}]",
-              "config[0].parameters.files[0].url: only file:// URLs or files shipped with the task are supported "
-              "(the guest has no internet)");
+              "config[0].parameters.files[0].url: `ftp://example.com/a.docx`: only http(s) URLs, file:// URLs and files "
+              "shipped with the task are supported");
     want = xasprintf("config[0].parameters.files[1].url: `/etc/passwd` is outside the task folder `%s`", task_dir());
     field_err("config",
               "[{\"type\": \"download\", \"parameters\": {\"files\": [{\"url\": \"files/a\", \"path\": \"/a\"}, "
@@ -484,12 +489,13 @@ static void test_evaluator_errors(void)
               "evaluator.result.type: missing");
     field_err_prefix("evaluator",
                      "{\"func\": \"exact_match\", \"result\": {\"type\": \"accessibility_tree\"}, \"expected\": {}}",
-                     "evaluator.result.type: unknown getter `accessibility_tree` (supported: vm_file,");
+                     "evaluator.result.type: getter `accessibility_tree` needs an app: ");
+    field_err("evaluator", "{\"func\": \"exact_match\", \"result\": {\"type\": \"frob\"}, \"expected\": {}}",
+              "evaluator.result.type: unknown getter `frob`");
     field_err("evaluator",
               "{\"func\": \"compare_text_file\", \"result\": {\"type\": \"vm_file\", \"path\": \"/a\"}, \"expected\": "
-              "{\"type\": \"cloud_file\", \"path\": \"https://x\"}}",
-              "evaluator.expected.type: getter `cloud_file` is not supported (tasks get no internet); ship the file "
-              "with the task and use `local_file`");
+              "{\"type\": \"cloud_file\", \"path\": \"ftp://x/y\"}}",
+              "evaluator.expected.path: `ftp://x/y`: only http(s) URLs or files shipped with the task");
     field_err("evaluator",
               "{\"func\": \"compare_text_file\", \"result\": {\"type\": \"vm_file\"}, \"expected\": {\"type\": "
               "\"local_file\", \"path\": \"a\"}}",
@@ -625,12 +631,13 @@ static void test_warnings(void)
                        " \"evaluator\": {\"func\": \"infeasible\", \"bar\": []}}";
     task *t = parse_ok(text);
     CU_ASSERT_PTR_NOT_NULL_FATAL(t);
-    CU_ASSERT_EQUAL_FATAL(t->nwarnings, 5);
+    CU_ASSERT_EQUAL_FATAL(t->nwarnings, 4); /* stdout is OSWorld's execute parameter (cache_file reads it) */
     CU_ASSERT_STRING_EQUAL(t->warnings[0], "unknown field `foo` ignored");
     CU_ASSERT_STRING_EQUAL(t->warnings[1], "unknown field `config[0].note` ignored");
-    CU_ASSERT_STRING_EQUAL(t->warnings[2], "unknown field `config[0].parameters.stdout` ignored");
-    CU_ASSERT_STRING_EQUAL(t->warnings[3], "unknown field `config[1].parameters.files[0].mode` ignored");
-    CU_ASSERT_STRING_EQUAL(t->warnings[4], "unknown field `evaluator.bar` ignored");
+    CU_ASSERT_STRING_EQUAL(t->warnings[2], "unknown field `config[1].parameters.files[0].mode` ignored");
+    CU_ASSERT_STRING_EQUAL(t->warnings[3], "unknown field `evaluator.bar` ignored");
+    CU_ASSERT_STRING_EQUAL(t->config[0].stdout_name, "log");
+    CU_ASSERT(t->osworld_proxy);
     /* unknown fields are kept in the document */
     CU_ASSERT_EQUAL(json_integer_value(json_object_get(t->json, "foo")), 1);
     task_free(t);
@@ -852,6 +859,140 @@ static void test_step_type_names(void)
     CU_ASSERT_STRING_EQUAL(task_step_type_name((task_step_type)99), "?");
 }
 
+/* OSWorld's syntax beyond the first version: new step types, execute's parameters, flags spelt
+ * as strings, source lists, http(s) assets, multi vm_file, placeholders. */
+static void test_osworld_syntax(void)
+{
+    const char *text =
+        "{\"id\": \"ow\", \"instruction\": \"x\", \"source\": [\"a\", \"b\"], \"proxy\": \"true\", \"fixed_ip\": false,"
+        " \"possibility_of_env_change\": \"low\", \"related_apps\": [\"os\"],"
+        " \"config\": ["
+        "  {\"type\": \"execute\", \"parameters\": {\"command\": \"echo {CLIENT_PASSWORD} | sudo -S true\","
+        "   \"shell\": \"true\", \"stdout\": \"out.txt\", \"stderr\": \"err.txt\", \"until\": {\"returncode\": 0},"
+        "   \"check\": true}},"
+        "  {\"type\": \"download\", \"parameters\": {\"files\": [{\"url\": \"https://example.com/a.docx\", \"path\":"
+        "   \"~/a.docx\"}]}},"
+        "  {\"type\": \"execute_with_verification\", \"parameters\": {\"command\": [\"true\"], \"verification\":"
+        "   {\"window_exists\": \"Terminal\"}, \"max_wait_time\": 5, \"check_interval\": 0.5}},"
+        "  {\"type\": \"chrome_open_tabs\", \"parameters\": {\"urls_to_open\": [\"https://example.com\"]}},"
+        "  {\"type\": \"chrome_close_tabs\", \"parameters\": {\"urls_to_close\": [\"https://example.com\"]}},"
+        "  {\"type\": \"change_wallpaper\", \"parameters\": {\"path\": \"~/w.png\"}},"
+        "  {\"type\": \"tidy_desktop\", \"parameters\": {}},"
+        "  {\"type\": \"update_browse_history\", \"parameters\": {\"history\": [{\"url\": \"https://e.org\", "
+        "   \"title\": \"E\", \"visit_time_from_now_in_seconds\": 3600}]}},"
+        "  {\"type\": \"proxy\", \"parameters\": {}},"
+        "  {\"type\": \"act\", \"parameters\": {\"action_seq\": [{\"action_type\": \"CLICK\", \"x\": 1, \"y\": 2},"
+        "   \"pyautogui.press('enter')\"]}}"
+        " ],"
+        " \"evaluator\": {\"func\": [\"exact_match\", \"exact_match\"],"
+        "  \"result\": [{\"type\": \"vm_file\", \"multi\": true, \"path\": [\"~/a\", \"/b\"], \"dest\": [\"a\", \"b\"],"
+        "    \"gives\": [0, 1]}, {\"type\": \"vm_command_line\", \"command\": \"id -un\", \"shell\": \"false\"}],"
+        "  \"expected\": [{\"type\": \"cloud_file\", \"path\": \"http://example.com/e.txt\", \"dest\": \"e.txt\"},"
+        "    {\"type\": \"rule\", \"rules\": {\"expected\": \"user\\n\"}}]}}";
+    task *t = parse_ok(text);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+    CU_ASSERT_EQUAL(t->nwarnings, 0);
+    CU_ASSERT_STRING_EQUAL(t->source, "a, b");
+    CU_ASSERT(t->osworld_proxy);
+    CU_ASSERT_EQUAL_FATAL(t->nconfig, 10);
+    CU_ASSERT(t->config[0].shell);
+    CU_ASSERT(t->config[0].check);
+    CU_ASSERT_STRING_EQUAL(t->config[0].stdout_name, "out.txt");
+    CU_ASSERT_STRING_EQUAL(t->config[0].stderr_name, "err.txt");
+    CU_ASSERT_PTR_NOT_NULL(t->config[0].until);
+    CU_ASSERT_PTR_NULL(t->config[1].files[0].host_path);
+    CU_ASSERT_STRING_EQUAL(t->config[1].files[0].url, "https://example.com/a.docx");
+    CU_ASSERT_EQUAL(t->config[2].type, STEP_EXECUTE_WITH_VERIFICATION);
+    CU_ASSERT_DOUBLE_EQUAL(t->config[2].seconds, 5, 1e-9);
+    CU_ASSERT_EQUAL(t->config[3].nurls, 1);
+    CU_ASSERT_EQUAL(t->config[7].type, STEP_UPDATE_BROWSE_HISTORY);
+    CU_ASSERT_EQUAL(t->config[8].type, STEP_PROXY);
+    CU_ASSERT_EQUAL(json_array_size(t->config[9].actions), 2);
+    size_t n;
+    const char **urls = task_asset_urls(t, &n);
+    CU_ASSERT_EQUAL_FATAL(n, 2);
+    CU_ASSERT_STRING_EQUAL(urls[0], "https://example.com/a.docx");
+    CU_ASSERT_STRING_EQUAL(urls[1], "http://example.com/e.txt");
+    free(urls);
+
+    /* {CLIENT_PASSWORD} is the image user's password; without one it stays as written */
+    em_err err = {0};
+    CU_ASSERT_EQUAL_FATAL(task_substitute_screen(t, 1280, 800, &err), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(t->config[0].argv[2], "{CLIENT_PASSWORD}"));
+    task_vars v = {.screen_w = 1280, .screen_h = 800, .client_password = "a much longer secret"};
+    CU_ASSERT_EQUAL_FATAL(task_substitute(t, &v, &err), 0);
+    CU_ASSERT_STRING_EQUAL(t->config[0].argv[2], "echo a much longer secret | sudo -S true");
+    task_free(t);
+
+    /* the new parameters are checked too */
+    field_err("config", "[{\"type\": \"execute\", \"parameters\": {\"command\": \"ls\", \"stdout\": \"../x\"}}]",
+              "config[0].parameters.stdout: `../x` must be a plain file name (no `/`, not starting with `.`)");
+    field_err("config", "[{\"type\": \"execute\", \"parameters\": {\"command\": \"ls\", \"until\": {\"exit\": 0}}}]",
+              "config[0].parameters.until.exit: unknown field");
+    field_err("config", "[{\"type\": \"act\", \"parameters\": {\"action_seq\": [\"os.system('x')\"]}}]",
+              "config[0].parameters.action_seq[0]: pyautogui: line 1: `os.system('x')` is not in the supported subset");
+    field_err("config", "[{\"type\": \"execute_with_verification\", \"parameters\": {\"command\": \"x\", "
+                        "\"verification\": {\"window\": \"a\"}}}]",
+              "config[0].parameters.verification.window: unknown field");
+    field_err("evaluator", "{\"func\": \"exact_match\", \"result\": {\"type\": \"vm_file\", \"multi\": true, \"path\": "
+                           "[\"/a\"], \"dest\": [\"a\"], \"gives\": [1]}, \"expected\": {\"type\": \"rule\", \"rules\": {}}}",
+              "evaluator.result.gives[0]: expected an index in 0..0");
+    field_err("evaluator", "{\"func\": \"exact_match\", \"result\": {\"type\": \"rule_relativeTime\", \"rules\": "
+                           "{\"relativeTime\": {\"from\": \"someday\"}, \"expected\": {\"time\": \"{Year}\"}}}, "
+                           "\"expected\": {\"type\": \"rule\", \"rules\": {}}}",
+              "evaluator.result.rules.relativeTime.from: expected one of OSWorld's day phrases (\"tomorrow\", \"next "
+              "Monday\", ...)");
+}
+
+/* `envmgr task check` sees every problem of a file, one line each, not only the first. */
+static void test_check_every_problem(void)
+{
+    char *path = xasprintf("%s/many.json", task_dir());
+    write_text(path, "{\"id\": \"bad id!\", \"instruction\": \"\", \"config\": [{\"type\": \"googledrive\"},"
+                     " {\"type\": \"sleep\", \"parameters\": {\"seconds\": 1}}, {\"type\": \"nope\"}],"
+                     " \"evaluator\": {\"func\": [\"no_such_metric\", \"exact_match\"],"
+                     " \"result\": [{\"type\": \"vlc_config\"}, {\"type\": \"vm_screen_size\"}],"
+                     " \"expected\": [{\"type\": \"rule\", \"rules\": 1}, {\"type\": \"cloud_file\", \"path\": "
+                     "\"https://h/x\", \"dest\": \"x\"}]}}");
+    task_check_result r;
+    CU_ASSERT_EQUAL(task_check_file(path, &r), -1);
+    const char *want[] = {
+        "id: `bad id!` must be 1 to 128 characters of A-Z a-z 0-9 . _ -",
+        "instruction: empty",
+        "config[0].type: setup step `googledrive` needs a Google account",
+        "config[2].type: unknown setup step `nope`",
+        "evaluator.func[0]: unknown metric `no_such_metric`",
+        "evaluator.result[0].type: getter `vlc_config` needs an app: VLC (the apps image)",
+    };
+    CU_ASSERT_EQUAL_FATAL(r.nproblems, ARRAY_LEN(want));
+    for (size_t i = 0; i < ARRAY_LEN(want); i++) {
+        if (strcmp(r.problems[i], want[i]))
+            fprintf(stderr, "\n  got:  %s\n  want: %s\n", r.problems[i], want[i]);
+        CU_ASSERT_STRING_EQUAL(r.problems[i], want[i]);
+    }
+    CU_ASSERT_PTR_NULL(r.id);
+    CU_ASSERT_EQUAL_FATAL(r.nurls, 1);
+    CU_ASSERT_STRING_EQUAL(r.urls[0], "https://h/x");
+    task_check_result_free(&r);
+
+    write_text(path, "{\"id\": \"ok\", \"instruction\": \"x\", \"evaluator\": {\"func\": \"infeasible\"}}");
+    CU_ASSERT_EQUAL(task_check_file(path, &r), 0);
+    CU_ASSERT_EQUAL(r.nproblems, 0);
+    CU_ASSERT_STRING_EQUAL(r.id, "ok");
+    task_check_result_free(&r);
+    write_text(path, "{\"id\": ");
+    CU_ASSERT_EQUAL(task_check_file(path, &r), -1);
+    CU_ASSERT_EQUAL_FATAL(r.nproblems, 1);
+    CU_ASSERT_EQUAL(strncmp(r.problems[0], "task: invalid JSON", 18), 0);
+    task_check_result_free(&r);
+    free(path);
+
+    size_t n;
+    const task_piece *pieces = task_setup_pieces(&n);
+    CU_ASSERT(n > 15);
+    CU_ASSERT_STRING_EQUAL(pieces[0].name, "execute");
+}
+
 static CU_TestInfo tests[] = {
     {"a full valid task", test_full_task},
     {"defaults", test_defaults},
@@ -866,6 +1007,8 @@ static CU_TestInfo tests[] = {
     {"paths stay inside the task folder", test_path_inside},
     {"suites: folders and OSWorld indexes", test_list_dir},
     {"step type names", test_step_type_names},
+    {"OSWorld's syntax: new steps, parameters, assets, placeholders", test_osworld_syntax},
+    {"task check: every problem of a file", test_check_every_problem},
     CU_TEST_INFO_NULL,
 };
 
