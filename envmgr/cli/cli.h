@@ -2,6 +2,8 @@
 #ifndef ENVMGR_CLI_H
 #define ENVMGR_CLI_H
 
+#include <stddef.h>
+
 #include "envmgr/base/err.h"
 
 typedef struct cli_command {
@@ -14,6 +16,10 @@ typedef struct cli_command {
 int cli_report(const em_err *err);
 /* True when argv holds -h/--help; prints usage then. */
 int cli_wants_help(int argc, char **argv, const char *usage);
+/* A command made of subcommands (`envmgr suite run ...`): usage on no argument (exit 2) or on
+ * --help, else the subcommand named by argv[1] runs with argv + 1; an unknown one is a usage error
+ * listing the names. */
+int cli_dispatch(int argc, char **argv, const char *usage, const char *command, const cli_command *subs, size_t n);
 /* Print a usage error (one line) and return EM_EXIT_USAGE. */
 int cli_usage_error(const char *usage, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

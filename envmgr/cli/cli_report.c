@@ -36,3 +36,20 @@ int cli_usage_error(const char *usage, const char *fmt, ...)
     fprintf(stderr, "%.*s\n", first ? (int)(first - usage) : (int)strlen(usage), usage);
     return EM_EXIT_USAGE;
 }
+
+int cli_dispatch(int argc, char **argv, const char *usage, const char *command, const cli_command *subs, size_t n)
+{
+    if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+        fputs(usage, argc < 2 ? stderr : stdout);
+        return argc < 2 ? EM_EXIT_USAGE : 0;
+    }
+    if (cli_wants_help(argc - 1, argv + 1, usage))
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(argv[1], subs[i].name))
+            return subs[i].run(argc - 1, argv + 1);
+    char names[256] = "";
+    for (size_t i = 0; i < n; i++)
+        snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "", subs[i].name);
+    return cli_usage_error(usage, "%s: unknown subcommand `%s` (%s)", command, argv[1], names);
+}

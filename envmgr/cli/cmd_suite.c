@@ -277,22 +277,8 @@ static int cmd_suite_summary(int argc, char **argv)
 
 int cmd_suite(int argc, char **argv)
 {
-    if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
-        fputs(usage, argc < 2 ? stderr : stdout);
-        return argc < 2 ? EM_EXIT_USAGE : 0;
-    }
-    if (cli_wants_help(argc - 1, argv + 1, usage))
-        return 0;
-    const char *sub = argv[1];
-    if (!strcmp(sub, "run"))
-        return cmd_suite_run(argc - 1, argv + 1);
-    if (!strcmp(sub, "compare"))
-        return cmd_suite_compare(argc - 1, argv + 1);
-    if (!strcmp(sub, "merge"))
-        return cmd_suite_merge(argc - 1, argv + 1);
-    if (!strcmp(sub, "list"))
-        return cmd_suite_list(argc - 1, argv + 1);
-    if (!strcmp(sub, "summary"))
-        return cmd_suite_summary(argc - 1, argv + 1);
-    return cli_usage_error(usage, "suite: unknown subcommand `%s` (run, compare, merge, list, summary)", sub);
+    static const cli_command subs[] = {{"run", "", cmd_suite_run},         {"compare", "", cmd_suite_compare},
+                                       {"merge", "", cmd_suite_merge},     {"list", "", cmd_suite_list},
+                                       {"summary", "", cmd_suite_summary}};
+    return cli_dispatch(argc, argv, usage, "suite", subs, sizeof subs / sizeof *subs);
 }

@@ -328,18 +328,7 @@ static int cmd_task_pieces(int argc, char **argv)
 
 int cmd_task(int argc, char **argv)
 {
-    if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
-        fputs(usage, argc < 2 ? stderr : stdout);
-        return argc < 2 ? EM_EXIT_USAGE : 0;
-    }
-    if (cli_wants_help(argc - 1, argv + 1, usage))
-        return 0;
-    const char *sub = argv[1];
-    if (!strcmp(sub, "check"))
-        return cmd_task_check(argc - 1, argv + 1);
-    if (!strcmp(sub, "fetch"))
-        return cmd_task_fetch(argc - 1, argv + 1);
-    if (!strcmp(sub, "pieces"))
-        return cmd_task_pieces(argc - 1, argv + 1);
-    return cli_usage_error(usage, "task: unknown subcommand `%s` (check, fetch, pieces)", sub);
+    static const cli_command subs[] = {
+        {"check", "", cmd_task_check}, {"fetch", "", cmd_task_fetch}, {"pieces", "", cmd_task_pieces}};
+    return cli_dispatch(argc, argv, usage, "task", subs, sizeof subs / sizeof *subs);
 }
