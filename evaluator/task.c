@@ -1006,14 +1006,16 @@ static int parse_limits(task *t, json_t *root, em_err *err)
     t->max_steps = 15;
     t->step_timeout_s = 60;
     t->episode_timeout_s = 600;
+    t->settle_max_s = TASK_SETTLE_MAX_S;
     if (get_obj(root, "", "limits", &lim, err) < 0)
         return -1;
     if (!lim)
         return 0;
-    if (refuse_unknown(lim, "limits", " max_steps step_timeout_s episode_timeout_s ", err) < 0 ||
+    if (refuse_unknown(lim, "limits", " max_steps step_timeout_s episode_timeout_s settle_max_s ", err) < 0 ||
         get_int(lim, "limits", "max_steps", 1, 1000, 15, &steps, err) < 0 ||
         get_num(lim, "limits", "step_timeout_s", 0, true, 3600, 60, &t->step_timeout_s, err) < 0 ||
-        get_num(lim, "limits", "episode_timeout_s", 0, true, 86400, 600, &t->episode_timeout_s, err) < 0)
+        get_num(lim, "limits", "episode_timeout_s", 0, true, 86400, 600, &t->episode_timeout_s, err) < 0 ||
+        get_num(lim, "limits", "settle_max_s", 0, true, 600, TASK_SETTLE_MAX_S, &t->settle_max_s, err) < 0)
         return -1;
     t->max_steps = (int)steps;
     return 0;
@@ -1079,6 +1081,7 @@ static bool valid_id(const char *s)
 
 #define TOP_LEVEL_KNOWN                                                                                              \
     " id instruction snapshot source related_apps config evaluator image network limits solution "                  \
+    " pause_while_thinking "                  \
     /* OSWorld's flags: proxy and fixed_ip are read (docs/osworld.md), the others are informational */              \
     " trajectory proxy fixed_ip possibility_of_env_change "
 
@@ -1155,6 +1158,7 @@ static int parse_task(pctx *c, em_err *err)
     keep(c, parse_image(t, root, err), err);
     keep(c, get_boolish(root, "", "proxy", false, &t->osworld_proxy, err), err);
     keep(c, get_boolish(root, "", "fixed_ip", false, &t->fixed_ip, err), err);
+    keep(c, get_boolish(root, "", "pause_while_thinking", true, &t->pause_while_thinking, err), err);
     keep(c, parse_network(t, root, err), err);
     keep(c, parse_limits(t, root, err), err);
     parse_config_and_evaluator(c, err);

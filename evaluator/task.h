@@ -114,11 +114,14 @@ typedef struct task {
     task_step *postconfig;
     size_t npostconfig;
     netpolicy net;       /* network section: mode none or allowlist, rules in the net layer's grammar, no limits */
+#define TASK_SETTLE_MAX_S 20.0 /* under TCG an application's first window can take 15 s and more */
     int max_steps;              /* default 15 */
     double step_timeout_s;      /* default 60 */
     double episode_timeout_s;   /* default 600 */
+    double settle_max_s;        /* the longest wait for the screen after an action; default below */
     json_t *solution;    /* computer_13 actions with pyautogui entries expanded; NULL when absent */
     bool osworld_proxy;  /* OSWorld's "proxy": true: the task needs the web (answered by `network`) */
+    bool pause_while_thinking; /* the guest stands still between an observation and the next action */
     bool fixed_ip;       /* OSWorld's "fixed_ip": informational (envmgr guests have one address) */
     /* Warnings (unknown fields), without the "task <path>: " prefix. */
     char **warnings;

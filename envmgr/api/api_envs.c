@@ -166,6 +166,14 @@ void api_envs_count_egress(api_server *s)
 
 /* ---- helpers ---- */
 
+/* An env with no episode running waits paused (no CPU); the next reset resumes it. */
+static void hold_idle(api_env *ae)
+{
+    em_err herr = {0};
+    if (env_hold(ae->e, true, &herr) < 0)
+        fprintf(stderr, "envmgr serve: %s\n", herr.msg);
+}
+
 static json_t *env_summary(api_env *ae)
 {
     return json_pack("{s:s, s:s, s:s}", "id", ae->id, "image", ae->image, "created", ae->created);
@@ -341,6 +349,8 @@ void api_h_create(api_request *q, api_reply *r)
         rc = api_parse_task(jtask, "task", s->cfg.task_root, s->empty_dir, env_width(ae->e), env_height(ae->e), pw,
                             &ae->t, &ae->task_path, ae->task_sha, &ae_) < 0 ? -2 : 0;
     }
+    if (rc == 0)
+        hold_idle(ae);
     pthread_mutex_lock(&s->lock);
     bool stopping = s->stopping;
     if (rc == 0 && !stopping) {
@@ -643,6 +653,7 @@ void api_h_evaluate(api_request *q, api_reply *r)
         json_object_set(j, "details", details);
     json_decref(res);
     ae->last_result = json_incref(j);
+    hold_idle(ae);
     unlock_env(q, ae);
     api_reply_json(r, 200, j);
 }

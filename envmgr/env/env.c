@@ -61,6 +61,14 @@ int env_vcpu_time(env *e, uint64_t *run_ns, uint64_t *wait_ns, em_err *err)
     vm_threads_sched(e->pid, e->vcpu_tids, e->nvcpu, run_ns, wait_ns);
     return 0;
 }
+int env_block_ops(env *e, uint64_t *ops, em_err *err) { return vm_block_ops(e->dir, ops, err); }
+
+int env_hold(env *e, bool hold, em_err *err)
+{
+    if (vm_hold(e->dir, hold, err) < 0)
+        return em_prefix(err, "env %s: %s the guest: ", e->name, hold ? "pausing" : "resuming");
+    return 0;
+}
 int env_width(const env *e) { return e->image->width; }
 int env_height(const env *e) { return e->image->height; }
 

@@ -62,6 +62,11 @@ int env_frame(env *e, const uint8_t **pixels, em_err *err);
 /* How long the guest's vCPUs have run and waited for a host CPU (ns): with the wall time, how busy
  * the guest is whatever else the host runs. */
 int env_vcpu_time(env *e, uint64_t *run_ns, uint64_t *wait_ns, em_err *err);
+/* Disk requests the guest made so far (vm_block_ops). */
+int env_block_ops(env *e, uint64_t *ops, em_err *err);
+/* Pause the guest (its clocks stand still) or resume it; a guest that is not running (powered
+ * off) is left alone. */
+int env_hold(env *e, bool hold, em_err *err);
 int env_act(env *e, const action *a, em_err *err);
 int env_guest(env *e, guest **g, em_err *err);
 int env_vnc(env *e, vnc_session **v, em_err *err);

@@ -21,7 +21,6 @@
 #include "envmgr/base/utf8.h"
 #include "envmgr/base/util.h"
 
-#define SETTLE_MAX_MS 5000.0 /* the bound: under TCG a dialog can take seconds to draw */
 #define AGENT_GRACE_MS 2000.0
 
 struct episode {
@@ -44,8 +43,32 @@ struct episode {
     uint64_t egress_start, egress_off; /* this episode's part of the env's egress log */
     json_t *setup_flags; /* steps that failed the way OSWorld goes on after: [{phase, index, type, why}] */
     size_t egress_lines, egress_dropped;
+    bool held;                    /* the guest is paused while the agent thinks */
+    double hold_ms, hold_max_ms;  /* what pausing and resuming cost */
+    int holds;
 };
 typedef struct episode run; /* the agent loop below reads as "a run of an episode" */
+
+/* ---- the guest stands still while the agent thinks ---- */
+
+/* Paused from the observation to the next action (unless the task opts out): the frame the agent
+ * reasons about cannot change under it, its think time is not guest time, and a replay runs the
+ * guest for exactly the time the recording did. */
+static int hold_guest(run *r, bool hold, em_err *err)
+{
+    if (!r->ev.hold || r->held == hold || (hold && !r->t->pause_while_thinking))
+        return 0;
+    double t0 = now_ms();
+    int rc = r->ev.hold(r->ev.ctx, hold, err);
+    double ms = now_ms() - t0;
+    r->hold_ms += ms;
+    r->holds++;
+    if (ms > r->hold_max_ms)
+        r->hold_max_ms = ms;
+    if (rc == 0)
+        r->held = hold;
+    return rc;
+}
 
 /* ---- egress events (netpolicy.h): the env's egress log, copied into the trace ---- */
 #define EGRESS_TRACE_MAX 10000 /* lines per trace; more are counted in a last line */
@@ -285,7 +308,7 @@ static int execute_actions(run *r, json_t *actions, const char *source, double a
         if (!action_is_terminal(&parsed)) {
             rc = r->ev.act(r->ev.ctx, &parsed, &aerr);
             if (rc == 0)
-                rc = r->ev.settle(r->ev.ctx, r->o.settle_ms, SETTLE_MAX_MS, &settle, &aerr);
+                rc = r->ev.settle(r->ev.ctx, r->o.settle_ms, r->t->settle_max_s * 1000, &settle, &aerr);
         }
         double action_ms = now_ms() - t0;
         r->action_ms += action_ms;
@@ -320,7 +343,7 @@ static int execute_actions(run *r, json_t *actions, const char *source, double a
 
 int episode_observe(episode *ep, char sha[65], em_err *err)
 {
-    if (frame_sha(ep, ep->before, err) < 0)
+    if (frame_sha(ep, ep->before, err) < 0 || hold_guest(ep, true, err) < 0)
         return -1;
     memcpy(sha, ep->before, 65);
     return 0;
@@ -333,14 +356,13 @@ int episode_step(episode *r, json_t *reply, double agent_ms, episode_step_out *o
         out->ended = true;
         return 0;
     }
-    if (!r->before[0]) { /* no observation yet: the reply acts on the current screen */
-        em_err ferr = {0};
-        if (frame_sha(r, r->before, &ferr) < 0) {
-            set_end(r, EXIT_ENV_ERROR, ferr.msg);
-            snprintf(out->error, sizeof out->error, "%s", ferr.msg);
-            out->ended = true;
-            return 0;
-        }
+    em_err ferr = {0};
+    /* the guest runs again (the reply acts now); no observation yet: it acts on the current screen */
+    if (hold_guest(r, false, &ferr) < 0 || (!r->before[0] && frame_sha(r, r->before, &ferr) < 0)) {
+        set_end(r, EXIT_ENV_ERROR, ferr.msg);
+        snprintf(out->error, sizeof out->error, "%s", ferr.msg);
+        out->ended = true;
+        return 0;
     }
     r->agent_ms += agent_ms;
     json_t *actions;
@@ -496,6 +518,8 @@ static void episode_free(episode *ep)
 {
     if (!ep)
         return;
+    em_err ignored;
+    hold_guest(ep, false, &ignored); /* an abandoned episode leaves its env running, as it found it */
     agent_stop(ep->ag, 0);
     free(ep->reason);
     json_decref(ep->setup_flags);
@@ -560,6 +584,8 @@ int episode_begin_with(const episode_env *ev, const task *t, const char *task_pa
     else if (rc == 0)
         rc = task_path ? sha256_file_hex(task_path, task_sha, err) : em_fail(err, "episode: no task file nor sha256");
     double t_reset = now_ms();
+    if (rc == 0 && ev->hold && ev->hold(ev->ctx, false, err) < 0) /* an idle env may wait paused */
+        rc = -1;
     /* The task's network section: a policy that changes needs a restart even on a fresh env. */
     netpolicy cur, net;
     bool net_changed = false;
@@ -601,6 +627,7 @@ int episode_begin_with(const episode_env *ev, const task *t, const char *task_pa
         }
     }
     json_object_set_new(hdr, "settle_ms", json_real(o->settle_ms));
+    json_object_set_new(hdr, "pause_while_thinking", json_boolean(t->pause_while_thinking && ev->hold));
     if (t->osworld_proxy) /* OSWorld's "proxy": true: the task wants the web; `network` is the answer */
         json_object_set_new(hdr, "osworld_proxy", json_true());
     rc = trace_open(r->trace_dir, hdr, &r->tw, err);
@@ -617,7 +644,7 @@ int episode_begin_with(const episode_env *ev, const task *t, const char *task_pa
     r->setup_ms = now_ms() - t0;
     if (rc == 0 && r->cause == EXIT_NONE) {
         em_err serr = {0};
-        if (ev->settle(ev->ctx, o->settle_ms, SETTLE_MAX_MS, NULL, &serr) < 0)
+        if (ev->settle(ev->ctx, o->settle_ms, t->settle_max_s * 1000, NULL, &serr) < 0)
             set_end(r, EXIT_ENV_ERROR, serr.msg);
     }
     if (rc < 0) { /* interrupted or the trace cannot be written: keep what is recorded, marked incomplete */
@@ -634,6 +661,12 @@ int episode_finish(episode *ep, exit_cause cause, json_t **result, em_err *err)
     const task *t = r->t;
     if (r->cause == EXIT_NONE)
         set_end(r, cause != EXIT_NONE ? cause : EXIT_EVALUATED, NULL);
+    em_err herr = {0};
+    if (hold_guest(r, false, &herr) < 0) { /* postconfig and getters need a running guest */
+        r->cause = EXIT_ENV_ERROR;
+        free(r->reason);
+        r->reason = xstrdup(herr.msg);
+    }
     int rc = 0;
     double t_eval = now_ms();
     double score = 0;
@@ -694,6 +727,10 @@ int episode_finish(episode *ep, exit_cause cause, json_t **result, em_err *err)
                             r->steps, "actions", r->actions, "trace", r->trace_dir, "accel", r->ev.accel, "timings",
                             "reset_ms", r->reset_ms, "setup_ms", r->setup_ms, "agent_ms", r->agent_ms, "actions_ms",
                             r->action_ms, "evaluation_ms", eval_ms, "total_s", (now_ms() - r->t_start) / 1000);
+    json_t *tm = json_object_get(res, "timings");
+    json_object_set_new(tm, "pauses", json_integer(r->holds)); /* pause and resume calls, and their cost */
+    json_object_set_new(tm, "pause_ms", json_real(r->hold_ms));
+    json_object_set_new(tm, "pause_max_ms", json_real(r->hold_max_ms));
     json_object_set_new(res, "status", json_string(status ? status : "scored"));
     if (eval_error)
         json_object_set(res, "evaluator_error", eval_error);

@@ -44,6 +44,8 @@ static int op_setup_step(void *ctx, const task *t, const task_step *s, const cha
 
 static void op_guest_ops(void *ctx, em_env_ops *ops) { guest_ops_bind(ctx, ops); }
 
+static int op_hold(void *ctx, bool hold, em_err *err) { return env_hold(ctx, hold, err); }
+
 static int op_guest_off(void *ctx, bool *off, em_err *err) { return vm_guest_shut_down(env_dir(ctx), off, err); }
 
 void episode_env_bind(env *e, episode_env *out)
@@ -62,5 +64,6 @@ void episode_env_bind(env *e, episode_env *out)
                          .set_network = op_set_network,
                          .setup_step = op_setup_step,
                          .guest_ops = op_guest_ops,
+                         .hold = op_hold,
                          .guest_off = op_guest_off};
 }

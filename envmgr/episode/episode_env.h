@@ -37,6 +37,8 @@ typedef struct episode_env {
                       em_err *err);
     /* The evaluator's view of the env. */
     void (*guest_ops)(void *ctx, em_env_ops *ops);
+    /* Pause the guest while the agent thinks (true) or resume it (false); may be NULL. */
+    int (*hold)(void *ctx, bool hold, em_err *err);
     /* Has the guest powered itself off? */
     int (*guest_off)(void *ctx, bool *off, em_err *err);
 } episode_env;

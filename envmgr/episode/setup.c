@@ -552,9 +552,10 @@ int screen_settle(env *e, double settle_ms, double max_ms, settle_info *info, em
     const uint8_t *px;
     if (env_frame(e, &px, err) < 0)
         return -1;
-    uint64_t last = vnc_frame_hash(v), run_last = 0, wait_last = 0, run, wait;
+    uint64_t last = vnc_frame_hash(v), run_last = 0, wait_last = 0, run, wait, io_last = 0, io;
     em_err cerr = {0};
     bool cpu_ok = env_vcpu_time(e, &run_last, &wait_last, &cerr) == 0; /* without it: the screen alone */
+    bool io_ok = env_block_ops(e, &io_last, &cerr) == 0;
     double t_last = now_ms();
     settle_info out = {.why = "screen changing"};
     while (now_ms() < deadline) {
@@ -574,13 +575,19 @@ int screen_settle(env *e, double settle_ms, double max_ms, settle_info *info, em
             run_last = run;
             wait_last = wait;
         }
+        /* an application loading from disk leaves the vCPUs idle while it waits: not settled */
+        bool disk = false;
+        if (io_ok && env_block_ops(e, &io, &cerr) == 0) {
+            disk = io != io_last;
+            io_last = io;
+        }
         t_last = t;
-        if (hsh == last && busy <= SETTLE_BUSY_MAX) {
+        if (hsh == last && busy <= SETTLE_BUSY_MAX && !disk) {
             out.settled = true;
             out.why = "settled";
             break;
         }
-        out.why = hsh != last ? "screen changing" : "guest busy";
+        out.why = hsh != last ? "screen changing" : disk ? "disk busy" : "guest busy";
         last = hsh;
     }
     out.ms = now_ms() - t0;

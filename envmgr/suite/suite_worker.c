@@ -158,16 +158,24 @@ int suite_worker_main(const suite_worker_ctx *w, int fd, const char *first_image
     suite_chan c = {.fd = fd};
     bool fresh = true;
     int rc = 0;
+    bool idle_held = false;
     while (!interrupted() && rc == 0) {
         json_t *msg = suite_chan_next(&c);
         if (!msg) {
             if (c.eof)
                 break;
+            if (!idle_held) { /* an env waiting for its next job waits paused: it costs no CPU */
+                em_err herr = {0};
+                if (env_hold(e, true, &herr) < 0)
+                    fprintf(stderr, "envmgr: %s\n", herr.msg);
+                idle_held = true;
+            }
             struct pollfd p = {.fd = fd, .events = POLLIN};
             poll(&p, 1, 250);
             suite_chan_fill(&c);
             continue;
         }
+        idle_held = false; /* the episode resumes it */
         const char *type = jstr(msg, "type");
         if (!type || strcmp(type, "job")) {
             json_decref(msg);

@@ -385,16 +385,24 @@ static int run_tool(char *const argv[], double timeout_ms, char **out, em_err *e
     return 0;
 }
 
-int vm_vcpu_threads(const char *dir, pid_t *tids, size_t max, size_t *n, em_err *err)
+/* One QMP command on a connection of its own: QEMU's monitor serves one client at a time, and
+ * nothing else in this process keeps one open. */
+static int qmp_once(const char *dir, const char *cmd, json_t **ret, em_err *err)
 {
-    *n = 0;
     _cleanup_free_ char *sock = xasprintf("%s/" VM_QMP_SOCK, dir);
     qmp *q = NULL;
     if (qmp_open(sock, 2000, &q, err) < 0)
         return -1;
-    json_t *ret = NULL;
-    int rc = qmp_execute(q, "query-cpus-fast", NULL, 2000, &ret, err);
+    int rc = qmp_execute(q, cmd, NULL, 2000, ret, err);
     qmp_close(q);
+    return rc;
+}
+
+int vm_vcpu_threads(const char *dir, pid_t *tids, size_t max, size_t *n, em_err *err)
+{
+    *n = 0;
+    json_t *ret = NULL;
+    int rc = qmp_once(dir, "query-cpus-fast", &ret, err);
     size_t i;
     json_t *cpu;
     json_array_foreach(ret, i, cpu)
@@ -430,17 +438,50 @@ void vm_threads_sched(pid_t pid, const pid_t *tids, size_t n, uint64_t *run_ns, 
 int vm_guest_shut_down(const char *dir, bool *off, em_err *err)
 {
     *off = false;
-    _cleanup_free_ char *sock = xasprintf("%s/" VM_QMP_SOCK, dir);
-    qmp *q = NULL;
-    if (qmp_open(sock, 2000, &q, err) < 0)
-        return -1;
     json_t *ret = NULL;
-    int rc = qmp_execute(q, "query-status", NULL, 2000, &ret, err);
-    qmp_close(q);
+    int rc = qmp_once(dir, "query-status", &ret, err);
     if (rc == 0)
         *off = !strcmp(json_string_value(json_object_get(ret, "status")) ?: "", "shutdown");
     json_decref(ret);
     return rc;
+}
+
+int vm_hold(const char *dir, bool hold, em_err *err)
+{
+    _cleanup_free_ char *sock = xasprintf("%s/" VM_QMP_SOCK, dir);
+    qmp *q = NULL;
+    if (qmp_open(sock, 2000, &q, err) < 0)
+        return -1;
+    char *status = NULL;
+    int rc = qmp_status(q, 2000, &status, err);
+    /* Only a running guest is stopped and only one paused by `stop` is continued: a guest that
+     * powered off, or one still arriving from the golden state, keeps its state. */
+    if (rc == 0 && hold && !strcmp(status, "running"))
+        rc = qmp_execute(q, "stop", NULL, 2000, NULL, err);
+    else if (rc == 0 && !hold && !strcmp(status, "paused"))
+        rc = qmp_execute(q, "cont", NULL, 2000, NULL, err);
+    free(status);
+    qmp_close(q);
+    return rc;
+}
+
+int vm_block_ops(const char *dir, uint64_t *ops, em_err *err)
+{
+    *ops = 0;
+    json_t *ret = NULL;
+    if (qmp_once(dir, "query-blockstats", &ret, err) < 0)
+        return -1;
+    size_t i;
+    json_t *dev;
+    json_array_foreach(ret, i, dev)
+    {
+        json_t *st = json_object_get(dev, "stats");
+        const char *keys[] = {"rd_operations", "wr_operations", "flush_operations", "unmap_operations"};
+        for (size_t k = 0; k < sizeof keys / sizeof *keys; k++)
+            *ops += (uint64_t)json_integer_value(json_object_get(st, keys[k]));
+    }
+    json_decref(ret);
+    return 0;
 }
 
 int vm_create_overlay(const char *backing, const char *overlay, em_err *err)

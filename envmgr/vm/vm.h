@@ -68,6 +68,12 @@ void vm_threads_sched(pid_t pid, const pid_t *tids, size_t n, uint64_t *run_ns, 
 
 /* Did the guest power itself off (QEMU runs with -no-shutdown, so it stays, stopped)? */
 int vm_guest_shut_down(const char *dir, bool *off, em_err *err);
+/* Stop a running guest (hold) or continue one stopped that way (QMP stop/cont): its vCPUs and
+ * its clocks stand still in between. A guest in any other state is left as it is. */
+int vm_hold(const char *dir, bool hold, em_err *err);
+/* Disk requests the guest has made so far (all drives): a guest waiting for its disk has idle
+ * vCPUs but is not done. */
+int vm_block_ops(const char *dir, uint64_t *ops, em_err *err);
 int vm_create_overlay(const char *backing, const char *overlay, em_err *err);
 /* "7.2.22" etc. (caller frees) */
 int vm_qemu_version(char **out, em_err *err);

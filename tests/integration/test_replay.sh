@@ -25,8 +25,9 @@ check "replay reproduces (exit 0)" test $rc = 0
 check "replay.json says reproduced" test "$(field "$T/rp1/replay.json" reproduced)" = True
 check "every step compared matched" \
     test "$(field "$T/rp1/replay.json" steps_compared)" = "$(field "$T/rp1/replay.json" steps_matched)"
-"$ENVMGR" replay "$T/rec/trace" --env $E --out "$T/rp2" --fast >/dev/null 2>&1
-check "replay --fast reproduces" test $? = 0
+out=$("$ENVMGR" replay "$T/rec/trace" --env $E --out "$T/rp2" --fast 2>&1); rc=$?
+echo "$out"
+check "replay --fast reproduces" test $rc = 0
 "$ENVMGR" replay "$T/rec/trace" --env $E --out "$T/rp3" --until 2 --fast >/dev/null 2>&1
 check "replay --until 2 compares 2 steps" test "$(field "$T/rp3/replay.json" steps_compared)" = 2
 
