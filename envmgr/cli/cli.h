@@ -29,6 +29,8 @@ int cli_print_images(const char *lead, const char *bad_lead);
 
 int cmd_up(int argc, char **argv);
 int cmd_down(int argc, char **argv);
+int cmd_pause(int argc, char **argv);
+int cmd_resume(int argc, char **argv);
 int cmd_ls(int argc, char **argv);
 int cmd_screenshot(int argc, char **argv);
 int cmd_act(int argc, char **argv);

@@ -15,7 +15,7 @@
 
 static const char usage[] =
     "usage: envmgr run TASK.json|SUITE_DIR --agent CMD [--env NAME] [--out DIR] [--record DIR]\n"
-    "                  [--accel auto|kvm|tcg] [--settle-ms MS] [--allow-private ADDR:PORT]...\n"
+    "                  [--accel auto|kvm|tcg] [--settle-ms MS] [--probe-late MS] [--allow-private ADDR:PORT]...\n"
     "                  [--offline] [--asset-mirror PREFIX=DIR|URL]...\n"
     "  Run episodes: restore the clean snapshot, run the task's setup, let the agent act\n"
     "  (docs/agent-protocol.md), run postconfig and the evaluator, revert. Prints the score and\n"
@@ -23,14 +23,17 @@ static const char usage[] =
     "  in sequence into OUT/<task id>/ and prints a table.\n"
     "  --env NAME      use this existing env (reverted after the run); default: a temporary env\n"
     "  --out DIR       default: ./envmgr-out/<task id> (one task) or ./envmgr-out (a folder)\n"
-    "  --settle-ms MS  after each action wait for two identical frames MS apart (default 300)\n"
+    "  --settle-ms MS  after each action wait until the screen was still and the guest idle (vCPUs\n"
+    "                  and disk) for MS (default 300), at most the task's limits.settle_max_s\n"
+    "  --probe-late MS a measurement: after each observation let the guest run MS longer and count\n"
+    "                  the observations that changed (result.json late_probe; the agent sees the later one)\n"
     "  --allow-private A:P  the temporary env may reach this loopback/private address when a task's\n"
     "                  allowlist applies (the operator's choice; tasks cannot; repeatable)\n"
     CLI_ASSET_USAGE;
 
 typedef struct run_args {
     const char *agent, *env_name, *out, *record, *accel;
-    double settle_ms;
+    double settle_ms, late_probe_ms;
     netpolicy priv; /* the operator's --allow-private rules (mode none until a task opens an allowlist) */
     bool has_priv;
 } run_args;
@@ -43,7 +46,7 @@ static int one(env *e, bool fresh, const char *path, const char *out_dir, const 
         return -1;
     int rc = episode_prepare_task(e, t, err);
     episode_opts o = {.agent_cmd = a->agent, .out_dir = out_dir, .trace_dir = a->record, .fresh = fresh,
-                      .settle_ms = a->settle_ms};
+                      .settle_ms = a->settle_ms, .late_probe_ms = a->late_probe_ms};
     if (rc == 0)
         rc = episode_run(e, t, path, &o, res, err);
     task_free(t);
@@ -62,7 +65,7 @@ int cmd_run(int argc, char **argv)
                                          {"accel", required_argument, 0, 'A'}, {"settle-ms", required_argument, 0, 's'},
                                          {"allow-private", required_argument, 0, 'P'},
                                          {"offline", no_argument, 0, 'O'},     {"asset-mirror", required_argument, 0, 'm'},
-                                         {0, 0, 0, 0}};
+                                         {"probe-late", required_argument, 0, 'L'}, {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "a:e:o:r:", opts, NULL)) != -1) {
         switch (c) {
@@ -74,6 +77,10 @@ int cmd_run(int argc, char **argv)
         case 's':
             if (parse_double(optarg, &a.settle_ms) < 0 || a.settle_ms < 0 || a.settle_ms > 10000)
                 return cli_usage_error(usage, "--settle-ms: expected 0..10000, got `%s`", optarg);
+            break;
+        case 'L':
+            if (parse_double(optarg, &a.late_probe_ms) < 0 || a.late_probe_ms < 0 || a.late_probe_ms > 60000)
+                return cli_usage_error(usage, "--probe-late: expected 0..60000, got `%s`", optarg);
             break;
         case 'P':
             if (netpolicy_add_private(&a.priv, optarg, &err) < 0)

@@ -11,6 +11,8 @@ static const cli_command commands[] = {
     {"screenshot", "save a PNG (or raw RGBX) of the env's screen", cmd_screenshot},
     {"act", "perform a computer_13 action (JSON) on the env", cmd_act},
     {"reset", "return the env to the clean golden state", cmd_reset},
+    {"pause", "pause an env: no CPU used, its guest clock stands still", cmd_pause},
+    {"resume", "let a paused env run again", cmd_resume},
     {"exec", "run a command in the guest through the guest agent", cmd_exec},
     {"net", "the env's network policy and egress log (log, show)", cmd_net},
     {"run", "run a task (or a folder of tasks) with an agent, score it, record a trace", cmd_run},

@@ -39,6 +39,7 @@ struct env {
     pid_t vcpu_pid;             /* the QEMU the thread ids below belong to */
     pid_t vcpu_tids[VM_VCPUS_MAX];
     size_t nvcpu;
+    bool running_known;         /* this process knows the guest is not paused */
 };
 
 const char *env_name(const env *e) { return e->name; }
@@ -67,7 +68,15 @@ int env_hold(env *e, bool hold, em_err *err)
 {
     if (vm_hold(e->dir, hold, err) < 0)
         return em_prefix(err, "env %s: %s the guest: ", e->name, hold ? "pausing" : "resuming");
+    e->running_known = !hold;
     return 0;
+}
+
+/* An action or a guest command on a paused env (envmgr pause, an idle suite or API env) runs it
+ * again first: neither can complete while its vCPUs stand still. */
+static int ensure_running(env *e, em_err *err)
+{
+    return e->running_known ? 0 : env_hold(e, false, err);
 }
 int env_width(const env *e) { return e->image->width; }
 int env_height(const env *e) { return e->image->height; }
@@ -352,6 +361,7 @@ int env_reset(env *e, env_timings *t, em_err *err)
     if (golden_start_clone(e->gold, e->image, accel ? accel : "tcg", e->dir, e->name, &e->pid, err) < 0)
         return em_prefix(err, "reset %s: ", e->name);
     double t2 = now_ms();
+    e->running_known = true; /* a restored guest runs */
     reset_pointer_state(e);
     mark_clock_stale(e);
     if (write_meta(e, err) < 0 || net_start(e, err) < 0)
@@ -366,6 +376,8 @@ int env_reset(env *e, env_timings *t, em_err *err)
 
 int env_guest(env *e, guest **g, em_err *err)
 {
+    if (ensure_running(e, err) < 0)
+        return -1;
     if (!e->ga) {
         _cleanup_free_ char *sock = in_dir(e, VM_QGA_SOCK);
         if (guest_open(sock, AGENT_TIMEOUT_MS, &e->ga, err) < 0)
@@ -430,7 +442,7 @@ int env_screenshot(env *e, const png_buf **png, em_err *err)
 int env_act(env *e, const action *a, em_err *err)
 {
     vnc_session *v;
-    if (env_vnc(e, &v, err) < 0)
+    if (ensure_running(e, err) < 0 || env_vnc(e, &v, err) < 0)
         return -1;
     if (action_execute(v, a, err) < 0)
         return em_prefix(err, "env %s: %s: ", e->name, action_type_name(a->type));

@@ -44,6 +44,7 @@ struct episode {
     json_t *setup_flags; /* steps that failed the way OSWorld goes on after: [{phase, index, type, why}] */
     size_t egress_lines, egress_dropped;
     bool held;                    /* the guest is paused while the agent thinks */
+    int late_changes, late_probes; /* --probe-late: observations that changed while the guest ran on */
     double hold_ms, hold_max_ms;  /* what pausing and resuming cost */
     int holds;
 };
@@ -341,9 +342,27 @@ static int execute_actions(run *r, json_t *actions, const char *source, double a
 
 /* ---- one reply: the per-step logic shared by the agent loop and the HTTP API ---- */
 
+/* A measurement (make bench): let the guest run on after an observation and count the
+ * observations a later frame contradicts; the later frame becomes the one the agent sees. */
+static int probe_late(run *r, em_err *err)
+{
+    uint64_t seen = r->last_hash;
+    sleep_ms(r->o.late_probe_ms);
+    if (check_interrupt(err) < 0 || frame_sha(r, r->before, err) < 0)
+        return -1;
+    r->late_probes++;
+    if (r->last_hash != seen) {
+        r->late_changes++;
+        fprintf(stderr, "envmgr: late change: the observation of step %d changed %.0f ms later\n", r->steps,
+                r->o.late_probe_ms);
+    }
+    return 0;
+}
+
 int episode_observe(episode *ep, char sha[65], em_err *err)
 {
-    if (frame_sha(ep, ep->before, err) < 0 || hold_guest(ep, true, err) < 0)
+    if (frame_sha(ep, ep->before, err) < 0 || (ep->o.late_probe_ms > 0 && probe_late(ep, err) < 0) ||
+        hold_guest(ep, true, err) < 0)
         return -1;
     memcpy(sha, ep->before, 65);
     return 0;
@@ -731,6 +750,10 @@ int episode_finish(episode *ep, exit_cause cause, json_t **result, em_err *err)
     json_object_set_new(tm, "pauses", json_integer(r->holds)); /* pause and resume calls, and their cost */
     json_object_set_new(tm, "pause_ms", json_real(r->hold_ms));
     json_object_set_new(tm, "pause_max_ms", json_real(r->hold_max_ms));
+    if (r->late_probes)
+        json_object_set_new(res, "late_probe", json_pack("{s:i, s:i, s:f}", "observations", r->late_probes,
+                                                         "late_changes", r->late_changes, "after_ms",
+                                                         r->o.late_probe_ms));
     json_object_set_new(res, "status", json_string(status ? status : "scored"));
     if (eval_error)
         json_object_set(res, "evaluator_error", eval_error);

@@ -17,7 +17,9 @@ typedef struct episode_opts {
     const char *out_dir;    /* result.json, agent.log, artifacts/ */
     const char *trace_dir;  /* NULL: out_dir/trace */
     bool fresh;             /* the env was just restored: skip the initial reset */
-    double settle_ms;       /* after each action, wait for two identical frames this far apart */
+    double settle_ms;       /* after each action, wait for a still screen and an idle guest this long */
+    double late_probe_ms;   /* > 0: a measurement: after each observation let the guest run this long
+                             * and count the observations a later frame contradicts (late_change) */
 } episode_opts;
 
 /* An episode driven step by step (the HTTP API's reset/step/evaluate), with

@@ -2,7 +2,7 @@
 # The step loop's settle rule on a real guest: after an action, the observation waits until the
 # screen is still AND the guest is idle, so a dialog an application draws only after a second
 # of work is in the frame the agent gets (late-change probe: the frame after a later 3 s WAIT is
-# the same). Every step records how its wait ended. Prints `settle: N passed, N failed`.
+# the same). Every step records how its wait ended; the episode replays exactly. Prints `settle: N passed, N failed`.
 SUITE=settle
 source "$(dirname "$0")/lib.sh"
 E=it-settle
@@ -27,6 +27,10 @@ check "the typing step waited out the guest's work (settle took > 1 s)" \
     test "$(awk '$1 == "TYPING" {print ($4 > 1000)}' "$T/steps")" = 1
 check "every executed step records how its settle ended" \
     bash -c "! awk '\$1 != \"DONE\" && \$3 == \"-\"' '$T/steps' | grep -q ."
+out=$("$ENVMGR" replay "$T/ep/trace" --env $E --out "$T/rp" --fast 2>&1); rc=$?
+echo "$out"
+check "the late-dialog episode replays exactly with --fast (same settle rule, guest paused while thinking)" \
+    test $rc = 0
 "$ENVMGR" down $E >/dev/null
 check "nothing left running" no_qemu_under "$ENVMGR_RUN_DIR/"
 finish
