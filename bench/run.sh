@@ -7,6 +7,7 @@ export ENVMGR_RUN_DIR=${ENVMGR_RUN_DIR:-$(mktemp -d /tmp/envmgr-bench.XXXXXX)}
 trap 'rm -rf "$ENVMGR_RUN_DIR"' EXIT
 "$root/build/bench/envbench" ${ENVMGR_BENCH_ARGS:---cold}
 [ -d "$root/tasks/demo" ] && "$root/bench/replay_bench.sh"
+"$root/bench/step_bench.sh" || echo "step_bench: failed (see above)"
 "$root/build/bench/api_bench" ${ENVMGR_API_BENCH_ARGS:-} || echo "api_bench: the soak saw errors or leaked envs (see above)"
 "$root/bench/suite_bench.sh" || echo "suite_bench: a suite run failed (see above)"
 "$root/build/bench/sandbox_bench" ${ENVMGR_SANDBOX_BENCH_ARGS:-} || echo "sandbox_bench: the evaluator sandbox did not run (see above)"

@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# The step loop (make bench; figures, not pass/fail):
+#   - per-step overhead, action answered -> next observation ready, p50/p99, for a click that changes
+#     nothing, a key press and typing into a terminal; the guest paused while the agent thinks (the
+#     default) and with the task's opt-out (pause_while_thinking: false, the loop before pausing);
+#   - what pausing and resuming cost per step, and the CPU of an idle env running and paused;
+#   - the late-change probe over the demo suite: observations a frame 2 s later contradicts;
+#   - concurrency: N episodes at once with an agent that thinks 5 s per step (STEP_BENCH_CONC,
+#     default "20 50 100 150"): steps per minute, p50/p99 step overhead, peak memory.
+# STEP_BENCH_STEPS=N steps per overhead task (default 15). STEP_BENCH_SKIP="conc late" skips parts.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+B=$root/bin/envmgr
+AGENT=$root/tasks/agents/scripted
+work=$(mktemp -d /tmp/envmgr-step-bench.XXXXXX)
+export ENVMGR_RUN_DIR=${ENVMGR_RUN_DIR:-$work/run}
+E=bench-step
+cleanup() { "$B" down $E >/dev/null 2>&1 || true; rm -rf "$work"; }
+trap cleanup EXIT
+skip() { [[ " ${STEP_BENCH_SKIP:-} " == *" $1 "* ]]; }
+line() { printf '%-44s %-28s [%s]\n' "$1" "$2" "$accel"; }
+"$B" up --name $E >/dev/null
+accel=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['accel'].upper())" "$ENVMGR_RUN_DIR/$E/env.json")
+n=${STEP_BENCH_STEPS:-15}
+
+# task KIND PAUSE OUT: a task of n steps of one kind
+task() {
+    python3 - "$1" "$2" "$n" "$3" <<'PY'
+import json, sys
+kind, pause, n, out = sys.argv[1], sys.argv[2] == "true", int(sys.argv[3]), sys.argv[4]
+config, step = [], {
+    "click": {"action_type": "CLICK", "x": 1100, "y": 600},
+    "key": {"action_type": "PRESS", "key": "shift"},
+    "typing": {"action_type": "TYPING", "text": "abc"},
+}[kind]
+if kind == "typing":
+    config = [{"type": "launch", "parameters": {"command": ["xterm", "-geometry", "80x20+40+40"]}},
+              {"type": "wait_screen", "parameters": {"timeout": 60, "stable_ms": 1500}}]
+json.dump({"id": "step-" + kind, "instruction": "bench", "config": config, "evaluator": {"func": "infeasible"},
+           "pause_while_thinking": pause, "limits": {"max_steps": n + 2, "step_timeout_s": 60,
+                                                      "episode_timeout_s": 1800},
+           "solution": [step] * n + [{"action_type": "DONE"}]}, open(out, "w"))
+PY
+}
+# stats FILE [FROM_STEP]: "p50 p99 count" of the timings lines (all, or from that step of each episode on)
+stats() {
+    python3 - "$1" "${2:-0}" <<'PY'
+import json, sys
+v = sorted(j["ms"] for j in map(json.loads, open(sys.argv[1])) if j.get("step", 0) >= int(sys.argv[2]))
+pct = lambda p: v[min(len(v) - 1, int(round(p / 100 * (len(v) - 1))))] if v else float("nan")
+print("%.0f %.0f %d" % (pct(50), pct(99), len(v)))
+PY
+}
+
+if ! skip overhead; then
+    for pause in false true; do
+        for kind in click key typing; do
+            task $kind $pause "$work/$kind-$pause.json"
+            "$B" run "$work/$kind-$pause.json" --env $E --agent "$AGENT --timings $work/$kind-$pause.jsonl" \
+                --out "$work/out-$kind-$pause" >/dev/null 2>&1 || true
+            read -r p50 p99 cnt < <(stats "$work/$kind-$pause.jsonl")
+            label=$([ $pause = true ] && echo "paused" || echo "not paused")
+            line "step overhead, $kind ($label): p50 / p99" "$p50 / $p99 ms ($cnt steps)"
+        done
+    done
+    read -r pauses pms pmax < <(python3 -c "
+import json, glob
+t = [json.load(open(f))['timings'] for f in glob.glob('$work/out-*-true/result.json')]
+n = sum(x['pauses'] for x in t); ms = sum(x['pause_ms'] for x in t)
+print(n, '%.2f' % (ms / n if n else float('nan')), '%.1f' % max(x['pause_max_ms'] for x in t))")
+    line "pause or resume (QMP stop/cont): mean / max" "$pms / $pmax ms ($pauses calls)"
+fi
+
+if ! skip idle; then
+    qpid=$(cat "$ENVMGR_RUN_DIR/$E/qemu.pid")
+    cpu() { awk '{print $14 + $15}' "/proc/$qpid/stat"; }
+    tick=$(getconf CLK_TCK)
+    "$B" resume $E >/dev/null
+    c0=$(cpu); sleep 20; c1=$(cpu)
+    line "idle env CPU, running" "$(awk "BEGIN {printf \"%.2f %% of a core\", ($c1 - $c0) / $tick / 20 * 100}")"
+    "$B" pause $E >/dev/null
+    c0=$(cpu); sleep 20; c1=$(cpu)
+    line "idle env CPU, paused" "$(awk "BEGIN {printf \"%.2f %% of a core\", ($c1 - $c0) / $tick / 20 * 100}")"
+    "$B" resume $E >/dev/null
+fi
+
+if ! skip late && ls "$root"/tasks/demo/*.json >/dev/null 2>&1; then
+    obs=0 late=0
+    for t in "$root"/tasks/demo/*.json; do
+        id=$(basename "$t" .json)
+        "$B" run "$t" --env $E --agent "$AGENT" --probe-late 2000 --out "$work/late-$id" >/dev/null 2>&1 || true
+        read -r o l < <(python3 -c "
+import json; p = json.load(open('$work/late-$id/result.json')).get('late_probe', {})
+print(p.get('observations', 0), p.get('late_changes', 0))" 2>/dev/null || echo "0 0")
+        obs=$((obs + o)) late=$((late + l))
+    done
+    line "late changes (frame 2 s after the observation)" "$late of $obs observations (demo suite)"
+fi
+"$B" down $E >/dev/null
+
+if ! skip conc; then
+    for c in ${STEP_BENCH_CONC:-20 50 100 150}; do
+        suite=$work/conc-$c
+        mkdir -p "$suite"
+        for i in $(seq 1 "$c"); do
+            task click true "$suite/c$i.json"
+            python3 - "$suite/c$i.json" "$i" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1])); t["id"] = "conc-%s" % sys.argv[2]
+t["solution"] = t["solution"][:6] + [{"action_type": "DONE"}]
+json.dump(t, open(sys.argv[1], "w"))
+PY
+        done
+        rm -f "$work/conc-$c.jsonl"
+        mem0=$(awk '/MemAvailable/ {print $2}' /proc/meminfo) memmin=$mem0 loadmax=0
+        ( while sleep 2; do
+              awk '/MemAvailable/ {print "mem", $2}' /proc/meminfo; awk '{print "load", $1}' /proc/loadavg
+          done ) >"$work/conc-$c.mon" &
+        mon=$!
+        t0=$(date +%s.%N)
+        "$B" suite run "$suite" --agent "$AGENT --think 5 --timings $work/conc-$c.jsonl" --envs "$c" \
+            --progress plain --out "$work/conc-out-$c" >"$work/conc-$c.log" 2>&1 || true
+        t1=$(date +%s.%N)
+        kill $mon 2>/dev/null || true
+        read -r p50 p99 cnt < <(stats "$work/conc-$c.jsonl")
+        read -r q50 q99 qcnt < <(stats "$work/conc-$c.jsonl" 1)
+        read -r done_ok < <(python3 -c "
+import json
+print(sum(1 for l in open('$work/conc-out-$c/results.jsonl') if json.loads(l).get('exit_cause') == 'done'))" 2>/dev/null || echo 0)
+        read -r memused loadpk < <(awk -v m0="$mem0" '$1 == "mem" && (min == "" || $2 < min) {min = $2}
+            $1 == "load" && $2 > l {l = $2} END {printf "%.1f %.1f\n", (m0 - min) / 1048576, l}' "$work/conc-$c.mon")
+        steps_min=$(python3 -c "
+import json
+print('%.0f' % ($cnt / (($t1 - $t0) / 60)))")
+        line "$c episodes at once (think 5 s): done" "$done_ok of $c, $(python3 -c "print('%.0f' % ($t1 - $t0))") s wall"
+        line "$c episodes at once: step overhead p50 / p99" "$p50 / $p99 ms ($cnt steps)"
+        line "$c at once: p50 / p99 after each first step" "$q50 / $q99 ms ($qcnt steps)"
+        line "$c episodes at once: steps per minute" "$steps_min (whole run, boot included)"
+        line "$c episodes at once: peak memory / load" "$memused GiB / $loadpk"
+        rm -rf "$work/conc-out-$c"
+    done
+fi
