@@ -90,7 +90,7 @@ void api_h_live_page(api_request *q, api_reply *r)
 
 typedef struct live_ctx {
     api_server *s;
-    char *vnc_sock;
+    char *vnc_sock, *env_dir;
     bool view_only;
 } live_ctx;
 
@@ -110,11 +110,17 @@ static void *live_main(void *arg)
     int fl = fcntl(lt->fd, F_GETFL);
     if (fl >= 0)
         fcntl(lt->fd, F_SETFL, fl & ~O_NONBLOCK);
+    if (!lt->ctx->view_only) { /* someone drives the env by hand: its guest runs (an episode pauses it again) */
+        em_err herr = {0};
+        if (vm_hold(lt->ctx->env_dir, false, &herr) < 0)
+            fprintf(stderr, "envmgr serve: live control: %s\n", herr.msg);
+    }
     if (lt->extra_len == 0) /* (a client does not talk before the server's RFB version) */
-        view_relay(lt->fd, true, lt->ctx->vnc_sock, lt->ctx->view_only, &s->stopping);
+        view_relay(lt->fd, true, lt->ctx->vnc_sock, lt->ctx->view_only, NULL, &s->stopping);
     MHD_upgrade_action(lt->urh, MHD_UPGRADE_ACTION_CLOSE);
     free(lt->extra);
     free(lt->ctx->vnc_sock);
+    free(lt->ctx->env_dir);
     free(lt->ctx);
     free(lt);
     pthread_mutex_lock(&s->lock);
@@ -146,6 +152,7 @@ static void on_upgrade(void *cls, struct MHD_Connection *c, void *req_cls, const
         pthread_mutex_unlock(&ctx->s->lock);
         MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);
         free(ctx->vnc_sock);
+        free(ctx->env_dir);
         free(ctx);
         free(lt);
     }
@@ -206,10 +213,12 @@ void api_h_live_ws(api_request *q, api_reply *r)
     ctx->s = q->s;
     _cleanup_free_ char *dir = paths_env_dir(q->rt.env);
     ctx->vnc_sock = xasprintf("%s/" VM_VNC_SOCK, dir);
+    ctx->env_dir = xstrdup(dir);
     ctx->view_only = !query_true(q, "control");
     struct MHD_Response *resp = MHD_create_response_for_upgrade(on_upgrade, ctx);
     if (!resp) {
         free(ctx->vnc_sock);
+        free(ctx->env_dir);
         free(ctx);
         api_fail(&e, 500, "", "cannot create the upgrade response");
         return api_reply_error(r, &e);

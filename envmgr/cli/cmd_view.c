@@ -10,7 +10,8 @@ static const char usage[] =
     "usage: envmgr view ENV [--listen 127.0.0.1:PORT | --socket PATH] [--control]\n"
     "  Watch an env: serves a view-only VNC endpoint that any VNC viewer opens (keyboard, mouse and\n"
     "  clipboard from the viewer are dropped, so watching never disturbs an agent) until Ctrl-C.\n"
-    "  --listen ADDR  loopback address (default 127.0.0.1:0, a free port)\n"
+    "  --listen ADDR  loopback address (default 127.0.0.1:0, a free port); every local user can reach\n"
+    "                 it, so viewers must give the fresh random password printed at start\n"
     "  --socket PATH  a unix socket (0600) instead\n"
     "  --control      pass the viewer's input through (debugging a stuck env; not while an agent runs)\n"
     "  An env owned by `envmgr serve` can also be watched in a browser: GET /v1/envs/ENV/live.\n";
@@ -20,7 +21,7 @@ typedef struct view_args {
     bool control, unix_sock;
 } view_args;
 
-static void ready(const char *where, void *arg)
+static void ready(const char *where, const char *password, void *arg)
 {
     const view_args *a = arg;
     printf("envmgr view: env %s: %s VNC at %s\n", a->name, a->control ? "CONTROL (input passes)" : "view-only",
@@ -30,8 +31,9 @@ static void ready(const char *where, void *arg)
                where);
     } else {
         const char *colon = strrchr(where, ':');
-        printf("  open it with: vncviewer %.*s::%s   (any VNC viewer: host %.*s, port %s, no password)\n",
-               (int)(colon - where), where, colon + 1, (int)(colon - where), where, colon + 1);
+        printf("  open it with: vncviewer %.*s::%s   (any VNC viewer: host %.*s, port %s)\n", (int)(colon - where),
+               where, colon + 1, (int)(colon - where), where, colon + 1);
+        printf("  password: %s   (every local user can reach the port; only who has this gets in)\n", password);
     }
     printf("  with `envmgr serve`: http://HOST:PORT/v1/envs/%s/live?token=TOKEN in a browser\n", a->name);
     printf("  Ctrl-C stops watching (the env keeps running)\n");

@@ -19,11 +19,13 @@
 #include "envmgr/base/paths.h"
 #include "envmgr/base/util.h"
 #include "envmgr/view/relay.h"
+#include "envmgr/view/vnc_auth.h"
 #include "envmgr/vm/vm.h"
 
 typedef struct viewer {
     int fd;
     const char *vnc_sock;
+    const char *password;
     bool view_only;
     const atomic_int *stop;
     int *running;
@@ -33,7 +35,7 @@ typedef struct viewer {
 static void *viewer_main(void *arg)
 {
     viewer *v = arg;
-    view_relay(v->fd, false, v->vnc_sock, v->view_only, v->stop);
+    view_relay(v->fd, false, v->vnc_sock, v->view_only, v->password, v->stop);
     close(v->fd);
     pthread_mutex_lock(v->mu);
     (*v->running)--;
@@ -52,7 +54,7 @@ static int bind_listener(const char *listen_spec, const char *socket_path, char 
         return fd;
     }
     char bound[LISTEN_WHERE_MAX];
-    /* a viewer endpoint has no password: loopback only */
+    /* loopback only, and VNC authentication with a fresh password (view_serve) */
     if (listen_tcp(listen_spec, true, &fd, bound, err) < 0)
         return em_prefix(err, "--listen: ");
     snprintf(where, wlen, "%s", bound);
@@ -60,7 +62,7 @@ static int bind_listener(const char *listen_spec, const char *socket_path, char 
 }
 
 int view_serve(const char *name, const char *listen_spec, const char *socket_path, bool control,
-                   void (*ready)(const char *where, void *arg), void *arg, em_err *err)
+               void (*ready)(const char *where, const char *password, void *arg), void *arg, em_err *err)
 {
     if (check_name("env", name, err) < 0)
         return -1;
@@ -74,7 +76,10 @@ int view_serve(const char *name, const char *listen_spec, const char *socket_pat
     int lfd = bind_listener(listen_spec ? listen_spec : "127.0.0.1:0", socket_path, where, sizeof where, err);
     if (lfd < 0)
         return -1;
-    ready(where, arg);
+    /* anyone on the host can reach a loopback port: a TCP viewer needs the password printed here */
+    char password[VNC_AUTH_PASSWORD_LEN + 1];
+    vnc_auth_new_password(password);
+    ready(where, socket_path ? NULL : password, arg);
     atomic_int stop = 0;
     int running = 0;
     pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -86,7 +91,7 @@ int view_serve(const char *name, const char *listen_spec, const char *socket_pat
         if (c < 0)
             continue;
         viewer *v = xcalloc(1, sizeof *v);
-        *v = (viewer){c, sock, !control, &stop, &running, &mu};
+        *v = (viewer){c, sock, socket_path ? NULL : password, !control, &stop, &running, &mu};
         pthread_t th;
         pthread_attr_t at;
         pthread_attr_init(&at);

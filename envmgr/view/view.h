@@ -8,10 +8,11 @@
 
 /* envmgr view: serve a view-only VNC relay to env `name` on a loopback TCP
  * address (listen, "127.0.0.1:0" picks a free port) or a unix socket, one
- * thread per viewer, until SIGINT/SIGTERM. ready(where, arg) is called once
+ * thread per viewer, until SIGINT/SIGTERM. A TCP endpoint asks every viewer for a fresh random
+ * password (VNC authentication; NULL for a 0600 unix socket). ready(where, password, arg) is called once
  * listening, with "127.0.0.1:5901" or the socket path. control lifts the
  * input filter. */
 int view_serve(const char *name, const char *listen, const char *socket_path, bool control,
-               void (*ready)(const char *where, void *arg), void *arg, em_err *err);
+               void (*ready)(const char *where, const char *password, void *arg), void *arg, em_err *err);
 
 #endif

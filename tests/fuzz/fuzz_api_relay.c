@@ -1,8 +1,12 @@
 /* libFuzzer target: what a live-view client sends. The input is split at
- * arbitrary points (its first byte seeds the chunk sizes) and fed to the
- * websocket parser; the unmasked payload goes through the view-only RFB
- * filter. Neither may crash or overrun, and the filter must never let a key,
- * pointer or clipboard message through. */
+ * arbitrary points (its first byte seeds the chunk sizes and the mode) and fed
+ * to the websocket parser; the unmasked payload goes through the relay's RFB
+ * server side. Neither may crash or overrun. Differential: everything the
+ * relay sends QEMU is parsed here the way QEMU's VNC server parses client
+ * messages (RFC 6143 sizes, QEMU's own types), and that parse must never meet
+ * a key, pointer, clipboard or QEMU message, nor an encoding that lets the
+ * client send one. The relay does its own handshake with QEMU, so its output
+ * is messages from the first byte. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -13,30 +17,43 @@
 
 static uint8_t data_buf[65536], out_buf[65536 + 4200];
 
-/* Walk the filter's output as an RFB client stream and check no input message is in it. */
-static void check_output(const uint8_t *out, size_t n, size_t *state, size_t *skip)
+/* QEMU's reading of the stream, message by message, carried across calls. */
+typedef struct qemu_parse {
+    uint8_t msg[4096];
+    size_t have, skip;
+} qemu_parse;
+
+static uint32_t be32(const uint8_t *p)
+{
+    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
+}
+
+static void qemu_feed(qemu_parse *q, const uint8_t *out, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
-        if (*skip) {
-            (*skip)--;
+        if (q->skip) {
+            q->skip--;
             continue;
         }
-        if (*state < 14) { /* the 12-byte version, security type and ClientInit at most */
-            (*state)++;
-            continue;
+        q->msg[q->have++] = out[i];
+        size_t need;
+        switch (q->msg[0]) {
+        case 0: need = 20; break;
+        case 2: need = q->have < 4 ? 4 : 4 + 4 * (size_t)((q->msg[2] << 8) | q->msg[3]); break;
+        case 3: need = 10; break;
+        default: abort(); /* 4 key, 5 pointer, 6 cut text, 255 QEMU, 251 desktop size, or garbage */
         }
-        if (out[i] == 4 || out[i] == 5 || out[i] == 6)
+        if (q->have < need)
+            continue;
+        if (q->msg[0] == 2)
+            for (size_t k = 0; k < (size_t)((q->msg[2] << 8) | q->msg[3]); k++) {
+                int32_t e = (int32_t)be32(q->msg + 4 + 4 * k);
+                if (e == -258 || e == -259 || e == -309 || e == -312 || e == -313)
+                    abort();
+            }
+        if (need > sizeof q->msg) /* cannot happen: the relay gathers at most 4200 bytes */
             abort();
-        /* message sizes are checked by the unit tests; here only the types matter,
-         * so skip conservatively by the fixed sizes we know */
-        if (out[i] == 0)
-            *skip = 19;
-        else if (out[i] == 3)
-            *skip = 9;
-        else if (out[i] == 2 && i + 3 < n)
-            *skip = 3 + 4 * (size_t)((out[i + 2] << 8) | out[i + 3]);
-        else
-            *skip = 0;
+        q->have = 0;
     }
 }
 
@@ -47,13 +64,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     unsigned seed = data[0];
     data++;
     size--;
-    /* 1: raw RFB through the filter (envmgr view); 0: websocket frames first (the live page) */
-    bool raw = seed & 1;
+    /* bit 0: raw RFB (envmgr view) or websocket frames (the live page);
+     * bit 1: the fuzzer's bytes after a correct handshake, or from the first byte */
+    bool raw = seed & 1, handshaken = seed & 2;
     ws_parser wp = {0};
-    rfb_filter rf = {0};
-    size_t state = 0, skip = 0;
-    /* RFB 3.3 handshakes have no security byte: the checker cannot tell them apart cheaply, so only 3.8 streams are checked */
-    bool checkable = size >= 12 && !memcmp(data, "RFB 003.008\n", 12);
+    rfb_filter rf;
+    em_err err;
+    if (rfb_filter_init(&rf, true, NULL, &err) < 0)
+        abort();
+    qemu_parse q = {0};
+    if (handshaken && (rfb_filter_feed(&rf, (const uint8_t *)"RFB 003.008\n\x01\x01", 14, out_buf) != 0 ||
+                       !rf.ready))
+        abort();
     size_t off = 0;
     while (off < size) {
         size_t chunk = 1 + (seed % 97);
@@ -67,7 +89,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (!raw) {
                 ws_event ev;
                 long used = ws_feed(&wp, data + off + used_total, chunk - used_total, data_buf, sizeof data_buf,
-                                        &dlen, &ev);
+                                    &dlen, &ev);
                 if (used < 0)
                     return 0;
                 if (used == 0 && dlen == 0)
@@ -80,12 +102,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             }
             if (plen) {
                 long m = rfb_filter_feed(&rf, payload, plen, out_buf);
+                if (rf.reply_len > sizeof rf.reply)
+                    abort();
                 if (m < 0)
                     return 0;
-                if ((size_t)m > plen + sizeof rf.buf)
-                    abort();
-                if (raw && checkable)
-                    check_output(out_buf, (size_t)m, &state, &skip);
+                if ((size_t)m > plen + sizeof rf.buf || (m > 0 && !rf.ready))
+                    abort(); /* nothing reaches QEMU before the viewer's handshake is done */
+                qemu_feed(&q, out_buf, (size_t)m);
             }
         }
         off += chunk;

@@ -30,7 +30,10 @@ code() { curl -s -o "$T/body" -D "$T/hdr" -w '%{http_code}' "$@"; }
 
 ID=$(curl -s -X POST -H "$H" -d '{}' "$URL/v1/envs" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
 check "an env to watch ($ID)" test -n "$ID"
-check "freeform reset" test "$(code -X POST -H "$H" "$URL/v1/envs/$ID/reset?screenshot=none")" = 200
+# the guest keeps running between steps here, so "input reached nothing" below means the relay dropped it
+check "reset with a task that lets the guest run between steps" test "$(code -X POST -H "$H" \
+    -d '{"task": {"id": "live", "instruction": "watch", "evaluator": {"func": "infeasible"}, "pause_while_thinking": false}}' \
+    "$URL/v1/envs/$ID/reset?screenshot=none")" = 200
 
 # --- the page and its auth --------------------------------------------------------
 check "live page without a token: 401" test "$(code "$URL/v1/envs/$ID/live")" = 401
@@ -85,10 +88,12 @@ VIEW_PID=$!
 check "envmgr view prints how to watch" wait_until 20 grep -q 'view-only VNC at' "$T/view.out"
 sed 's/^/     /' "$T/view.out"
 check "the view socket is 0600" test "$(stat -c %a "$T/view.sock" 2>/dev/null)" = 600
-rfb_client() { # rfb_client unix:PATH|tcp:HOST:PORT: handshake asking for EXCLUSIVE access, send input, get frames
-    python3 - "$1" <<'PY'
+rfb_client() { # rfb_client unix:PATH|tcp:HOST:PORT [PASSWORD [VERSION]]: handshake asking for EXCLUSIVE access, send input, get frames
+    /usr/bin/python3 - "$@" <<'PY'
 import socket, struct, sys
 kind, addr = sys.argv[1].split(":", 1)
+password = sys.argv[2].encode() if len(sys.argv) > 2 and sys.argv[2] else None
+version = sys.argv[3].encode().decode("unicode_escape").encode() if len(sys.argv) > 3 else b"RFB 003.008\n"
 if kind == "unix":
     s = socket.socket(socket.AF_UNIX); s.connect(addr)
 else:
@@ -102,9 +107,20 @@ def rd(n):
         b += c
     return b
 assert rd(12).startswith(b"RFB 003.")
-s.sendall(b"RFB 003.008\n")
-n = rd(1)[0]; types = rd(n); assert 1 in types, types
-s.sendall(b"\x01"); assert rd(4) == b"\0\0\0\0"
+s.sendall(version)
+n = rd(1)[0]; types = rd(n)
+if 2 in types:  # VNC authentication, computed here independently (DES via python3-cryptography)
+    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+    s.sendall(b"\x02"); challenge = rd(16)
+    key = bytes(int("{:08b}".format(c)[::-1], 2) for c in (password or b"").ljust(8, b"\0")[:8])
+    enc = Cipher(algorithms.TripleDES(key), modes.ECB()).encryptor()
+    s.sendall(enc.update(challenge) + enc.finalize())
+    result = rd(4)
+    if result != b"\0\0\0\0":
+        raise SystemExit("refused: " + rd(struct.unpack(">I", rd(4))[0]).decode())
+else:
+    assert 1 in types, types
+    s.sendall(b"\x01"); assert rd(4) == b"\0\0\0\0"
 s.sendall(b"\x00")                                    # exclusive: would disconnect every other client
 w, h = struct.unpack(">HH", rd(4)); rd(16); rd(struct.unpack(">I", rd(4))[0])
 s.sendall(b"\x02\x00\x00\x01\x00\x00\x00\x00")         # SetEncodings: Raw
@@ -117,6 +133,9 @@ PY
 }
 out=$(timeout 60 bash -c "$(declare -f rfb_client); rfb_client unix:$T/view.sock" 2>&1)
 check "a VNC client gets the 1280x800 screen through the view socket ($out)" test "$out" = "1280x800 first-message=0"
+out=$(timeout 60 bash -c "$(declare -f rfb_client); rfb_client unix:$T/view.sock '' 'RFB 003.  7\\n'" 2>&1)
+check "a version string a server could read as 3.7 while a filter reads 3.3 is refused ($out)" \
+    bash -c "echo '$out' | grep -q 'closed after'"
 check "its exclusive request did not cut off the env's own session (a step: 200)" \
     test "$(code -X POST -H "$H" -d '{"action":{"action_type":"MOVE_TO","x":20,"y":20}}' "$URL/v1/envs/$ID/step?screenshot=none")" = 200
 check "SIGINT stops envmgr view (exit 0)" stop_pid "$VIEW_PID" INT
@@ -127,8 +146,14 @@ VIEW_PID=$!
 wait_until 20 grep -q 'view-only VNC at' "$T/view.out"
 ADDR=$(sed -n 's/.*view-only VNC at //p' "$T/view.out")
 check "by default envmgr view listens on a loopback port ($ADDR)" bash -c "[[ '$ADDR' == 127.0.0.1:* ]]"
-out=$(timeout 60 bash -c "$(declare -f rfb_client); rfb_client tcp:$ADDR" 2>&1)
-check "a VNC client gets the screen over TCP" test "$out" = "1280x800 first-message=0"
+VIEWPW=$(sed -n 's/^ *password: \([^ ]*\).*/\1/p' "$T/view.out")
+check "envmgr view over TCP prints a password" test ${#VIEWPW} = 8
+out=$(timeout 60 bash -c "$(declare -f rfb_client); rfb_client tcp:$ADDR '$VIEWPW'" 2>&1)
+check "a VNC client with the password gets the screen over TCP" test "$out" = "1280x800 first-message=0"
+out=$(timeout 60 bash -c "$(declare -f rfb_client); rfb_client tcp:$ADDR wrongpw1" 2>&1)
+check "a wrong password is refused ($out)" bash -c "echo '$out' | grep -q 'refused: authentication failed'"
+out=$(timeout 60 bash -c "$(declare -f rfb_client); rfb_client tcp:$ADDR ''" 2>&1)
+check "no password is refused" bash -c "echo '$out' | grep -q 'refused'"
 stop_pid "$VIEW_PID" TERM; VIEW_PID=
 "$ENVMGR" view "$ID" --listen 0.0.0.0:0 >/dev/null 2>&1
 check "envmgr view refuses a non-loopback address (exit 2)" test $? = 2

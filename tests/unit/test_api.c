@@ -12,6 +12,7 @@
 #include "envmgr/api/api.h"
 #include "envmgr/api/api_int.h"
 #include "envmgr/view/relay.h"
+#include "envmgr/view/vnc_auth.h"
 #include "envmgr/view/websocket.h"
 #include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
@@ -426,12 +427,17 @@ static void test_ws_frames(void)
 
 /* ---- the view-only filter ---- */
 
-static long feed_all(rfb_filter *f, const uint8_t *in, size_t n, uint8_t *out, bool bytewise)
+static long feed_all(rfb_filter *f, const uint8_t *in, size_t n, uint8_t *out, bool bytewise, uint8_t *replies,
+                     size_t *nreplies)
 {
     long total = 0;
     for (size_t off = 0; off < n;) {
         size_t k = bytewise ? 1 : n - off;
         long m = rfb_filter_feed(f, in + off, k, out + total);
+        if (replies) {
+            memcpy(replies + *nreplies, f->reply, f->reply_len);
+            *nreplies += f->reply_len;
+        }
         if (m < 0)
             return -1;
         total += m;
@@ -443,16 +449,16 @@ static long feed_all(rfb_filter *f, const uint8_t *in, size_t n, uint8_t *out, b
 static void test_rfb_filter(void)
 {
     for (int bytewise = 0; bytewise < 2; bytewise++) {
-        uint8_t in[512], out[512 + 4200];
-        size_t n = 0;
+        uint8_t in[512], out[512 + 4200], rep[256];
+        size_t n = 0, nrep = 0;
         memcpy(in + n, "RFB 003.008\n", 12);
         n += 12;
         in[n++] = 1;  /* security: None */
         in[n++] = 0;  /* ClientInit: exclusive (!) */
-        uint8_t spf[20] = {0};
+        uint8_t spf[20] = {0, 0xaa, 0xbb, 0xcc, 32, 24, 7, 9, 0, 255, 0, 255, 0, 255, 16, 8, 0, 0xdd, 0xee, 0xff};
         memcpy(in + n, spf, 20);
-        n += 20;                                 /* SetPixelFormat: passes */
-        uint8_t enc[] = {2, 0, 0, 5, 0, 0, 0, 7, 0xff, 0xff, 0xfe, 0xfe,  /* Tight, -258 (QEMU keys) */
+        n += 20;                                 /* SetPixelFormat: rebuilt (padding zero, flags 0/1) */
+        uint8_t enc[] = {2, 9, 0, 5, 0, 0, 0, 7, 0xff, 0xff, 0xfe, 0xfe,  /* Tight, -258 (QEMU keys) */
                          0xff, 0xff, 0xff, 0x21, 0, 0, 0, 0, 0xff, 0xff, 0xfe, 0xc7}; /* DesktopSize, Raw, -313 */
         memcpy(in + n, enc, sizeof enc);
         n += sizeof enc;
@@ -465,44 +471,88 @@ static void test_rfb_filter(void)
         uint8_t cut[8 + 5] = {6, 0, 0, 0, 0, 0, 0, 5, 'h', 'e', 'l', 'l', 'o'};
         memcpy(in + n, cut, sizeof cut);
         n += sizeof cut;                 /* ClientCutText: dropped */
-        uint8_t req[10] = {3, 1, 0, 0, 0, 0, 5, 0, 3, 0x20};
+        uint8_t req[10] = {3, 7, 0, 0, 0, 0, 5, 0, 3, 0x20};
         memcpy(in + n, req, 10);
-        n += 10;                                 /* FramebufferUpdateRequest: passes */
-        rfb_filter f = {0};
-        long m = feed_all(&f, in, n, out, bytewise);
+        n += 10;                                 /* FramebufferUpdateRequest: rebuilt (incremental 0/1) */
+        rfb_filter f;
+        em_err err = {0};
+        CU_ASSERT_EQUAL_FATAL(rfb_filter_init(&f, true, NULL, &err), 0);
+        long m = feed_all(&f, in, n, out, bytewise, rep, &nrep);
         CU_ASSERT_FATAL(m > 0);
+        CU_ASSERT_TRUE(f.ready);
+        /* the viewer heard: one security type (None), then SecurityResult OK */
+        CU_ASSERT_EQUAL(nrep, 6);
+        CU_ASSERT_EQUAL(memcmp(rep, "\x01\x01\0\0\0\0", 6), 0);
+        /* QEMU gets messages only (the relay has its own handshake with it), each one rebuilt */
         size_t o = 0;
-        CU_ASSERT_EQUAL(memcmp(out, "RFB 003.008\n", 12), 0);
-        o += 12;
-        CU_ASSERT_EQUAL(out[o++], 1);
-        CU_ASSERT_EQUAL(out[o++], 1); /* shared, whatever the viewer asked */
-        CU_ASSERT_EQUAL(memcmp(out + o, spf, 20), 0);
+        uint8_t want_spf[20] = {0, 0, 0, 0, 32, 24, 1, 1, 0, 255, 0, 255, 0, 255, 16, 8, 0, 0, 0, 0};
+        CU_ASSERT_EQUAL(memcmp(out + o, want_spf, 20), 0);
         o += 20;
         uint8_t want_enc[] = {2, 0, 0, 3, 0, 0, 0, 7, 0xff, 0xff, 0xff, 0x21, 0, 0, 0, 0};
         CU_ASSERT_EQUAL(memcmp(out + o, want_enc, sizeof want_enc), 0);
         o += sizeof want_enc;
-        CU_ASSERT_EQUAL(memcmp(out + o, req, 10), 0);
+        uint8_t want_req[10] = {3, 1, 0, 0, 0, 0, 5, 0, 3, 0x20};
+        CU_ASSERT_EQUAL(memcmp(out + o, want_req, 10), 0);
         o += 10;
         CU_ASSERT_EQUAL((size_t)m, o);
         CU_ASSERT_EQUAL(f.dropped, 3);
     }
-    /* RFB 3.3: no security byte from the client */
-    rfb_filter f = {0};
     uint8_t out[64];
-    CU_ASSERT_EQUAL(rfb_filter_feed(&f, (const uint8_t *)"RFB 003.003\n\x00", 13, out), 13);
-    CU_ASSERT_EQUAL(out[12], 1);
-    /* what no view-only viewer may send */
-    const char *bad[] = {"HTTP/1.1 200", "RFB 003.008\n\x02", "RFB 003.008\n\x01\x01\xff\x00",
-                         "RFB 003.008\n\x01\x01\x07"};
-    const size_t badlen[] = {12, 13, 16, 15};
+    em_err err = {0};
+    /* only RFB 3.8, byte for byte: anything else could be read differently by a server */
+    const char *bad[] = {"HTTP/1.1 200", "RFB 003.003\n", "RFB 003.  7\n", "RFB 003.008\r",
+                         "RFB 003.008\n\x02", "RFB 003.008\n\x01\x01\xff\x00", "RFB 003.008\n\x01\x01\x07"};
+    const size_t badlen[] = {12, 12, 12, 12, 13, 16, 15};
     for (size_t i = 0; i < ARRAY_LEN(bad); i++) {
-        rfb_filter g = {0};
+        rfb_filter g;
+        rfb_filter_init(&g, true, NULL, &err);
         CU_ASSERT_EQUAL(rfb_filter_feed(&g, (const uint8_t *)bad[i], badlen[i], out), -1);
     }
     /* SetEncodings with more entries than a message may gather: refused */
-    rfb_filter g = {0};
+    rfb_filter g;
+    rfb_filter_init(&g, true, NULL, &err);
     uint8_t big[] = {'R', 'F', 'B', ' ', '0', '0', '3', '.', '0', '0', '8', '\n', 1, 1, 2, 0, 0xff, 0xff};
     CU_ASSERT_EQUAL(rfb_filter_feed(&g, big, sizeof big, out), -1);
+}
+
+/* libvncclient's VNC authentication (d3des), exported by the library but not declared in its header */
+void rfbClientEncryptBytes(unsigned char *bytes, char *passwd);
+
+/* VNC authentication: the viewer must answer the challenge with the password; libvncclient's own
+ * implementation (what real viewers compute) checks our DES and bit-reversed key. */
+static void test_rfb_auth(void)
+{
+    em_err err = {0};
+    uint8_t ch[16], resp[16];
+    for (int i = 0; i < 16; i++)
+        ch[i] = (uint8_t)i;
+    CU_ASSERT_EQUAL_FATAL(vnc_auth_response("password", ch, resp, &err), 0);
+    uint8_t want[16];
+    memcpy(want, ch, 16);
+    char pw[] = "password";
+    rfbClientEncryptBytes(want, pw);
+    CU_ASSERT_EQUAL(memcmp(resp, want, 16), 0);
+    for (int right = 0; right < 2; right++) {
+        rfb_filter f;
+        CU_ASSERT_EQUAL_FATAL(rfb_filter_init(&f, true, "s3cretpw", &err), 0);
+        uint8_t out[64];
+        CU_ASSERT_EQUAL(rfb_filter_feed(&f, (const uint8_t *)"RFB 003.008\n", 12, out), 0);
+        CU_ASSERT_EQUAL(f.reply_len, 2);
+        CU_ASSERT_EQUAL(f.reply[1], 2); /* VNC authentication is the only type offered */
+        CU_ASSERT_EQUAL(rfb_filter_feed(&f, (const uint8_t *)"\x02", 1, out), 0);
+        CU_ASSERT_EQUAL_FATAL(f.reply_len, 16);
+        uint8_t answer[16];
+        CU_ASSERT_EQUAL_FATAL(vnc_auth_response(right ? "s3cretpw" : "guess123", f.reply, answer, &err), 0);
+        long m = rfb_filter_feed(&f, answer, 16, out);
+        if (right) {
+            CU_ASSERT_EQUAL(m, 0);
+            CU_ASSERT_EQUAL(memcmp(f.reply, "\0\0\0\0", 4), 0);
+        } else {
+            CU_ASSERT_EQUAL(m, -1);
+            CU_ASSERT_EQUAL(f.reply[3], 1); /* SecurityResult failed, with a reason */
+            CU_ASSERT_FALSE(f.ready);
+        }
+    }
 }
 
 /* ---- tar ---- */
@@ -548,6 +598,7 @@ static CU_TestInfo tests[] = {
     {"websocket accept", test_ws_accept},
     {"websocket frames", test_ws_frames},
     {"view-only RFB filter", test_rfb_filter},
+    {"VNC authentication for TCP viewers", test_rfb_auth},
     {"tar headers", test_tar_header},
     CU_TEST_INFO_NULL,
 };
