@@ -19,7 +19,6 @@ import os
 import socket
 import time
 import urllib.error
-import urllib.parse
 import urllib.request
 
 __all__ = ["EnvmgrEnv", "EnvmgrError", "Client"]
@@ -168,9 +167,11 @@ class EnvmgrEnv:
     def info(self):
         return self.api.request("GET", "/v1/envs/" + self.env_id)
 
-    def live_url(self):
-        """A browser URL for watching the env (view-only); it carries the token."""
-        return "%s/v1/envs/%s/live?token=%s" % (self.api.url, self.env_id, urllib.parse.quote(self.api.token))
+    def live_url(self, ttl_s=3600, control=False):
+        """A browser URL for watching the env (view-only unless control), carrying a live-view token
+        that opens only this env's live view and expires after ttl_s seconds (never the API token)."""
+        r = self.api.request("POST", self._path("live-token"), {"ttl_s": ttl_s, "control": bool(control)})
+        return self.api.url + r["url"]
 
     def _path(self, what):
         return "/v1/envs/%s/%s" % (self.env_id, what)

@@ -115,28 +115,3 @@ bool api_auth_bearer(const char *header, const char *token)
     return api_token_equal(buf, token);
 }
 
-bool api_auth_cookie(const char *header, const char *token)
-{
-    if (!header)
-        return false;
-    const char *p = header;
-    bool ok = false;
-    while (*p) {
-        while (*p == ' ' || *p == ';')
-            p++;
-        const char *end = strchr(p, ';');
-        size_t n = end ? (size_t)(end - p) : strlen(p);
-        size_t kl = strlen(API_COOKIE);
-        if (n > kl && !strncmp(p, API_COOKIE, kl) && p[kl] == '=') {
-            char buf[API_TOKEN_MAX + 2];
-            size_t vl = n - kl - 1;
-            if (vl <= API_TOKEN_MAX) {
-                memcpy(buf, p + kl + 1, vl);
-                buf[vl] = '\0';
-                ok |= api_token_equal(buf, token);
-            }
-        }
-        p += n;
-    }
-    return ok;
-}

@@ -25,7 +25,9 @@
 #define API_CONN_LIMIT 64                    /* connections at once */
 #define API_TOKEN_MIN 16
 #define API_TOKEN_MAX 256
-#define API_COOKIE "envmgr_token"
+#define API_COOKIE "envmgr_live" /* envmgr_live_<ENV>: a live-view token, never the master token */
+#define API_LIVE_TOKEN_MAX (64 + 4 + 24 + API_ID_MAX + 2)
+#define API_LIVE_TTL_S 3600      /* how long a live page's cookie lasts */
 
 /* ---- errors: an HTTP status, the request field at fault, a message ---- */
 typedef struct api_error {
@@ -56,6 +58,7 @@ typedef enum {
     API_R_LIVE,       /* the HTML page */
     API_R_LIVE_WS,    /* the websocket the page's noVNC connects to */
     API_R_NOVNC,      /* noVNC's static files */
+    API_R_LIVE_TOKEN, /* POST: a live-view token to share */
 } api_route_id;
 
 typedef struct api_route {
@@ -91,7 +94,12 @@ int api_parse_task(json_t *spec, const char *field, const char *task_root, const
 bool api_token_equal(const char *a, const char *b); /* constant time in the length of b */
 /* The Authorization header value ("Bearer T") or the Cookie header (envmgr_token=T) carries the token. */
 bool api_auth_bearer(const char *header, const char *token);
-bool api_auth_cookie(const char *header, const char *token);
+/* Live-view tokens (api_live_token.c): HMAC-signed by the master token, one env, view or
+ * control, an expiry in Unix seconds. A check with env NULL accepts any env. */
+int api_live_token_make(const char *master, const char *env, bool control, long expires, char out[API_LIVE_TOKEN_MAX]);
+bool api_live_token_check(const char *master, const char *token, const char *env, bool need_control, long now);
+/* Any envmgr_live_* cookie of the Cookie header that passes api_live_token_check. */
+bool api_live_cookie_check(const char *header, const char *master, const char *env, bool need_control, long now);
 
 /* ---- metrics ---- */
 #define API_RESET_BUCKETS 9
@@ -195,6 +203,7 @@ void api_h_evaluate(api_request *q, api_reply *r);
 void api_h_trace(api_request *q, api_reply *r);
 void api_h_live_page(api_request *q, api_reply *r);
 void api_h_live_ws(api_request *q, api_reply *r);
+void api_h_live_token(api_request *q, api_reply *r);
 void api_h_novnc(api_request *q, api_reply *r);
 
 /* The env table. */

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -79,10 +80,14 @@ void api_h_live_page(api_request *q, api_reply *r)
     api_reply_header(r, "Content-Security-Policy",
                      "default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'unsafe-inline'; "
                      "img-src 'self' data: blob:; connect-src 'self'");
-    /* The page's module scripts and websocket carry no Authorization header: a cookie does it for them. */
-    char cookie[API_TOKEN_MAX + 80];
-    snprintf(cookie, sizeof cookie, API_COOKIE "=%s; Path=/v1/; HttpOnly; SameSite=Strict", q->s->cfg.token);
-    api_reply_header(r, "Set-Cookie", cookie);
+    /* The page's module scripts and websocket carry no Authorization header: a cookie does it for
+     * them, holding a live-view token for this env (view, or control when asked and allowed). */
+    char tok[API_LIVE_TOKEN_MAX], cookie[API_LIVE_TOKEN_MAX + API_ID_MAX + 120];
+    if (api_live_token_make(q->s->cfg.token, q->rt.env, control, (long)time(NULL) + API_LIVE_TTL_S, tok) == 0) {
+        snprintf(cookie, sizeof cookie, API_COOKIE "_%s=%s; Path=/v1/; Max-Age=%d; HttpOnly; SameSite=Strict",
+                 q->rt.env, tok, API_LIVE_TTL_S);
+        api_reply_header(r, "Set-Cookie", cookie);
+    }
     api_reply_header(r, "Referrer-Policy", "no-referrer");
 }
 
@@ -277,4 +282,36 @@ void api_h_novnc(api_request *q, api_reply *r)
     r->body = (unsigned char *)data;
     r->len = len;
     r->ctype = content_type(q->rt.file);
+}
+
+void api_h_live_token(api_request *q, api_reply *r)
+{
+    api_error e;
+    if (api_check_fields(q->body, " ttl_s control ", &e) < 0)
+        return api_reply_error(r, &e);
+    json_t *jttl = json_object_get(q->body, "ttl_s"), *jctl = json_object_get(q->body, "control");
+    if (jttl && (!json_is_number(jttl) || json_number_value(jttl) < 1 || json_number_value(jttl) > 86400)) {
+        api_fail(&e, 400, "ttl_s", "ttl_s: expected seconds, 1 to 86400");
+        return api_reply_error(r, &e);
+    }
+    if (jctl && !json_is_boolean(jctl)) {
+        api_fail(&e, 400, "control", "control: expected true or false");
+        return api_reply_error(r, &e);
+    }
+    api_env *ae = api_env_acquire(q->s, q->rt.env);
+    if (!ae) {
+        api_fail(&e, 404, "id", "no env `%s` on this server (GET /v1/envs lists them)", q->rt.env);
+        return api_reply_error(r, &e);
+    }
+    api_env_release(q->s, ae);
+    long expires = (long)time(NULL) + (jttl ? (long)json_number_value(jttl) : API_LIVE_TTL_S);
+    bool control = jctl && json_is_true(jctl);
+    char tok[API_LIVE_TOKEN_MAX];
+    if (api_live_token_make(q->s->cfg.token, q->rt.env, control, expires, tok) < 0) {
+        api_fail(&e, 500, "", "cannot sign a live-view token");
+        return api_reply_error(r, &e);
+    }
+    _cleanup_free_ char *url = xasprintf("/v1/envs/%s/live?token=%s%s", q->rt.env, tok, control ? "&control=1" : "");
+    api_reply_json(r, 200, json_pack("{s:s, s:I, s:b, s:s}", "token", tok, "expires_at", (json_int_t)expires,
+                                     "control", control, "url", url));
 }

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -96,15 +97,24 @@ static bool authorized(api_server *s, struct MHD_Connection *c, const api_route 
     const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
     if (api_auth_bearer(h, s->cfg.token))
         return true;
-    /* A browser cannot send a header with a page's scripts or its websocket: the live
-     * view's pages also take the cookie the live page sets (SameSite=Strict, GET only). */
-    if (rt->id == API_R_LIVE || rt->id == API_R_LIVE_WS || rt->id == API_R_NOVNC) {
-        if (api_auth_cookie(MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_COOKIE), s->cfg.token))
+    /* A browser cannot send a header with a page's scripts or its websocket: the live view's
+     * pages take a live-view token (one env, view or control, expiring; never the master token)
+     * from the cookie the live page sets, and the page itself from ?token= (the master token or
+     * a live-view token from POST /v1/envs/{id}/live-token). */
+    const char *cookies = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_COOKIE);
+    long now = (long)time(NULL);
+    if (rt->id == API_R_LIVE || rt->id == API_R_LIVE_WS) {
+        const char *ctl = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "control");
+        bool control = ctl && (!strcmp(ctl, "1") || !strcmp(ctl, "true") || !strcmp(ctl, "yes"));
+        if (api_live_cookie_check(cookies, s->cfg.token, rt->env, control, now))
             return true;
         const char *qt = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "token");
-        if (rt->id == API_R_LIVE && qt && api_token_equal(qt, s->cfg.token))
+        if (rt->id == API_R_LIVE && qt &&
+            (api_token_equal(qt, s->cfg.token) || api_live_token_check(s->cfg.token, qt, rt->env, control, now)))
             return true;
     }
+    if (rt->id == API_R_NOVNC) /* static files: any live page of this server */
+        return api_live_cookie_check(cookies, s->cfg.token, NULL, false, now);
     return false;
 }
 
@@ -143,6 +153,7 @@ static void dispatch(api_request *q, api_reply *r)
     case API_R_SCREENSHOT: api_h_screenshot(q, r); return;
     case API_R_TRACE: api_h_trace(q, r); return;
     case API_R_LIVE: api_h_live_page(q, r); return;
+    case API_R_LIVE_TOKEN: api_h_live_token(q, r); return;
     case API_R_LIVE_WS: api_h_live_ws(q, r); return;
     case API_R_NOVNC: api_h_novnc(q, r); return;
     }

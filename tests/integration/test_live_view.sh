@@ -41,10 +41,24 @@ check "live page with a wrong token: 401" test "$(code "$URL/v1/envs/$ID/live?to
 check "live page for an unknown env: 404" test "$(code -H "$H" "$URL/v1/envs/nosuch/live")" = 404
 check "live page with ?token=: 200 HTML" bash -c "[ \$(curl -s -o '$T/body' -D '$T/hdr' -w '%{http_code}' '$URL/v1/envs/$ID/live?token=$TOKEN') = 200 ] && grep -qi 'content-type: text/html' '$T/hdr'"
 check "the page says view only and loads noVNC" bash -c "grep -q 'view only' '$T/body' && grep -q '/v1/novnc/core/rfb.js' '$T/body'"
-check "it sets an HttpOnly SameSite=Strict cookie" grep -qi '^Set-Cookie: envmgr_token=.*HttpOnly; SameSite=Strict' "$T/hdr"
+check "it sets an HttpOnly SameSite=Strict cookie for this env" \
+    grep -qi "^Set-Cookie: envmgr_live_$ID=.*Max-Age=3600; HttpOnly; SameSite=Strict" "$T/hdr"
+LIVE=$(sed -n "s/^Set-Cookie: envmgr_live_$ID=\([^;]*\);.*/\1/Ip" "$T/hdr" | tr -d '\r')
+check "the cookie holds a live-view token, not the API token" bash -c "[ -n '$LIVE' ] && [ '$LIVE' != '$TOKEN' ]"
 check "noVNC's files need the token: 401" test "$(code "$URL/v1/novnc/core/rfb.js")" = 401
-check "noVNC's files with the cookie: 200 JavaScript" bash -c "[ \$(curl -s -o /dev/null -D '$T/hdr' -w '%{http_code}' -b 'envmgr_token=$TOKEN' '$URL/v1/novnc/core/rfb.js') = 200 ] && grep -qi 'content-type: text/javascript' '$T/hdr'"
-check "the cookie opens no API endpoint (401)" test "$(code -b "envmgr_token=$TOKEN" "$URL/v1/envs")" = 401
+check "noVNC's files with the cookie: 200 JavaScript" bash -c "[ \$(curl -s -o /dev/null -D '$T/hdr2' -w '%{http_code}' -b 'envmgr_live_$ID=$LIVE' '$URL/v1/novnc/core/rfb.js') = 200 ] && grep -qi 'content-type: text/javascript' '$T/hdr2'"
+check "the cookie opens no API endpoint (401)" test "$(code -b "envmgr_live_$ID=$LIVE" "$URL/v1/envs")" = 401
+check "the live token is no bearer token (401)" test "$(code -H "Authorization: Bearer $LIVE" "$URL/v1/envs")" = 401
+check "the old master-token cookie opens nothing (401)" test "$(code -b "envmgr_token=$TOKEN" "$URL/v1/novnc/core/rfb.js")" = 401
+check "a view token does not open control mode (401)" \
+    test "$(code -b "envmgr_live_$ID=$LIVE" "$URL/v1/envs/$ID/live?control=1")" = 401
+mint() { curl -s -H "$H" -d "$1" "$URL/v1/envs/$ID/live-token"; }
+SHORT=$(mint '{"ttl_s": 1}' | python3 -c 'import json,sys; print(json.load(sys.stdin)["token"])')
+check "a minted live token opens the page" test "$(code "$URL/v1/envs/$ID/live?token=$SHORT")" = 200
+sleep 2.2
+check "and is refused once expired (401)" test "$(code "$URL/v1/envs/$ID/live?token=$SHORT")" = 401
+check "minting needs the API token (401)" test "$(code -d '{}' "$URL/v1/envs/$ID/live-token")" = 401
+check "a bad ttl_s is a 400 naming it" bash -c "curl -s -H '$H' -d '{\"ttl_s\": 0}' '$URL/v1/envs/$ID/live-token' | grep -q ttl_s"
 check "no path out of noVNC's folder (404)" test "$(code -H "$H" --path-as-is "$URL/v1/novnc/../../../etc/passwd")" = 404
 WSH=(-H 'Connection: Upgrade' -H 'Upgrade: websocket' -H 'Sec-WebSocket-Version: 13' -H 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==')
 check "websocket without a token: 401" test "$(code --max-time 5 "${WSH[@]}" "$URL/v1/envs/$ID/live/ws")" = 401

@@ -264,11 +264,30 @@ static void test_auth(void)
     CU_ASSERT_FALSE(api_auth_bearer("Bearer ", tok));
     CU_ASSERT_FALSE(api_auth_bearer(NULL, tok));
     CU_ASSERT_FALSE(api_auth_bearer("", tok));
-    CU_ASSERT_TRUE(api_auth_cookie("a=b; envmgr_token=0123456789abcdef0123456789abcdef; c=d", tok));
-    CU_ASSERT_TRUE(api_auth_cookie("envmgr_token=0123456789abcdef0123456789abcdef", tok));
-    CU_ASSERT_FALSE(api_auth_cookie("envmgr_token=nope", tok));
-    CU_ASSERT_FALSE(api_auth_cookie("xenvmgr_token=0123456789abcdef0123456789abcdef", tok));
-    CU_ASSERT_FALSE(api_auth_cookie(NULL, tok));
+    /* live-view tokens: one env, a kind, an expiry; the master token itself is no live token */
+    char view[API_LIVE_TOKEN_MAX], ctl[API_LIVE_TOKEN_MAX], cookie[2 * API_LIVE_TOKEN_MAX];
+    CU_ASSERT_EQUAL_FATAL(api_live_token_make(tok, "api1-1", false, 2000, view), 0);
+    CU_ASSERT_EQUAL_FATAL(api_live_token_make(tok, "api1-1", true, 2000, ctl), 0);
+    CU_ASSERT_TRUE(api_live_token_check(tok, view, "api1-1", false, 1999));
+    CU_ASSERT_TRUE(api_live_token_check(tok, view, NULL, false, 2000));
+    CU_ASSERT_FALSE(api_live_token_check(tok, view, "api1-1", false, 2001)); /* expired */
+    CU_ASSERT_FALSE(api_live_token_check(tok, view, "api1-2", false, 1000)); /* another env */
+    CU_ASSERT_FALSE(api_live_token_check(tok, view, "api1-1", true, 1000));  /* view is no control */
+    CU_ASSERT_TRUE(api_live_token_check(tok, ctl, "api1-1", true, 1000));
+    CU_ASSERT_FALSE(api_live_token_check("another-master-token-of-32-bytes", view, "api1-1", false, 1000));
+    CU_ASSERT_FALSE(api_live_token_check(tok, tok, "api1-1", false, 1000));
+    char forged[API_LIVE_TOKEN_MAX];
+    snprintf(forged, sizeof forged, "%s", view);
+    forged[65] = 'c'; /* view -> control without the key */
+    CU_ASSERT_FALSE(api_live_token_check(tok, forged, "api1-1", true, 1000));
+    snprintf(forged, sizeof forged, "%.66s9999999999.api1-1", view); /* a later expiry */
+    CU_ASSERT_FALSE(api_live_token_check(tok, forged, "api1-1", false, 1000));
+    snprintf(cookie, sizeof cookie, "a=b; envmgr_live_api1-1=%s; c=d", view);
+    CU_ASSERT_TRUE(api_live_cookie_check(cookie, tok, "api1-1", false, 1000));
+    CU_ASSERT_FALSE(api_live_cookie_check(cookie, tok, "api1-1", true, 1000));
+    snprintf(cookie, sizeof cookie, "envmgr_token=%s", tok); /* the old master-token cookie opens nothing */
+    CU_ASSERT_FALSE(api_live_cookie_check(cookie, tok, "api1-1", false, 1000));
+    CU_ASSERT_FALSE(api_live_cookie_check(NULL, tok, NULL, false, 1000));
     CU_ASSERT_TRUE(api_token_equal(tok, tok));
     CU_ASSERT_FALSE(api_token_equal("", tok));
     char a[65], b[65];
