@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "envmgr/vm/accel.h"
+#include "envmgr/vm/boundaries.h"
 #include "envmgr/vm/golden.h"
 #include "envmgr/vm/manifest.h"
 #include "envmgr/base/json_save.h"
@@ -62,6 +63,15 @@ int env_vcpu_time(env *e, uint64_t *run_ns, uint64_t *wait_ns, em_err *err)
     vm_threads_sched(e->pid, e->vcpu_tids, e->nvcpu, run_ns, wait_ns);
     return 0;
 }
+json_t *env_boundaries(env *e)
+{
+    json_t *b = NULL;
+    em_err err = {0};
+    if (e->pid <= 0 || vm_boundaries(e->pid, &b, &err) < 0)
+        return json_pack("{s:s}", "error", e->pid > 0 ? err.msg : "no QEMU running");
+    return b;
+}
+
 int env_block_ops(env *e, uint64_t *ops, em_err *err) { return vm_block_ops(e->dir, ops, err); }
 
 int env_hold(env *e, bool hold, em_err *err)
@@ -472,6 +482,9 @@ int env_list(json_t **out, em_err *err)
         bool alive = vm_read_pid(dir, &pid, &ignored) == 0 && vm_alive(pid, dir);
         json_t *row = json_pack("{s:s, s:s, s:i}", "name", de->d_name, "status", alive ? "running" : "dead", "pid",
                                 alive ? (int)pid : 0);
+        json_t *bounds = NULL;
+        if (alive && vm_boundaries(pid, &bounds, &ignored) == 0)
+            json_object_set_new(row, "boundaries", bounds);
         const char *keys[] = {"image", "accel", "created"};
         for (size_t i = 0; i < ARRAY_LEN(keys); i++) {
             json_t *v = json_object_get(meta, keys[i]);

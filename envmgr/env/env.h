@@ -62,6 +62,8 @@ int env_frame(env *e, const uint8_t **pixels, em_err *err);
 /* How long the guest's vCPUs have run and waited for a host CPU (ns): with the wall time, how busy
  * the guest is whatever else the host runs. */
 int env_vcpu_time(env *e, uint64_t *run_ns, uint64_t *wait_ns, em_err *err);
+/* The boundaries its QEMU runs under, read from the process (vm_boundaries); never NULL. */
+json_t *env_boundaries(env *e);
 /* Disk requests the guest made so far (vm_block_ops). */
 int env_block_ops(env *e, uint64_t *ops, em_err *err);
 /* Pause the guest (its clocks stand still) or resume it; a guest that is not running (powered

@@ -631,6 +631,11 @@ int episode_begin_with(const episode_env *ev, const task *t, const char *task_pa
     if (o->agent_argv && o->agent_argv[0] && o->agent_argv[1])
         json_object_set_new(hdr, "agent", json_string(o->agent_argv[1])); /* envmgr's own agent, by its role */
     json_object_set_new(hdr, "network", netpolicy_to_json(&net));
+    if (ev->boundaries) { /* what the guest was really under: sandbox, netdev, QEMU's user, cgroups */
+        json_t *b = ev->boundaries(ev->ctx);
+        if (b)
+            json_object_set_new(hdr, "boundaries", b);
+    }
     if (task_path) {
         json_object_set_new(hdr, "task_path", json_string(task_path));
         /* The task itself, so a replay never has to trust a host path the trace names. */

@@ -44,6 +44,8 @@ static int op_setup_step(void *ctx, const task *t, const task_step *s, const cha
 
 static void op_guest_ops(void *ctx, em_env_ops *ops) { guest_ops_bind(ctx, ops); }
 
+static json_t *op_boundaries(void *ctx) { return env_boundaries(ctx); }
+
 static int op_hold(void *ctx, bool hold, em_err *err) { return env_hold(ctx, hold, err); }
 
 static int op_guest_off(void *ctx, bool *off, em_err *err) { return vm_guest_shut_down(env_dir(ctx), off, err); }
@@ -65,5 +67,6 @@ void episode_env_bind(env *e, episode_env *out)
                          .setup_step = op_setup_step,
                          .guest_ops = op_guest_ops,
                          .hold = op_hold,
+                         .boundaries = op_boundaries,
                          .guest_off = op_guest_off};
 }

@@ -39,6 +39,8 @@ typedef struct episode_env {
     void (*guest_ops)(void *ctx, em_env_ops *ops);
     /* Pause the guest while the agent thinks (true) or resume it (false); may be NULL. */
     int (*hold)(void *ctx, bool hold, em_err *err);
+    /* The boundaries the env's QEMU runs under (a new object, or NULL), for the trace header. */
+    json_t *(*boundaries)(void *ctx);
     /* Has the guest powered itself off? */
     int (*guest_off)(void *ctx, bool *off, em_err *err);
 } episode_env;

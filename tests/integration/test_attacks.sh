@@ -117,6 +117,20 @@ check "4 held: the agent holds only its stdio (fds: $(tail -n +2 "$T/agent-saw" 
     test "$(tail -n +2 "$T/agent-saw" | cut -d' ' -f1 | tr '\n' ' ')" = "0 1 2 "
 check "4 held: the recording verifies with the key the agent never saw" \
     env ENVMGR_TRACE_KEY=attack-suite-key "$ENVMGR" trace verify "$T/rec/trace"
+# Which boundaries held is part of the record: read from the running QEMU, not from intentions.
+bounds() { python3 -c "
+import json, sys
+b = json.load(sys.stdin) if sys.argv[1] == 'ls' else json.loads(open(sys.argv[2]).readline())
+if sys.argv[1] == 'ls':
+    b = [e for e in b if e['name'] == sys.argv[2]][0]
+b = b['boundaries']
+ok = 'restrict=on' in b['netdev'] and 'ipv6=off' in b['netdev'] and b['qemu_sandbox'].startswith('on,') \
+    and isinstance(b['uid'], int) and isinstance(b['cgroup'], dict)
+print(b['netdev'], '|', b['qemu_sandbox'], '| uid', b['uid'])
+sys.exit(0 if ok else 1)" "$@"; }
+check "the trace header records the boundaries ($(bounds trace "$T/rec/trace/trace.jsonl" 2>&1))" \
+    bounds trace "$T/rec/trace/trace.jsonl"
+check "envmgr ls --json records them for the running env" bash -c "$(declare -f bounds); '$ENVMGR' ls --json | bounds ls $E"
 marker=/tmp/envmgr-pwned-$$
 evil="$T/x'\$(touch\${IFS}$marker)'"
 mkdir -p "$evil" && cp -r "$T/rec/trace" "$evil/t"
