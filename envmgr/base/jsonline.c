@@ -69,6 +69,29 @@ int jsonline_skip_to_ff(jsonline *c, double deadline, em_err *err)
     }
 }
 
+/* Values in a JSON text, counted without parsing it: a reply of many tiny values (`[0,0,0,...]`)
+ * costs jansson about 20 bytes of memory per byte of text, one of a few long strings (what QEMU's
+ * guest agent and QMP send) about one. */
+static size_t json_values(const char *s, size_t n)
+{
+    size_t count = 0;
+    bool in_string = false;
+    for (size_t i = 0; i < n; i++) {
+        char ch = s[i];
+        if (in_string) {
+            if (ch == '\\')
+                i++;
+            else if (ch == '"')
+                in_string = false;
+        } else if (ch == '"') {
+            in_string = true;
+        } else if (ch == '{' || ch == '[' || ch == ',' || ch == ':') {
+            count++;
+        }
+    }
+    return count;
+}
+
 int jsonline_read(jsonline *c, double deadline, json_t **msg, em_err *err)
 {
     for (;;) {
@@ -79,6 +102,12 @@ int jsonline_read(jsonline *c, double deadline, json_t **msg, em_err *err)
             if (start >= n - 1) {
                 consume(c, n);
                 continue;
+            }
+            size_t values = json_values(c->buf, n);
+            if (values > JSONLINE_VALUES_MAX) {
+                consume(c, n);
+                return em_fail(err, "%s: a reply of %zu JSON values (over %u): refused unparsed", c->label, values,
+                               JSONLINE_VALUES_MAX);
             }
             json_error_t je;
             json_t *j = json_loadb(c->buf, n, JSON_REJECT_DUPLICATES, &je);

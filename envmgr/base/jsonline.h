@@ -16,6 +16,7 @@ typedef struct jsonline {
     size_t len, cap;
 } jsonline;
 
+#define JSONLINE_VALUES_MAX 65536u /* values in one reply: bounds what parsing it can allocate */
 void jsonline_init(jsonline *c, int fd, const char *label, size_t max_line);
 void jsonline_release(jsonline *c); /* frees the buffer; closes fd */
 /* Next JSON object, skipping bytes up to and including a 0xFF if skip_to_ff. */

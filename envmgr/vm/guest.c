@@ -248,9 +248,18 @@ int guest_file_read(guest *g, const char *path, size_t cap, char **data, size_t 
         return -1;
     char *buf = xmalloc(1);
     size_t n = 0;
+    /* One deadline for the whole file: an agent answering every read with a byte, just in time,
+     * must not stretch it without end. A minute and a second per MiB the cap allows. */
+    double limit_ms = 60000.0 + 1000.0 * (double)(cap >> 20), deadline = now_ms() + limit_ms;
     for (;;) {
+        double left = deadline - now_ms();
+        if (left <= 0) {
+            em_fail(err, "guest agent: reading `%s` took over %.0f s (%zu bytes so far)", path, limit_ms / 1000, n);
+            goto fail;
+        }
         json_t *args = json_pack("{s:I, s:I}", "handle", h, "count", (json_int_t)FILE_CHUNK), *ret;
-        int rc = call(g, "guest-file-read", args, GUEST_CMD_TIMEOUT_MS, &ret, err);
+        int rc = call(g, "guest-file-read", args, left < GUEST_CMD_TIMEOUT_MS ? left : GUEST_CMD_TIMEOUT_MS, &ret,
+                      err);
         json_decref(args);
         if (rc < 0)
             goto fail;

@@ -231,6 +231,29 @@ static void test_jsonline(void)
     CU_ASSERT_EQUAL(jsonline_read(&b, now_ms() + 1000, &got, &err), -1);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "closed the connection"));
     jsonline_release(&b);
+    /* a reply of very many tiny values is refused before jansson allocates them; one long string is fine */
+    CU_ASSERT_EQUAL_FATAL(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+    jsonline_init(&a, sv[0], "a", 8u << 20);
+    jsonline_init(&b, sv[1], "b", 8u << 20);
+    size_t n = 2 * (JSONLINE_VALUES_MAX + 10);
+    char *many = xmalloc(n + 16);
+    size_t o = (size_t)sprintf(many, "{\"r\":[");
+    for (size_t i = 0; i < JSONLINE_VALUES_MAX + 1; i++)
+        o += (size_t)sprintf(many + o, i ? ",0" : "0");
+    o += (size_t)sprintf(many + o, "]}\n");
+    CU_ASSERT_EQUAL(send_full(sv[0], many, o, &err), 0);
+    memset(&err, 0, sizeof err);
+    CU_ASSERT_EQUAL(jsonline_read(&b, now_ms() + 5000, &got, &err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "JSON values"));
+    memset(many, 'A', n);
+    memcpy(many, "{\"r\":\"", 6);
+    memcpy(many + n - 3, "\"}\n", 3);
+    CU_ASSERT_EQUAL(send_full(sv[0], many, n, &err), 0);
+    CU_ASSERT_EQUAL(jsonline_read(&b, now_ms() + 5000, &got, &err), 0);
+    json_decref(got);
+    free(many);
+    jsonline_release(&a);
+    jsonline_release(&b);
 }
 
 /* A build-tree binary (this test, in build/tests/) finds the checkout it was built in by walking
