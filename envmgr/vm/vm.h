@@ -29,7 +29,7 @@ typedef struct vm_spec {
 #define VM_QGA_SOCK "qga.sock"
 #define VM_PID_FILE "qemu.pid"
 #define VM_LOG_FILE "qemu.log"
-#define VM_SERIAL_LOG "serial.log"
+#define VM_SERIAL_RING "1M" /* the guest console's ring buffer in QEMU */
 
 /* Network extras of an env (written by netpolicy for allowlist envs; absent
  * for the default, mode none). When <dir>/VM_NET_FILE exists, vm_spawn reads

@@ -167,6 +167,13 @@ check "9 held: it ended as guest_shutdown, a scored outcome, not an env error ($
 check "9 held: the trace with the non-UTF-8 setup output verifies" "$ENVMGR" trace verify "$T/off/trace"
 check "9 held: the env is still there and a reset brings the guest back" \
     bash -c "'$ENVMGR' reset $E >/dev/null && '$ENVMGR' exec $E -- true"
+
+# --- 5. the guest's console cannot fill the host ---------------------------------------------------------
+tried "guest root writes 3 MB to its serial console (once a file in the run directory, without a cap)"
+"$ENVMGR" exec $E --timeout 120 -- sh -c 'head -c 3000000 /dev/zero | tr "\0" x > /dev/ttyS0' >/dev/null 2>&1
+size=$(du -sk "$ENVMGR_RUN_DIR/$E" | cut -f1)
+check "5 held: the run directory stayed small (${size} KiB; the console is a 1 MiB ring inside QEMU)" \
+    test "$size" -lt 2048
 "$ENVMGR" down $E >/dev/null 2>&1
 
 # --- 10. a squatted run root --------------------------------------------------------------------------
