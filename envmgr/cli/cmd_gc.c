@@ -10,7 +10,8 @@ static const char usage[] =
     "  Reap what crashed or killed envmgr commands left: run directories whose QEMU is dead, suite\n"
     "  envs (suite-<pid>-<k>) whose envmgr is gone (with their QEMU), dead golden-state builders, and\n"
     "  golden states in the cache whose image manifest no longer exists (each holds a RAM file of the\n"
-    "  guest's memory size). Anything an envmgr still holds or a QEMU still maps is left alone.\n"
+    "  guest's memory size), and overlays kept on disk for envs whose run directory is gone (a reboot\n"
+    "  wipes a tmpfs run root). Anything an envmgr still holds or a QEMU still maps is left alone.\n"
     "  --all-suite    also stop suite envs whose envmgr still runs\n"
     "  --keep-golden  leave the golden states alone\n"
     "  --dry-run      say what would be removed, remove nothing\n";
@@ -42,6 +43,9 @@ int cmd_gc(int argc, char **argv)
     printf("gc: %s%zu env%s (%zu QEMU%s stopped), %zu golden state%s (%.0f MiB); %zu in use, left alone\n",
            o.dry_run ? "would remove " : "removed ", st.envs, st.envs == 1 ? "" : "s", st.qemus,
            st.qemus == 1 ? "" : "s", st.goldens, st.goldens == 1 ? "" : "s", st.golden_mib, st.busy);
+    if (st.overlays)
+        printf("gc: %s%zu overlay%s of envs that are gone (%.0f MiB)\n", o.dry_run ? "would remove " : "removed ",
+               st.overlays, st.overlays == 1 ? "" : "s", st.overlay_mib);
     fflush(stdout);
     return rc < 0 ? cli_report(&err) : 0;
 }

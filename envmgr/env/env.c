@@ -12,6 +12,7 @@
 #include "envmgr/vm/accel.h"
 #include "envmgr/vm/boundaries.h"
 #include "envmgr/vm/golden.h"
+#include "envmgr/vm/overlay.h"
 #include "envmgr/vm/manifest.h"
 #include "envmgr/base/json_save.h"
 #include "envmgr/base/paths.h"
@@ -283,6 +284,7 @@ int env_up(const env_up_opts *o, env **out, env_timings *t, em_err *err)
             vm_stop(e->dir, e->pid, &ignored);
         netpolicy_stop_helper(e->dir, &ignored);
         drop_connections(e);
+        vm_overlay_remove(e->dir);
         remove_tree(e->dir, NULL);
         env_free(e);
         return em_prefix(err, "up %s: ", o->name);
@@ -356,6 +358,7 @@ int env_down(const char *name, em_err *err)
         return em_prefix(err, "down %s: ", name);
     if (netpolicy_stop_helper(dir, err) < 0)
         return em_prefix(err, "down %s: ", name);
+    vm_overlay_remove(dir);
     return remove_tree(dir, err) < 0 ? em_prefix(err, "down %s: ", name) : 0;
 }
 
@@ -485,6 +488,11 @@ int env_list(json_t **out, em_err *err)
         json_t *bounds = NULL;
         if (alive && vm_boundaries(pid, &bounds, &ignored) == 0)
             json_object_set_new(row, "boundaries", bounds);
+        /* what the guest has written to its disk so far (bounded by the image's virtual size) */
+        _cleanup_free_ char *ov = xasprintf("%s/" VM_OVERLAY, dir);
+        struct stat ost;
+        if (stat(ov, &ost) == 0)
+            json_object_set_new(row, "overlay_mib", json_real((double)ost.st_blocks * 512 / (1 << 20)));
         const char *keys[] = {"image", "accel", "created"};
         for (size_t i = 0; i < ARRAY_LEN(keys); i++) {
             json_t *v = json_object_get(meta, keys[i]);

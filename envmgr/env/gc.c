@@ -19,6 +19,7 @@
 #include "envmgr/base/sha256.h"
 #include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
+#include "envmgr/vm/overlay.h"
 #include "envmgr/vm/vm.h"
 
 #define GC_YOUNG_S 120 /* a run directory this young without a QEMU may still be starting */
@@ -351,5 +352,13 @@ int suite_gc(const gc_opts *o, FILE *log, gc_stats *st, em_err *err)
     int rc = gc_run_dirs(o, log, st, err);
     if (o->only_owner <= 0 && !o->keep_golden && gc_goldens(o, log, st, err) < 0)
         rc = -1;
+    if (o->only_owner <= 0) { /* after the run directories: their overlays went with them */
+        char *list = NULL;
+        int n = vm_overlay_orphans(o->dry_run, &list, &st->overlay_mib);
+        for (char *save = NULL, *l = strtok_r(list, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
+            say(log, o, "remove the overlay %s (its env is gone)", l);
+        free(list);
+        st->overlays = n > 0 ? (size_t)n : 0;
+    }
     return rc;
 }

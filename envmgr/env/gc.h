@@ -33,6 +33,8 @@ typedef struct gc_stats {
     size_t goldens;     /* golden states removed */
     double golden_mib;  /* their size on disk */
     size_t busy;        /* left alone because in use */
+    size_t overlays;    /* overlays on disk whose run directory is gone (vm/overlay.h) */
+    double overlay_mib;
 } gc_stats;
 
 int suite_gc(const gc_opts *o, FILE *log, gc_stats *st, em_err *err);

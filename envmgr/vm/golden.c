@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "envmgr/vm/guest.h"
+#include "envmgr/vm/overlay.h"
 #include "envmgr/base/json_save.h"
 #include "envmgr/base/paths.h"
 #include "envmgr/vm/qmp.h"
@@ -348,8 +349,8 @@ int golden_ensure(const manifest *m, const char *accel, golden **out, em_err *er
 int golden_start_clone(const golden *g, const manifest *m, const char *accel, const char *env_dir, const char *name,
                        pid_t *pid_out, em_err *err)
 {
-    _cleanup_free_ char *overlay = xasprintf("%s/overlay.qcow2", env_dir);
-    if (vm_create_overlay(g->disk, overlay, err) < 0)
+    _cleanup_free_ char *overlay = NULL;
+    if (vm_overlay_place(env_dir, &overlay, err) < 0 || vm_create_overlay(g->disk, overlay, err) < 0)
         return -1;
     vm_spec spec = {.image = m, .accel = accel, .dir = env_dir, .disk = overlay, .ram_file = g->ram,
                     .ram_shared = false, .incoming = true, .name = name};

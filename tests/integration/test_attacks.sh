@@ -176,6 +176,20 @@ check "5 held: the run directory stayed small (${size} KiB; the console is a 1 M
     test "$size" -lt 2048
 "$ENVMGR" down $E >/dev/null 2>&1
 
+tried "the guest writes 40 MB into its disk while the run directory is a tmpfs (host RAM)"
+SHM=$(mktemp -d /dev/shm/envmgr-at.XXXXXX)
+ENVMGR_RUN_DIR=$SHM "$ENVMGR" up --name at-shm --accel tcg >/dev/null 2>&1 || bad "up at-shm"
+ENVMGR_RUN_DIR=$SHM "$ENVMGR" exec at-shm --timeout 120 -- \
+    sh -c 'dd if=/dev/urandom of=/home/user/big bs=1M count=40 2>/dev/null; sync' >/dev/null 2>&1
+shm=$(du -sk "$SHM" | cut -f1)
+disk=$(readlink "$SHM/at-shm/overlay.qcow2")
+check "5 held: the tmpfs stayed small (${shm} KiB); the overlay is on disk ($disk, $(du -sk "$disk" 2>/dev/null | cut -f1) KiB)" \
+    bash -c "[ $shm -lt 4096 ] && [ -f '$disk' ] && [ \$(du -sk '$disk' | cut -f1) -gt 30000 ]"
+ENVMGR_RUN_DIR=$SHM "$ENVMGR" down at-shm >/dev/null 2>&1
+check "5 held: down removed the overlay on disk too" test ! -e "$disk"
+check "no QEMU left under the tmpfs run directory" no_qemu_under "$SHM/"
+rm -rf "$SHM"
+
 # --- 10. a squatted run root --------------------------------------------------------------------------
 tried "a run root created by someone else, and one anyone can write into"
 mkdir -p "$T/squat" && chmod 777 "$T/squat"
