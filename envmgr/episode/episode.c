@@ -72,7 +72,8 @@ static int hold_guest(run *r, bool hold, em_err *err)
 }
 
 /* ---- egress events (netpolicy.h): the env's egress log, copied into the trace ---- */
-#define EGRESS_TRACE_MAX 10000 /* lines per trace; more are counted in a last line */
+#define EGRESS_TRACE_MAX 10000 /* refusals per trace; more are counted in a last line */
+#define EGRESS_TRACE_ALLOWED_MAX 50000 /* allowed connections: every one, within the trace's line limit */
 #define EGRESS_ARTIFACT_MAX 100000
 #define EGRESS_ARTIFACT ".egress.jsonl" /* a leading dot: no vm_file dest can overwrite it */
 
@@ -93,7 +94,9 @@ static int drain_egress(run *r, em_err *err)
     int rc = 0;
     json_array_foreach(events, i, ev)
     {
-        if (r->egress_lines >= EGRESS_TRACE_MAX) {
+        /* what the guest reached is always in the trace; a flood of refusals only as a count */
+        bool allowed = !strcmp(json_string_value(json_object_get(ev, "verdict")) ?: "", "allowed");
+        if (r->egress_lines >= (allowed ? EGRESS_TRACE_ALLOWED_MAX : EGRESS_TRACE_MAX)) {
             r->egress_dropped++;
             continue;
         }

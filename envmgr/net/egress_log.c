@@ -21,6 +21,14 @@ struct egress_log {
 
 int egress_log_open(const char *path, egress_log **out, em_err *err)
 {
+    /* A new proxy is a new env life (up, or the reset that starts each episode): the last one's
+     * events move aside, so its flood of refusals cannot use up this one's room. */
+    struct stat old;
+    if (lstat(path, &old) == 0 && S_ISREG(old.st_mode) && old.st_size > 0) {
+        _cleanup_free_ char *prev = xasprintf("%s.prev", path);
+        if (rename(path, prev) < 0)
+            return em_fail_errno(err, "egress log `%s`: move aside", path);
+    }
     int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0)
         return em_fail_errno(err, "egress log `%s`", path);
@@ -57,8 +65,12 @@ void egress_log_write(egress_log *l, json_t *event)
     char *text = json_dumps(event, JSON_COMPACT | JSON_SORT_KEYS);
     if (!text)
         return;
+    /* allowed connections are always written (the proxy's limits bound how many there are); past
+     * EGRESS_LOG_MAX the rest are only counted */
+    bool allowed = !strcmp(json_string_value(json_object_get(event, "verdict")) ?: "", "allowed");
     pthread_mutex_lock(&l->mu);
-    if (l->size + strlen(text) + 1 > EGRESS_LOG_MAX || strlen(text) >= EGRESS_LINE_MAX)
+    if (l->size + strlen(text) + 1 > (allowed ? EGRESS_LOG_HARD_MAX : EGRESS_LOG_MAX) ||
+        strlen(text) >= EGRESS_LINE_MAX)
         l->dropped++;
     else
         write_line(l, text);

@@ -11,7 +11,8 @@
 
 #include "envmgr/base/err.h"
 
-#define EGRESS_LOG_MAX ((uint64_t)64 << 20) /* bytes; later events are counted, not written */
+#define EGRESS_LOG_MAX ((uint64_t)64 << 20) /* bytes per env life; later refusals are counted, not written */
+#define EGRESS_LOG_HARD_MAX (4 * EGRESS_LOG_MAX) /* allowed connections are written up to this */
 #define EGRESS_LINE_MAX (64u * 1024)        /* a longer line is skipped by readers */
 
 typedef struct egress_log egress_log;
