@@ -355,7 +355,7 @@ int suite_gc(const gc_opts *o, FILE *log, gc_stats *st, em_err *err)
     if (o->only_owner <= 0) { /* after the run directories: their overlays went with them */
         char *list = NULL;
         int n = vm_overlay_orphans(o->dry_run, &list, &st->overlay_mib);
-        for (char *save = NULL, *l = strtok_r(list, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
+        for (char *save = NULL, *l = list ? strtok_r(list, "\n", &save) : NULL; l; l = strtok_r(NULL, "\n", &save))
             say(log, o, "remove the overlay %s (its env is gone)", l);
         free(list);
         st->overlays = n > 0 ? (size_t)n : 0;

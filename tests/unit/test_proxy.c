@@ -288,8 +288,8 @@ static void fixture_start(fixture *f, const char *const *allow, void (*tweak)(pr
     em_err err = {0};
     memset(f, 0, sizeof *f);
     snprintf(log_path, sizeof log_path, "%s/egress.jsonl", test_tmpdir());
-    f->log_off = egress_log_size(log_path);
     CU_ASSERT_EQUAL_FATAL(egress_log_open(log_path, &f->log, &err), 0);
+    f->log_off = egress_log_size(log_path);
     proxy_config cfg;
     proxy_config_defaults(&cfg);
     cfg.policy.mode = NETPOLICY_ALLOWLIST;
@@ -765,6 +765,40 @@ static void test_log_reader(void)
     CU_ASSERT_EQUAL(egress_log_size(missing), 0);
 }
 
+/* Each env life gets its own log (the last moves aside); refusals stop at EGRESS_LOG_MAX,
+ * allowed connections are still written past it. */
+static void test_log_caps(void)
+{
+    em_err err = {0};
+    _cleanup_free_ char *p = xasprintf("%s/caps.jsonl", test_tmpdir()), *prev = xasprintf("%s.prev", p);
+    egress_log *l;
+    CU_ASSERT_EQUAL_FATAL(egress_log_open(p, &l, &err), 0);
+    json_t *one = json_pack("{s:s}", "verdict", "denied");
+    egress_log_write(l, one);
+    egress_log_close(l);
+    CU_ASSERT_EQUAL_FATAL(egress_log_open(p, &l, &err), 0); /* a new life: the last log moved aside */
+    CU_ASSERT_EQUAL(egress_log_size(p), 0);
+    CU_ASSERT(egress_log_size(prev) > 0);
+    char *pad = xmalloc(60001);
+    memset(pad, 'x', 60000);
+    pad[60000] = '\0';
+    json_t *denied = json_pack("{s:s, s:s}", "verdict", "denied", "reason", pad);
+    json_t *allowed = json_pack("{s:s, s:s}", "verdict", "allowed", "reason", pad);
+    for (uint64_t i = 0; i < EGRESS_LOG_MAX / 60000 + 10; i++)
+        egress_log_write(l, denied);
+    uint64_t full = egress_log_size(p);
+    CU_ASSERT(full <= EGRESS_LOG_MAX);
+    egress_log_write(l, denied);
+    CU_ASSERT_EQUAL(egress_log_size(p), full); /* refusals: counted, not written */
+    egress_log_write(l, allowed);
+    CU_ASSERT(egress_log_size(p) > full); /* what the guest reached: written */
+    egress_log_close(l);
+    json_decref(one);
+    json_decref(denied);
+    json_decref(allowed);
+    free(pad);
+}
+
 /* The evaluator's egress_log getter reads what the episode runner wrote to
  * artifacts/.egress.jsonl, optionally keeping one verdict. */
 static void test_getter(void)
@@ -802,6 +836,7 @@ static CU_TestInfo tests[] = {
     {"flush logs open connections; stopping ends them", test_flush_and_shutdown},
     {"relay hand-off over the unix socket", test_relay_handoff},
     {"log reader: whole lines only", test_log_reader},
+    {"log per env life, refusals capped, allowed kept", test_log_caps},
     {"the egress_log getter", test_getter},
     CU_TEST_INFO_NULL,
 };
