@@ -10,7 +10,7 @@
 # STEP_BENCH_STEPS=N steps per overhead task (default 15). STEP_BENCH_SKIP="conc late" skips parts.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-B=$root/bin/envmgr
+B=${ENVMGR_BIN:-$root/bin/envmgr} # ENVMGR_BIN: measure another build (a "before" figure)
 AGENT=$root/tasks/agents/scripted
 work=$(mktemp -d /tmp/envmgr-step-bench.XXXXXX)
 export ENVMGR_RUN_DIR=${ENVMGR_RUN_DIR:-$work/run}
