@@ -91,7 +91,7 @@ terminal_opened() {
     d_ctl=$("$PNGTOOL" diff "$T/after.png" "$T/after-control.png")
     awk "BEGIN {exit !($d_ctl > 0.02)}"
 }
-check "control mode: the same input reaches the guest (a terminal opens)" wait_until 40 terminal_opened
+check "control mode: the same input reaches the guest (a terminal opens)" wait_until 90 terminal_opened
 check "the env still steps after being watched: 200" \
     test "$(code -X POST -H "$H" -d '{"action":{"action_type":"PRESS","key":"escape"}}' "$URL/v1/envs/$ID/step?screenshot=none")" = 200
 check "metrics count the live views" bash -c "curl -s -H '$H' '$URL/v1/metrics' | awk '\$1 == \"envmgr_live_views_total\" && \$2 >= 3 {f=1} END {exit !f}'"
