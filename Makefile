@@ -1,6 +1,7 @@
 # envmgr — build, image, tests, benchmarks.
 #   make            bin/envmgr
 #   make image      the desktop guest image (cached; does nothing when inputs are unchanged)
+#   make image-apps the apps guest image (Chromium, LibreOffice, GIMP, VLC, Thunderbird; cached)
 #   make test       unit tests (CUnit) + integration tests on real QEMU guests
 #   make asan       the same tests with AddressSanitizer + UBSan
 #   make valgrind   unit tests and the CLI integration tests under valgrind
@@ -33,7 +34,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 TEST_HELPER_SRC := $(wildcard tests/unit/helpers/*.c)
 TEST_HELPER_OBJ := $(TEST_HELPER_SRC:%.c=$(BUILD)/%.o)
 
-.PHONY: all image test unit integration asan valgrind bench fuzz clean distclean demo registry
+.PHONY: all image image-apps test unit integration asan valgrind bench fuzz clean distclean demo registry
 all: $(BIN)/envmgr
 
 $(BUILD)/%.o: %.c
@@ -70,6 +71,9 @@ $(BUILD)/bench/%: bench/%.c $(LIB)
 
 image:
 	$(MAKE) -C vm-images image
+
+image-apps:
+	$(MAKE) -C vm-images image-apps
 
 # The evaluator-script registry envmgr reads (metric names, families, options), from the scripts.
 registry:
