@@ -32,6 +32,7 @@ never by enumerating its 2^31-1 children.
 Caps: node count, output bytes and wall time; when one is hit the output is
 still a well-formed tree and `truncated` says which cap was hit.
 """
+import os
 import time
 
 NS = {
@@ -47,7 +48,6 @@ NS = {
 MAX_DEPTH = 50
 MAX_WIDTH = 1024
 TEXT_MAX = 100000            # characters of text kept per node
-IN_FLIGHT = 256              # outstanding D-Bus calls at a time
 
 IFACE = "org.a11y.atspi."
 ROOT_PATH = "/org/a11y/atspi/accessible/root"
@@ -66,45 +66,49 @@ class A11yError(Exception):
     pass
 
 
-def _gi():
-    import gi
-    gi.require_version("Atspi", "2.0")
-    from gi.repository import Atspi, Gio, GLib
-    return Atspi, Gio, GLib
-
-
-_ROLE_NAMES = {}
-_STATE_NAMES = None
+# AT-SPI role names by number (atspi_role_get_name, at-spi2-core 2.46) and
+# state names by number (pyatspi's STATE_X lower-cased): fixed tables, so the
+# dumper needs no GObject introspection (seconds of imports under TCG).
+ROLE_NAMES = [
+    "invalid", "accelerator label", "alert", "animation", "arrow", "calendar", "canvas",
+    "check box", "check menu item", "color chooser", "column header", "combo box", "date editor",
+    "desktop icon", "desktop frame", "dial", "dialog", "directory pane", "drawing area",
+    "file chooser", "filler", "focus traversable", "font chooser", "frame", "glass pane",
+    "html container", "icon", "image", "internal frame", "label", "layered pane", "list",
+    "list item", "menu", "menu bar", "menu item", "option pane", "page tab", "page tab list",
+    "panel", "password text", "popup menu", "progress bar", "push button", "radio button",
+    "radio menu item", "root pane", "row header", "scroll bar", "scroll pane", "separator",
+    "slider", "spin button", "split pane", "status bar", "table", "table cell",
+    "table column header", "table row header", "tearoff menu item", "terminal", "text",
+    "toggle button", "tool bar", "tool tip", "tree", "tree table", "unknown", "viewport", "window",
+    "extended", "header", "footer", "paragraph", "ruler", "application", "autocomplete", "editbar",
+    "embedded", "entry", "chart", "caption", "document frame", "heading", "page", "section",
+    "redundant object", "form", "link", "input method window", "table row", "tree item",
+    "document spreadsheet", "document presentation", "document text", "document web",
+    "document email", "comment", "list box", "grouping", "image map", "notification", "info bar",
+    "level bar", "title bar", "block quote", "audio", "video", "definition", "article", "landmark",
+    "log", "marquee", "math", "rating", "timer", "static", "math fraction", "math root",
+    "subscript", "superscript", "description list", "description term", "description value",
+    "footnote", "content deletion", "content insertion", "mark", "suggestion", "push button menu",
+]
+STATE_NAMES = [
+    "invalid", "active", "armed", "busy", "checked", "collapsed", "defunct", "editable", "enabled",
+    "expandable", "expanded", "focusable", "focused", "has_tooltip", "horizontal", "iconified",
+    "modal", "multi_line", "multiselectable", "opaque", "pressed", "resizable", "selectable",
+    "selected", "sensitive", "showing", "single_line", "stale", "transient", "vertical", "visible",
+    "manages_descendants", "indeterminate", "required", "truncated", "animated", "invalid_entry",
+    "supports_autocompletion", "selectable_text", "is_default", "visited", "checkable",
+    "has_popup", "read_only",
+]
 
 
 def role_name(role):
-    name = _ROLE_NAMES.get(role)
-    if name is None:
-        Atspi, _, _ = _gi()
-        try:
-            name = Atspi.role_get_name(Atspi.Role(role)) or ""
-        except (ValueError, TypeError):
-            name = ""
-        _ROLE_NAMES[role] = name
-    return name
+    return ROLE_NAMES[role] if 0 <= role < len(ROLE_NAMES) else ""
 
 
 def state_names():
     """State number -> OSWorld's attribute name ("multi_line", ...)."""
-    global _STATE_NAMES
-    if _STATE_NAMES is None:
-        Atspi, _, _ = _gi()
-        names = {}
-        for value, member in Atspi.StateType.__enum_values__.items():
-            n = member.value_name
-            for prefix in ("ATSPI_STATE_", "STATE_"):
-                if n.startswith(prefix):
-                    n = n[len(prefix):]
-                    break
-            if n and n != "LAST_DEFINED":
-                names[int(value)] = n.lower()
-        _STATE_NAMES = names
-    return _STATE_NAMES
+    return dict(enumerate(STATE_NAMES))
 
 
 def states_from_bits(words):
@@ -117,90 +121,63 @@ def states_from_bits(words):
 
 
 # ---------------------------------------------------------------- D-Bus
-def bus_address(session=None):
+def bus_address():
     """The accessibility bus's address, from org.a11y.Bus on the session bus."""
-    _, Gio, GLib = _gi()
+    from . import dbusraw
+    addr = os.environ.get("DBUS_SESSION_BUS_ADDRESS")
+    if not addr:
+        run = "/run/user/%d/bus" % os.getuid()
+        if not os.path.exists(run):
+            raise A11yError("no session bus (DBUS_SESSION_BUS_ADDRESS unset, no %s)" % run)
+        addr = "unix:path=" + run
     try:
-        conn = session or Gio.bus_get_sync(Gio.BusType.SESSION, None)
-        reply = conn.call_sync("org.a11y.Bus", "/org/a11y/bus", "org.a11y.Bus", "GetAddress",
-                               None, GLib.VariantType.new("(s)"), Gio.DBusCallFlags.NONE, 5000, None)
-    except GLib.Error as e:
-        raise A11yError("no accessibility bus: %s" % e.message)
-    return reply.unpack()[0]
+        c = dbusraw.Connection(addr, timeout=10)
+        try:
+            return c.call("org.a11y.Bus", "/org/a11y/bus", "org.a11y.Bus", "GetAddress")[0]
+        finally:
+            c.close()
+    except (OSError, dbusraw.DBusError) as e:
+        raise A11yError("no accessibility bus: %s" % e)
 
 
 def connect(address=None):
-    _, Gio, GLib = _gi()
+    from . import dbusraw
     address = address or bus_address()
     try:
-        return Gio.DBusConnection.new_for_address_sync(
-            address, Gio.DBusConnectionFlags.AUTHENTICATION_CLIENT
-            | Gio.DBusConnectionFlags.MESSAGE_BUS_CONNECTION, None, None)
-    except GLib.Error as e:
-        raise A11yError("cannot connect to the accessibility bus %s: %s" % (address, e.message))
+        return dbusraw.Connection(address, timeout=10)
+    except (OSError, dbusraw.DBusError) as e:
+        raise A11yError("cannot connect to the accessibility bus %s: %s" % (address, e))
 
 
 class Batch:
-    """Asynchronous D-Bus calls, at most IN_FLIGHT outstanding, collected by run()."""
+    """Method calls sent pipelined (dbusraw) and collected by run()."""
 
     def __init__(self, conn, deadline):
-        _, self.Gio, self.GLib = _gi()
         self.conn = conn
         self.deadline = deadline
         self.queue = []
-        self.outstanding = 0
         self.calls = 0
         self.errors = 0
         self.timed_out = False
 
     def call(self, ref, iface, method, args, on_reply):
-        self.queue.append((ref, iface, method, args, on_reply))
-
-    def _send(self, item):
-        ref, iface, method, args, on_reply = item
-        left = int((self.deadline - time.monotonic()) * 1000)
-        if left <= 0:
-            self.timed_out = True
-            return
-        self.outstanding += 1
-        self.calls += 1
-
-        def done(conn, res, _data):
-            self.outstanding -= 1
-            try:
-                value = conn.call_finish(res).unpack()
-            except self.GLib.Error:
-                self.errors += 1
-                return
-            try:
-                on_reply(value)
-            except (TypeError, ValueError, IndexError, KeyError):
-                self.errors += 1
-
-        self.conn.call(ref[0], ref[1], iface, method, args, None,
-                       self.Gio.DBusCallFlags.NO_AUTO_START, max(1, left), None, done, None)
+        sig, vals = args if args else ("", ())
+        if sig.startswith("(") and sig.endswith(")"):
+            sig = sig[1:-1]             # GVariant-style "(ii)" = two arguments
+        self.queue.append((ref[0], ref[1], iface, method, sig, vals, on_reply))
 
     def run(self):
-        """Send what is queued (replies may queue more) and wait for every reply."""
-        ctx = self.GLib.MainContext.default()
-        while self.queue or self.outstanding:
-            while self.queue and self.outstanding < IN_FLIGHT:
-                if time.monotonic() >= self.deadline:
-                    self.timed_out = True
-                    self.queue.clear()
-                    break
-                self._send(self.queue.pop(0))
-            if self.outstanding:
-                ctx.iteration(True)
-            elif time.monotonic() >= self.deadline and self.queue:
-                self.timed_out = True
-                self.queue.clear()
+        if self.queue:
+            try:
+                self.errors, self.timed_out = self.conn.pipeline(self.queue, self.deadline)
+            except OSError as e:
+                raise A11yError("accessibility bus: %s" % e)
+        self.calls = len(self.queue)
         return not self.timed_out
 
 
 def _v(sig, *values):
-    _, _, GLib = _gi()
-    return GLib.Variant(sig, tuple(values))
+    return (sig, values)
 
 
 # ---------------------------------------------------------------- the tree
@@ -283,7 +260,8 @@ class Dumper:
                 self.nodes[ref] = n
                 self._index[ref] = index
 
-        self._index = {}
+        if not hasattr(self, "_index"):
+            self._index = {}
         for app in apps:
             b.call((app[0], "/org/a11y/atspi/cache"), IFACE + "Cache", "GetItems", None,
                    lambda v, app=app: on_items(app, v))
@@ -492,10 +470,42 @@ class Dumper:
         self.details(cells)
 
     # -- output --------------------------------------------------------
+    def app_pids(self, apps):
+        """Process id of each application's connection (asked of the bus)."""
+        b = self._batch()
+        pids = {}
+        for a in apps:
+            b.call(("org.freedesktop.DBus", "/org/freedesktop/DBus"), "org.freedesktop.DBus",
+                   "GetConnectionUnixProcessID", _v("(s)", a[0]),
+                   lambda v, a=a: pids.__setitem__(a, v[0]))
+        self._finish(b)
+        return pids
+
     def dump(self):
         t0 = time.monotonic()
         apps = self.applications()
+        self.focus_pid = None
+        if self.scope == "focused":
+            # The application owning X's active window (_NET_WM_PID), so only
+            # its objects are read.  (xfwm4 has an "active" window of its own.)
+            self.focus_pid = active_window_pid()
+            if self.focus_pid:
+                pids = self.app_pids(apps)
+                mine = [a for a in apps if pids.get(a) == self.focus_pid]
+                if mine:
+                    apps = mine
+        # at-spi2-atk creates an application's cache (what GetItems answers
+        # from) only once some client listens for events: listen for one,
+        # for as long as this connection lives (the registry drops the
+        # listener when we disconnect; the caches stay).
+        b = self._batch()
+        b.call(("org.a11y.atspi.Registry", "/org/a11y/atspi/registry"), IFACE + "Registry",
+               "RegisterEvent", _v("sass", "object:children-changed", [], ""), lambda v: None)
+        self._finish(b)
         nocache = self.load_caches(apps)
+        if nocache:
+            time.sleep(0.3)             # caches being built: ask once more
+            nocache = self.load_caches(nocache)
         if nocache:
             for a in nocache:
                 self.nodes.pop(a, None)
@@ -525,7 +535,10 @@ class Dumper:
 
     def _focused(self, roots):
         """Only the application with the active top-level window, and only that window."""
-        for r in roots:
+        def rank(r):
+            n = self.nodes.get(r)
+            return 1 if n is not None and n.name in ("xfwm4", "xfce4-panel", "xfdesktop") else 0
+        for r in sorted(roots, key=rank):
             n = self.nodes.get(r)
             if n is None:
                 self.fetch([r])
@@ -537,7 +550,8 @@ class Dumper:
                 self.fetch_children([n])
             kids = n.children or []
             self.fetch([k for k in kids if k not in self.nodes])
-            active = [k for k in kids if k in self.nodes and self.nodes[k].state(STATE_ACTIVE)]
+            active = [k for k in kids if k in self.nodes and self.nodes[k].state(STATE_ACTIVE)
+                      and self.nodes[k].state(STATE_SHOWING)]
             if active:
                 n.children = active[:1]
                 return [r]
@@ -629,6 +643,28 @@ class Dumper:
         if n.text:
             text = n.text[:TEXT_MAX].replace("\ufffc", "").replace("\ufffd", "")
         return "".join(buf), _esc_text(text), tag
+
+
+def active_window_pid():
+    """_NET_WM_PID of X's _NET_ACTIVE_WINDOW, or None."""
+    try:
+        import os
+        from Xlib import X, display
+        d = display.Display(os.environ.get("DISPLAY") or ":0")
+    except Exception:        # no X: fall back to the ACTIVE state
+        return None
+    try:
+        root = d.screen().root
+        act = root.get_full_property(d.intern_atom("_NET_ACTIVE_WINDOW"), X.AnyPropertyType)
+        if not act or not len(act.value) or not act.value[0]:
+            return None
+        w = d.create_resource_object("window", act.value[0])
+        pid = w.get_full_property(d.intern_atom("_NET_WM_PID"), X.AnyPropertyType)
+        return int(pid.value[0]) if pid and len(pid.value) else None
+    except Exception:
+        return None
+    finally:
+        d.close()
 
 
 def _valid_name(s):

@@ -4,13 +4,9 @@ import base64
 import glob
 import json
 import os
-import shutil
 import socket
-import sqlite3
 import struct
-import tempfile
 import urllib.parse
-import urllib.request
 
 DEVTOOLS_PORTS = (1337, 9222)   # OSWorld's --remote-debugging-port, then its socat port
 
@@ -20,9 +16,73 @@ class ChromeError(Exception):
 
 
 # ---------------------------------------------------------------- DevTools
+def http_get(port, path, timeout, headers=(), limit=16 << 20):
+    """(status, body) of GET http://127.0.0.1:PORT/PATH.  A plain socket:
+    urllib/http.client cost seconds of imports under TCG.  Reads what
+    Content-Length says, or chunks, or up to the close."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        req = "GET %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nConnection: close\r\n%s\r\n" % (
+            path, port, "".join("%s: %s\r\n" % h for h in headers))
+        s.sendall(req.encode())
+        data = b""
+
+        def more():
+            chunk = s.recv(65536)
+            if not chunk:
+                return False
+            if len(data) + len(chunk) > limit + 65536:
+                raise OSError("answer from 127.0.0.1:%d larger than %d bytes" % (port, limit))
+            return chunk
+        while b"\r\n\r\n" not in data:
+            c = more()
+            if not c:
+                break
+            data += c
+        head, _, body = data.partition(b"\r\n\r\n")
+        try:
+            status = int(head.split(b" ", 2)[1])
+        except (IndexError, ValueError):
+            raise OSError("not an HTTP answer from 127.0.0.1:%d" % port)
+        fields = {}
+        for line in head.split(b"\r\n")[1:]:
+            k, _, v = line.partition(b":")
+            fields[k.strip().lower()] = v.strip()
+        if b"content-length" in fields:
+            n = int(fields[b"content-length"])
+            while len(body) < n:
+                c = more()
+                if not c:
+                    break
+                body += c
+            body = body[:n]
+        elif fields.get(b"transfer-encoding", b"").lower() == b"chunked":
+            while not body.endswith(b"0\r\n\r\n"):
+                c = more()
+                if not c:
+                    break
+                body += c
+            out, rest = b"", body
+            while rest:
+                size, _, rest = rest.partition(b"\r\n")
+                n = int(size.split(b";")[0] or b"0", 16)
+                if n == 0:
+                    break
+                out, rest = out + rest[:n], rest[n + 2:]
+            body = out
+        else:
+            while True:
+                c = more()
+                if not c:
+                    break
+                body += c
+    return status, body[:limit]
+
+
 def _http_json(port, path, timeout):
-    with urllib.request.urlopen("http://127.0.0.1:%d%s" % (port, path), timeout=timeout) as r:
-        return json.loads(r.read(16 << 20).decode("utf-8"))
+    status, body = http_get(port, path, timeout)
+    if status != 200:
+        raise OSError("HTTP %d" % status)
+    return json.loads(body.decode("utf-8"))
 
 
 def targets(port=None, timeout=5.0):
@@ -226,6 +286,9 @@ def bookmarks(home):
 
 def _query_copy(db, sql, limit):
     """Run sql on a copy of a database the browser may hold locked."""
+    import shutil
+    import sqlite3
+    import tempfile
     if not os.path.exists(db):
         raise ChromeError("%s does not exist" % db)
     with tempfile.TemporaryDirectory(prefix="envmgr-chrome-") as tmp:

@@ -9,14 +9,11 @@ Subcommands that need the desktop session (a11y-tree, terminal-output) re-run
 themselves as the session's user with its D-Bus address when started as root.
 """
 import argparse
-import collections
 import json
 import os
 import pwd
-import subprocess
 import sys
 import time
-import urllib.request
 
 MARKER = "/tmp/.envmgr-desktop-ready"
 DEFAULT_MAX_BYTES = 16 << 20
@@ -82,6 +79,7 @@ def as_session_user(argv):
     session is up: the ready marker exists); None if not needed."""
     if os.geteuid() != 0 or not os.path.exists(MARKER):
         return None
+    import subprocess
     pw = session_user()
     if pw.pw_uid == 0:
         return None
@@ -172,6 +170,7 @@ def windows(_a):
 
 # ---------------------------------------------------------------- desktop
 def _xfconf(channel, prop, env=None):
+    import subprocess
     try:
         p = subprocess.run(["xfconf-query", "-c", channel, "-p", prop], capture_output=True,
                            text=True, timeout=10, env=env)
@@ -183,6 +182,7 @@ def _xfconf(channel, prop, env=None):
 def wallpaper(_a):
     """The desktop background: the image file (OSWorld returns its bytes; read
     it with guest-file-read) or, with no image, the solid colour."""
+    import subprocess
     pw = session_user()
     env = session_env(pw)
     if os.geteuid() == 0:
@@ -225,7 +225,7 @@ def a11y_tree(a):
 def terminal_output(a):
     """The text of the focused terminal widget of the active window (VTE:
     gnome-terminal), right-stripped; null when no terminal is focused."""
-    import xml.etree.ElementTree as ET
+    import xml.etree.ElementTree as ET  # noqa: N817
     from . import a11y
     try:
         r = a11y.dump(scope="focused", max_nodes=a.max_nodes, max_bytes=a.max_tree_bytes,
@@ -283,18 +283,18 @@ def chrome_cookies(a):
 def vlc_status(a):
     """VLC's HTTP interface inside the guest (vlcrc: extraintf=http on
     127.0.0.1:8080, password "password"): status.xml as text."""
-    url = "http://127.0.0.1:%d/requests/status.xml" % a.port
-    req = urllib.request.Request(url)
     import base64
-    req.add_header("Authorization", "Basic " + base64.b64encode((":" + a.password).encode()).decode())
+    from .chrome import http_get
+    path = "/requests/status.xml"
+    auth = ("Authorization", "Basic " + base64.b64encode((":" + a.password).encode()).decode())
     try:
-        with urllib.request.urlopen(req, timeout=a.timeout) as r:
-            return {"url": url, "status_code": r.status,
-                    "status_xml": r.read(4 << 20).decode("utf-8", "replace")}
-    except urllib.error.HTTPError as e:
-        raise Fail("VLC's HTTP interface answered %d" % e.code)
+        status, body = http_get(a.port, path, a.timeout, headers=[auth], limit=4 << 20)
     except OSError as e:
         raise Fail("VLC's HTTP interface is not answering on 127.0.0.1:%d (%s)" % (a.port, e))
+    if status != 200:
+        raise Fail("VLC's HTTP interface answered %d" % status)
+    return {"url": "http://127.0.0.1:%d%s" % (a.port, path), "status_code": status,
+            "status_xml": body.decode("utf-8", "replace")}
 
 
 def _read_text(path, limit=4 << 20):
@@ -328,6 +328,8 @@ VIDEO_TYPES = ("3gp 3gpp 3gpp2 avi divx dv fli flv mp2t mp4 mp4v-es mpeg mpeg-sy
 
 def default_video_player(_a):
     """The .desktop file xdg-mime names most often for the video types."""
+    import collections
+    import subprocess
     pw = session_user()
     env = session_env(pw)
     pre = ["runuser", "-u", pw.pw_name, "--", "env"] + ["%s=%s" % kv for kv in env.items()] \
