@@ -33,6 +33,7 @@ Caps: node count, output bytes and wall time; when one is hit the output is
 still a well-formed tree and `truncated` says which cap was hit.
 """
 import os
+import re
 import time
 
 NS = {
@@ -429,24 +430,33 @@ class Dumper:
                        _v("(iiu)", px, py, COORD_SCREEN),
                        lambda v, t=t, key=key: corners[t.ref].__setitem__(key, tuple(v[0])))
         self._finish(b)
-        idx = {}
+        # Row and column of the corner cells from their names ("AC47": Calc
+        # names cells by address; its child indexes overflow on wide sheets).
+        names = {}
         b = self._batch()
         for tref, c in corners.items():
             for key, cref in c.items():
                 if cref[1] == NULL_PATH:
                     continue
-                b.call(cref, IFACE + "Accessible", "GetIndexInParent", None,
-                       lambda v, tref=tref, key=key: idx.__setitem__((tref, key), v[0]))
+                b.call(cref, "org.freedesktop.DBus.Properties", "Get",
+                       _v("(ss)", IFACE + "Accessible", "Name"),
+                       lambda v, tref=tref, key=key: names.__setitem__((tref, key), v[0]))
         self._finish(b)
         rc = {}
-        b = self._batch()
-        for (tref, key), i in idx.items():
-            for what in ("Row", "Column"):
-                b.call(tref, IFACE + "Table", "Get%sAtIndex" % what, _v("(i)", i),
-                       lambda v, tref=tref, key=key, what=what: rc.__setitem__((tref, key, what), v[0]))
-        self._finish(b)
-        b = self._batch()
+        for (tref, key), name in names.items():
+            m = re.match(r"^\$?([A-Z]{1,3})\$?([0-9]{1,7})$", name or "")
+            if not m:
+                continue
+            col = 0
+            for ch in m.group(1):
+                col = col * 26 + (ord(ch) - 64)
+            rc[(tref, key, "Row")] = int(m.group(2)) - 1
+            rc[(tref, key, "Column")] = col - 1
+        # Cells are transient objects: the application forgets one soon after
+        # handing it out, so each chunk of rows is read right after it is
+        # fetched (all properties in one round, errors for what a cell lacks).
         budget = max(0, self.max_nodes - len(self.nodes))
+        acc = IFACE + "Accessible"
         for t in tables:
             r0, c0 = rc.get((t.ref, "tl", "Row")), rc.get((t.ref, "tl", "Column"))
             r1, c1 = rc.get((t.ref, "br", "Row")), rc.get((t.ref, "br", "Column"))
@@ -455,19 +465,34 @@ class Dumper:
             grid = [[None] * (c1 - c0 + 1) for _ in range(r1 - r0 + 1)]
             t.cells = grid
             for r in range(r0, r1 + 1):
+                if budget <= 0 or time.monotonic() >= self.deadline:
+                    if budget <= 0 and "nodes" not in self.truncated:
+                        self.truncated.append("nodes")
+                    break
+                b = self._batch()
+
+                def got(v, i, j, b=b):
+                    ref = tuple(v[0])
+                    grid[i][j] = ref
+                    n = Node(ref)
+                    self.nodes[ref] = n
+                    b.call(ref, acc, "GetRole", None, lambda v, n=n: setattr(n, "role", v[0]))
+                    b.call(ref, acc, "GetState", None,
+                           lambda v, n=n: setattr(n, "states", states_from_bits(v[0])))
+                    b.call(ref, acc, "GetInterfaces", None, lambda v, n=n: setattr(n, "ifaces", tuple(v[0])))
+                    b.call(ref, "org.freedesktop.DBus.Properties", "Get", _v("(ss)", acc, "Name"),
+                           lambda v, n=n: setattr(n, "name", v[0]))
+                    b.call(ref, acc, "GetAttributes", None, lambda v, n=n: setattr(n, "attrs", v[0]))
+                    b.call(ref, IFACE + "Component", "GetExtents", _v("(u)", COORD_SCREEN),
+                           lambda v, n=n: setattr(n, "extents", tuple(v[0])))
+                    b.call(ref, IFACE + "Text", "GetText", _v("(ii)", 0, -1),
+                           lambda v, n=n: setattr(n, "text", v[0]))
                 for c in range(c0, c1 + 1):
-                    if budget <= 0:
-                        if "nodes" not in self.truncated:
-                            self.truncated.append("nodes")
-                        break
                     budget -= 1
                     b.call(t.ref, IFACE + "Table", "GetAccessibleAt", _v("(ii)", r, c),
-                           lambda v, g=grid, i=r - r0, j=c - c0: g[i].__setitem__(j, tuple(v[0])))
-        self._finish(b)
-        cell_refs = [ref for t in tables if t.cells for row in t.cells for ref in row if ref]
-        self.fetch(cell_refs)
-        cells = [self.nodes[r] for r in cell_refs if r in self.nodes]
-        self.details(cells)
+                           lambda v, i=r - r0, j=c - c0: got(v, i, j))
+                self._finish(b)
+                # a cell without Text answered an error: keep None
 
     # -- output --------------------------------------------------------
     def app_pids(self, apps):
