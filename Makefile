@@ -7,16 +7,24 @@
 #   make valgrind   unit tests and the CLI integration tests under valgrind
 #   make bench      benchmark figures (printed, not pass/fail)
 #   make fuzz       libFuzzer targets (clang)
+#   make man        man pages from the commands' --help (help2man), in build/man
+#   make install    PREFIX=/usr/local (and DESTDIR): binary, data files, man pages, bash completion
+#   make uninstall  removes exactly what make install created
 
 CC      ?= gcc
-PKGS    := libvncclient libpng jansson libmicrohttpd
+PKGS    := libvncclient libpng jansson libmicrohttpd libcurl
 CSTD    := -std=c17 -D_GNU_SOURCE
 WARN    := -Wall -Wextra -Wshadow -Wformat=2 -Wno-unused-parameter -Wstrict-prototypes
 OPT     ?= -O2 -g
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null) $(shell libgcrypt-config --cflags 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null) $(shell libgcrypt-config --libs 2>/dev/null || echo -lgcrypt)
 ROOT    := $(CURDIR)
-DEFS    := -DENVMGR_VERSION='"0.1.0"' -DENVMGR_SOURCE_DIR='"$(ROOT)"'
+# One version for envmgr, its man pages and the Python client (clients/python/pyproject.toml reads it).
+VERSION := $(shell cat $(ROOT)/VERSION)
+# No path of this checkout goes into envmgr: it finds its data files from where it runs
+# (paths_data_dir). Only tests and benchmarks, which read the checkout's test data, get it.
+DEFS    := -DENVMGR_VERSION='"$(VERSION)"'
+TREE_DEFS := -DENVMGR_SOURCE_DIR='"$(ROOT)"'
 CFLAGS  += $(CSTD) $(WARN) $(OPT) $(PKG_CFLAGS) $(DEFS) -I$(ROOT) -MMD -MP
 LDLIBS  += $(PKG_LIBS) -lm -lpthread
 
@@ -34,7 +42,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 TEST_HELPER_SRC := $(wildcard tests/unit/helpers/*.c)
 TEST_HELPER_OBJ := $(TEST_HELPER_SRC:%.c=$(BUILD)/%.o)
 
-.PHONY: all image image-apps test unit integration asan valgrind bench fuzz clean distclean demo registry
+.PHONY: all image image-apps test unit integration asan valgrind bench fuzz clean distclean demo registry layers man install uninstall metric-docs osworld-doc
 all: $(BIN)/envmgr
 
 $(BUILD)/%.o: %.c
@@ -51,7 +59,7 @@ $(BIN)/envmgr: $(CLI_OBJ) $(LIB)
 
 $(BUILD)/tests/%: tests/unit/%.c $(LIB) $(TEST_HELPER_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $< $(TEST_HELPER_OBJ) $(LIB) $(LDLIBS) -lcunit
+	$(CC) $(CFLAGS) $(TREE_DEFS) -o $@ $< $(TEST_HELPER_OBJ) $(LIB) $(LDLIBS) -lcunit
 
 # Fuzz targets rebuilt with gcc and a plain main(): `make test` replays their corpora.
 FUZZ_REPLAY := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz-replay/%,$(wildcard tests/fuzz/fuzz_*.c))
@@ -67,7 +75,7 @@ $(BUILD)/tools/%: tests/tools/%.c $(LIB)
 
 $(BUILD)/bench/%: bench/%.c $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS)
+	$(CC) $(CFLAGS) $(TREE_DEFS) -o $@ $< $(LIB) $(LDLIBS)
 
 image:
 	$(MAKE) -C vm-images image
@@ -75,15 +83,43 @@ image:
 image-apps:
 	$(MAKE) -C vm-images image-apps
 
+# Man pages: generated from `envmgr --help` and `envmgr CMD --help`, so they follow the CLI.
+man: $(BUILD)/man/envmgr.1
+$(BUILD)/man/envmgr.1: $(BIN)/envmgr scripts/gen-man VERSION
+	rm -rf $(BUILD)/man
+	scripts/gen-man $(BIN)/envmgr $(VERSION) $(BUILD)/man
+
+# envmgr finds its data files from bin/../share/envmgr (envmgr/base/paths.c): nothing here is
+# compiled for one prefix, so the same build installs anywhere. See scripts/install.
+PREFIX  ?= /usr/local
+install: all man
+	@scripts/install install "$(abspath $(DESTDIR)$(PREFIX))"
+
+uninstall:
+	@scripts/install uninstall "$(abspath $(DESTDIR)$(PREFIX))"
+
 # The evaluator-script registry envmgr reads (metric names, families, options), from the scripts.
 registry:
 	/usr/bin/python3 -I evaluator/metrics/run.py --registry > evaluator/metrics/registry.json
 
+# docs/task-format.md's list of every metric, from the C table and the registry (checked by
+# tests/integration/test_evaluator_sandbox.sh).
+metric-docs: $(BIN)/envmgr
+	ENVMGR_BIN=$(ROOT)/$(BIN)/envmgr scripts/gen-metric-docs
+
+# docs/osworld.md's tables of OSWorld's pieces, from envmgr's own tables (test_osworld_doc checks them).
+osworld-doc: $(BIN)/envmgr
+	scripts/gen-osworld-doc
+
 unit: $(UNIT_BIN) $(BIN)/envmgr
 	@tests/run-unit.sh $(UNIT_BIN)
 
+# Each #include points to its own folder or a lower layer (docs/architecture.md).
+layers:
+	@scripts/check-layers
+
 # The whole suite: unit tests, then integration tests on real guests (builds the image if needed).
-test: all $(UNIT_BIN) $(TOOLS) image
+test: layers all $(UNIT_BIN) $(TOOLS) image
 	@tests/run-all.sh $(UNIT_BIN)
 
 integration: all $(TOOLS) image
@@ -108,10 +144,10 @@ valgrind: all $(UNIT_BIN) $(TOOLS) image
 	 tests/run-all.sh --integration-only
 
 # Used by asan: the same driver, pointed at an instrumented binary.
-test-with-bin: all $(UNIT_BIN) $(TOOLS) image
+test-with-bin: layers all $(UNIT_BIN) $(TOOLS) image
 	@ENVMGR_BIN=$(ROOT)/$(BIN)/envmgr tests/run-all.sh $(UNIT_BIN)
 
-bench: all $(TOOLS) $(BUILD)/bench/envbench $(BUILD)/bench/api_bench image
+bench: all $(TOOLS) $(BUILD)/bench/envbench $(BUILD)/bench/api_bench $(BUILD)/bench/sandbox_bench image
 	@bench/run.sh
 
 demo: all image

@@ -25,6 +25,7 @@
 #include "envmgr/api/api.h"
 #include "envmgr/env/env.h"
 #include "envmgr/base/paths.h"
+#include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
 
 static char token[65];

@@ -17,6 +17,7 @@
 #include "envmgr/vm/manifest.h"
 #include "envmgr/base/paths.h"
 #include "envmgr/vm/qmp.h"
+#include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
 #include "envmgr/vm/vm.h"
 #include "recorder/trace.h"

@@ -9,3 +9,5 @@ trap 'rm -rf "$ENVMGR_RUN_DIR"' EXIT
 [ -d "$root/tasks/demo" ] && "$root/bench/replay_bench.sh"
 "$root/build/bench/api_bench" ${ENVMGR_API_BENCH_ARGS:-} || echo "api_bench: the soak saw errors or leaked envs (see above)"
 "$root/bench/suite_bench.sh" || echo "suite_bench: a suite run failed (see above)"
+"$root/build/bench/sandbox_bench" ${ENVMGR_SANDBOX_BENCH_ARGS:-} || echo "sandbox_bench: the evaluator sandbox did not run (see above)"
+"$root/bench/assets_bench.sh" || echo "assets_bench: failed (see above)"

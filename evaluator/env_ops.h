@@ -13,13 +13,23 @@
 
 #include "envmgr/base/err.h"
 
+/* The desktop user's home: `~` in a guest path a getter or setup step names means this, as in
+ * OSWorld (whose in-guest server runs as that user). */
+#define EM_GUEST_HOME "/home/user"
+
+enum {
+    EM_EXEC_ROOT = 1 << 0, /* as root (envmgr's `as_root`), not as the desktop user */
+};
+
 typedef struct em_env_ops {
     void *ctx;
-    /* Run argv (no shell unless argv says so) as root in the guest with
-     * DISPLAY=:0; at most out_cap bytes of stdout come back; exit_code is
-     * -1 when the command was killed or timed out. */
-    int (*exec)(void *ctx, const char *const *argv, double timeout_s, size_t out_cap, char **out, size_t *out_len,
-                int *exit_code, em_err *err);
+    /* Run argv (no shell unless argv says so) in the guest as the desktop user, with its HOME,
+     * its home as working directory, DISPLAY=:0 and the session's D-Bus address, as OSWorld's
+     * in-guest server runs getter commands (flags EM_EXEC_ROOT: as root with DISPLAY=:0); at
+     * most out_cap bytes of stdout come back; exit_code is -1 when the command was killed or
+     * timed out. */
+    int (*exec)(void *ctx, const char *const *argv, unsigned flags, double timeout_s, size_t out_cap, char **out,
+                size_t *out_len, int *exit_code, em_err *err);
     /* Read a guest file; a file larger than cap is an error, not a truncation. */
     int (*read_file)(void *ctx, const char *guest_path, size_t cap, char **data, size_t *len, em_err *err);
     /* Write the current screen as a PNG file on the host. */

@@ -7,15 +7,29 @@
 
 #include <errno.h>
 #include <math.h>
+#include <strings.h>
+#include <time.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "envmgr/net/assets.h"
 #include "envmgr/net/egress_log.h"
 #include "envmgr/base/sha256.h"
+#include "envmgr/base/fileio.h"
+#include "envmgr/base/sbuf.h"
+#include "envmgr/base/utf8.h"
 #include "envmgr/base/util.h"
+
+/* What one getter run sees. */
+typedef struct getter_call {
+    const em_env_ops *ops;
+    const task *t;
+    const char *artifact_dir; /* also the episode's cache (OSWorld's cache_dir) */
+    const char *task_dir;
+} getter_call;
 
 #define WINDOW_TITLE_TIMEOUT_S 10.0
 #define LIST_DIRECTORY_MAX 10000
@@ -23,62 +37,13 @@
 
 /* ---- untrusted bytes → JSON ---- */
 
-/* Length of the valid UTF-8 sequence at s (what jansson accepts), 0 if invalid or NUL. */
-static size_t utf8_seq(const unsigned char *s, size_t n)
-{
-    unsigned char c = s[0];
-    if (c < 0x80)
-        return c ? 1 : 0;
-    size_t len;
-    uint32_t cp;
-    if (c >= 0xc2 && c <= 0xdf) {
-        len = 2;
-        cp = c & 0x1f;
-    } else if (c >= 0xe0 && c <= 0xef) {
-        len = 3;
-        cp = c & 0x0f;
-    } else if (c >= 0xf0 && c <= 0xf4) {
-        len = 4;
-        cp = c & 0x07;
-    } else {
-        return 0;
-    }
-    if (n < len)
-        return 0;
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xc0) != 0x80)
-            return 0;
-        cp = (cp << 6) | (s[i] & 0x3f);
-    }
-    if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
-        return 0;
-    return len;
-}
-
 json_t *getter_text_json(const char *s, size_t n)
 {
-    const unsigned char *u = (const unsigned char *)s;
-    size_t i = 0, k;
-    while (i < n && (k = utf8_seq(u + i, n - i)) > 0)
-        i += k;
-    if (i == n)
+    if (utf8_valid(s, n, true))
         return json_stringn(s, n);
-    char *buf = xmalloc(n * 3 + 1), *o = buf; /* each bad byte becomes 3 bytes */
-    for (i = 0; i < n;) {
-        k = utf8_seq(u + i, n - i);
-        if (k) {
-            memcpy(o, s + i, k);
-            o += k;
-            i += k;
-        } else {
-            memcpy(o, "\xef\xbf\xbd", 3);
-            o += 3;
-            i++;
-        }
-    }
-    json_t *j = json_stringn(buf, (size_t)(o - buf));
-    free(buf);
-    return j;
+    size_t len;
+    _cleanup_free_ char *clean = utf8_sanitize(s, n, &len);
+    return json_stringn(clean, len);
 }
 
 char *getter_safe_name(const char *name)
@@ -113,6 +78,18 @@ static int check_nonempty_string(json_t *spec, const char *key, bool required, e
     return 0;
 }
 
+/* true, or the string "true" (some OSWorld files spell flags so) */
+static bool flag_true(json_t *v)
+{
+    return json_is_true(v) || (json_is_string(v) && !strcasecmp(json_string_value(v), "true"));
+}
+
+static bool flag_valid(json_t *v)
+{
+    return !v || json_is_boolean(v) ||
+           (json_is_string(v) && (!strcasecmp(json_string_value(v), "true") || !strcasecmp(json_string_value(v), "false")));
+}
+
 static int check_command(json_t *spec, em_err *err)
 {
     json_t *cmd = json_object_get(spec, "command"), *v;
@@ -133,8 +110,10 @@ static int check_command(json_t *spec, em_err *err)
     } else {
         return em_fail_input(err, "command: expected a string or an array of strings, got %s", json_type_name(cmd));
     }
-    if ((v = json_object_get(spec, "shell")) && !json_is_boolean(v))
+    if (!flag_valid(v = json_object_get(spec, "shell")))
         return em_fail_input(err, "shell: expected true or false, got %s", json_type_name(v));
+    if ((v = json_object_get(spec, "as_root")) && !json_is_boolean(v))
+        return em_fail_input(err, "as_root: expected true or false, got %s", json_type_name(v));
     if ((v = json_object_get(spec, "timeout"))) {
         double d = json_is_number(v) ? json_number_value(v) : NAN;
         if (!json_is_number(v))
@@ -162,7 +141,244 @@ static int check_region(json_t *spec, em_err *err)
     return 0;
 }
 
-int getter_check(json_t *spec, em_err *err)
+/* vm_file and cloud_file: `path` and `dest` one string each, or (multi) two arrays of the same
+ * length; `gives` the indexes handed to the metric (default [0]). cloud_file paths are http(s)
+ * URLs (fetched on the host) or files shipped with the task. */
+static int check_multi(json_t *spec, bool cloud, em_err *err)
+{
+    json_t *multi = json_object_get(spec, "multi"), *p = json_object_get(spec, "path"), *d = json_object_get(spec, "dest");
+    if (!flag_valid(multi))
+        return em_fail_input(err, "multi: expected true or false, got %s", json_type_name(multi));
+    size_t n = 1;
+    if (flag_true(multi)) {
+        if (!json_is_array(p) || !json_array_size(p))
+            return em_fail_input(err, "path: expected a non-empty array with multi, got %s", p ? json_type_name(p) : "nothing");
+        n = json_array_size(p);
+        if (d && (!json_is_array(d) || json_array_size(d) != n))
+            return em_fail_input(err, "dest: expected an array of %zu names (one per path)", n);
+        for (size_t i = 0; i < n; i++) {
+            json_t *pi = json_array_get(p, i), *di = d ? json_array_get(d, i) : NULL;
+            if (!json_is_string(pi) || !json_string_length(pi))
+                return em_fail_input(err, "path[%zu]: expected a non-empty string", i);
+            if (di && (!json_is_string(di) || !json_string_length(di)))
+                return em_fail_input(err, "dest[%zu]: expected a non-empty string", i);
+        }
+    } else if (check_nonempty_string(spec, "path", true, err) < 0 || check_nonempty_string(spec, "dest", false, err) < 0) {
+        return -1;
+    }
+    json_t *g = json_object_get(spec, "gives"), *v;
+    size_t i;
+    if (g && (!json_is_array(g) || !json_array_size(g)))
+        return em_fail_input(err, "gives: expected a non-empty array of indexes");
+    json_array_foreach(g, i, v)
+    {
+        if (!json_is_integer(v) || json_integer_value(v) < 0 || (size_t)json_integer_value(v) >= n)
+            return em_fail_input(err, "gives[%zu]: expected an index in 0..%zu", i, n - 1);
+    }
+    if (cloud && !flag_true(multi)) {
+        const char *u = json_string_value(p);
+        if (strstr(u, "://") && !asset_url_is_remote(u))
+            return em_fail_input(err, "path: `%.200s`: only http(s) URLs or files shipped with the task", u);
+    }
+    for (i = 0; cloud && flag_true(multi) && i < n; i++) {
+        const char *u = json_string_value(json_array_get(p, i));
+        if (strstr(u, "://") && !asset_url_is_remote(u))
+            return em_fail_input(err, "path[%zu]: `%.200s`: only http(s) URLs or files shipped with the task", i, u);
+    }
+    return 0;
+}
+
+static int check_vm_file(json_t *spec, em_err *err) { return check_multi(spec, false, err); }
+static int check_cloud_file(json_t *spec, em_err *err) { return check_multi(spec, true, err); }
+static int check_rule(json_t *spec, em_err *err)
+{
+    return json_object_get(spec, "rules") ? 0 : em_fail_input(err, "rules: missing");
+}
+static int check_nothing(json_t *spec, em_err *err) { return 0; }
+
+static int check_host_file(json_t *spec, em_err *err)
+{
+    if (check_nonempty_string(spec, "path", true, err) < 0)
+        return -1;
+    const char *p = json_string_value(json_object_get(spec, "path"));
+    for (const char *s = p; (s = strstr(s, "..")); s += 2)
+        if ((s == p || s[-1] == '/') && (s[2] == '/' || s[2] == '\0'))
+            return em_fail_input(err, "path: `%.200s` must not contain `..`", p);
+    return 0;
+}
+
+static int check_guest_dir(json_t *spec, em_err *err)
+{
+    if (check_nonempty_string(spec, "path", true, err) < 0)
+        return -1;
+    const char *p = json_string_value(json_object_get(spec, "path"));
+    return p[0] == '/' || p[0] == '~' ? 0 : em_fail_input(err, "path: `%.200s` must be an absolute guest path", p);
+}
+
+static int check_egress(json_t *spec, em_err *err)
+{
+    json_t *v = json_object_get(spec, "verdict");
+    const char *vs = json_string_value(v);
+    if (v && (!vs || (strcmp(vs, "allowed") && strcmp(vs, "denied") && strcmp(vs, "failed"))))
+        return em_fail_input(err, "verdict: expected \"allowed\", \"denied\" or \"failed\"");
+    return 0;
+}
+
+static int check_window_size(json_t *spec, em_err *err)
+{
+    return check_nonempty_string(spec, "app_class_name", true, err);
+}
+
+static const char *const relative_days[] = {"tomorrow", "5th next month", "10th next month", "11th next month",
+                                            "this month", "this Saturday", "this Sunday", "next Monday",
+                                            "next Friday", "first monday four months later"};
+
+static bool relative_day_known(const char *s)
+{
+    for (size_t i = 0; s && i < ARRAY_LEN(relative_days); i++)
+        if (!strcmp(relative_days[i], s))
+            return true;
+    return false;
+}
+
+/* rules: {relativeTime: {from, to?}, expected: {time} or {from, to}: format strings}. */
+static int check_relative_time(json_t *spec, em_err *err)
+{
+    json_t *rules = json_object_get(spec, "rules");
+    json_t *rel = json_object_get(rules, "relativeTime"), *exp = json_object_get(rules, "expected");
+    if (!json_is_object(rules))
+        return em_fail_input(err, "rules: expected an object with relativeTime and expected");
+    if (!json_is_object(rel) || !json_is_object(exp))
+        return em_fail_input(err, "rules: relativeTime and expected must be objects");
+    const char *keys[] = {"from", "to"};
+    bool has_to = json_object_get(rel, "to") != NULL;
+    for (int k = 0; k < (has_to ? 2 : 1); k++) {
+        const char *v = json_string_value(json_object_get(rel, keys[k]));
+        if (!relative_day_known(v))
+            return em_fail_input(err, "rules.relativeTime.%s: expected one of OSWorld's day phrases (\"tomorrow\", "
+                                      "\"next Monday\", ...)", keys[k]);
+        const char *fk = has_to ? keys[k] : "time";
+        if (!json_is_string(json_object_get(exp, fk)))
+            return em_fail_input(err, "rules.expected.%s: expected a format string", fk);
+    }
+    return 0;
+}
+
+typedef int (*getter_fn)(const getter_call *gc, json_t *spec, json_t **art, em_err *err);
+static int run_vm_file(const getter_call *gc, json_t *spec, json_t **art, em_err *err);
+static int run_cloud_file(const getter_call *gc, json_t *spec, json_t **art, em_err *err);
+static int run_command_line(const getter_call *gc, json_t *spec, json_t **art, em_err *err);
+static int run_command_error(const getter_call *gc, json_t *spec, json_t **art, em_err *err);
+static int run_rule(const getter_call *gc, json_t *spec, json_t **art, em_err *err);
+static int run_relative_time(const getter_call *gc, json_t *spec, json_t **art, em_err *err);
+static int run_time_diff_range(const getter_call *gc, json_t *spec, json_t **art, em_err *err);
+static int run_cache_file(const getter_call *gc, json_t *spec, json_t **art, em_err *err);
+static int run_local_file(const getter_call *gc, json_t *spec, json_t **art, em_err *err);
+static int run_screenshot(const getter_call *gc, json_t *spec, json_t **art, em_err *err);
+static int run_list_directory(const getter_call *gc, json_t *spec, json_t **art, em_err *err);
+static int run_list_names(const getter_call *gc, json_t *spec, json_t **art, em_err *err);
+static int run_window_title(const getter_call *gc, json_t *spec, json_t **art, em_err *err);
+static int run_screen_size(const getter_call *gc, json_t *spec, json_t **art, em_err *err);
+static int run_window_size(const getter_call *gc, json_t *spec, json_t **art, em_err *err);
+static int run_egress_log(const getter_call *gc, json_t *spec, json_t **art, em_err *err);
+
+/* Every getter envmgr runs: the dispatch, and the table docs/osworld.md is generated from. */
+static const struct {
+    const char *name;
+    int (*check)(json_t *spec, em_err *err);
+    getter_fn run;
+    const char *note;
+} getters[] = {
+    {"vm_file", check_vm_file, run_vm_file,
+     "guest file into the episode's cache under `dest`; `~` is the desktop user's home; `multi` and `gives` as "
+     "OSWorld (a list artifact, null for a file missing in the guest)"},
+    {"cloud_file", check_cloud_file, run_cloud_file,
+     "http(s) URL fetched on the host through the asset cache (pinned by assets.lock.json); `multi`, `gives`"},
+    {"vm_command_line", check_command, run_command_line,
+     "as the desktop user with its HOME, cwd and session (envmgr's `as_root: true` for root); stdout"},
+    {"vm_command_error", check_command, run_command_error, "the same, stderr"},
+    {"rule", check_rule, run_rule, ""},
+    {"rule_relativeTime", check_relative_time, run_relative_time,
+     "OSWorld's day phrases and {DoW} {Month} {DayD} ... formats, from the host's local date"},
+    {"time_diff_range", check_nothing, run_time_diff_range, "the spec's diff_range_in_minutes"},
+    {"cache_file", check_host_file, run_cache_file,
+     "a file of the episode's cache (execute's stdout/stderr, vm_file/cloud_file dests); else the task folder"},
+    {"local_file", check_host_file, run_local_file, "envmgr's own: a file shipped in the task folder"},
+    {"screenshot", check_region, run_screenshot, "envmgr's own"},
+    {"list_directory", check_guest_dir, run_list_directory,
+     "OSWorld's tree {type, name, children}, children sorted by name"},
+    {"list_directory_names", check_guest_dir, run_list_names,
+     "envmgr's own: the sorted names in one folder (list_directory's earlier shape)"},
+    {"vm_window_title", check_nothing, run_window_title, "envmgr's own"},
+    {"vm_screen_size", check_nothing, run_screen_size, "{width, height} of the env's screen"},
+    {"vm_window_size", check_window_size, run_window_size,
+     "{width, height} of the first window of app_class_name (xdotool)"},
+    {"egress_log", check_egress, run_egress_log, "envmgr's own"},
+};
+
+/* OSWorld's getters envmgr does not run, and why: the load refusal names the piece. */
+static const struct {
+    const char *name;
+    const char *why;
+} getters_refused[] = {
+    {"googledrive_file", "needs a Google account"},
+    {"accessibility_tree", "needs an app: the apps image's AT-SPI accessibility tree"},
+    {"vm_terminal_output", "needs an app: GNOME Terminal read through AT-SPI (the apps image)"},
+    {"vm_wallpaper", "needs an app: the apps image's desktop settings"},
+    {"content_from_vm_file", "needs an xlsx reader in the evaluator sandbox (the evaluator-scripts work)"},
+    {"replay", "not implemented by OSWorld either"},
+    {"conference_city_in_order", "needs an app: LibreOffice Calc (the apps image)"},
+    {"audio_in_slide", "needs an app: LibreOffice Impress (the apps image)"},
+    {"background_image_in_slide", "needs an app: LibreOffice Impress (the apps image)"},
+    {"gimp_config_file", "needs an app: GIMP (the apps image)"},
+    {"vlc_config", "needs an app: VLC (the apps image)"},
+    {"vlc_playing_info", "needs an app: VLC (the apps image)"},
+    {"default_video_player", "needs an app: VLC (the apps image)"},
+    {"vscode_config", "needs an app: VS Code (the apps image)"},
+    {"active_tab_html_parse", "needs an app: Chrome (the apps image)"},
+    {"active_tab_info", "needs an app: Chrome (the apps image)"},
+    {"active_tab_url_parse", "needs an app: Chrome (the apps image)"},
+    {"active_url_from_accessTree", "needs an app: Chrome (the apps image)"},
+    {"bookmarks", "needs an app: Chrome (the apps image)"},
+    {"chrome_appearance_mode_ui", "needs an app: Chrome (the apps image)"},
+    {"chrome_font_size", "needs an app: Chrome (the apps image)"},
+    {"chrome_language", "needs an app: Chrome (the apps image)"},
+    {"cookie_data", "needs an app: Chrome (the apps image)"},
+    {"data_delete_automacally", "needs an app: Chrome (the apps image)"},
+    {"default_search_engine", "needs an app: Chrome (the apps image)"},
+    {"enable_do_not_track", "needs an app: Chrome (the apps image)"},
+    {"enable_enhanced_safety_browsing", "needs an app: Chrome (the apps image)"},
+    {"enable_safe_browsing", "needs an app: Chrome (the apps image)"},
+    {"enabled_experiments", "needs an app: Chrome (the apps image)"},
+    {"find_installed_extension_name", "needs an app: Chrome (the apps image)"},
+    {"find_unpacked_extension_path", "needs an app: Chrome (the apps image)"},
+    {"gotoRecreationPage_and_get_html_content", "needs an app: Chrome (the apps image)"},
+    {"history", "needs an app: Chrome (the apps image)"},
+    {"info_from_website", "needs an app: Chrome (the apps image)"},
+    {"new_startup_page", "needs an app: Chrome (the apps image)"},
+    {"number_of_search_results", "needs an app: Chrome (the apps image)"},
+    {"open_tabs_info", "needs an app: Chrome (the apps image)"},
+    {"page_info", "needs an app: Chrome (the apps image)"},
+    {"pdf_from_url", "needs an app: Chrome (the apps image)"},
+    {"profile_name", "needs an app: Chrome (the apps image)"},
+    {"shortcuts_on_desktop", "needs an app: Chrome (the apps image)"},
+    {"url_dashPart", "needs an app: Chrome (the apps image)"},
+    {"url_path_parse", "needs an app: Chrome (the apps image)"},
+};
+
+const getter_piece *getter_pieces(size_t *n)
+{
+    static getter_piece v[ARRAY_LEN(getters) + ARRAY_LEN(getters_refused)];
+    size_t k = 0;
+    for (size_t i = 0; i < ARRAY_LEN(getters); i++)
+        v[k++] = (getter_piece){getters[i].name, "supported", getters[i].note};
+    for (size_t i = 0; i < ARRAY_LEN(getters_refused); i++)
+        v[k++] = (getter_piece){getters_refused[i].name, getters_refused[i].why, "refused at load"};
+    *n = k;
+    return v;
+}
+
+static int getter_index(json_t *spec, em_err *err)
 {
     if (!json_is_object(spec))
         return em_fail_input(err, "type: the spec must be an object, got %s", spec ? json_type_name(spec) : "nothing");
@@ -172,52 +388,19 @@ int getter_check(json_t *spec, em_err *err)
     if (!json_is_string(tj))
         return em_fail_input(err, "type: expected a string, got %s", json_type_name(tj));
     const char *type = json_string_value(tj);
-    if (!strcmp(type, "vm_file")) {
-        json_t *multi = json_object_get(spec, "multi");
-        if (multi && !json_is_false(multi))
-            return em_fail_input(err, "multi: several files in one vm_file getter are not supported");
-        if (check_nonempty_string(spec, "path", true, err) < 0 || check_nonempty_string(spec, "dest", false, err) < 0)
-            return -1;
-        return 0;
-    }
-    if (!strcmp(type, "vm_command_line"))
-        return check_command(spec, err);
-    if (!strcmp(type, "rule"))
-        return json_object_get(spec, "rules") ? 0 : em_fail_input(err, "rules: missing");
-    if (!strcmp(type, "cache_file") || !strcmp(type, "local_file")) {
-        if (check_nonempty_string(spec, "path", true, err) < 0)
-            return -1;
-        const char *p = json_string_value(json_object_get(spec, "path"));
-        for (const char *s = p; (s = strstr(s, "..")); s += 2)
-            if ((s == p || s[-1] == '/') && (s[2] == '/' || s[2] == '\0'))
-                return em_fail_input(err, "path: `%.200s` must not contain `..`", p);
-        return 0;
-    }
-    if (!strcmp(type, "screenshot"))
-        return check_region(spec, err);
-    if (!strcmp(type, "list_directory")) {
-        if (check_nonempty_string(spec, "path", true, err) < 0)
-            return -1;
-        const char *p = json_string_value(json_object_get(spec, "path"));
-        return p[0] == '/' ? 0 : em_fail_input(err, "path: `%.200s` must be an absolute guest path", p);
-    }
-    if (!strcmp(type, "vm_window_title"))
-        return 0;
-    if (!strcmp(type, "egress_log")) {
-        json_t *v = json_object_get(spec, "verdict");
-        const char *vs = json_string_value(v);
-        if (v && (!vs || (strcmp(vs, "allowed") && strcmp(vs, "denied") && strcmp(vs, "failed"))))
-            return em_fail_input(err, "verdict: expected \"allowed\", \"denied\" or \"failed\"");
-        return 0;
-    }
-    if (!strcmp(type, "cloud_file"))
-        return em_fail_input(err,
-                             "type: getter `cloud_file` is not supported (tasks get no internet); ship the file with "
-                             "the task and use `local_file`");
-    return em_fail_input(err,
-                         "type: unknown getter `%.64s` (supported: vm_file, vm_command_line, rule, cache_file, "
-                         "local_file, screenshot, list_directory, vm_window_title, egress_log)",
-                         type);
+    for (size_t i = 0; i < ARRAY_LEN(getters); i++)
+        if (!strcmp(getters[i].name, type))
+            return (int)i;
+    for (size_t i = 0; i < ARRAY_LEN(getters_refused); i++)
+        if (!strcmp(getters_refused[i].name, type))
+            return em_fail_input(err, "type: getter `%s` %s", type, getters_refused[i].why);
+    return em_fail_input(err, "type: unknown getter `%.64s`", type);
+}
+
+int getter_check(json_t *spec, em_err *err)
+{
+    int i = getter_index(spec, err);
+    return i < 0 ? -1 : getters[i].check(spec, err);
 }
 
 /* ---- artifacts ---- */
@@ -235,13 +418,19 @@ static int need(const em_env_ops *ops, const void *fn, const char *type, em_err 
 }
 
 /* The argv of a vm_command_line spec, as task.c builds setup commands. */
-static const char **command_argv(json_t *spec)
+static const char **command_argv(json_t *spec, bool stderr_only)
 {
     json_t *cmd = json_object_get(spec, "command");
-    bool shell = json_is_true(json_object_get(spec, "shell"));
+    bool shell = flag_true(json_object_get(spec, "shell"));
     size_t n = json_is_array(cmd) ? json_array_size(cmd) : 1;
-    const char **argv = xcalloc(n + 4, sizeof *argv);
+    const char **argv = xcalloc(n + 8, sizeof *argv);
     size_t k = 0;
+    if (stderr_only) { /* vm_command_error: stderr as the output, stdout dropped */
+        argv[k++] = "/bin/sh";
+        argv[k++] = "-c";
+        argv[k++] = "\"$@\" 2>&1 >/dev/null";
+        argv[k++] = "sh";
+    }
     if (json_is_string(cmd) || shell) {
         argv[k++] = "/bin/sh";
         argv[k++] = "-c";
@@ -257,25 +446,39 @@ static const char **command_argv(json_t *spec)
     return argv;
 }
 
-static int run_vm_file(const em_env_ops *ops, json_t *spec, const char *artifact_dir, json_t **art, em_err *err)
+char *getter_guest_path(const char *p)
 {
-    const char *path = json_string_value(json_object_get(spec, "path"));
-    const char *dest = json_string_value(json_object_get(spec, "dest"));
+    if (p[0] == '~' && (p[1] == '/' || p[1] == '\0'))
+        return xasprintf(EM_GUEST_HOME "%s", p + 1);
+    return xstrdup(p);
+}
+
+/* One guest file into the cache under dest. missing_ok: a file the guest lacks gives NULL (as
+ * OSWorld's None) instead of an error. */
+static int fetch_vm_file(const getter_call *gc, const char *path_in, const char *dest, bool missing_ok, json_t **art,
+                         em_err *err)
+{
+    const em_env_ops *ops = gc->ops;
+    *art = NULL;
     if (need(ops, ops ? (const void *)ops->read_file : NULL, "vm_file", err) < 0)
         return -1;
+    _cleanup_free_ char *path = getter_guest_path(path_in);
     if (!dest) {
         const char *slash = strrchr(path, '/');
         dest = slash ? slash + 1 : path;
     }
     _cleanup_free_ char *data = NULL, *name = getter_safe_name(dest), *host = NULL;
     size_t len = 0;
-    if (ops->read_file(ops->ctx, path, GETTER_FILE_CAP, &data, &len, err) < 0)
+    if (ops->read_file(ops->ctx, path, GETTER_FILE_CAP, &data, &len, err) < 0) {
+        if (missing_ok && strstr(err->msg, "No such file"))
+            return 0;
         return em_prefix(err, "vm_file `%.200s`: ", path);
+    }
     if (len > GETTER_FILE_CAP)
         return em_fail(err, "vm_file `%.200s`: %zu bytes, more than the limit of %u", path, len, GETTER_FILE_CAP);
-    if (mkdir_p(artifact_dir, 0700, err) < 0)
+    if (mkdir_p(gc->artifact_dir, 0700, err) < 0)
         return em_prefix(err, "vm_file: ");
-    host = xasprintf("%s/%s", artifact_dir, name);
+    host = xasprintf("%s/%s", gc->artifact_dir, name);
     if (write_file_atomic(host, data ? data : "", len, 0600, err) < 0)
         return em_prefix(err, "vm_file: ");
     char sha[SHA256_HEX_LEN + 1];
@@ -285,34 +488,145 @@ static int run_vm_file(const em_env_ops *ops, json_t *spec, const char *artifact
     return 0;
 }
 
-static int exec_capped(const em_env_ops *ops, const char *type, const char *const *argv, double timeout, char **out,
-                       size_t *len, int *code, em_err *err)
+/* A cloud_file item: an http(s) asset through the host cache, or a file shipped with the task,
+ * copied into the cache under dest. */
+static int fetch_cloud_file(const getter_call *gc, const char *src, const char *dest, json_t **art, em_err *err)
+{
+    *art = NULL;
+    _cleanup_free_ char *from = NULL;
+    if (asset_url_is_remote(src)) {
+        asset_lock *lock = NULL;
+        asset_info ai;
+        if (asset_lock_for_task(gc->task_dir, &lock, err) < 0)
+            return em_prefix(err, "cloud_file: ");
+        int rc = asset_get(src, lock, &ai, err);
+        asset_lock_free(lock);
+        if (rc < 0)
+            return em_prefix(err, "cloud_file: ");
+        from = ai.path;
+    } else if (!gc->task_dir) {
+        return em_fail(err, "cloud_file: no task folder");
+    } else if (path_inside(gc->task_dir, src, true, &from, err) < 0) {
+        return em_prefix(err, "cloud_file: ");
+    }
+    if (!dest) {
+        const char *slash = strrchr(src, '/');
+        dest = slash ? slash + 1 : src;
+    }
+    _cleanup_free_ char *name = getter_safe_name(dest), *host = NULL, *data = NULL;
+    size_t len;
+    if (read_file_capped(from, GETTER_FILE_CAP, &data, &len, err) < 0 || mkdir_p(gc->artifact_dir, 0700, err) < 0)
+        return em_prefix(err, "cloud_file `%.200s`: ", src);
+    host = xasprintf("%s/%s", gc->artifact_dir, name);
+    if (write_file_atomic(host, data, len, 0600, err) < 0)
+        return em_prefix(err, "cloud_file: ");
+    char sha[SHA256_HEX_LEN + 1];
+    sha256_hex(data, len, sha);
+    *art = file_artifact(host, sha, len);
+    json_object_set_new(*art, "url", json_string(src));
+    return 0;
+}
+
+typedef int (*item_fn)(const getter_call *gc, const char *src, const char *dest, bool missing_ok, json_t **art,
+                       em_err *err);
+
+static int cloud_item(const getter_call *gc, const char *src, const char *dest, bool missing_ok, json_t **art,
+                      em_err *err)
+{
+    return fetch_cloud_file(gc, src, dest, art, err);
+}
+
+/* OSWorld's multi/gives: every item is fetched; the metric gets item gives[0] alone, or a list
+ * artifact {"type": "list", "items": [...]} of the given ones (null for a file the guest lacks). */
+static int run_multi(const getter_call *gc, json_t *spec, item_fn fetch_item, json_t **art, em_err *err)
+{
+    json_t *p = json_object_get(spec, "path"), *d = json_object_get(spec, "dest");
+    if (!flag_true(json_object_get(spec, "multi")))
+        return fetch_item(gc, json_string_value(p), json_string_value(d), false, art, err);
+    size_t n = json_array_size(p);
+    json_t **items = xcalloc(n, sizeof *items);
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++)
+        if ((rc = fetch_item(gc, json_string_value(json_array_get(p, i)), json_string_value(json_array_get(d, i)),
+                             true, &items[i], err)) < 0)
+            em_prefix(err, "path[%zu]: ", i);
+    json_t *gives = json_object_get(spec, "gives");
+    if (rc == 0) {
+        size_t ng = gives ? json_array_size(gives) : 1;
+        json_t *list = json_array();
+        for (size_t g = 0; g < ng; g++) {
+            size_t k = gives ? (size_t)json_integer_value(json_array_get(gives, g)) : 0;
+            json_array_append(list, items[k] ? items[k] : json_null());
+        }
+        if (ng == 1) {
+            *art = json_incref(json_array_get(list, 0));
+            if (json_is_null(*art)) {
+                json_decref(*art);
+                *art = NULL;
+                rc = em_fail(err, "vm_file `%.200s`: not in the guest", json_string_value(json_array_get(p, 0)));
+            }
+            json_decref(list);
+        } else {
+            *art = json_pack("{s:s, s:o}", "type", "list", "items", list);
+        }
+    }
+    for (size_t i = 0; i < n; i++)
+        json_decref(items[i]);
+    free(items);
+    return rc;
+}
+
+static int run_vm_file(const getter_call *gc, json_t *spec, json_t **art, em_err *err)
+{
+    return run_multi(gc, spec, fetch_vm_file, art, err);
+}
+
+static int run_cloud_file(const getter_call *gc, json_t *spec, json_t **art, em_err *err)
+{
+    return run_multi(gc, spec, cloud_item, art, err);
+}
+
+static int exec_capped(const em_env_ops *ops, const char *type, const char *const *argv, unsigned flags,
+                       double timeout, char **out, size_t *len, int *code, em_err *err)
 {
     *out = NULL;
     *len = 0;
     *code = -1;
     if (need(ops, ops ? (const void *)ops->exec : NULL, type, err) < 0)
         return -1;
-    if (ops->exec(ops->ctx, argv, timeout, GETTER_OUTPUT_CAP, out, len, code, err) < 0)
+    if (ops->exec(ops->ctx, argv, flags, timeout, GETTER_OUTPUT_CAP, out, len, code, err) < 0)
         return em_prefix(err, "%s: ", type);
     if (*len > GETTER_OUTPUT_CAP)
         *len = GETTER_OUTPUT_CAP; /* a misbehaving env does not get to hand us more */
     return 0;
 }
 
-static int run_command_line(const em_env_ops *ops, json_t *spec, json_t **art, em_err *err)
+static int run_command(const getter_call *gc, json_t *spec, bool stderr_only, json_t **art, em_err *err)
 {
+    const em_env_ops *ops = gc->ops;
     json_t *tv = json_object_get(spec, "timeout");
     double timeout = tv ? json_number_value(tv) : GETTER_TIMEOUT_S;
-    _cleanup_free_ const char **argv = command_argv(spec);
+    _cleanup_free_ const char **argv = command_argv(spec, stderr_only);
     _cleanup_free_ char *out = NULL;
     size_t len;
     int code;
-    if (exec_capped(ops, "vm_command_line", argv, timeout, &out, &len, &code, err) < 0)
+    unsigned flags = json_is_true(json_object_get(spec, "as_root")) ? EM_EXEC_ROOT : 0;
+    if (exec_capped(ops, stderr_only ? "vm_command_error" : "vm_command_line", argv, flags, timeout, &out, &len,
+                    &code, err) < 0)
         return -1;
     *art = json_pack("{s:s,s:o,s:i}", "type", "text", "value", getter_text_json(out ? out : "", len), "exit_code",
                      code);
     return 0;
+}
+
+static int run_command_line(const getter_call *gc, json_t *spec, json_t **art, em_err *err)
+{
+    return run_command(gc, spec, false, art, err);
+}
+
+static int run_command_error(const getter_call *gc, json_t *spec, json_t **art, em_err *err)
+{
+    return run_command(gc, spec, true, art, err);
 }
 
 static int run_host_file(json_t *spec, const char *type, const char *task_dir, json_t **art, em_err *err)
@@ -321,7 +635,7 @@ static int run_host_file(json_t *spec, const char *type, const char *task_dir, j
     if (!task_dir)
         return em_fail(err, "%s: no task folder", type);
     _cleanup_free_ char *abs = NULL;
-    if (task_path_inside(task_dir, path, true, &abs, err) < 0)
+    if (path_inside(task_dir, path, true, &abs, err) < 0)
         return em_prefix(err, "%s: ", type);
     struct stat st;
     if (stat(abs, &st) < 0)
@@ -335,8 +649,79 @@ static int run_host_file(json_t *spec, const char *type, const char *task_dir, j
     return 0;
 }
 
-static int run_screenshot(const em_env_ops *ops, json_t *spec, const char *artifact_dir, json_t **art, em_err *err)
+static int run_local_file(const getter_call *gc, json_t *spec, json_t **art, em_err *err)
 {
+    return run_host_file(spec, "local_file", gc->task_dir, art, err);
+}
+
+/* OSWorld's cache_file: a file in the episode's cache (what execute's stdout/stderr, vm_file and
+ * cloud_file wrote there, under the same sanitized name); a task that ships the file instead
+ * (envmgr's earlier meaning) still finds it in its folder. */
+static int run_cache_file(const getter_call *gc, json_t *spec, json_t **art, em_err *err)
+{
+    const char *path = json_string_value(json_object_get(spec, "path"));
+    if (gc->artifact_dir && *gc->artifact_dir) {
+        _cleanup_free_ char *name = getter_safe_name(path), *p = xasprintf("%s/%s", gc->artifact_dir, name);
+        struct stat st;
+        if (lstat(p, &st) == 0 && S_ISREG(st.st_mode)) {
+            char sha[SHA256_HEX_LEN + 1];
+            if (sha256_file_hex(p, sha, err) < 0)
+                return em_prefix(err, "cache_file: ");
+            *art = file_artifact(p, sha, (size_t)st.st_size);
+            return 0;
+        }
+    }
+    if (run_host_file(spec, "cache_file", gc->task_dir, art, err) < 0)
+        return em_fail(err, "cache_file `%.200s`: not in the episode's cache (nothing saved it there) nor in the task "
+                            "folder", path);
+    return 0;
+}
+
+static int run_rule(const getter_call *gc, json_t *spec, json_t **art, em_err *err)
+{
+    *art = json_pack("{s:s,s:O}", "type", "json", "value", json_object_get(spec, "rules"));
+    return 0;
+}
+
+static int run_time_diff_range(const getter_call *gc, json_t *spec, json_t **art, em_err *err)
+{
+    json_t *v = json_object_get(spec, "diff_range_in_minutes");
+    *art = json_pack("{s:s,s:O}", "type", "json", "value", v ? v : json_null());
+    return 0;
+}
+
+static int run_screen_size(const getter_call *gc, json_t *spec, json_t **art, em_err *err)
+{
+    if (!gc->ops || gc->ops->screen_w <= 0)
+        return em_fail(err, "vm_screen_size: no env to measure");
+    *art = json_pack("{s:s, s:{s:i, s:i}}", "type", "json", "value", "width", gc->ops->screen_w, "height",
+                     gc->ops->screen_h);
+    return 0;
+}
+
+static int run_window_size(const getter_call *gc, json_t *spec, json_t **art, em_err *err)
+{
+    const char *cls = json_string_value(json_object_get(spec, "app_class_name"));
+    const char *argv[] = {"sh", "-c",
+                          "w=$(xdotool search --onlyvisible --class \"$1\" | head -n 1) && [ -n \"$w\" ] && "
+                          "xdotool getwindowgeometry --shell \"$w\"",
+                          "sh", cls, NULL};
+    _cleanup_free_ char *out = NULL;
+    size_t len;
+    int code;
+    if (exec_capped(gc->ops, "vm_window_size", argv, 0, WINDOW_TITLE_TIMEOUT_S, &out, &len, &code, err) < 0)
+        return -1;
+    const char *w = out ? strstr(out, "WIDTH=") : NULL, *h = out ? strstr(out, "HEIGHT=") : NULL;
+    if (code != 0 || !w || !h)
+        return em_fail(err, "vm_window_size: no visible window of class `%.64s`", cls);
+    *art = json_pack("{s:s, s:{s:i, s:i}}", "type", "json", "value", "width", atoi(w + 6), "height", atoi(h + 7));
+    return 0;
+}
+
+static int run_screenshot(const getter_call *gc, json_t *spec, json_t **art, em_err *err)
+{
+    const em_env_ops *ops = gc->ops;
+    const char *artifact_dir = gc->artifact_dir;
     if (need(ops, ops ? (const void *)ops->screenshot_png : NULL, "screenshot", err) < 0)
         return -1;
     json_t *region = json_object_get(spec, "region");
@@ -379,15 +764,16 @@ static int cmp_json_str(const void *a, const void *b)
     return strcmp(json_string_value(*(json_t *const *)a), json_string_value(*(json_t *const *)b));
 }
 
-static int run_list_directory(const em_env_ops *ops, json_t *spec, json_t **art, em_err *err)
+static int run_list_names(const getter_call *gc, json_t *spec, json_t **art, em_err *err)
 {
-    const char *path = json_string_value(json_object_get(spec, "path"));
+    const em_env_ops *ops = gc->ops;
+    _cleanup_free_ char *path = getter_guest_path(json_string_value(json_object_get(spec, "path")));
     /* -printf %f\0: one NUL-terminated name per entry, whatever bytes the names hold. */
     const char *argv[] = {"find", "-H", path, "-mindepth", "1", "-maxdepth", "1", "-printf", "%f\\0", NULL};
     _cleanup_free_ char *out = NULL;
     size_t len;
     int code;
-    if (exec_capped(ops, "list_directory", argv, GETTER_TIMEOUT_S, &out, &len, &code, err) < 0)
+    if (exec_capped(ops, "list_directory", argv, 0, GETTER_TIMEOUT_S, &out, &len, &code, err) < 0)
         return -1;
     if (code != 0)
         return em_fail(err, "list_directory `%.200s`: find exited with status %d", path, code);
@@ -420,8 +806,9 @@ static int run_list_directory(const em_env_ops *ops, json_t *spec, json_t **art,
  * vm_file getter can produce (sanitized names never start with a dot). An
  * optional "verdict" keeps only allowed, denied or failed attempts. */
 #define EGRESS_EVENTS_MAX 100000
-static int run_egress_log(json_t *spec, const char *artifact_dir, json_t **art, em_err *err)
+static int run_egress_log(const getter_call *gc, json_t *spec, json_t **art, em_err *err)
 {
+    const char *artifact_dir = gc->artifact_dir;
     if (!artifact_dir || !*artifact_dir)
         return em_fail(err, "egress_log: no artifact folder");
     _cleanup_free_ char *path = xasprintf("%s/.egress.jsonl", artifact_dir);
@@ -448,13 +835,14 @@ static int run_egress_log(json_t *spec, const char *artifact_dir, json_t **art, 
     return 0;
 }
 
-static int run_window_title(const em_env_ops *ops, json_t **art, em_err *err)
+static int run_window_title(const getter_call *gc, json_t *spec, json_t **art, em_err *err)
 {
+    const em_env_ops *ops = gc->ops;
     const char *argv[] = {"env", "DISPLAY=:0", "xdotool", "getactivewindow", "getwindowname", NULL};
     _cleanup_free_ char *out = NULL;
     size_t len;
     int code;
-    if (exec_capped(ops, "vm_window_title", argv, WINDOW_TITLE_TIMEOUT_S, &out, &len, &code, err) < 0)
+    if (exec_capped(ops, "vm_window_title", argv, 0, WINDOW_TITLE_TIMEOUT_S, &out, &len, &code, err) < 0)
         return -1;
     if (code != 0)
         return em_fail(err, "vm_window_title: xdotool exited with status %d (no active window?)", code);
@@ -464,35 +852,222 @@ static int run_window_title(const em_env_ops *ops, json_t **art, em_err *err)
     return 0;
 }
 
+/* ---- list_directory: OSWorld's tree ---- */
+
+static int cmp_child(const void *a, const void *b)
+{
+    return strcmp(json_string_value(json_object_get(*(json_t *const *)a, "name")),
+                  json_string_value(json_object_get(*(json_t *const *)b, "name")));
+}
+
+static void sort_tree(json_t *node)
+{
+    json_t *ch = json_object_get(node, "children");
+    size_t n = json_array_size(ch);
+    if (!n)
+        return;
+    json_t **v = xcalloc(n, sizeof *v);
+    for (size_t i = 0; i < n; i++)
+        v[i] = json_incref(json_array_get(ch, i));
+    qsort(v, n, sizeof *v, cmp_child);
+    json_array_clear(ch);
+    for (size_t i = 0; i < n; i++) {
+        sort_tree(v[i]);
+        json_array_append_new(ch, v[i]);
+    }
+    free(v);
+}
+
+static json_t *tree_node(bool dir, const char *name, size_t len)
+{
+    json_t *n = json_pack("{s:s, s:o}", "type", dir ? "directory" : "file", "name", getter_text_json(name, len));
+    if (dir)
+        json_object_set_new(n, "children", json_array());
+    return n;
+}
+
+/* {"type": "directory", "name": basename, "children": [...]} with {"type": "file", "name"} leaves,
+ * as OSWorld's in-guest server builds it (children sorted by name here, for stable results). */
+static int run_list_directory(const getter_call *gc, json_t *spec, json_t **art, em_err *err)
+{
+    _cleanup_free_ char *path = getter_guest_path(json_string_value(json_object_get(spec, "path")));
+    size_t pl = strlen(path);
+    while (pl > 1 && path[pl - 1] == '/')
+        path[--pl] = '\0';
+    /* %Y: the type, following links (as os.path.isdir); %P: the path below the start. */
+    const char *argv[] = {"sh", "-c", "[ -d \"$1\" ] || exit 3; exec find -H \"$1\" -mindepth 1 -printf '%Y%P\\0'",
+                          "sh", path, NULL};
+    _cleanup_free_ char *out = NULL;
+    size_t len;
+    int code;
+    if (exec_capped(gc->ops, "list_directory", argv, 0, GETTER_TIMEOUT_S, &out, &len, &code, err) < 0)
+        return -1;
+    if (code == 3)
+        return em_fail(err, "list_directory `%.200s`: not a directory", path);
+    if (code != 0)
+        return em_fail(err, "list_directory `%.200s`: find exited with status %d", path, code);
+    const char *base = strrchr(path, '/');
+    base = base && base[1] ? base + 1 : path;
+    json_t *root = tree_node(true, base, strlen(base)), *dirs = json_object();
+    json_object_set(dirs, "", root);
+    size_t n = 0;
+    int rc = 0;
+    for (size_t i = 0; i < len && rc == 0;) {
+        const char *e = out + i, *end = memchr(e, '\0', len - i);
+        size_t l = end ? (size_t)(end - e) : len - i;
+        i += l + 1;
+        if (l < 2)
+            continue;
+        if (++n > LIST_DIRECTORY_MAX) {
+            rc = em_fail(err, "list_directory `%.200s`: more than %d entries", path, LIST_DIRECTORY_MAX);
+            break;
+        }
+        _cleanup_free_ char *rel = xasprintf("%.*s", (int)(l - 1), e + 1);
+        char *slash = strrchr(rel, '/');
+        const char *name = slash ? slash + 1 : rel;
+        _cleanup_free_ char *parent = slash ? xasprintf("%.*s", (int)(slash - rel), rel) : xstrdup("");
+        json_t *pn = json_object_get(dirs, parent);
+        if (!pn)
+            continue; /* below a folder find could not list (or a name with invalid UTF-8) */
+        json_t *node = tree_node(e[0] == 'd', name, strlen(name));
+        json_array_append_new(json_object_get(pn, "children"), node);
+        if (e[0] == 'd')
+            json_object_set(dirs, rel, node);
+    }
+    json_decref(dirs);
+    if (rc < 0) {
+        json_decref(root);
+        return -1;
+    }
+    sort_tree(root);
+    *art = json_pack("{s:s, s:o}", "type", "json", "value", root);
+    return 0;
+}
+
+/* ---- rule_relativeTime ---- */
+
+static void add_days(struct tm *t, int days)
+{
+    t->tm_mday += days;
+    t->tm_isdst = -1;
+    mktime(t);
+}
+
+static int py_weekday(const struct tm *t) /* Monday 0 .. Sunday 6, as Python's weekday() */
+{
+    return (t->tm_wday + 6) % 7;
+}
+
+static void month_day(struct tm *t, int months_ahead, int mday)
+{
+    t->tm_mon += months_ahead;
+    t->tm_mday = mday;
+    t->tm_isdst = -1;
+    mktime(t);
+}
+
+/* OSWorld's day phrases, from today (the host's local date, as OSWorld's evaluator reads it).
+ * "first monday four months later" is computed with plain calendar arithmetic (OSWorld's own
+ * formula fails in August). */
+static struct tm relative_day(const char *phrase, const char *from_phrase, time_t now)
+{
+    struct tm t;
+    localtime_r(&now, &t);
+    t.tm_hour = 12; /* away from DST edges */
+    int wd = py_weekday(&t);
+    if (!strcmp(phrase, "tomorrow"))
+        add_days(&t, 1);
+    else if (!strcmp(phrase, "5th next month"))
+        month_day(&t, 1, 5);
+    else if (!strcmp(phrase, "10th next month"))
+        month_day(&t, 1, 10);
+    else if (!strcmp(phrase, "11th next month"))
+        month_day(&t, 1, 11);
+    else if (!strcmp(phrase, "this Saturday"))
+        add_days(&t, 5 - wd);
+    else if (!strcmp(phrase, "this Sunday"))
+        add_days(&t, 6 - wd);
+    else if (!strcmp(phrase, "next Monday"))
+        add_days(&t, 7 - wd);
+    else if (!strcmp(phrase, "next Friday"))
+        add_days(&t, wd < 4 && from_phrase && !strcmp(from_phrase, "next Monday") ? 4 - wd + 7
+                     : wd < 4                                                        ? 4 - wd
+                                                                                     : 6 - wd + 5);
+    else if (!strcmp(phrase, "first monday four months later")) {
+        month_day(&t, 4, 1);
+        add_days(&t, (7 - py_weekday(&t)) % 7);
+    }
+    return t; /* "this month": today */
+}
+
+static void replace_first(sbuf *b, const char *token, const char *value)
+{
+    char *at = b->s ? strstr(b->s, token) : NULL;
+    if (!at)
+        return;
+    sbuf out = {0};
+    sbuf_add(&out, b->s, (size_t)(at - b->s));
+    sbuf_puts(&out, value);
+    sbuf_puts(&out, at + strlen(token));
+    sbuf_release(b);
+    *b = out;
+}
+
+static char *format_day(const char *fmt, const struct tm *t)
+{
+    static const char *const dow[] = {"Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"};
+    static const char *const mon[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                      "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+    static const char *const full[] = {"January", "February", "March",     "April",   "May",      "June",
+                                       "July",    "August",   "September", "October", "November", "December"};
+    char day[16], year[16], m0[16], d0[16], lower[16];
+    snprintf(day, sizeof day, "%d", t->tm_mday);
+    snprintf(year, sizeof year, "%d", t->tm_year + 1900);
+    snprintf(m0, sizeof m0, "%02d", t->tm_mon + 1);
+    snprintf(d0, sizeof d0, "%02d", t->tm_mday);
+    snprintf(lower, sizeof lower, "%s", full[t->tm_mon]);
+    lower[0] = (char)(lower[0] - 'A' + 'a');
+    sbuf b = {0};
+    sbuf_puts(&b, fmt);
+    const char *const tokens[][2] = {{"{DoW}", dow[py_weekday(t)]}, {"{Month}", mon[t->tm_mon]}, {"{DayD}", day},
+                                     {"{Year}", year},  {"{Month0D}", m0}, {"{month}", lower},
+                                     {"{MonthFull}", full[t->tm_mon]}, {"{Day0D}", d0}};
+    for (size_t i = 0; i < ARRAY_LEN(tokens); i++)
+        replace_first(&b, tokens[i][0], tokens[i][1]);
+    return b.s ? b.s : xstrdup("");
+}
+
+static int run_relative_time(const getter_call *gc, json_t *spec, json_t **art, em_err *err)
+{
+    json_t *rules = json_deep_copy(json_object_get(spec, "rules"));
+    json_t *rel = json_object_get(rules, "relativeTime"), *exp = json_object_get(rules, "expected");
+    const char *from = json_string_value(json_object_get(rel, "from"));
+    const char *to = json_string_value(json_object_get(rel, "to"));
+    time_t now = time(NULL);
+    const char *keys[][2] = {{to ? "from" : "time", from}, {"to", to}};
+    for (int k = 0; k < (to ? 2 : 1); k++) {
+        struct tm day = relative_day(keys[k][1], from, now);
+        char *text = format_day(json_string_value(json_object_get(exp, keys[k][0])), &day);
+        json_object_set_new(exp, keys[k][0], json_string(text));
+        free(text);
+    }
+    *art = json_pack("{s:s, s:o}", "type", "json", "value", rules);
+    return 0;
+}
+
 int getter_run(const em_env_ops *ops, const task *t, json_t *spec, const char *artifact_dir, const char *task_dir,
                json_t **artifact, em_err *err)
 {
     *artifact = NULL;
-    if (getter_check(spec, err) < 0)
+    int i = getter_index(spec, err);
+    if (i < 0 || getters[i].check(spec, err) < 0)
         return em_prefix(err, "getter: ");
     if (!task_dir && t)
         task_dir = t->dir;
-    const char *type = json_string_value(json_object_get(spec, "type"));
-    bool writes = !strcmp(type, "vm_file") || !strcmp(type, "screenshot");
+    const char *type = getters[i].name;
+    bool writes = getters[i].run == run_vm_file || getters[i].run == run_screenshot || getters[i].run == run_cloud_file;
     if (writes && (!artifact_dir || !*artifact_dir))
         return em_fail(err, "%s: no artifact folder", type);
-    if (!strcmp(type, "vm_file"))
-        return run_vm_file(ops, spec, artifact_dir, artifact, err);
-    if (!strcmp(type, "vm_command_line"))
-        return run_command_line(ops, spec, artifact, err);
-    if (!strcmp(type, "rule")) {
-        *artifact = json_pack("{s:s,s:O}", "type", "json", "value", json_object_get(spec, "rules"));
-        return 0;
-    }
-    if (!strcmp(type, "cache_file") || !strcmp(type, "local_file"))
-        return run_host_file(spec, type, task_dir, artifact, err);
-    if (!strcmp(type, "screenshot"))
-        return run_screenshot(ops, spec, artifact_dir, artifact, err);
-    if (!strcmp(type, "list_directory"))
-        return run_list_directory(ops, spec, artifact, err);
-    if (!strcmp(type, "vm_window_title"))
-        return run_window_title(ops, artifact, err);
-    if (!strcmp(type, "egress_log"))
-        return run_egress_log(spec, artifact_dir, artifact, err);
-    return em_fail(err, "getter: unhandled type `%s`", type);
+    getter_call gc = {.ops = ops, .t = t, .artifact_dir = artifact_dir, .task_dir = task_dir};
+    return getters[i].run(&gc, spec, artifact, err);
 }

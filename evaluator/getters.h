@@ -46,6 +46,18 @@ int getter_run(const em_env_ops *ops, const task *t, json_t *spec, const char *a
  * U+FFFD, so guest output never makes an artifact fail to build. */
 json_t *getter_text_json(const char *s, size_t n);
 
+/* A guest path as OSWorld's server reads it: a leading `~` is the desktop user's home. */
+char *getter_guest_path(const char *p);
+
+/* The getters envmgr runs and OSWorld's it refuses, with why: `envmgr task pieces` and the
+ * generated table of docs/osworld.md. */
+typedef struct getter_piece {
+    const char *name;
+    const char *status; /* "supported", or why not */
+    const char *note;
+} getter_piece;
+const getter_piece *getter_pieces(size_t *n);
+
 /* A guest-chosen name made safe as one path component: only [A-Za-z0-9._-],
  * no leading dots, at most 100 bytes, never empty. Caller frees. */
 char *getter_safe_name(const char *name);

@@ -1,5 +1,6 @@
 /* Built-in metrics and the external `script` metric. A metric never fails
  * the run: bad or missing inputs score 0 and the reason says why. */
+#include "envmgr/base/exit_cause.h"
 #include "envmgr/base/json_type.h"
 #include "metrics.h"
 
@@ -7,26 +8,26 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "envmgr/base/png.h"
+#include "envmgr/base/fileio.h"
+#include "envmgr/base/paths.h"
+#include "envmgr/base/spawn.h"
+#include "envmgr/base/utf8.h"
 #include "envmgr/base/util.h"
 #include "evaluator/getters.h"
+#include "evaluator/registry.h"
+#include "evaluator/sandbox.h"
 #include "evaluator/task.h"
 
-#ifndef ENVMGR_SOURCE_DIR
-#define ENVMGR_SOURCE_DIR "."
-#endif
-#define SCRIPTS_DIR ENVMGR_SOURCE_DIR "/evaluator/scripts"
 #define SHOW_MAX 80 /* characters of a value quoted in a reason */
 
 typedef double (*metric_fn)(const metric_ctx *ctx, json_t *result, json_t *expected, json_t *options, char **reason);
@@ -398,16 +399,10 @@ static size_t code_points(const char *s, size_t n, uint32_t *out)
     const unsigned char *u = (const unsigned char *)s;
     size_t k = 0;
     for (size_t i = 0; i < n;) {
-        unsigned char c = u[i];
-        size_t len = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
-        uint32_t cp = len == 1 ? c : len == 2 ? (c & 0x1fu) : len == 3 ? (c & 0x0fu) : (c & 0x07u);
-        bool ok = len > 0 && i + len <= n;
-        for (size_t j = 1; ok && j < len; j++) {
-            ok = (u[i + j] & 0xc0) == 0x80;
-            cp = (cp << 6) | (u[i + j] & 0x3fu);
-        }
-        if (!ok) {
-            cp = 0x110000u + c; /* outside Unicode: never equal to a real character */
+        uint32_t cp;
+        size_t len = utf8_decode(u + i, n - i, &cp);
+        if (!len) {
+            cp = 0x110000u + u[i]; /* outside Unicode: never equal to a real character */
             len = 1;
         }
         if (out)
@@ -608,22 +603,22 @@ static int art_pixels(json_t *a, uint8_t **px, int *w, int *h, em_err *e)
     return 0;
 }
 
-static double m_compare_images(const metric_ctx *ctx, json_t *result, json_t *expected, json_t *options,
+static double m_compare_images_exact(const metric_ctx *ctx, json_t *result, json_t *expected, json_t *options,
                                char **reason)
 {
     em_err e = {0};
     uint8_t *a = NULL, *b = NULL;
     int aw, ah, bw, bh;
     if (art_pixels(result, &a, &aw, &ah, &e) < 0)
-        return verdict(reason, 0, "compare_images: result: %s", e.msg);
+        return verdict(reason, 0, "compare_images_exact: result: %s", e.msg);
     if (art_pixels(expected, &b, &bw, &bh, &e) < 0) {
         free(a);
-        return verdict(reason, 0, "compare_images: expected: %s", e.msg);
+        return verdict(reason, 0, "compare_images_exact: expected: %s", e.msg);
     }
     if (aw != bw || ah != bh) {
         free(a);
         free(b);
-        return verdict(reason, 0, "compare_images: sizes differ: %dx%d vs %dx%d", aw, ah, bw, bh);
+        return verdict(reason, 0, "compare_images_exact: sizes differ: %dx%d vs %dx%d", aw, ah, bw, bh);
     }
     int tol = (int)opt_num(options, "tolerance", 0);
     double allowed = opt_num(options, "max_diff_fraction", 0);
@@ -636,214 +631,85 @@ static double m_compare_images(const metric_ctx *ctx, json_t *result, json_t *ex
     free(a);
     free(b);
     double frac = total ? (double)diff / (double)total : 0;
-    return verdict(reason, frac <= allowed ? 1 : 0, "compare_images: %zu of %zu pixels differ (%.4f%%, allowed %.4f%%)",
+    return verdict(reason, frac <= allowed ? 1 : 0, "compare_images_exact: %zu of %zu pixels differ (%.4f%%, allowed %.4f%%)",
                    diff, total, frac * 100, allowed * 100);
 }
 
 static double m_infeasible(const metric_ctx *ctx, json_t *result, json_t *expected, json_t *options, char **reason)
 {
     const char *exit = ctx->agent_exit;
-    if (exit && !strcmp(exit, "fail"))
+    if (exit_cause_from_name(exit) == EXIT_FAIL)
         return verdict(reason, 1, "infeasible: the agent answered FAIL");
     return verdict(reason, 0, "infeasible: the task is infeasible but the agent ended with `%s`, not FAIL",
                    exit ? exit : "(unknown)");
 }
 
-/* ---- script ---- */
+/* ---- scripts, in the evaluator sandbox ---- */
 
-typedef struct proc_io {
-    char *out;
-    size_t out_len;
-    char *errs;
-    size_t err_len;
-    int status;
-    bool timed_out, overflow, lost;
-} proc_io;
-
-static void close_fd(int *fd)
-{
-    if (*fd >= 0)
-        close(*fd);
-    *fd = -1;
-}
-
-/* Read what is there into *buf (at most cap bytes kept); 0 at EOF, 1 more may come, 2 over the cap. */
-static int drain(int fd, char **buf, size_t *len, size_t cap)
-{
-    char tmp[16384];
-    for (;;) {
-        ssize_t r = read(fd, tmp, sizeof tmp);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0)
-            return errno == EAGAIN || errno == EWOULDBLOCK ? 1 : 0;
-        if (r == 0)
-            return 0;
-        if (*len + (size_t)r > cap)
-            return 2;
-        *buf = xrealloc(*buf, *len + (size_t)r + 1);
-        memcpy(*buf + *len, tmp, (size_t)r);
-        *len += (size_t)r;
-        (*buf)[*len] = '\0';
-    }
-}
-
-/* fork/exec exe (no shell) in its own process group, feed it input, collect
- * stdout and stderr, kill the whole group at the deadline. */
-static int run_process(const char *exe, const char *cwd, char *const envp[], const char *input, size_t in_len,
-                       double timeout_s, proc_io *io, em_err *err)
-{
-    int in_sv[2] = {-1, -1}, out_p[2] = {-1, -1}, err_p[2] = {-1, -1};
-    memset(io, 0, sizeof *io);
-    /* stdin is a socket so a script that exits early cannot SIGPIPE us (send + MSG_NOSIGNAL). */
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, in_sv) < 0 || pipe2(out_p, O_CLOEXEC) < 0 ||
-        pipe2(err_p, O_CLOEXEC) < 0) {
-        em_fail_errno(err, "pipe");
-        goto fail;
-    }
-    char *const argv[] = {(char *)exe, NULL};
-    pid_t pid = fork();
-    if (pid < 0) {
-        em_fail_errno(err, "fork");
-        goto fail;
-    }
-    if (pid == 0) {
-        /* only async-signal-safe calls from here to execve */
-        setpgid(0, 0);
-        if (dup2(in_sv[1], 0) < 0 || dup2(out_p[1], 1) < 0 || dup2(err_p[1], 2) < 0)
-            _exit(126);
-        if (cwd && chdir(cwd) < 0)
-            _exit(126);
-        close_range(3, ~0u, 0);
-        execve(exe, argv, envp);
-        _exit(127);
-    }
-    setpgid(pid, pid); /* also from here, so the group exists before any kill */
-    close_fd(&in_sv[1]);
-    close_fd(&out_p[1]);
-    close_fd(&err_p[1]);
-    fcntl(in_sv[0], F_SETFL, O_NONBLOCK);
-    fcntl(out_p[0], F_SETFL, O_NONBLOCK);
-    fcntl(err_p[0], F_SETFL, O_NONBLOCK);
-    if (in_len == 0)
-        close_fd(&in_sv[0]);
-
-    double deadline = now_ms() + timeout_s * 1000;
-    size_t in_off = 0;
-    while ((out_p[0] >= 0 || err_p[0] >= 0) && !io->overflow) {
-        double left = deadline - now_ms();
-        if (left <= 0) {
-            io->timed_out = true;
-            break;
-        }
-        struct pollfd pf[3];
-        int n = 0, i_in = -1, i_out = -1, i_err = -1;
-        if (in_sv[0] >= 0)
-            pf[i_in = n++] = (struct pollfd){.fd = in_sv[0], .events = POLLOUT};
-        if (out_p[0] >= 0)
-            pf[i_out = n++] = (struct pollfd){.fd = out_p[0], .events = POLLIN};
-        if (err_p[0] >= 0)
-            pf[i_err = n++] = (struct pollfd){.fd = err_p[0], .events = POLLIN};
-        int r = poll(pf, (nfds_t)n, (int)left + 1);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0) {
-            em_fail_errno(err, "poll");
-            kill(-pid, SIGKILL);
-            kill(pid, SIGKILL);
-            waitpid(pid, NULL, 0);
-            goto fail;
-        }
-        if (i_in >= 0 && pf[i_in].revents) {
-            ssize_t w = send(in_sv[0], input + in_off, in_len - in_off, MSG_NOSIGNAL | MSG_DONTWAIT);
-            if (w > 0)
-                in_off += (size_t)w;
-            if ((w < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) || in_off == in_len)
-                close_fd(&in_sv[0]); /* done, or the script stopped reading: either way EOF */
-        }
-        if (i_out >= 0 && pf[i_out].revents) {
-            int d = drain(out_p[0], &io->out, &io->out_len, METRIC_SCRIPT_OUTPUT_MAX);
-            if (d == 2)
-                io->overflow = true;
-            else if (d == 0)
-                close_fd(&out_p[0]);
-        }
-        if (i_err >= 0 && pf[i_err].revents) {
-            int d = drain(err_p[0], &io->errs, &io->err_len, METRIC_SCRIPT_OUTPUT_MAX);
-            if (d != 1)
-                close_fd(&err_p[0]); /* stderr past the cap is dropped, not an error */
-        }
-    }
-    if (io->timed_out || io->overflow)
-        kill(-pid, SIGKILL);
-    /* Wait for the exit without reaping (WNOWAIT keeps the pid ours), kill
-     * whatever the script left running in its group, then reap. */
-    for (;;) {
-        siginfo_t si = {0};
-        int r = waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0 || si.si_pid == pid)
-            break;
-        if (now_ms() >= deadline && !io->timed_out) {
-            io->timed_out = true;
-            kill(-pid, SIGKILL);
-        }
-        sleep_ms(5);
-    }
-    kill(-pid, SIGKILL);
-    int status = 0, r;
-    while ((r = waitpid(pid, &status, 0)) < 0 && errno == EINTR)
-        ;
-    io->status = status;
-    io->lost = r != pid; /* reaped elsewhere (a SIGCHLD handler?): the exit status is unknown */
-    close_fd(&in_sv[0]);
-    close_fd(&out_p[0]);
-    close_fd(&err_p[0]);
-    return 0;
-fail:
-    close_fd(&in_sv[0]);
-    close_fd(&in_sv[1]);
-    close_fd(&out_p[0]);
-    close_fd(&out_p[1]);
-    close_fd(&err_p[0]);
-    close_fd(&err_p[1]);
-    return -1;
-}
+/* What a metric function returns for an evaluator_error (its reason says what happened). */
+#define EVALUATOR_ERROR (-1.0)
 
 /* A bare name is looked up in the built-in scripts folder first, then in
  * the task folder; a name with a '/' only in the task folder. */
 static int resolve_script(const metric_ctx *ctx, const char *name, char **exe, em_err *e)
 {
     *exe = NULL;
+    _cleanup_free_ char *scripts = xasprintf("%s/evaluator/scripts", paths_data_dir());
     if (!strchr(name, '/')) {
-        _cleanup_free_ char *cand = xasprintf("%s/%s", SCRIPTS_DIR, name);
+        _cleanup_free_ char *cand = xasprintf("%s/%s", scripts, name);
         if (access(cand, F_OK) == 0)
-            return task_path_inside(SCRIPTS_DIR, name, true, exe, e);
+            return path_inside(scripts, name, true, exe, e);
     }
     if (!ctx->task_dir)
-        return em_fail(e, "not found in %s (and no task folder)", SCRIPTS_DIR);
-    if (task_path_inside(ctx->task_dir, name, true, exe, e) < 0)
-        return strchr(name, '/') ? -1 : em_fail(e, "not found in %s or the task folder", SCRIPTS_DIR);
+        return em_fail(e, "not found in %s (and no task folder)", scripts);
+    if (path_inside(ctx->task_dir, name, true, exe, e) < 0)
+        return strchr(name, '/') ? -1 : em_fail(e, "not found in %s or the task folder", scripts);
     return 0;
 }
 
-/* The last line of stderr, cleaned up for a one-line reason. */
-static char *stderr_tail(const proc_io *io)
+/* Run argv in the sandbox with the request on stdin and read its answer: {"score": 0..1} (and, with
+ * want_reason, a "reason") after exit 0 scores; {"error": "..."}, a failed run or garbage is an
+ * evaluator_error. label names the metric in every reason. */
+static double sandboxed(const sandbox *sb, const char *const *argv, json_t *request, double timeout_s,
+                        const char *label, bool want_reason, char **reason)
 {
-    size_t n = io->err_len;
-    while (n > 0 && isspace((unsigned char)io->errs[n - 1]))
-        n--;
-    size_t s = n;
-    while (s > 0 && io->errs[s - 1] != '\n')
-        s--;
-    if (n - s > 200)
-        s = n - 200;
-    char *t = xmalloc(n - s + 1);
-    for (size_t i = s; i < n; i++)
-        t[i - s] = (io->errs[i] >= 0x20 && io->errs[i] < 0x7f) ? io->errs[i] : '?';
-    t[n - s] = '\0';
-    return t;
+    _cleanup_free_ char *input = json_dumps(request, JSON_COMPACT);
+    if (!input)
+        return verdict(reason, EVALUATOR_ERROR, "%s: cannot serialize the request", label);
+    em_err e = {0};
+    spawn_result io;
+    if (sandbox_run(sb, argv, input, strlen(input), timeout_s, &io, &e) < 0)
+        return verdict(reason, EVALUATOR_ERROR, "%s: %s", label, e.msg);
+    json_error_t je;
+    json_auto_t *res = (!io.overflow && !io.timed_out && io.out_len) ? json_loadb(io.out, io.out_len, 0, &je) : NULL;
+    json_t *ej = json_object_get(res, "error");
+    bool exited = !io.timed_out && !io.overflow && !io.lost && WIFEXITED(io.status);
+    if (exited && json_is_string(ej)) {
+        /* run.py's errors start with the metric's name already */
+        const char *es = json_string_value(ej);
+        size_t n = strlen(label);
+        bool named = !strncmp(es, label, n) && es[n] == ':';
+        verdict(reason, EVALUATOR_ERROR, "%s%s%.400s", named ? "" : label, named ? "" : ": ", es);
+        spawn_result_free(&io);
+        return EVALUATOR_ERROR;
+    }
+    if (!exited || WEXITSTATUS(io.status) != 0) {
+        _cleanup_free_ char *why = sandbox_failure(&io, timeout_s);
+        spawn_result_free(&io);
+        return verdict(reason, EVALUATOR_ERROR, "%s: %s", label, why);
+    }
+    spawn_result_free(&io);
+    json_t *sj = json_object_get(res, "score"), *rj = json_object_get(res, "reason");
+    if (!json_is_object(res))
+        return verdict(reason, EVALUATOR_ERROR, "%s: expected {\"score\": 0..1%s} on stdout", label,
+                       want_reason ? ", \"reason\": \"...\"" : "");
+    double s = json_is_number(sj) ? json_number_value(sj) : NAN;
+    if (!(s >= 0 && s <= 1))
+        return verdict(reason, EVALUATOR_ERROR, "%s: score must be a number in 0..1", label);
+    if (!want_reason)
+        return verdict(reason, s, "%s: scored %g in the evaluator sandbox", label, s);
+    _cleanup_free_ char *rs = json_is_string(rj) ? show(rj) : xstrdup("no reason given");
+    return verdict(reason, s, "%s: %s", label, rs);
 }
 
 static double m_script(const metric_ctx *ctx, json_t *result, json_t *expected, json_t *options, char **reason)
@@ -853,49 +719,42 @@ static double m_script(const metric_ctx *ctx, json_t *result, json_t *expected, 
     em_err e = {0};
     _cleanup_free_ char *exe = NULL;
     if (!name)
-        return verdict(reason, 0, "script: options.path: missing");
+        return verdict(reason, EVALUATOR_ERROR, "script: options.path: missing");
+    _cleanup_free_ char *label = xasprintf("script `%s`", name);
     if (resolve_script(ctx, name, &exe, &e) < 0)
-        return verdict(reason, 0, "script `%s`: %s", name, e.msg);
+        return verdict(reason, EVALUATOR_ERROR, "%s: %s", label, e.msg);
     struct stat st;
     if (stat(exe, &st) < 0 || !S_ISREG(st.st_mode) || access(exe, X_OK) < 0)
-        return verdict(reason, 0, "script `%s`: not an executable file", name);
+        return verdict(reason, EVALUATOR_ERROR, "%s: not an executable file", label);
 
-    json_auto_t *in = json_pack("{s:O?,s:O?,s:O?}", "result", result, "expected", expected, "options", options);
-    _cleanup_free_ char *input = json_dumps(in, JSON_COMPACT);
-    const char *path_env = getenv("PATH"), *home = getenv("HOME");
-    _cleanup_free_ char *e_path = xasprintf("PATH=%s", path_env ? path_env : "/usr/local/bin:/usr/bin:/bin");
-    _cleanup_free_ char *e_home = xasprintf("HOME=%s", home ? home : "/");
-    _cleanup_free_ char *e_task = xasprintf("ENVMGR_TASK_DIR=%s", ctx->task_dir ? ctx->task_dir : "");
-    _cleanup_free_ char *e_art = xasprintf("ENVMGR_ARTIFACT_DIR=%s", ctx->artifact_dir ? ctx->artifact_dir : "");
-    char *const envp[] = {e_path, e_home, "LANG=C.UTF-8", e_task, e_art, NULL};
+    sandbox sb;
+    sandbox_init(&sb);
+    const char *base = strrchr(exe, '/') + 1; /* path_inside gives an absolute path */
+    _cleanup_free_ char *inside = xasprintf("/script/%s", base);
+    sandbox_add(&sb, exe, inside);
+    json_auto_t *in = json_pack("{s:o?,s:o?,s:O?}", "result", sandbox_script_artifact(&sb, result, "result"),
+                                "expected", sandbox_script_artifact(&sb, expected, "expected"), "options", options);
+    const char *const argv[] = {inside, NULL};
+    double s = sandboxed(&sb, argv, in, timeout, label, true, reason);
+    sandbox_free(&sb);
+    return s;
+}
 
-    proc_io io;
-    if (run_process(exe, ctx->artifact_dir, envp, input ? input : "{}", input ? strlen(input) : 2, timeout, &io,
-                    &e) < 0)
-        return verdict(reason, 0, "script `%s`: %s", name, e.msg);
-    _cleanup_free_ char *out = io.out, *errs = io.errs, *tail = stderr_tail(&io);
-    if (io.timed_out)
-        return verdict(reason, 0, "script `%s`: timed out after %g s", name, timeout);
-    if (io.overflow)
-        return verdict(reason, 0, "script `%s`: printed more than %u bytes", name, METRIC_SCRIPT_OUTPUT_MAX);
-    if (io.lost)
-        return verdict(reason, 0, "script `%s`: its exit status was lost (reaped elsewhere)", name);
-    if (WIFSIGNALED(io.status))
-        return verdict(reason, 0, "script `%s`: killed by signal %d%s%s", name, WTERMSIG(io.status),
-                       *tail ? ": " : "", tail);
-    if (WEXITSTATUS(io.status) != 0)
-        return verdict(reason, 0, "script `%s`: exited with status %d%s%s", name, WEXITSTATUS(io.status),
-                       *tail ? ": " : "", tail);
-    json_error_t je;
-    json_auto_t *res = io.out_len ? json_loadb(io.out, io.out_len, 0, &je) : NULL;
-    if (!json_is_object(res))
-        return verdict(reason, 0, "script `%s`: expected {\"score\": 0..1, \"reason\": \"...\"} on stdout", name);
-    json_t *sj = json_object_get(res, "score"), *rj = json_object_get(res, "reason");
-    double s = json_is_number(sj) ? json_number_value(sj) : NAN;
-    if (!(s >= 0 && s <= 1))
-        return verdict(reason, 0, "script `%s`: score must be a number in 0..1", name);
-    _cleanup_free_ char *rs = json_is_string(rj) ? show(rj) : xstrdup("no reason given");
-    return verdict(reason, s, "script `%s`: %s", name, rs);
+/* A registry metric: run.py in the sandbox, the artifacts as OSWorld's values. */
+static double run_registry(const metric_ctx *ctx, const char *name, json_t *entry, json_t *result, json_t *expected,
+                           json_t *options, char **reason)
+{
+    sandbox sb;
+    sandbox_init(&sb);
+    sandbox_add(&sb, registry_metrics_dir(), "/metrics");
+    json_auto_t *req = json_pack("{s:s,s:o,s:o}", "metric", name, "result", sandbox_osworld_value(&sb, result, "result"),
+                                 "options", options ? json_incref(options) : json_object());
+    if (registry_expects(entry) != REG_EXPECTED_NO)
+        json_object_set_new(req, "expected", sandbox_osworld_value(&sb, expected, "expected"));
+    static const char *const argv[] = {SANDBOX_PYTHON, "-I", "/metrics/run.py", NULL};
+    double s = sandboxed(&sb, argv, req, ctx->timeout_s, name, false, reason);
+    sandbox_free(&sb);
+    return s;
 }
 
 /* ---- the table ---- */
@@ -909,42 +768,68 @@ typedef struct opt_spec {
     bool lo_open;
     const char *choices; /* OPT_ENUM: " a b " */
     bool required;
+    const char *doc; /* "type, default: what it does", as the registry documents options */
 } opt_spec;
 
 static const opt_spec O_NONE[] = {{.name = NULL}};
-static const opt_spec O_TEXT[] = {{.name = "ignore_blanks", .kind = OPT_BOOL},
-                                  {.name = "ignore_case", .kind = OPT_BOOL},
-                                  {.name = NULL}};
-static const opt_spec O_LITERAL[] = {{.name = "type", .kind = OPT_ENUM, .choices = " str list "},
-                                     {.name = "ignore_case", .kind = OPT_BOOL},
-                                     {.name = NULL}};
-static const opt_spec O_FUZZY[] = {{.name = "threshold", .kind = OPT_NUM, .lo = 0, .hi = 1}, {.name = NULL}};
-static const opt_spec O_IMAGES[] = {{.name = "tolerance", .kind = OPT_INT, .lo = 0, .hi = 255},
-                                    {.name = "max_diff_fraction", .kind = OPT_NUM, .lo = 0, .hi = 1},
-                                    {.name = NULL}};
+static const opt_spec O_TEXT[] = {
+    {.name = "ignore_blanks", .kind = OPT_BOOL, .doc = "bool, default false: collapse whitespace runs to one space and trim both ends"},
+    {.name = "ignore_case", .kind = OPT_BOOL, .doc = "bool, default false"},
+    {.name = NULL}};
+static const opt_spec O_LITERAL[] = {
+    {.name = "type", .kind = OPT_ENUM, .choices = " str list ", .doc = "str, default \"str\": \"str\" or \"list\""},
+    {.name = "ignore_case", .kind = OPT_BOOL, .doc = "bool, default false"},
+    {.name = NULL}};
+static const opt_spec O_FUZZY[] = {
+    {.name = "threshold", .kind = OPT_NUM, .lo = 0, .hi = 1,
+     .doc = "number 0..1, optional: score 1 at or above it, else 0 (without it the ratio is the score)"},
+    {.name = NULL}};
+static const opt_spec O_IMAGES[] = {
+    {.name = "tolerance", .kind = OPT_INT, .lo = 0, .hi = 255,
+     .doc = "int 0..255, default 0: per-channel difference a pixel may have and still match"},
+    {.name = "max_diff_fraction", .kind = OPT_NUM, .lo = 0, .hi = 1,
+     .doc = "number 0..1, default 0: fraction of pixels that may differ"},
+    {.name = NULL}};
 static const opt_spec O_SCRIPT[] = {
-    {.name = "path", .kind = OPT_STR, .required = true},
-    {.name = "timeout_s", .kind = OPT_NUM, .lo = 0, .lo_open = true, .hi = METRIC_SCRIPT_TIMEOUT_MAX_S},
+    {.name = "path", .kind = OPT_STR, .required = true,
+     .doc = "str, required: the program, in evaluator/scripts/ or the task folder"},
+    {.name = "timeout_s", .kind = OPT_NUM, .lo = 0, .lo_open = true, .hi = METRIC_SCRIPT_TIMEOUT_MAX_S,
+     .doc = "number, default 30: wall-clock limit in seconds (at most 600)"},
+    {.name = "...", .doc = "any other option is passed to the script"},
     {.name = NULL}};
 
 static const struct metric_def {
     const char *name;
     metric_fn fn;
-    bool needs_result, needs_expected;
+    bool needs_result;
+    registry_expected expected;
     const opt_spec *opts;
     bool open_opts; /* other options are allowed (passed to a script) */
+    const char *summary;
 } metric_defs[] = {
-    {"exact_match", m_exact_match, true, true, O_NONE, false},
-    {"check_include_exclude", m_include_exclude, true, true, O_NONE, false},
-    {"match_in_list", m_match_in_list, true, true, O_NONE, false},
-    {"is_in_list", m_is_in_list, true, true, O_NONE, false},
-    {"literal_match", m_literal_match, true, true, O_LITERAL, false},
-    {"fuzzy_match", m_fuzzy_match, true, true, O_FUZZY, false},
-    {"compare_text_file", m_compare_text_file, true, true, O_TEXT, false},
-    {"check_direct_json_object", m_direct_json_object, true, true, O_NONE, false},
-    {"compare_images", m_compare_images, true, true, O_IMAGES, false},
-    {"infeasible", m_infeasible, false, false, O_NONE, false},
-    {"script", m_script, true, false, O_SCRIPT, true},
+    {"exact_match", m_exact_match, true, REG_EXPECTED_YES, O_NONE, false, "1 when the result equals rules.expected"},
+    {"check_include_exclude", m_include_exclude, true, REG_EXPECTED_YES, O_NONE, false,
+     "1 when every rules.include string is in the result and no rules.exclude string is"},
+    {"match_in_list", m_match_in_list, true, REG_EXPECTED_YES, O_NONE, false,
+     "1 when the result is one of rules.expected (a list)"},
+    {"is_in_list", m_is_in_list, true, REG_EXPECTED_YES, O_NONE, false,
+     "1 when rules.expected is an element of a list result, or a substring of a text result"},
+    {"literal_match", m_literal_match, true, REG_EXPECTED_YES, O_LITERAL, false,
+     "1 when str(result) == str(expected)"},
+    {"fuzzy_match", m_fuzzy_match, true, REG_EXPECTED_YES, O_FUZZY, false,
+     "rapidfuzz fuzz.ratio / 100 of result and expected"},
+    {"compare_text_file", m_compare_text_file, true, REG_EXPECTED_YES, O_TEXT, false, "1 when two text files are equal"},
+    {"check_direct_json_object", m_direct_json_object, true, REG_EXPECTED_YES, O_NONE, false,
+     "1 when the result (a JSON object, or text of one) has rules.expected's values "
+     "(rules.expect_in_result, rules.ignore_list_order)"},
+    {"compare_images_exact", m_compare_images_exact, true, REG_EXPECTED_YES, O_IMAGES, false,
+     "1 when two PNGs match pixel by pixel within a tolerance (envmgr's; OSWorld's compare_images is the "
+     "similarity script)"},
+    {"infeasible", m_infeasible, false, REG_EXPECTED_NO, O_NONE, false,
+     "1 only when the agent ended with FAIL (the task is infeasible)"},
+    {"script", m_script, true, REG_EXPECTED_OPTIONAL, O_SCRIPT, true,
+     "a program shipped with envmgr or the task, run in the evaluator sandbox: stdin {result, expected, "
+     "options}, stdout {score, reason}"},
 };
 
 static const struct metric_def *find_metric(const char *func)
@@ -957,19 +842,30 @@ static const struct metric_def *find_metric(const char *func)
 
 bool metric_known(const char *func)
 {
-    return find_metric(func) != NULL;
+    return find_metric(func) != NULL || registry_find(func) != NULL;
+}
+
+const char *metric_unknown_hint(void)
+{
+    static __thread char hint[EM_ERR_MAX];
+    const char *why = registry_error();
+    if (!why)
+        return "";
+    snprintf(hint, sizeof hint, " (the evaluator-script registry did not load: %.900s)", why);
+    return hint;
 }
 
 bool metric_needs_result(const char *func)
 {
     const struct metric_def *d = find_metric(func);
-    return d && d->needs_result;
+    return d ? d->needs_result : registry_find(func) != NULL;
 }
 
 bool metric_needs_expected(const char *func)
 {
     const struct metric_def *d = find_metric(func);
-    return d && d->needs_expected;
+    json_t *r = d ? NULL : registry_find(func);
+    return d ? d->expected == REG_EXPECTED_YES : r && registry_expects(r) == REG_EXPECTED_YES;
 }
 
 static int check_option(const opt_spec *o, json_t *v, em_err *err)
@@ -1008,12 +904,15 @@ static int check_option(const opt_spec *o, json_t *v, em_err *err)
 int metric_check_options(const char *func, json_t *options, em_err *err)
 {
     const struct metric_def *d = find_metric(func);
-    if (!d)
-        return em_fail_input(err, "unknown metric `%.64s`", func ? func : "(null)");
+    json_t *entry = d ? NULL : registry_find(func);
+    if (!d && !entry)
+        return em_fail_input(err, "unknown metric `%.64s`%s", func ? func : "(null)", metric_unknown_hint());
     if (options && json_is_null(options))
         options = NULL;
     if (options && !json_is_object(options))
         return em_fail_input(err, "options: expected an object, got %s", json_type_name(options));
+    if (entry)
+        return registry_check_options(entry, options, err);
     const char *k;
     json_t *v;
     json_object_foreach(options, k, v)
@@ -1021,7 +920,7 @@ int metric_check_options(const char *func, json_t *options, em_err *err)
         const opt_spec *o;
         for (o = d->opts; o->name && strcmp(o->name, k); o++)
             ;
-        if (!o->name) {
+        if (!o->name || !strcmp(o->name, "...")) {
             if (d->open_opts)
                 continue;
             return em_fail_input(err, "%.64s: unknown option for %s", k, d->name);
@@ -1035,6 +934,49 @@ int metric_check_options(const char *func, json_t *options, em_err *err)
     return 0;
 }
 
+static json_t *expected_json(registry_expected x)
+{
+    return x == REG_EXPECTED_OPTIONAL ? json_string("optional") : json_boolean(x == REG_EXPECTED_YES);
+}
+
+static int by_name(const void *a, const void *b)
+{
+    const char *x = json_string_value(json_object_get(*(json_t *const *)a, "name"));
+    const char *y = json_string_value(json_object_get(*(json_t *const *)b, "name"));
+    return strcmp(x, y);
+}
+
+json_t *metric_catalog(void)
+{
+    json_t *reg = registry_get();
+    size_t cap = ARRAY_LEN(metric_defs) + json_object_size(reg), n = 0;
+    json_t **items = xcalloc(cap, sizeof *items);
+    for (size_t i = 0; i < ARRAY_LEN(metric_defs); i++) {
+        const struct metric_def *d = &metric_defs[i];
+        json_t *opts = json_object();
+        for (const opt_spec *o = d->opts; o->name; o++)
+            json_object_set_new(opts, o->name, json_string(o->doc ? o->doc : ""));
+        items[n++] = json_pack("{s:s,s:s,s:o,s:o,s:s}", "name", d->name, "source", "builtin", "expected",
+                               expected_json(d->expected), "options", opts, "summary", d->summary);
+    }
+    const char *name;
+    json_t *e;
+    json_object_foreach(reg, name, e)
+    {
+        if (find_metric(name))
+            continue; /* the C metric wins */
+        items[n++] = json_pack("{s:s,s:s,s:O,s:o,s:O,s:O}", "name", name, "source", "script", "family",
+                               json_object_get(e, "family"), "expected", expected_json(registry_expects(e)), "options",
+                               json_object_get(e, "options"), "summary", json_object_get(e, "summary"));
+    }
+    qsort(items, n, sizeof *items, by_name);
+    json_t *list = json_array();
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(list, items[i]);
+    free(items);
+    return list;
+}
+
 int metric_run(const metric_ctx *ctx, const char *func, json_t *result, json_t *expected, json_t *options,
                double *score, char **reason, em_err *err)
 {
@@ -1044,8 +986,9 @@ int metric_run(const metric_ctx *ctx, const char *func, json_t *result, json_t *
     *score = 0;
     *reason = NULL;
     const struct metric_def *d = find_metric(func);
-    if (!d)
-        return em_fail_input(err, "metric: unknown metric `%.64s`", func);
+    json_t *entry = d ? NULL : registry_find(func);
+    if (!d && !entry)
+        return em_fail_input(err, "metric: unknown metric `%.64s`%s", func, metric_unknown_hint());
     em_err oe = {0};
     if (metric_check_options(func, options, &oe) < 0) {
         *reason = xasprintf("%s: options.%s", func, oe.msg);
@@ -1053,9 +996,14 @@ int metric_run(const metric_ctx *ctx, const char *func, json_t *result, json_t *
     }
     if (json_is_null(options))
         options = NULL;
-    double s = d->fn(ctx ? ctx : &none, result, expected, options, reason);
-    *score = (s >= 0 && s <= 1) ? s : 0;
+    if (!ctx)
+        ctx = &none;
+    double s = d ? d->fn(ctx, result, expected, options, reason)
+                 : run_registry(ctx, func, entry, result, expected, options, reason);
     if (!*reason)
         *reason = xstrdup(func);
-    return 0;
+    if (s == EVALUATOR_ERROR)
+        return METRIC_EVALUATOR_ERROR;
+    *score = (s >= 0 && s <= 1) ? s : 0;
+    return METRIC_SCORED;
 }

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "envmgr/base/exit_cause.h"
 #include "envmgr/base/util.h"
 #include "evaluator/getters.h"
 #include "evaluator/metrics.h"
@@ -34,9 +35,11 @@ static void fetch(const em_env_ops *ops, const task *t, json_t *spec, const char
     }
 }
 
-static void run_metric(const em_env_ops *ops, const task *t, size_t i, const char *artifact_dir, const char *task_dir,
-                       const char *agent_exit, json_t *detail, double *score, char **reason)
+/* Returns METRIC_SCORED or METRIC_EVALUATOR_ERROR (then *reason is the error). */
+static int run_metric(const em_env_ops *ops, const task *t, size_t i, const char *artifact_dir, const char *task_dir,
+                      const char *agent_exit, json_t *detail, double *score, char **reason)
 {
+    int outcome = METRIC_SCORED;
     const task_metric *m = &t->metrics[i];
     json_t *result = NULL, *expected = NULL;
     char *why = NULL;
@@ -50,15 +53,20 @@ static void run_metric(const em_env_ops *ops, const task *t, size_t i, const cha
     } else {
         metric_ctx ctx = {.task_dir = task_dir, .artifact_dir = artifact_dir, .agent_exit = agent_exit};
         em_err e = {0};
-        if (metric_run(&ctx, m->func, result, expected, m->options, score, reason, &e) < 0) {
+        outcome = metric_run(&ctx, m->func, result, expected, m->options, score, reason, &e);
+        if (outcome < 0) {
+            outcome = METRIC_SCORED;
             *score = 0;
             *reason = xasprintf("%s: %s", m->func, e.msg);
         }
     }
+    if (outcome == METRIC_EVALUATOR_ERROR)
+        json_object_set_new(detail, "status", json_string("evaluator_error"));
     json_object_set_new(detail, "score", json_real(*score));
     json_object_set_new(detail, "reason", reason_json(*reason));
     json_object_set_new(detail, "result", result ? result : json_null());
     json_object_set_new(detail, "expected", expected ? expected : json_null());
+    return outcome;
 }
 
 int evaluate_task(const em_env_ops *ops, const task *t, const char *task_dir, const char *artifact_dir,
@@ -79,24 +87,34 @@ int evaluate_task(const em_env_ops *ops, const task *t, const char *task_dir, co
     json_t *metrics = json_array();
     *details = json_pack("{s:s,s:o}", "conj", t->conj_or ? "or" : "and", "metrics", metrics);
 
-    if (!t->infeasible && agent_exit && !strcmp(agent_exit, "fail")) {
+    if (!t->infeasible && exit_cause_from_name(agent_exit) == EXIT_FAIL) {
         *reason = xstrdup("the agent answered FAIL (infeasible) but the task is feasible");
         for (size_t i = 0; i < t->nmetrics; i++)
             json_array_append_new(metrics, json_pack("{s:s,s:b}", "func", t->metrics[i].func, "skipped", 1));
     } else {
         double sum = 0, best = -1;
-        size_t ran = 0, decided = SIZE_MAX;
+        size_t ran = 0, decided = SIZE_MAX, failed = SIZE_MAX;
         char *best_reason = NULL; /* the deciding metric's reason, else the best one's */
+        char *error = NULL;       /* the first evaluator_error */
         for (size_t i = 0; i < t->nmetrics; i++) {
             json_t *d = json_pack("{s:s}", "func", t->metrics[i].func);
             json_array_append_new(metrics, d);
-            if (decided != SIZE_MAX) {
+            if (decided != SIZE_MAX || (!t->conj_or && failed != SIZE_MAX)) {
                 json_object_set_new(d, "skipped", json_true());
                 continue;
             }
             double s;
             char *r;
-            run_metric(ops, t, i, artifact_dir, task_dir, agent_exit, d, &s, &r);
+            if (run_metric(ops, t, i, artifact_dir, task_dir, agent_exit, d, &s, &r) == METRIC_EVALUATOR_ERROR) {
+                /* no score: "and" cannot be decided any more; "or" still can, by a later 1 */
+                if (failed == SIZE_MAX) {
+                    failed = i;
+                    error = r;
+                } else {
+                    free(r);
+                }
+                continue;
+            }
             ran++;
             sum += s;
             bool decides = t->conj_or ? s == 1 : s == 0;
@@ -110,21 +128,34 @@ int evaluate_task(const em_env_ops *ops, const task *t, const char *task_dir, co
             if (decides)
                 decided = i;
         }
-        if (!t->conj_or)
-            *score = decided != SIZE_MAX ? 0 : sum / (double)ran;
-        else
-            *score = best;
-        if (t->nmetrics == 1)
-            *reason = best_reason;
-        else {
-            *reason = decided != SIZE_MAX
-                          ? xasprintf("%s: metric %zu of %zu decided: %s", t->conj_or ? "or" : "and", decided + 1,
-                                      t->nmetrics, best_reason)
-                          : xasprintf("%s of %zu metrics: %s", t->conj_or ? "best" : "mean", t->nmetrics,
-                                      t->conj_or ? best_reason : "all scored above 0");
+        if (failed != SIZE_MAX && decided == SIZE_MAX) {
+            *score = 0;
+            json_object_set_new(*details, "status", json_string("evaluator_error"));
+            *reason = t->nmetrics == 1 ? xstrdup(error)
+                                       : xasprintf("%s: metric %zu of %zu: %s", t->conj_or ? "or" : "and", failed + 1,
+                                                   t->nmetrics, error);
+            json_object_set_new(*details, "evaluator_error", reason_json(*reason));
             free(best_reason);
+        } else {
+            if (!t->conj_or)
+                *score = decided != SIZE_MAX ? 0 : sum / (double)ran;
+            else
+                *score = best;
+            if (t->nmetrics == 1)
+                *reason = best_reason;
+            else {
+                *reason = decided != SIZE_MAX
+                              ? xasprintf("%s: metric %zu of %zu decided: %s", t->conj_or ? "or" : "and", decided + 1,
+                                          t->nmetrics, best_reason)
+                              : xasprintf("%s of %zu metrics: %s", t->conj_or ? "best" : "mean", t->nmetrics,
+                                          t->conj_or ? best_reason : "all scored above 0");
+                free(best_reason);
+            }
         }
+        free(error);
     }
+    if (!json_object_get(*details, "status"))
+        json_object_set_new(*details, "status", json_string("scored"));
     json_object_set_new(*details, "score", json_real(*score));
     json_object_set_new(*details, "reason", reason_json(*reason));
     return 0;

@@ -7,6 +7,11 @@
  *   reason; it never fails the whole evaluation.
  * - conj "and" (default): the mean of the scores, stopping at the first 0
  *   (the task scores 0). conj "or": the best score, stopping at the first 1.
+ * - A metric that ends in evaluator_error (metrics.h: a script crashed, hit
+ *   a limit, answered {"error"}) has no score. With "and" the evaluation
+ *   stops there and the task is an evaluator_error, unless an earlier metric
+ *   already decided 0; with "or" a later 1 still decides, else the task is
+ *   an evaluator_error.
  *
  * Postconfig steps are run by the caller before evaluate_task. */
 #ifndef ENVMGR_SCORE_H
@@ -22,8 +27,10 @@
  * "fail", "timeout", "max_steps", ...; NULL when unknown). On success
  * *score is 0..1, *reason one line (malloc'd) and *details a new object:
  *   {"conj": "and"|"or", "score": s, "reason": "...",
- *    "metrics": [{"func", "score", "reason", "result": artifact|null,
- *                 "expected": artifact|null} | {"func", "skipped": true}]}
+ *    "status": "scored"|"evaluator_error", "evaluator_error": "..." (only then),
+ *    "metrics": [{"func", "score", "reason", "status"?: "evaluator_error",
+ *                 "result": artifact|null, "expected": artifact|null} | {"func", "skipped": true}]}
+ * With status "evaluator_error", *score is 0 and is not a score: *reason is the error.
  * Returns negative only for programmer errors (NULL task, no artifact_dir). */
 int evaluate_task(const em_env_ops *ops, const task *t, const char *task_dir, const char *artifact_dir,
                   const char *agent_exit, double *score, char **reason, json_t **details, em_err *err);

@@ -15,10 +15,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "envmgr/action/actions.h"
 #include "envmgr/action/pyautogui.h"
+#include "envmgr/base/fileio.h"
+#include "envmgr/base/paths.h"
+#include "envmgr/base/sbuf.h"
+#include "envmgr/net/assets.h"
 #include "envmgr/base/util.h"
 #include "evaluator/getters.h"
 #include "evaluator/metrics.h"
@@ -35,7 +41,29 @@
 typedef struct pctx {
     task *t;
     bool warn; /* collect warnings (off when re-parsing after substitution) */
+    /* Every problem, not only the first: a part that fails is recorded and parsing goes on with
+     * the next independent part (field, step, evaluator entry), so `envmgr task check` can list
+     * them all. The first one is what task_parse reports. */
+    char **problems;
+    size_t nproblems;
+    em_err first;
 } pctx;
+
+#define PROBLEMS_MAX 200
+
+/* rc < 0: record err's message as a problem; always 0, so the caller goes on. */
+static int keep(pctx *c, int rc, em_err *err)
+{
+    if (rc == 0)
+        return 0;
+    if (c->nproblems == 0)
+        c->first = *err;
+    if (c->nproblems < PROBLEMS_MAX) {
+        c->problems = xrealloc(c->problems, (c->nproblems + 1) * sizeof *c->problems);
+        c->problems[c->nproblems++] = xstrdup(err->msg);
+    }
+    return 0;
+}
 
 static void warn(pctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void warn(pctx *c, const char *fmt, ...)
@@ -114,6 +142,24 @@ static int get_bool(json_t *obj, const char *base, const char *key, bool dflt, b
     }
     *out = json_is_true(v);
     return 0;
+}
+
+/* OSWorld's files sometimes spell a flag as the string "true" or "false" (Python passes it on,
+ * where any non-empty string is true; envmgr reads the word). */
+static int get_boolish(json_t *obj, const char *base, const char *key, bool dflt, bool *out, em_err *err)
+{
+    json_t *v = json_object_get(obj, key);
+    const char *sv = json_string_value(v);
+    if (sv && (!strcasecmp(sv, "true") || !strcasecmp(sv, "false"))) {
+        *out = !strcasecmp(sv, "true");
+        return 0;
+    }
+    if (sv) {
+        char p[PATH_BUF];
+        jp(p, base, key);
+        return em_fail_input(err, "%s: expected true or false, got `%.32s`", p, sv);
+    }
+    return get_bool(obj, base, key, dflt, out, err);
 }
 
 /* A number in (lo, hi] when lo_open, else [lo, hi]. */
@@ -274,81 +320,56 @@ static int check_sizes(json_t *j, char *path, size_t plen, em_err *err)
     return 0;
 }
 
-/* ---- paths ---- */
-
-static bool has_dotdot(const char *p)
-{
-    for (const char *s = p; *s;) {
-        const char *e = strchr(s, '/');
-        size_t n = e ? (size_t)(e - s) : strlen(s);
-        if (n == 2 && s[0] == '.' && s[1] == '.')
-            return true;
-        if (!e)
-            break;
-        s = e + 1;
-    }
-    return false;
-}
-
-static bool under(const char *dir, const char *p)
-{
-    size_t n = strlen(dir);
-    if (n == 1 && dir[0] == '/')
-        return p[0] == '/' && p[1] != '\0';
-    return strncmp(p, dir, n) == 0 && p[n] == '/' && p[n + 1] != '\0';
-}
-
-int task_path_inside(const char *dir, const char *p, bool must_exist, char **abs, em_err *err)
-{
-    *abs = NULL;
-    if (!p || !*p)
-        return em_fail_input(err, "an empty path");
-    if (has_dotdot(p))
-        return em_fail_input(err, "`%.200s` must not contain `..`", p);
-    _cleanup_free_ char *joined = NULL;
-    if (p[0] == '/') {
-        if (!under(dir, p))
-            return em_fail_input(err, "`%.200s` is outside the task folder `%.200s`", p, dir);
-        joined = xstrdup(p);
-    } else {
-        joined = xasprintf("%s/%s", dir, p);
-    }
-    if (!must_exist) {
-        *abs = joined;
-        joined = NULL;
-        return 0;
-    }
-    _cleanup_free_ char *real_dir = realpath(dir, NULL);
-    if (!real_dir)
-        return em_fail_errno(err, "task folder `%.200s`", dir);
-    char *real = realpath(joined, NULL);
-    if (!real)
-        return em_fail_errno(err, "`%.200s`", p);
-    if (!under(real_dir, real)) {
-        free(real);
-        return em_fail_input(err, "`%.200s` resolves outside the task folder", p);
-    }
-    *abs = real;
-    return 0;
-}
-
 /* ---- setup steps ---- */
 
+/* The step types envmgr runs. `note` is what docs/osworld.md says about each (generated). */
 static const struct {
     const char *name;
     task_step_type type;
     const char *known; /* parameters we read */
+    const char *note;
 } step_types[] = {
-    {"execute", STEP_EXECUTE, " command shell timeout "},
-    {"command", STEP_COMMAND, " command shell timeout "},
-    {"launch", STEP_LAUNCH, " command shell "},
-    {"open", STEP_OPEN, " path "},
-    {"upload_file", STEP_UPLOAD_FILE, " files "},
-    {"download", STEP_DOWNLOAD, " files "},
-    {"sleep", STEP_SLEEP, " seconds "},
-    {"activate_window", STEP_ACTIVATE_WINDOW, " window_name strict by_class "},
-    {"close_window", STEP_CLOSE_WINDOW, " window_name strict by_class "},
-    {"wait_screen", STEP_WAIT_SCREEN, " timeout stable_ms reference region tolerance "},
+    {"execute", STEP_EXECUTE, " command shell timeout stdout stderr until check ",
+     "as the desktop user; exit status and output in the trace; a non-zero exit is tolerated and flagged "
+     "(`check: true` fails the episode instead); `stdout`/`stderr` saved for `cache_file`; `until` retries"},
+    {"command", STEP_COMMAND, " command shell timeout stdout stderr until check ", "OSWorld's older name for execute"},
+    {"launch", STEP_LAUNCH, " command shell ", "started in its own session, not waited for"},
+    {"open", STEP_OPEN, " path ", "xdg-open/exo-open as the desktop user"},
+    {"upload_file", STEP_UPLOAD_FILE, " files ", "files shipped with the task, through the guest agent"},
+    {"download", STEP_DOWNLOAD, " files ",
+     "http(s) URLs fetched on the host into the asset cache (pinned by assets.lock.json), then uploaded"},
+    {"sleep", STEP_SLEEP, " seconds ", ""},
+    {"activate_window", STEP_ACTIVATE_WINDOW, " window_name strict by_class ", "wmctrl; a missing window is flagged"},
+    {"close_window", STEP_CLOSE_WINDOW, " window_name strict by_class ", "wmctrl; a missing window is flagged"},
+    {"wait_screen", STEP_WAIT_SCREEN, " timeout stable_ms reference region tolerance ", "envmgr's own"},
+    {"execute_with_verification", STEP_EXECUTE_WITH_VERIFICATION,
+     " command shell timeout verification max_wait_time check_interval ",
+     "runs the command, then polls `verification` (window_exists, command_success) until max_wait_time; "
+     "a check that never passes ends the episode as setup_error"},
+    {"chrome_open_tabs", STEP_CHROME_OPEN_TABS, " urls_to_open ",
+     "the guest's browser command (google-chrome, chromium); an image without one is a run-time error naming it"},
+    {"chrome_close_tabs", STEP_CHROME_CLOSE_TABS, " urls_to_close ",
+     "the browser's remote-debugging port through a guest-side python3 helper; a run-time error without a browser"},
+    {"change_wallpaper", STEP_CHANGE_WALLPAPER, " path ", "xfconf-query on every backdrop of the xfce desktop"},
+    {"tidy_desktop", STEP_TIDY_DESKTOP, "", "shows the bare desktop (wmctrl -k on); OSWorld never implemented it"},
+    {"update_browse_history", STEP_UPDATE_BROWSE_HISTORY, " history ",
+     "rows added to the browser profile's History database (sqlite3 in the guest); a run-time error without a "
+     "browser profile"},
+    {"proxy", STEP_PROXY, " client_password ",
+     "OSWorld's web proxy: envmgr does not proxy the guest; the task's `network` allowlist answers and the trace "
+     "says so"},
+    {"act", STEP_ACT, " action_seq ", "computer_13 actions or pyautogui code, checked at load, run over VNC"},
+};
+
+/* OSWorld's step types envmgr refuses at load: one line naming the piece. */
+static const struct {
+    const char *name;
+    const char *why;
+} step_refused[] = {
+    {"login", "needs a Google account"},
+    {"googledrive", "needs a Google account"},
+    {"google_doc_from_template", "needs a Google account"},
+    {"replay", "not implemented by OSWorld either"},
 };
 
 const char *task_step_type_name(task_step_type type)
@@ -359,17 +380,34 @@ const char *task_step_type_name(task_step_type type)
     return "?";
 }
 
+const task_piece *task_setup_pieces(size_t *n)
+{
+    static task_piece v[ARRAY_LEN(step_types) + ARRAY_LEN(step_refused)];
+    size_t k = 0;
+    for (size_t i = 0; i < ARRAY_LEN(step_types); i++)
+        v[k++] = (task_piece){step_types[i].name, "supported", step_types[i].note};
+    for (size_t i = 0; i < ARRAY_LEN(step_refused); i++)
+        v[k++] = (task_piece){step_refused[i].name, step_refused[i].why, "refused at load, counted as unsupported"};
+    *n = k;
+    return v;
+}
+
 static void step_free(task_step *s)
 {
     strv_free(s->argv, s->argc);
     free(s->path);
     for (size_t i = 0; i < s->nfiles; i++) {
         free(s->files[i].host_path);
+        free(s->files[i].url);
         free(s->files[i].guest_path);
     }
     free(s->files);
     free(s->window_name);
     free(s->reference);
+    free(s->stdout_name);
+    free(s->stderr_name);
+    strv_free(s->urls, s->nurls);
+    json_decref(s->actions);
     memset(s, 0, sizeof *s);
 }
 
@@ -392,7 +430,7 @@ static int parse_command(json_t *params, const char *base, task_step *s, em_err 
     char p[PATH_BUF], q[PATH_BUF];
     jp(p, base, "command");
     json_t *cmd = json_object_get(params, "command");
-    if (get_bool(params, base, "shell", false, &s->shell, err) < 0)
+    if (get_boolish(params, base, "shell", false, &s->shell, err) < 0)
         return -1;
     if (!cmd)
         return em_fail_input(err, "%s: missing", p);
@@ -455,8 +493,13 @@ static char *percent_decode(const char *s)
     return out;
 }
 
-static int download_source(const task *t, const char *url, const char *field, char **host, em_err *err)
+static int download_source(const task *t, const char *url, const char *field, task_file *tf, em_err *err)
 {
+    char **host = &tf->host_path;
+    if (asset_url_is_remote(url)) {
+        tf->url = xstrdup(url);
+        return 0;
+    }
     if (!strncmp(url, "file://", 7)) {
         const char *rest = url + 7;
         if (rest[0] != '/')
@@ -465,16 +508,16 @@ static int download_source(const task *t, const char *url, const char *field, ch
         _cleanup_free_ char *path = percent_decode(rest);
         if (!path)
             return em_fail_input(err, "%s: `%.200s` decodes to a NUL byte", field, url);
-        if (task_path_inside(t->dir, path, false, host, err) < 0)
+        if (path_inside(t->dir, path, false, host, err) < 0)
             return em_prefix(err, "%s: ", field);
         return 0;
     }
     if (strstr(url, "://") || !strncmp(url, "data:", 5))
         return em_fail_input(err,
-                             "%s: only file:// URLs or files shipped with the task are supported (the guest has no "
-                             "internet)",
-                             field);
-    if (task_path_inside(t->dir, url, false, host, err) < 0)
+                             "%s: `%.200s`: only http(s) URLs, file:// URLs and files shipped with the task are "
+                             "supported",
+                             field, url);
+    if (path_inside(t->dir, url, false, host, err) < 0)
         return em_prefix(err, "%s: ", field);
     return 0;
 }
@@ -507,9 +550,12 @@ static int parse_files(pctx *c, json_t *params, const char *base, bool download,
         task_file *tf = &s->files[s->nfiles];
         jp(f, q, src_key);
         if (download) {
-            if (download_source(c->t, src, f, &tf->host_path, err) < 0)
+            if (download_source(c->t, src, f, tf, err) < 0) {
+                free(tf->url);
+                tf->url = NULL;
                 return -1;
-        } else if (task_path_inside(c->t->dir, src, false, &tf->host_path, err) < 0) {
+            }
+        } else if (path_inside(c->t->dir, src, false, &tf->host_path, err) < 0) {
             return em_prefix(err, "%s: ", f);
         }
         tf->guest_path = xstrdup(dst);
@@ -542,6 +588,126 @@ static int parse_region(json_t *params, const char *base, task_step *s, em_err *
     return 0;
 }
 
+/* execute's stdout/stderr: a file name in the episode's cache (OSWorld's cache_dir), read back
+ * by the cache_file getter. One plain name: no folders. */
+static int parse_cache_name(json_t *params, const char *base, const char *key, char **out, em_err *err)
+{
+    const char *v;
+    if (get_str(params, base, key, false, &v, err) < 0)
+        return -1;
+    if (!v || !*v) /* OSWorld's default is "": not saved */
+        return 0;
+    char p[PATH_BUF];
+    jp(p, base, key);
+    if (strchr(v, '/') || !strcmp(v, ".") || !strcmp(v, "..") || v[0] == '.')
+        return em_fail_input(err, "%s: `%.64s` must be a plain file name (no `/`, not starting with `.`)", p, v);
+    *out = xstrdup(v);
+    return 0;
+}
+
+static int parse_until(json_t *params, const char *base, task_step *s, em_err *err)
+{
+    char p[PATH_BUF];
+    json_t *u;
+    if (get_obj(params, base, "until", &u, err) < 0)
+        return -1;
+    if (!u || !json_object_size(u))
+        return 0;
+    jp(p, base, "until");
+    long rc;
+    const char *str;
+    if (refuse_unknown(u, p, " returncode stdout stderr ", err) < 0 ||
+        get_int(u, p, "returncode", -255, 255, 0, &rc, err) < 0 || get_str(u, p, "stdout", false, &str, err) < 0 ||
+        get_str(u, p, "stderr", false, &str, err) < 0)
+        return -1;
+    s->until = u;
+    return 0;
+}
+
+static int parse_verification(json_t *params, const char *base, task_step *s, em_err *err)
+{
+    char p[PATH_BUF];
+    json_t *v;
+    if (get_obj(params, base, "verification", &v, err) < 0)
+        return -1;
+    if (!v || !json_object_size(v))
+        return 0;
+    jp(p, base, "verification");
+    const char *str;
+    if (refuse_unknown(v, p, " window_exists command_success ", err) < 0 ||
+        get_nonempty_str(v, p, "window_exists", false, &str, err) < 0 ||
+        get_nonempty_str(v, p, "command_success", false, &str, err) < 0)
+        return -1;
+    s->verification = v;
+    return 0;
+}
+
+static int parse_history(json_t *params, const char *base, task_step *s, em_err *err)
+{
+    char p[PATH_BUF], q[PATH_BUF];
+    jp(p, base, "history");
+    json_t *h = json_object_get(params, "history");
+    if (!h)
+        return em_fail_input(err, "%s: missing", p);
+    if (!json_is_array(h))
+        return em_fail_input(err, "%s: expected an array, got %s", p, json_type_name(h));
+    size_t i;
+    json_t *e;
+    json_array_foreach(h, i, e)
+    {
+        jpi(q, p, i);
+        const char *str;
+        double secs;
+        if (!json_is_object(e))
+            return em_fail_input(err, "%s: expected an object, got %s", q, json_type_name(e));
+        if (get_nonempty_str(e, q, "url", true, &str, err) < 0 || get_str(e, q, "title", false, &str, err) < 0 ||
+            get_num(e, q, "visit_time_from_now_in_seconds", 0, false, 100.0 * 365 * 86400, 0, &secs, err) < 0)
+            return -1;
+    }
+    s->history = h;
+    return 0;
+}
+
+/* act: OSWorld's action_seq, computer_13 objects or pyautogui code strings. */
+static int parse_act(json_t *params, const char *base, task_step *s, em_err *err)
+{
+    char p[PATH_BUF], q[PATH_BUF];
+    jp(p, base, "action_seq");
+    json_t *seq = json_object_get(params, "action_seq");
+    if (!seq)
+        return em_fail_input(err, "%s: missing", p);
+    if (!json_is_array(seq))
+        return em_fail_input(err, "%s: expected an array of actions, got %s", p, json_type_name(seq));
+    s->actions = json_array();
+    size_t i;
+    json_t *a;
+    json_array_foreach(seq, i, a)
+    {
+        jpi(q, p, i);
+        if (json_is_string(a)) {
+            json_t *acts;
+            if (pyautogui_parse(json_string_value(a), &acts, err) < 0)
+                return em_prefix(err, "%s: ", q);
+            json_array_extend(s->actions, acts);
+            json_decref(acts);
+        } else if (json_is_object(a)) {
+            const char *type;
+            action_type known;
+            if (get_str(a, q, "action_type", true, &type, err) < 0)
+                return -1;
+            if (!action_type_from_name(type, &known))
+                return em_fail_input(err, "%s.action_type: unknown action type `%.32s`", q, type);
+            json_array_append(s->actions, a);
+        } else {
+            return em_fail_input(err, "%s: expected an action object or pyautogui code, got %s", q,
+                                 json_type_name(a));
+        }
+        if (json_array_size(s->actions) > PYAUTOGUI_ACTIONS_MAX)
+            return em_fail_input(err, "%s: more than %d actions", p, PYAUTOGUI_ACTIONS_MAX);
+    }
+    return 0;
+}
+
 static int parse_step(pctx *c, json_t *j, const char *base, task_step *s, em_err *err)
 {
     char p[PATH_BUF];
@@ -554,11 +720,11 @@ static int parse_step(pctx *c, json_t *j, const char *base, task_step *s, em_err
     size_t ti;
     for (ti = 0; ti < ARRAY_LEN(step_types) && strcmp(step_types[ti].name, type); ti++)
         ;
+    for (size_t r = 0; ti == ARRAY_LEN(step_types) && r < ARRAY_LEN(step_refused); r++)
+        if (!strcmp(step_refused[r].name, type))
+            return em_fail_input(err, "%s.type: setup step `%s` %s", base, type, step_refused[r].why);
     if (ti == ARRAY_LEN(step_types))
-        return em_fail_input(err,
-                             "%s.type: unsupported step type `%.64s` (supported: execute, command, launch, open, "
-                             "upload_file, download, sleep, activate_window, close_window, wait_screen)",
-                             base, type);
+        return em_fail_input(err, "%s.type: unknown setup step `%.64s`", base, type);
     s->type = step_types[ti].type;
     warn_unknown(c, j, base, " type parameters ");
 
@@ -583,9 +749,42 @@ static int parse_step(pctx *c, json_t *j, const char *base, task_step *s, em_err
     case STEP_EXECUTE:
     case STEP_COMMAND:
         if (get_num(params, p, "timeout", 0, true, STEP_TIMEOUT_MAX_S, STEP_TIMEOUT_DEFAULT_S, &s->timeout_s, err) <
-            0)
+                0 ||
+            get_bool(params, p, "check", false, &s->check, err) < 0 || parse_cache_name(params, p, "stdout", &s->stdout_name, err) < 0 ||
+            parse_cache_name(params, p, "stderr", &s->stderr_name, err) < 0 || parse_until(params, p, s, err) < 0)
             return -1;
         return parse_command(params, p, s, err);
+    case STEP_EXECUTE_WITH_VERIFICATION:
+        if (get_num(params, p, "timeout", 0, true, STEP_TIMEOUT_MAX_S, STEP_TIMEOUT_DEFAULT_S, &s->timeout_s, err) <
+                0 ||
+            get_num(params, p, "max_wait_time", 0, true, STEP_TIMEOUT_MAX_S, 10, &s->seconds, err) < 0 ||
+            get_num(params, p, "check_interval", 0, true, 60, 1, &s->check_interval_s, err) < 0 ||
+            parse_verification(params, p, s, err) < 0)
+            return -1;
+        return parse_command(params, p, s, err);
+    case STEP_CHROME_OPEN_TABS:
+    case STEP_CHROME_CLOSE_TABS: {
+        const char *key = s->type == STEP_CHROME_OPEN_TABS ? "urls_to_open" : "urls_to_close";
+        char q[PATH_BUF];
+        jp(q, p, key);
+        if (!json_object_get(params, key))
+            return em_fail_input(err, "%s: missing", q);
+        if (get_str_array(params, p, key, &s->urls, &s->nurls, err) < 0)
+            return -1;
+        return s->nurls ? 0 : em_fail_input(err, "%s: empty", q);
+    }
+    case STEP_CHANGE_WALLPAPER:
+        if (get_nonempty_str(params, p, "path", true, &str, err) < 0)
+            return -1;
+        s->path = xstrdup(str);
+        return 0;
+    case STEP_TIDY_DESKTOP:
+    case STEP_PROXY:
+        return 0;
+    case STEP_UPDATE_BROWSE_HISTORY:
+        return parse_history(params, p, s, err);
+    case STEP_ACT:
+        return parse_act(params, p, s, err);
     case STEP_LAUNCH:
         return parse_command(params, p, s, err);
     case STEP_OPEN:
@@ -619,7 +818,7 @@ static int parse_step(pctx *c, json_t *j, const char *base, task_step *s, em_err
             get_nonempty_str(params, p, "reference", false, &str, err) < 0 || parse_region(params, p, s, err) < 0)
             return -1;
         s->stable_ms = (int)l;
-        if (str && task_path_inside(c->t->dir, str, false, &s->reference, err) < 0) {
+        if (str && path_inside(c->t->dir, str, false, &s->reference, err) < 0) {
             char q[PATH_BUF];
             jp(q, p, "reference");
             return em_prefix(err, "%s: ", q);
@@ -644,9 +843,10 @@ static int parse_steps(pctx *c, json_t *arr, const char *path, task_step **out, 
     {
         char p[PATH_BUF];
         jpi(p, path, i);
-        if (parse_step(c, j, p, &(*out)[i], err) < 0) {
-            step_free(&(*out)[i]);
-            return -1;
+        if (parse_step(c, j, p, &(*out)[*n], err) < 0) {
+            step_free(&(*out)[*n]);
+            keep(c, -1, err);
+            continue;
         }
         (*n)++;
     }
@@ -725,34 +925,37 @@ static int parse_evaluator(pctx *c, json_t *root, em_err *err)
             snprintf(p, sizeof p, "evaluator.func[%zu]", i);
         else
             snprintf(p, sizeof p, "evaluator.func");
-        if (!json_is_string(f))
-            return em_fail_input(err, "%s: expected a string, got %s", p, json_type_name(f));
+        if (!json_is_string(f)) {
+            keep(c, em_fail_input(err, "%s: expected a string, got %s", p, json_type_name(f)), err);
+            continue;
+        }
         const char *name = json_string_value(f);
-        if (!metric_known(name))
-            return em_fail_input(err, "%s: unknown metric `%.64s`", p, name);
+        bool known = metric_known(name);
+        if (!known)
+            keep(c, em_fail_input(err, "%s: unknown metric `%.64s`%s", p, name, metric_unknown_hint()), err);
         task_metric *m = &t->metrics[t->nmetrics++];
         m->func = xstrdup(name);
         if (!strcmp(name, "infeasible"))
             t->infeasible = true;
-
+        /* The getters are checked even when the metric is unknown: every problem in one pass. */
         if (evaluator_entry(ev, "result", is_list, n, i, &m->result, p, err) < 0)
-            return -1;
-        if (!m->result && metric_needs_result(name))
-            return em_fail_input(err, "%s: missing (metric `%s` needs a result)", p, name);
+            return -1; /* result is not parallel to func: the same for every entry */
+        if (!m->result && known && metric_needs_result(name))
+            keep(c, em_fail_input(err, "%s: missing (metric `%s` needs a result)", p, name), err);
         if (m->result && getter_check(m->result, err) < 0)
-            return em_prefix(err, "%s.", p);
+            keep(c, em_prefix(err, "%s.", p), err);
 
         if (evaluator_entry(ev, "expected", is_list, n, i, &m->expected, p, err) < 0)
             return -1;
-        if (!m->expected && metric_needs_expected(name))
-            return em_fail_input(err, "%s: missing (metric `%s` needs an expected value)", p, name);
+        if (!m->expected && known && metric_needs_expected(name))
+            keep(c, em_fail_input(err, "%s: missing (metric `%s` needs an expected value)", p, name), err);
         if (m->expected && getter_check(m->expected, err) < 0)
-            return em_prefix(err, "%s.", p);
+            keep(c, em_prefix(err, "%s.", p), err);
 
         if (evaluator_entry(ev, "options", is_list, n, i, &m->options, p, err) < 0)
             return -1;
-        if (metric_check_options(name, m->options, err) < 0)
-            return em_prefix(err, "%s.", p);
+        if (known && metric_check_options(name, m->options, err) < 0)
+            keep(c, em_prefix(err, "%s.", p), err);
     }
     return parse_steps(c, json_object_get(ev, "postconfig"), "evaluator.postconfig", &t->postconfig, &t->npostconfig,
                        err);
@@ -760,60 +963,10 @@ static int parse_evaluator(pctx *c, json_t *root, em_err *err)
 
 /* ---- network ---- */
 
-static int parse_allow(const char *entry, const char *path, task_allow *a, em_err *err)
-{
-    _cleanup_free_ char *host = NULL;
-    const char *port;
-    if (entry[0] == '[') {
-        const char *close = strchr(entry, ']');
-        if (!close || close[1] != ':')
-            return em_fail_input(err, "%s: `%.100s`: expected [IPv6]:port", path, entry);
-        host = xasprintf("%.*s", (int)(close - entry - 1), entry + 1);
-        unsigned char buf[16];
-        if (inet_pton(AF_INET6, host, buf) != 1)
-            return em_fail_input(err, "%s: `%.100s`: not a valid IPv6 address", path, entry);
-        a->kind = HOST_IPV6;
-        port = close + 2;
-    } else {
-        const char *colon = strrchr(entry, ':');
-        if (!colon)
-            return em_fail_input(err, "%s: `%.100s`: expected host:port", path, entry);
-        host = xasprintf("%.*s", (int)(colon - entry), entry);
-        port = colon + 1;
-        if (strchr(host, ':'))
-            return em_fail_input(err, "%s: `%.100s`: IPv6 addresses go in brackets ([::1]:443)", path, entry);
-        bool numeric = host[0] != '\0' && strspn(host, "0123456789.") == strlen(host);
-        if (numeric) {
-            unsigned char buf[4];
-            if (inet_pton(AF_INET, host, buf) != 1)
-                return em_fail_input(err, "%s: `%.100s`: not a valid IPv4 address", path, entry);
-            a->kind = HOST_IPV4;
-        } else if (!strncmp(host, "*.", 2)) {
-            if (!dns_name_valid(host + 2, false) || !strchr(host + 2, '.'))
-                return em_fail_input(err, "%s: `%.100s`: a wildcard must be *.<domain> with at least two labels",
-                                     path, entry);
-            a->kind = HOST_WILDCARD;
-        } else {
-            if (!dns_name_valid(host, false))
-                return em_fail_input(err, "%s: `%.100s`: not a valid host name", path, entry);
-            a->kind = HOST_NAME;
-        }
-        for (char *s = host; *s; s++)
-            *s = (char)tolower((unsigned char)*s);
-    }
-    long pn;
-    if (parse_int(port, 1, 65535, &pn) < 0)
-        return em_fail_input(err, "%s: `%.100s`: port must be 1..65535", path, entry);
-    a->port = (int)pn;
-    a->host = host;
-    host = NULL;
-    return 0;
-}
-
 static int parse_network(task *t, json_t *root, em_err *err)
 {
     json_t *net;
-    t->net_mode = NET_NONE;
+    netpolicy_init(&t->net);
     if (get_obj(root, "", "network", &net, err) < 0)
         return -1;
     if (!net)
@@ -831,8 +984,7 @@ static int parse_network(task *t, json_t *root, em_err *err)
         return em_fail_input(err, "network.mode: expected \"none\" or \"allowlist\", got `%.32s`", mode);
     if (mode && !strcmp(mode, "none") && nallow)
         return em_fail_input(err, "network.allow: must be empty when network.mode is \"none\"");
-    t->net_mode = (mode ? !strcmp(mode, "allowlist") : nallow > 0) ? NET_ALLOWLIST : NET_NONE;
-    t->allow = xcalloc(nallow + 1, sizeof *t->allow);
+    t->net.mode = (mode ? !strcmp(mode, "allowlist") : nallow > 0) ? NETPOLICY_ALLOWLIST : NETPOLICY_NONE;
     size_t i;
     json_t *e;
     json_array_foreach(allow, i, e)
@@ -841,9 +993,8 @@ static int parse_network(task *t, json_t *root, em_err *err)
         jpi(p, "network.allow", i);
         if (!json_is_string(e))
             return em_fail_input(err, "%s: expected a \"host:port\" string, got %s", p, json_type_name(e));
-        if (parse_allow(json_string_value(e), p, &t->allow[t->nallow], err) < 0)
-            return -1;
-        t->nallow++;
+        if (netpolicy_add(&t->net, json_string_value(e), err) < 0)
+            return em_prefix(err, "%s: ", p);
     }
     return 0;
 }
@@ -855,24 +1006,22 @@ static int parse_limits(task *t, json_t *root, em_err *err)
     t->max_steps = 15;
     t->step_timeout_s = 60;
     t->episode_timeout_s = 600;
+    t->settle_max_s = TASK_SETTLE_MAX_S;
     if (get_obj(root, "", "limits", &lim, err) < 0)
         return -1;
     if (!lim)
         return 0;
-    if (refuse_unknown(lim, "limits", " max_steps step_timeout_s episode_timeout_s ", err) < 0 ||
+    if (refuse_unknown(lim, "limits", " max_steps step_timeout_s episode_timeout_s settle_max_s ", err) < 0 ||
         get_int(lim, "limits", "max_steps", 1, 1000, 15, &steps, err) < 0 ||
         get_num(lim, "limits", "step_timeout_s", 0, true, 3600, 60, &t->step_timeout_s, err) < 0 ||
-        get_num(lim, "limits", "episode_timeout_s", 0, true, 86400, 600, &t->episode_timeout_s, err) < 0)
+        get_num(lim, "limits", "episode_timeout_s", 0, true, 86400, 600, &t->episode_timeout_s, err) < 0 ||
+        get_num(lim, "limits", "settle_max_s", 0, true, 600, TASK_SETTLE_MAX_S, &t->settle_max_s, err) < 0)
         return -1;
     t->max_steps = (int)steps;
     return 0;
 }
 
 /* ---- solution ---- */
-
-static const char *const action_types[] = {"MOVE_TO", "CLICK",    "MOUSE_DOWN", "MOUSE_UP", "RIGHT_CLICK", "DOUBLE_CLICK",
-                                           "DRAG_TO", "SCROLL",   "TYPING",     "PRESS",    "KEY_DOWN",    "KEY_UP",
-                                           "HOTKEY",  "WAIT",     "FAIL",       "DONE"};
 
 static int parse_solution(task *t, json_t *root, em_err *err)
 {
@@ -905,10 +1054,8 @@ static int parse_solution(task *t, json_t *root, em_err *err)
             const char *type;
             if (get_str(a, p, "action_type", true, &type, err) < 0)
                 return -1;
-            size_t k;
-            for (k = 0; k < ARRAY_LEN(action_types) && strcmp(action_types[k], type); k++)
-                ;
-            if (k == ARRAY_LEN(action_types))
+            action_type known;
+            if (!action_type_from_name(type, &known))
                 return em_fail_input(err, "%s.action_type: unknown action type `%.32s`", p, type);
             json_array_append(t->solution, a);
         }
@@ -934,16 +1081,65 @@ static bool valid_id(const char *s)
 
 #define TOP_LEVEL_KNOWN                                                                                              \
     " id instruction snapshot source related_apps config evaluator image network limits solution "                  \
-    /* OSWorld fields envmgr has no use for */                                                                       \
+    " pause_while_thinking "                  \
+    /* OSWorld's flags: proxy and fixed_ip are read (docs/osworld.md), the others are informational */              \
     " trajectory proxy fixed_ip possibility_of_env_change "
 
+/* Config and evaluator; problems are recorded in c. -1 only when c has problems. */
 static int parse_config_and_evaluator(pctx *c, em_err *err)
 {
     task *t = c->t;
-    return parse_steps(c, json_object_get(t->json, "config"), "config", &t->config, &t->nconfig, err) < 0 ||
-                   parse_evaluator(c, t->json, err) < 0
-               ? -1
-               : 0;
+    size_t before = c->nproblems;
+    keep(c, parse_steps(c, json_object_get(t->json, "config"), "config", &t->config, &t->nconfig, err), err);
+    keep(c, parse_evaluator(c, t->json, err), err);
+    if (c->nproblems > before) {
+        *err = c->first;
+        return -1;
+    }
+    return 0;
+}
+
+static int parse_id(task *t, json_t *root, em_err *err)
+{
+    const char *s;
+    if (get_str(root, "", "id", true, &s, err) < 0)
+        return -1;
+    if (!valid_id(s))
+        return em_fail_input(err, "id: `%.64s%s` must be 1 to %d characters of A-Z a-z 0-9 . _ -", s,
+                             strlen(s) > 64 ? "..." : "", TASK_ID_MAX);
+    t->id = xstrdup(s);
+    return 0;
+}
+
+/* OSWorld's "source" is a string, or (in some files) an array of them: kept joined by ", ". */
+static int parse_source(task *t, json_t *root, em_err *err)
+{
+    json_t *v = json_object_get(root, "source");
+    if (!v || json_is_string(v)) {
+        t->source = v ? xstrdup(json_string_value(v)) : NULL;
+        return 0;
+    }
+    char **items;
+    size_t n;
+    if (!json_is_array(v))
+        return em_fail_input(err, "source: expected a string or an array of strings, got %s", json_type_name(v));
+    if (get_str_array(root, "", "source", &items, &n, err) < 0)
+        return -1;
+    sbuf b = {0};
+    for (size_t i = 0; i < n; i++)
+        sbuf_printf(&b, "%s%s", i ? ", " : "", items[i]);
+    t->source = b.s ? b.s : xstrdup("");
+    strv_free(items, n);
+    return 0;
+}
+
+static int parse_image(task *t, json_t *root, em_err *err)
+{
+    const char *s;
+    if (get_str(root, "", "image", false, &s, err) < 0 || (s && check_name("image", s, err) < 0))
+        return -1;
+    t->image = xstrdup(s ? s : IMAGE_DEFAULT);
+    return 0;
 }
 
 static int parse_task(pctx *c, em_err *err)
@@ -953,30 +1149,25 @@ static int parse_task(pctx *c, em_err *err)
     const char *s;
 
     warn_unknown(c, root, "", TOP_LEVEL_KNOWN);
-    if (get_str(root, "", "id", true, &s, err) < 0)
+    keep(c, parse_id(t, root, err), err);
+    if (!keep(c, get_nonempty_str(root, "", "instruction", true, &s, err), err) && s)
+        t->instruction = xstrdup(s);
+    keep(c, get_str(root, "", "snapshot", false, &s, err), err);
+    keep(c, parse_source(t, root, err), err);
+    keep(c, get_str_array(root, "", "related_apps", &t->related_apps, &t->nrelated_apps, err), err);
+    keep(c, parse_image(t, root, err), err);
+    keep(c, get_boolish(root, "", "proxy", false, &t->osworld_proxy, err), err);
+    keep(c, get_boolish(root, "", "fixed_ip", false, &t->fixed_ip, err), err);
+    keep(c, get_boolish(root, "", "pause_while_thinking", true, &t->pause_while_thinking, err), err);
+    keep(c, parse_network(t, root, err), err);
+    keep(c, parse_limits(t, root, err), err);
+    parse_config_and_evaluator(c, err);
+    keep(c, parse_solution(t, root, err), err);
+    if (c->nproblems) {
+        *err = c->first;
         return -1;
-    if (!valid_id(s))
-        return em_fail_input(err, "id: `%.64s%s` must be 1 to %d characters of A-Z a-z 0-9 . _ -", s,
-                             strlen(s) > 64 ? "..." : "", TASK_ID_MAX);
-    t->id = xstrdup(s);
-    if (get_nonempty_str(root, "", "instruction", true, &s, err) < 0)
-        return -1;
-    t->instruction = xstrdup(s);
-    if (get_str(root, "", "snapshot", false, &s, err) < 0 || get_str(root, "", "source", false, &s, err) < 0)
-        return -1;
-    t->source = s ? xstrdup(s) : NULL;
-    if (get_str_array(root, "", "related_apps", &t->related_apps, &t->nrelated_apps, err) < 0)
-        return -1;
-    if (get_str(root, "", "image", false, &s, err) < 0)
-        return -1;
-    if (s && check_name("image", s, err) < 0)
-        return -1;
-    t->image = xstrdup(s ? s : "desktop");
-    if (parse_network(t, root, err) < 0 || parse_limits(t, root, err) < 0)
-        return -1;
-    if (parse_config_and_evaluator(c, err) < 0)
-        return -1;
-    return parse_solution(t, root, err);
+    }
+    return 0;
 }
 
 static char *folder_of(const char *base_dir)
@@ -989,7 +1180,16 @@ static char *folder_of(const char *base_dir)
     return d;
 }
 
-int task_parse(const char *json_text, size_t len, const char *base_dir, task **out, em_err *err)
+static void problems_free(pctx *c)
+{
+    strv_free(c->problems, c->nproblems);
+    c->problems = NULL;
+    c->nproblems = 0;
+}
+
+/* The document, parsed as far as it goes: *out is NULL only when it is no JSON object (or over
+ * a size limit), with err set; otherwise c holds every problem. */
+static int parse_doc(const char *json_text, size_t len, const char *base_dir, pctx *c, task **out, em_err *err)
 {
     *out = NULL;
     if (len > TASK_FILE_MAX)
@@ -1011,13 +1211,114 @@ int task_parse(const char *json_text, size_t len, const char *base_dir, task **o
     task *t = xcalloc(1, sizeof *t);
     t->json = root;
     t->dir = folder_of(base_dir);
-    pctx c = {.t = t, .warn = true};
-    if (parse_task(&c, err) < 0) {
+    c->t = t;
+    c->warn = true;
+    *out = t;
+    return parse_task(c, err);
+}
+
+int task_parse(const char *json_text, size_t len, const char *base_dir, task **out, em_err *err)
+{
+    pctx c = {0};
+    task *t;
+    *out = NULL;
+    int rc = parse_doc(json_text, len, base_dir, &c, &t, err);
+    problems_free(&c);
+    if (rc < 0) {
         task_free(t);
         return -1;
     }
     *out = t;
     return 0;
+}
+
+static void push_str(char ***v, size_t *n, char *s)
+{
+    *v = xrealloc(*v, (*n + 1) * sizeof **v);
+    (*v)[(*n)++] = s;
+}
+
+int task_check_file(const char *path, task_check_result *out)
+{
+    memset(out, 0, sizeof *out);
+    _cleanup_free_ char *text = NULL, *copy = xstrdup(path);
+    size_t len;
+    em_err err = {0};
+    if (read_file_capped(path, TASK_FILE_MAX, &text, &len, &err) < 0) {
+        push_str(&out->problems, &out->nproblems, xasprintf("task: %s", err.msg));
+        return -1;
+    }
+    pctx c = {0};
+    task *t = NULL;
+    int rc = parse_doc(text, len, dirname(copy), &c, &t, &err);
+    if (!t) {
+        push_str(&out->problems, &out->nproblems, xstrdup(err.msg));
+        return -1;
+    }
+    out->problems = c.problems;
+    out->nproblems = c.nproblems;
+    out->warnings = t->warnings;
+    out->nwarnings = t->nwarnings;
+    t->warnings = NULL;
+    t->nwarnings = 0;
+    out->id = t->id ? xstrdup(t->id) : NULL;
+    size_t nurls;
+    const char **urls = task_asset_urls(t, &nurls);
+    for (size_t i = 0; i < nurls; i++)
+        push_str(&out->urls, &out->nurls, xstrdup(urls[i]));
+    free(urls);
+    task_free(t);
+    return rc < 0 || out->nproblems ? -1 : 0;
+}
+
+void task_check_result_free(task_check_result *r)
+{
+    if (!r)
+        return;
+    free(r->id);
+    strv_free(r->problems, r->nproblems);
+    strv_free(r->warnings, r->nwarnings);
+    strv_free(r->urls, r->nurls);
+    memset(r, 0, sizeof *r);
+}
+
+/* cloud_file's path: one URL, or a list with multi. */
+static void getter_urls(json_t *spec, const char ***v, size_t *n)
+{
+    if (!json_is_object(spec) || strcmp(json_string_value(json_object_get(spec, "type")) ?: "", "cloud_file"))
+        return;
+    json_t *p = json_object_get(spec, "path");
+    size_t k = json_is_array(p) ? json_array_size(p) : 1;
+    for (size_t i = 0; i < k; i++) {
+        const char *u = json_string_value(json_is_array(p) ? json_array_get(p, i) : p);
+        if (u && asset_url_is_remote(u)) {
+            *v = xrealloc(*v, (*n + 1) * sizeof **v);
+            (*v)[(*n)++] = u;
+        }
+    }
+}
+
+static void step_urls(const task_step *steps, size_t nsteps, const char ***v, size_t *n)
+{
+    for (size_t i = 0; i < nsteps; i++)
+        for (size_t f = 0; f < steps[i].nfiles; f++)
+            if (steps[i].files[f].url) {
+                *v = xrealloc(*v, (*n + 1) * sizeof **v);
+                (*v)[(*n)++] = steps[i].files[f].url;
+            }
+}
+
+const char **task_asset_urls(const task *t, size_t *n)
+{
+    const char **v = NULL;
+    *n = 0;
+    step_urls(t->config, t->nconfig, &v, n);
+    step_urls(t->postconfig, t->npostconfig, &v, n);
+    for (size_t i = 0; i < t->nmetrics; i++) {
+        getter_urls(t->metrics[i].result, &v, n);
+        getter_urls(t->metrics[i].expected, &v, n);
+    }
+    return v;
 }
 
 int task_load(const char *path, task **out, em_err *err)
@@ -1050,45 +1351,42 @@ void task_free(task *t)
     steps_free(t->config, t->nconfig);
     steps_free(t->postconfig, t->npostconfig);
     metrics_free(t->metrics, t->nmetrics);
-    for (size_t i = 0; i < t->nallow; i++)
-        free(t->allow[i].host);
-    free(t->allow);
     strv_free(t->warnings, t->nwarnings);
     free(t);
 }
 
 /* ---- {SCREEN_WIDTH} and friends ---- */
 
-static void substitute(json_t *j, const char *const names[4], const char *const values[4])
+#define NVARS 5
+
+static void substitute(json_t *j, const char *const names[NVARS], const char *const values[NVARS])
 {
     if (json_is_string(j)) {
         const char *s = json_string_value(j);
         size_t n = json_string_length(j);
         if (!memchr(s, '{', n))
             return;
-        char *out = xmalloc(n + 1);
-        size_t o = 0;
+        sbuf out = {0};
         bool changed = false;
         for (size_t i = 0; i < n;) {
             size_t k;
-            for (k = 0; k < 4; k++) {
+            for (k = 0; k < NVARS; k++) {
                 size_t nl = strlen(names[k]);
-                if (n - i >= nl && !memcmp(s + i, names[k], nl))
+                if (values[k] && n - i >= nl && !memcmp(s + i, names[k], nl))
                     break;
             }
-            if (k < 4) {
-                size_t vl = strlen(values[k]);
-                memcpy(out + o, values[k], vl); /* values are never longer than names */
-                o += vl;
+            if (k < NVARS) {
+                sbuf_puts(&out, values[k]);
                 i += strlen(names[k]);
                 changed = true;
             } else {
-                out[o++] = s[i++];
+                sbuf_add(&out, s + i, 1);
+                i++;
             }
         }
         if (changed)
-            json_string_setn(j, out, o);
-        free(out);
+            json_string_setn(j, out.s ? out.s : "", out.len);
+        sbuf_release(&out);
     } else if (json_is_array(j)) {
         size_t i;
         json_t *v;
@@ -1100,10 +1398,11 @@ static void substitute(json_t *j, const char *const names[4], const char *const 
     }
 }
 
-int task_substitute_screen(task *t, int w, int h, em_err *err)
+int task_substitute(task *t, const task_vars *v, em_err *err)
 {
-    if (!t)
-        return em_fail(err, "task_substitute_screen: no task");
+    if (!t || !v)
+        return em_fail(err, "task_substitute: no task");
+    int w = v->screen_w, h = v->screen_h;
     if (w <= 0 || h <= 0 || w > SCREEN_SIDE_MAX || h > SCREEN_SIDE_MAX)
         return em_fail_input(err, "screen size %dx%d is out of range (1..%d)", w, h, SCREEN_SIDE_MAX);
     char vw[16], vh[16], vw2[16], vh2[16];
@@ -1111,10 +1410,9 @@ int task_substitute_screen(task *t, int w, int h, em_err *err)
     snprintf(vh, sizeof vh, "%d", h);
     snprintf(vw2, sizeof vw2, "%d", w / 2);
     snprintf(vh2, sizeof vh2, "%d", h / 2);
-    /* Longest names first: {SCREEN_WIDTH} is a prefix of nothing, but keep the order explicit. */
-    static const char *const names[4] = {"{SCREEN_WIDTH_HALF}", "{SCREEN_HEIGHT_HALF}", "{SCREEN_WIDTH}",
-                                         "{SCREEN_HEIGHT}"};
-    const char *const values[4] = {vw2, vh2, vw, vh};
+    static const char *const names[NVARS] = {"{SCREEN_WIDTH_HALF}", "{SCREEN_HEIGHT_HALF}", "{SCREEN_WIDTH}",
+                                             "{SCREEN_HEIGHT}", "{CLIENT_PASSWORD}"};
+    const char *const values[NVARS] = {vw2, vh2, vw, vh, v->client_password};
     json_t *config = json_object_get(t->json, "config"), *ev = json_object_get(t->json, "evaluator");
     if (config)
         substitute(config, names, values);
@@ -1129,7 +1427,15 @@ int task_substitute_screen(task *t, int w, int h, em_err *err)
     t->nconfig = t->npostconfig = t->nmetrics = 0;
     t->infeasible = false;
     pctx c = {.t = t, .warn = false};
-    return parse_config_and_evaluator(&c, err);
+    int rc = parse_config_and_evaluator(&c, err);
+    problems_free(&c);
+    return rc;
+}
+
+int task_substitute_screen(task *t, int w, int h, em_err *err)
+{
+    task_vars v = {.screen_w = w, .screen_h = h};
+    return task_substitute(t, &v, err);
 }
 
 /* ---- suites ---- */

@@ -12,6 +12,7 @@
 #include <stddef.h>
 
 #include "envmgr/base/err.h"
+#include "envmgr/net/netpolicy.h"
 
 #define TASK_FILE_MAX (1u << 20)       /* bytes of a task file (or index) */
 #define TASK_STRING_MAX (64u * 1024)   /* bytes of any string in it */
@@ -30,10 +31,19 @@ typedef enum {
     STEP_ACTIVATE_WINDOW,
     STEP_CLOSE_WINDOW,
     STEP_WAIT_SCREEN,     /* envmgr's own: wait until the screen is stable / matches a reference */
+    STEP_EXECUTE_WITH_VERIFICATION, /* run, then wait until a check passes (else setup_error) */
+    STEP_CHROME_OPEN_TABS,  /* open URLs in the guest's browser */
+    STEP_CHROME_CLOSE_TABS, /* close the browser's tabs showing these URLs */
+    STEP_CHANGE_WALLPAPER,  /* set the desktop background to a guest file */
+    STEP_TIDY_DESKTOP,      /* show the bare desktop (every window minimized) */
+    STEP_UPDATE_BROWSE_HISTORY, /* add visits to the browser's history */
+    STEP_PROXY,             /* OSWorld's proxy: answered by the task's network policy */
+    STEP_ACT,               /* computer_13 / pyautogui actions as setup */
 } task_step_type;
 
 typedef struct task_file {
-    char *host_path;  /* absolute host path inside the task folder (not yet checked to exist) */
+    char *host_path;  /* absolute host path inside the task folder (not yet checked to exist); NULL for a URL */
+    char *url;        /* an http(s) URL fetched on the host into the asset cache (net/assets.h); else NULL */
     char *guest_path; /* where it goes in the guest, as written */
 } task_file;
 
@@ -61,6 +71,22 @@ typedef struct task_step {
     bool has_region;
     int region[4];       /* x, y, w, h */
     double tolerance;    /* fraction of pixels allowed to differ from the reference, default 0.01 */
+    /* execute, command (OSWorld): output saved under the episode's cache for cache_file; retry
+     * until the result matches (json {returncode, stdout, stderr}); envmgr's `check`: a non-zero
+     * exit fails the episode as setup_error instead of being tolerated. */
+    char *stdout_name, *stderr_name;
+    json_t *until;       /* borrowed from the document */
+    bool check;
+    /* execute_with_verification: {window_exists, command_success}, max_wait_time, check_interval */
+    json_t *verification; /* borrowed */
+    double check_interval_s;
+    /* chrome_open_tabs, chrome_close_tabs */
+    char **urls;
+    size_t nurls;
+    /* act: validated computer_13 actions (pyautogui entries expanded) */
+    json_t *actions;     /* owned */
+    /* update_browse_history: [{url, title, visit_time_from_now_in_seconds}] */
+    json_t *history;     /* borrowed */
 } task_step;
 
 /* One evaluator entry: func(result, expected, options). */
@@ -70,15 +96,6 @@ typedef struct task_metric {
     json_t *expected;    /* getter spec or NULL */
     json_t *options;     /* object or NULL */
 } task_metric;
-
-typedef enum { NET_NONE, NET_ALLOWLIST } task_net_mode;
-typedef enum { HOST_NAME, HOST_WILDCARD, HOST_IPV4, HOST_IPV6 } task_host_kind;
-
-typedef struct task_allow {
-    task_host_kind kind;
-    char *host;          /* lower-cased name, "*.example.com", dotted IPv4 or IPv6 without brackets */
-    int port;
-} task_allow;
 
 typedef struct task {
     json_t *json;        /* the whole document (after task_substitute_screen, the substituted one) */
@@ -96,13 +113,16 @@ typedef struct task {
     bool infeasible;     /* an evaluator func is "infeasible" */
     task_step *postconfig;
     size_t npostconfig;
-    task_net_mode net_mode;
-    task_allow *allow;
-    size_t nallow;
+    netpolicy net;       /* network section: mode none or allowlist, rules in the net layer's grammar, no limits */
+#define TASK_SETTLE_MAX_S 20.0 /* under TCG an application's first window can take 15 s and more */
     int max_steps;              /* default 15 */
     double step_timeout_s;      /* default 60 */
     double episode_timeout_s;   /* default 600 */
+    double settle_max_s;        /* the longest wait for the screen after an action; default below */
     json_t *solution;    /* computer_13 actions with pyautogui entries expanded; NULL when absent */
+    bool osworld_proxy;  /* OSWorld's "proxy": true: the task needs the web (answered by `network`) */
+    bool pause_while_thinking; /* the guest stands still between an observation and the next action */
+    bool fixed_ip;       /* OSWorld's "fixed_ip": informational (envmgr guests have one address) */
     /* Warnings (unknown fields), without the "task <path>: " prefix. */
     char **warnings;
     size_t nwarnings;
@@ -116,9 +136,35 @@ int task_load(const char *path, task **out, em_err *err);
 int task_parse(const char *json_text, size_t len, const char *base_dir, task **out, em_err *err);
 void task_free(task *t);
 
-/* Replace {SCREEN_WIDTH}, {SCREEN_HEIGHT}, {SCREEN_WIDTH_HALF} and
- * {SCREEN_HEIGHT_HALF} in every string of config, evaluator (and its
+/* Every problem of a task file, for `envmgr task check`: one line each ("config[2].type: ..."),
+ * in document order, without the file name. */
+typedef struct task_check_result {
+    char *id;            /* the task's id when it is a valid one, else NULL */
+    char **problems;
+    size_t nproblems;
+    char **warnings;
+    size_t nwarnings;
+    char **urls;         /* the http(s) assets it names (download urls, cloud_file paths) */
+    size_t nurls;
+} task_check_result;
+/* 0 when the file loads (no problems), -1 otherwise; *out is filled either way. */
+int task_check_file(const char *path, task_check_result *out);
+void task_check_result_free(task_check_result *r);
+/* The http(s) URLs a loaded task fetches on the host (download steps, cloud_file getters), in
+ * order, duplicates included. Caller frees the array (not the strings: they are t's). */
+const char **task_asset_urls(const task *t, size_t *n);
+
+/* What OSWorld's placeholders stand for in one env. */
+typedef struct task_vars {
+    int screen_w, screen_h;
+    const char *client_password; /* the image user's password; NULL leaves {CLIENT_PASSWORD} as written */
+} task_vars;
+
+/* Replace OSWorld's placeholders ({SCREEN_WIDTH}, {SCREEN_HEIGHT}, {SCREEN_WIDTH_HALF},
+ * {SCREEN_HEIGHT_HALF}, {CLIENT_PASSWORD}) in every string of config and evaluator (and its
  * postconfig), as OSWorld does, and refresh the parsed steps and metrics. */
+int task_substitute(task *t, const task_vars *v, em_err *err);
+/* The same with the screen only. */
 int task_substitute_screen(task *t, int w, int h, em_err *err);
 
 /* The task files of a suite: a folder (its *.json files and those of its
@@ -128,12 +174,16 @@ int task_substitute_screen(task *t, int w, int h, em_err *err);
 int task_list_dir(const char *dir_or_index, char ***paths, size_t *n, em_err *err);
 void task_paths_free(char **paths, size_t n);
 
-/* A host path named by a task: p relative to dir or absolute inside it,
- * never with a `..` component. With must_exist, symlinks are resolved and
- * the real file must still be inside the real dir. *abs is malloc'd.
- * Messages name the path, not a field: callers prefix the field. */
-int task_path_inside(const char *dir, const char *p, bool must_exist, char **abs, em_err *err);
 
 const char *task_step_type_name(task_step_type type);
+
+/* OSWorld's setup step types and what envmgr does with each: for `envmgr task pieces` and the
+ * generated table in docs/osworld.md. status: "supported", or why not. */
+typedef struct task_piece {
+    const char *name;
+    const char *status;
+    const char *note;
+} task_piece;
+const task_piece *task_setup_pieces(size_t *n);
 
 #endif

@@ -10,7 +10,7 @@
 #include "envmgr/base/sha256.h"
 #include "envmgr/base/util.h"
 #include "trace.h"
-#include "trace_io.h"
+#include "envmgr/base/fileio.h"
 
 char *frames_path(const char *dir, const char *sha)
 {
@@ -57,7 +57,7 @@ int frames_load(const char *dir, const char *sha, char **data, size_t *len, em_e
         return em_fail_input(err, "`%s` is missing", path);
     _cleanup_free_ char *buf = NULL;
     size_t n;
-    if (read_regular_capped(path, TRACE_MAX_FRAME_BYTES, false, &buf, &n, err) < 0)
+    if (read_file_flags(path, TRACE_MAX_FRAME_BYTES, FILE_NOFOLLOW, &buf, &n, err) < 0)
         return -1;
     char got[SHA256_HEX_LEN + 1];
     sha256_hex(buf, n, got);

@@ -29,6 +29,7 @@
 #define TRACE_MAX_BYTES ((size_t)256 << 20) /* trace.jsonl */
 #define TRACE_MAX_LINE ((size_t)1 << 20)    /* one line, without its newline */
 #define TRACE_MAX_LINES 100000              /* header and trailer included */
+#define TRACE_TASK_TEXT_MAX ((size_t)256 << 10) /* the task file carried in the header (replay's task) */
 #define TRACE_MAX_FRAME_BYTES ((size_t)64 << 20)
 
 /* ---- writing ------------------------------------------------------------ */

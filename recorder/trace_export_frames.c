@@ -1,5 +1,6 @@
 /* Export the screens of an episode as numbered PNGs: 0000.png before the
  * first step, then one after each step. Names are built from numbers only. */
+#include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
 #include "frames.h"
 #include "trace.h"

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
 #include "frames.h"
 #include "envmgr/base/sbuf.h"

@@ -6,7 +6,7 @@
 #include "envmgr/base/util.h"
 #include "trace.h"
 #include "trace_format.h"
-#include "trace_io.h"
+#include "envmgr/base/fileio.h"
 
 void trace_scan_init(trace_scan *s, const char *data, size_t len)
 {
@@ -70,5 +70,5 @@ int trace_line_parse(const char *line, size_t n, int lineno, json_t **out, em_er
 int trace_load(const char *dir, char **data, size_t *len, em_err *err)
 {
     _cleanup_free_ char *path = xasprintf("%s/" TRACE_FILE, dir);
-    return read_regular_capped(path, TRACE_MAX_BYTES, false, data, len, err);
+    return read_file_flags(path, TRACE_MAX_BYTES, FILE_NOFOLLOW, data, len, err);
 }

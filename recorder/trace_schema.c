@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "envmgr/base/exit_cause.h"
 #include "envmgr/base/sha256.h"
 #include "envmgr/base/util.h"
 #include "trace.h"
@@ -183,7 +184,8 @@ static int check_header(ctx *c)
         get_sha(c, "task_sha256", true, NULL) < 0 || get_sha(c, "image_manifest_sha256", true, NULL) < 0 ||
         get_object(c, "screen", true, &screen) < 0 ||
         get_enum(c, "accel", accels, "must be \"tcg\" or \"kvm\"") < 0 || get_timestamp(c, "started") < 0 ||
-        get_bool(c, "unsafe_open_network", true) < 0 || get_sha(c, "prev", true, &prev) < 0)
+        get_bool(c, "unsafe_open_network", true) < 0 || get_sha(c, "prev", true, &prev) < 0 ||
+        get_string(c, "task_text", false, 2, TRACE_TASK_TEXT_MAX, TEXT_FREE, NULL) < 0)
         return -1;
     ctx sc = {c->lineno, "header.screen", screen, c->err};
     if (get_int(&sc, "width", true, 1, 16384, NULL) < 0 || get_int(&sc, "height", true, 1, 16384, NULL) < 0)
@@ -233,13 +235,28 @@ static int check_step(ctx *c, size_t expected)
 
 static int check_evaluation(ctx *c)
 {
-    static const char *const causes[] = {"done", "fail", "max_steps", "timeout", "agent_error", "env_error", NULL};
+    /* the causes an episode can end with (a task_error never opens a trace) */
+    static const char *causes[EXIT_CAUSE_COUNT];
+    for (int i = EXIT_DONE, n = 0; i < EXIT_CAUSE_COUNT; i++)
+        if (i != EXIT_TASK_ERROR && i != EXIT_UNSUPPORTED)
+            causes[n++] = exit_cause_name((exit_cause)i);
+    /* status and evaluator_error came with the evaluator sandbox: older traces have neither */
+    static const char *const statuses[] = {"scored", "evaluator_error", "not_evaluated", NULL};
     json_t *artifacts;
+    const char *status = NULL;
+    if (json_object_get(c->obj, "status") &&
+        get_enum(c, "status", statuses, "must be one of scored, evaluator_error, not_evaluated") < 0)
+        return -1;
+    status = json_string_value(json_object_get(c->obj, "status"));
+    if (get_string(c, "evaluator_error", status && !strcmp(status, "evaluator_error"), 1, TRACE_MAX_TEXT, TEXT_FREE,
+                   NULL) < 0)
+        return -1;
     if (get_number(c, "score", true, 0, 1) < 0 ||
         get_string(c, "reason", true, 0, TRACE_MAX_TEXT, TEXT_FREE, NULL) < 0 ||
         get_object(c, "artifacts", false, &artifacts) < 0 ||
         get_enum(c, "exit_cause", causes,
-                 "must be one of done, fail, max_steps, timeout, agent_error, env_error") < 0)
+                 "must be one of done, fail, max_steps, timeout, agent_error, env_error, evaluated, guest_shutdown, "
+                 "setup_error") < 0)
         return -1;
     if (!artifacts)
         return 0;

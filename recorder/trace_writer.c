@@ -17,7 +17,7 @@
 #include "frames.h"
 #include "trace.h"
 #include "trace_format.h"
-#include "trace_io.h"
+#include "envmgr/base/fileio.h"
 
 #ifndef ENVMGR_VERSION
 #define ENVMGR_VERSION "unknown"
@@ -253,7 +253,7 @@ int trace_add_frame_file(trace_writer *w, const char *png_path, char out_sha[65]
     static const unsigned char sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
     _cleanup_free_ char *data = NULL;
     size_t len;
-    if (read_regular_capped(png_path, TRACE_MAX_FRAME_BYTES, true, &data, &len, err) < 0)
+    if (read_file_flags(png_path, TRACE_MAX_FRAME_BYTES, 0, &data, &len, err) < 0)
         return em_prefix(err, "trace: frame: ");
     if (len < sizeof sig || memcmp(data, sig, sizeof sig))
         return em_fail_input(err, "trace: frame: `%s` is not a PNG file", png_path);

@@ -45,6 +45,16 @@ const char *action_type_name(action_type t)
     return "?";
 }
 
+bool action_type_from_name(const char *name, action_type *out)
+{
+    for (size_t i = 0; i < ARRAY_LEN(types); i++)
+        if (!strcmp(types[i].name, name)) {
+            *out = types[i].type;
+            return true;
+        }
+    return false;
+}
+
 /* Coordinates may come as 640 or 640.0 (agents print floats); anything else is an error. */
 static int get_number(json_t *obj, const char *field, bool required, double *out, bool *present, em_err *err)
 {

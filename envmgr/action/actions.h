@@ -56,6 +56,8 @@ int action_parse(json_t *j, int screen_w, int screen_h, action *out, em_err *err
 int action_parse_text(const char *text, int screen_w, int screen_h, action *out, em_err *err);
 void action_free(action *a);
 const char *action_type_name(action_type t);
+/* The type named `name` ("CLICK"); false when no action has that name. */
+bool action_type_from_name(const char *name, action_type *out);
 /* Canonical computer_13 JSON of a parsed action (new reference). */
 json_t *action_to_json(const action *a);
 /* DONE and FAIL end an episode; they send nothing. */

@@ -26,6 +26,7 @@ typedef struct api_config {
     const char *novnc_dir;   /* noVNC's files for the live page (NULL: ENVMGR_NOVNC_DIR or /usr/share/novnc) */
     const char *accel;       /* auto, kvm, tcg */
     double settle_ms;        /* after each action, as `envmgr run --settle-ms` */
+    const struct netpolicy *allow_private; /* the operator's --allow-private rules for every env (or NULL) */
 } api_config;
 
 typedef struct api_server api_server;
@@ -42,13 +43,5 @@ int api_server_start(const api_config *c, api_server **out, em_err *err);
 const char *api_server_url(const api_server *s);
 /* Stop accepting, end live views, finish in-flight requests, tear down every env the server owns. */
 void api_server_stop(api_server *s);
-
-/* envmgr view: serve a view-only VNC relay to env `name` on a loopback TCP
- * address (listen, "127.0.0.1:0" picks a free port) or a unix socket, one
- * thread per viewer, until SIGINT/SIGTERM. ready(where, arg) is called once
- * listening, with "127.0.0.1:5901" or the socket path. control lifts the
- * input filter. */
-int api_view_serve(const char *name, const char *listen, const char *socket_path, bool control,
-                   void (*ready)(const char *where, void *arg), void *arg, em_err *err);
 
 #endif

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "envmgr/api/api_int.h"
+#include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
 
 int api_token_generate(char out[65], em_err *err)
@@ -25,8 +26,7 @@ int api_token_generate(char out[65], em_err *err)
             return em_fail_errno(err, "token: getrandom");
         got += (size_t)n;
     }
-    for (size_t i = 0; i < sizeof raw; i++)
-        snprintf(out + 2 * i, 3, "%02x", raw[i]);
+    hex_encode(raw, sizeof raw, out);
     return 0;
 }
 

@@ -14,7 +14,9 @@
 #include "envmgr/net/netpolicy.h"
 #include "envmgr/base/paths.h"
 #include "envmgr/base/sha256.h"
+#include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
+#include "envmgr/vm/manifest.h"
 
 #define FREEFORM_TASK                                                                                                  \
     "{\"id\": \"freeform\", \"instruction\": \"freeform session (no task)\", \"config\": [], \"evaluator\": {\"func\": \"infeasible\"},"       \
@@ -164,6 +166,14 @@ void api_envs_count_egress(api_server *s)
 
 /* ---- helpers ---- */
 
+/* An env with no episode running waits paused (no CPU); the next reset resumes it. */
+static void hold_idle(api_env *ae)
+{
+    em_err herr = {0};
+    if (env_hold(ae->e, true, &herr) < 0)
+        fprintf(stderr, "envmgr serve: %s\n", herr.msg);
+}
+
 static json_t *env_summary(api_env *ae)
 {
     return json_pack("{s:s, s:s, s:s}", "id", ae->id, "image", ae->image, "created", ae->created);
@@ -251,6 +261,22 @@ void api_h_list(api_request *q, api_reply *r)
     api_reply_json(r, 200, json_pack("{s:o, s:i}", "envs", list, "max_envs", q->s->cfg.max_envs));
 }
 
+/* The screen size an image's manifest gives; the default size when it cannot be read (the
+ * create then fails on the image itself, with its own message). */
+static void image_screen(const char *image, int *w, int *h)
+{
+    *w = MANIFEST_DEFAULT_WIDTH;
+    *h = MANIFEST_DEFAULT_HEIGHT;
+    _cleanup_free_ char *dir = paths_image_dir(image);
+    manifest *m = NULL;
+    em_err ignored = {0};
+    if (manifest_load(dir, &m, &ignored) == 0) {
+        *w = m->width;
+        *h = m->height;
+        manifest_free(m);
+    }
+}
+
 void api_h_create(api_request *q, api_reply *r)
 {
     api_server *s = q->s;
@@ -269,9 +295,24 @@ void api_h_create(api_request *q, api_reply *r)
     /* Check the task before a VM starts: bad input costs nothing. */
     task *t = NULL;
     char *tpath = NULL, sha[65] = "";
-    if (jtask && api_parse_task(jtask, "task", s->cfg.task_root, s->empty_dir, 1280, 800, &t, &tpath, sha, &ae_) < 0)
+    /* Coordinates are checked against the screen of the image the env will boot. */
+    int w, h;
+    image_screen(jimage ? json_string_value(jimage) : IMAGE_DEFAULT, &w, &h);
+    if (jtask && api_parse_task(jtask, "task", s->cfg.task_root, s->empty_dir, w, h, NULL, &t, &tpath, sha, &ae_) < 0)
         return api_reply_error(r, &ae_);
-    const char *image = jimage ? json_string_value(jimage) : t && t->image ? t->image : "desktop";
+    if (t && !jimage && t->image && strcmp(t->image, IMAGE_DEFAULT)) { /* the task names its image: its screen */
+        int tw, th;
+        image_screen(t->image, &tw, &th);
+        if (tw != w || th != h) {
+            task_free(t);
+            t = NULL;
+            free(tpath);
+            tpath = NULL;
+            if (api_parse_task(jtask, "task", s->cfg.task_root, s->empty_dir, tw, th, NULL, &t, &tpath, sha, &ae_) < 0)
+                return api_reply_error(r, &ae_);
+        }
+    }
+    const char *image = jimage ? json_string_value(jimage) : t && t->image ? t->image : IMAGE_DEFAULT;
     char *image_copy = xstrdup(image);
     task_free(t);
     t = NULL;
@@ -299,12 +340,17 @@ void api_h_create(api_request *q, api_reply *r)
     ae->image = image_copy;
     iso8601_now(ae->created, sizeof ae->created);
     env_up_opts uo = {.name = ae->id, .image = image_copy,
-                      .accel = jaccel ? json_string_value(jaccel) : s->cfg.accel ? s->cfg.accel : "auto"};
+                      .accel = jaccel ? json_string_value(jaccel) : s->cfg.accel ? s->cfg.accel : "auto",
+                      .net = s->cfg.allow_private};
     double t0 = now_ms();
     int rc = env_up(&uo, &ae->e, NULL, &err);
-    if (rc == 0 && jtask) /* now with the image's real screen size */
-        rc = api_parse_task(jtask, "task", s->cfg.task_root, s->empty_dir, env_width(ae->e), env_height(ae->e),
+    if (rc == 0 && jtask) { /* now with the image's real screen size and user password */
+        _cleanup_free_ char *pw = env_user_password(ae->e);
+        rc = api_parse_task(jtask, "task", s->cfg.task_root, s->empty_dir, env_width(ae->e), env_height(ae->e), pw,
                             &ae->t, &ae->task_path, ae->task_sha, &ae_) < 0 ? -2 : 0;
+    }
+    if (rc == 0)
+        hold_idle(ae);
     pthread_mutex_lock(&s->lock);
     bool stopping = s->stopping;
     if (rc == 0 && !stopping) {
@@ -355,7 +401,7 @@ void api_h_get(api_request *q, api_reply *r)
     json_object_set_new(j, "task_id", ae->t ? json_string(ae->t->id) : json_null());
     json_object_set_new(j, "episodes", json_integer(ae->episodes));
     if (ae->ep) {
-        const char *cause = episode_exit_cause(ae->ep);
+        const char *cause = exit_cause_name(episode_exit_cause(ae->ep));
         json_object_set_new(j, "episode", json_pack("{s:i, s:i, s:o}", "number", ae->episodes, "steps",
                                                     episode_steps(ae->ep), "exit_cause",
                                                     cause ? json_string(cause) : json_null()));
@@ -396,8 +442,9 @@ void api_h_reset(api_request *q, api_reply *r)
     json_t *jtask = json_object_get(q->body, "task");
     task *nt = NULL;
     char *npath = NULL, nsha[65] = "";
+    _cleanup_free_ char *pw = env_user_password(ae->e);
     if (jtask && !json_is_null(jtask) &&
-        api_parse_task(jtask, "task", s->cfg.task_root, s->empty_dir, env_width(ae->e), env_height(ae->e), &nt,
+        api_parse_task(jtask, "task", s->cfg.task_root, s->empty_dir, env_width(ae->e), env_height(ae->e), pw, &nt,
                        &npath, nsha, &ae_) < 0) {
         unlock_env(q, ae);
         return api_reply_error(r, &ae_);
@@ -448,7 +495,7 @@ void api_h_reset(api_request *q, api_reply *r)
     ae->trace_dir = xstrdup(episode_trace_dir(ep));
     json_decref(ae->last_result);
     ae->last_result = NULL;
-    const char *cause = episode_exit_cause(ep);
+    const char *cause = exit_cause_name(episode_exit_cause(ep));
     if (cause) { /* a setup step failed: the episode is over before it began */
         char msg[EM_ERR_MAX + 64];
         snprintf(msg, sizeof msg, "reset %s: task setup failed: %s", ae->id,
@@ -481,7 +528,7 @@ void api_h_step(api_request *q, api_reply *r)
         unlock_env(q, ae);
         return reply_fail(r, 409, "", "no episode on this env: POST /v1/envs/{id}/reset first");
     }
-    const char *cause = episode_exit_cause(ae->ep);
+    const char *cause = exit_cause_name(episode_exit_cause(ae->ep));
     if (cause) {
         char msg[256];
         snprintf(msg, sizeof msg, "the episode has ended (%s): POST evaluate or reset", cause);
@@ -506,10 +553,10 @@ void api_h_step(api_request *q, api_reply *r)
     }
     api_metrics_add(&s->metrics, &s->metrics.steps, 1);
     api_metrics_add(&s->metrics, &s->metrics.actions, so.actions);
-    cause = episode_exit_cause(ae->ep);
+    cause = exit_cause_name(episode_exit_cause(ae->ep));
     json_t *obs = NULL;
     double env_work_ms = 0;
-    if (!cause || strcmp(cause, "env_error")) {
+    if (episode_exit_cause(ae->ep) != EXIT_ENV_ERROR) {
         obs = observe(q, ae, &err, &env_work_ms);
         if (!obs) {
             unlock_env(q, ae);
@@ -593,7 +640,7 @@ void api_h_evaluate(api_request *q, api_reply *r)
     json_t *res = NULL;
     episode *ep = ae->ep;
     ae->ep = NULL; /* episode_finish frees it, also on failure */
-    if (episode_finish(ep, "evaluated", &res, &err) < 0) {
+    if (episode_finish(ep, EXIT_EVALUATED, &res, &err) < 0) {
         unlock_env(q, ae);
         return reply_em(r, &err, "");
     }
@@ -606,6 +653,7 @@ void api_h_evaluate(api_request *q, api_reply *r)
         json_object_set(j, "details", details);
     json_decref(res);
     ae->last_result = json_incref(j);
+    hold_idle(ae);
     unlock_env(q, ae);
     api_reply_json(r, 200, j);
 }

@@ -7,6 +7,7 @@
 
 #include <jansson.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -83,6 +84,7 @@ int api_parse_step(json_t *body, int w, int h, json_t **reply, api_error *ae);
  * placeholders are substituted. *path is malloc'd (NULL inline), sha the
  * sha256 of the task text. */
 int api_parse_task(json_t *spec, const char *field, const char *task_root, const char *empty_dir, int w, int h,
+                   const char *client_password,
                    task **out, char **path, char sha[65], api_error *ae);
 
 /* ---- auth ---- */
@@ -110,56 +112,6 @@ void api_metrics_reset_done(api_metrics *m, double seconds, bool ok);
 void api_metrics_http(api_metrics *m, int status);
 /* Prometheus text exposition format 0.0.4 (malloc'd). */
 char *api_metrics_render(api_metrics *m, int envs_now, int max_envs);
-
-/* ---- websocket framing (RFC 6455) and the view-only RFB filter ---- */
-/* Sec-WebSocket-Accept for a Sec-WebSocket-Key. */
-int api_ws_accept(const char *key, char out[29]);
-
-typedef struct api_ws_parser {
-    uint8_t hdr[14];
-    size_t hdr_len, need_hdr;
-    uint64_t payload_left;
-    uint8_t mask[4];
-    size_t mask_pos;
-    int opcode;   /* of the frame being read */
-    bool fin;
-    /* a control frame's payload, gathered whole */
-    uint8_t ctl[125];
-    size_t ctl_len;
-} api_ws_parser;
-
-typedef enum { API_WS_DATA, API_WS_PING, API_WS_CLOSE } api_ws_event;
-/* Feed bytes from the client. Unmasked payload of data frames is appended to
- * data (capacity cap, *data_len updated); a ping's payload to *ctl. Returns
- * bytes consumed (less than n when an event needs handling first: call again
- * with the rest), or -1 on a protocol violation (unmasked frame, oversized
- * control frame, reserved bits, unknown opcode). *event is API_WS_DATA unless
- * a complete ping or close frame was read. */
-long api_ws_feed(api_ws_parser *p, const uint8_t *in, size_t n, uint8_t *data, size_t cap, size_t *data_len,
-                 api_ws_event *event);
-/* A server frame header (unmasked) for a payload of len bytes; returns its size (2, 4 or 10). */
-size_t api_ws_header(uint8_t out[10], int opcode, uint64_t len);
-
-typedef struct api_rfb_filter {
-    int state;        /* handshake stage, then messages */
-    int minor;        /* RFB 3.minor */
-    uint8_t buf[4200];/* the message being gathered */
-    size_t have;
-    uint64_t skip;    /* bytes of a dropped message still to skip */
-    long dropped;     /* input messages dropped */
-} api_rfb_filter;
-/* Client → server bytes of a view-only session. Forwards the handshake
- * (forcing the shared flag, so a viewer never disconnects the env's own VNC
- * session), pixel-format, encoding and update requests; drops key, pointer and
- * clipboard messages; strips encodings that would let the client send
- * anything else. Writes at most n + sizeof f->buf bytes to out (a message
- * gathered over several calls comes out whole); returns how many, or -1 when
- * the client sent something no view-only session may (the caller hangs up). */
-long api_rfb_filter_feed(api_rfb_filter *f, const uint8_t *in, size_t n, uint8_t *out);
-
-/* Relay one viewer connection to the env's VNC socket until either side closes
- * or *stop is set. ws: the client speaks websocket frames (the handshake is done). */
-void api_relay(int client_fd, bool ws, const char *vnc_sock, bool view_only, const volatile int *stop);
 
 /* ---- tar (ustar) ---- */
 /* A 512-byte ustar header for a regular file (name at most 99 bytes, or split at a '/' into prefix + name). */
@@ -200,7 +152,7 @@ struct api_server {
     int nenvs;            /* envs in the table plus envs being created */
     long next_id;
     int live;             /* live-view relays running */
-    volatile int stopping;
+    atomic_int stopping; /* read by connection and live-view threads */
     api_metrics metrics;
 };
 
@@ -219,6 +171,7 @@ typedef struct api_reply {
 void api_reply_json(api_reply *r, int status, json_t *j);
 void api_reply_error(api_reply *r, const api_error *ae);
 void api_reply_header(api_reply *r, const char *name, const char *value);
+void api_reply_free(api_reply *r);
 
 typedef struct api_request {
     api_server *s;

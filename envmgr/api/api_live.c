@@ -16,7 +16,10 @@
 
 #include "envmgr/api/api_int.h"
 #include "envmgr/base/paths.h"
+#include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
+#include "envmgr/view/relay.h"
+#include "envmgr/view/websocket.h"
 #include "envmgr/vm/vm.h"
 
 #define NOVNC_FILE_MAX (8u << 20)
@@ -108,7 +111,7 @@ static void *live_main(void *arg)
     if (fl >= 0)
         fcntl(lt->fd, F_SETFL, fl & ~O_NONBLOCK);
     if (lt->extra_len == 0) /* (a client does not talk before the server's RFB version) */
-        api_relay(lt->fd, true, lt->ctx->vnc_sock, lt->ctx->view_only, &s->stopping);
+        view_relay(lt->fd, true, lt->ctx->vnc_sock, lt->ctx->view_only, &s->stopping);
     MHD_upgrade_action(lt->urh, MHD_UPGRADE_ACTION_CLOSE);
     free(lt->extra);
     free(lt->ctx->vnc_sock);
@@ -195,7 +198,7 @@ void api_h_live_ws(api_request *q, api_reply *r)
     }
     api_env_release(q->s, ae);
     char accept[29];
-    if (api_ws_accept(key, accept) < 0) {
+    if (ws_accept(key, accept) < 0) {
         api_fail(&e, 400, "Sec-WebSocket-Key", "bad Sec-WebSocket-Key");
         return api_reply_error(r, &e);
     }

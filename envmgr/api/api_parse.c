@@ -11,6 +11,7 @@
 #include "envmgr/api/api_int.h"
 #include "envmgr/action/pyautogui.h"
 #include "envmgr/base/sha256.h"
+#include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
 
 int api_fail(api_error *ae, int status, const char *field, const char *fmt, ...)
@@ -234,6 +235,7 @@ int api_parse_step(json_t *body, int w, int h, json_t **reply, api_error *ae)
 }
 
 int api_parse_task(json_t *spec, const char *field, const char *task_root, const char *empty_dir, int w, int h,
+                   const char *client_password,
                    task **out, char **path, char sha[65], api_error *ae)
 {
     *out = NULL;
@@ -243,7 +245,7 @@ int api_parse_task(json_t *spec, const char *field, const char *task_root, const
     if (json_is_string(spec)) {
         const char *p = json_string_value(spec);
         char *abs = NULL;
-        if (!p[0] || task_path_inside(task_root, p, true, &abs, &err) < 0)
+        if (!p[0] || path_inside(task_root, p, true, &abs, &err) < 0)
             return api_fail(ae, 400, field, "%s: `%.200s`: %s", field, p,
                             p[0] ? err.msg : "empty path");
         if (task_load(abs, &t, &err) < 0 || sha256_file_hex(abs, sha, &err) < 0) {
@@ -265,7 +267,8 @@ int api_parse_task(json_t *spec, const char *field, const char *task_root, const
     } else {
         return api_fail(ae, 400, field, "%s: expected a task object or a task file path", field);
     }
-    if (task_substitute_screen(t, w, h, &err) < 0) {
+    task_vars v = {.screen_w = w, .screen_h = h, .client_password = client_password};
+    if (task_substitute(t, &v, &err) < 0) {
         task_free(t);
         free(*path);
         *path = NULL;

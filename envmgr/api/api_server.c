@@ -2,22 +2,18 @@
  * step that takes seconds on one env never delays another env's requests),
  * request bodies gathered with a cap, the token checked before a body is
  * read, handlers dispatched, responses built. */
-#include <arpa/inet.h>
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <microhttpd.h>
-#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include "envmgr/api/api_int.h"
 #include "envmgr/base/sha256.h"
+#include "envmgr/base/fileio.h"
+#include "envmgr/base/listen.h"
 #include "envmgr/base/util.h"
 
 typedef struct conn_req {
@@ -32,58 +28,6 @@ typedef struct conn_req {
 
 #define API_DISCARD_MAX ((size_t)64 << 20) /* bytes of an oversized body read before hanging up */
 
-/* ---- replies ---- */
-
-void api_reply_json(api_reply *r, int status, json_t *j)
-{
-    r->status = status;
-    json_decref(r->json);
-    r->json = j;
-}
-
-void api_reply_error(api_reply *r, const api_error *ae)
-{
-    if (ae->status == 405 && ae->field[0]) { /* the field carries the Allow header */
-        api_reply_header(r, "Allow", ae->field);
-        api_error copy = *ae;
-        copy.field[0] = '\0';
-        api_reply_json(r, 405, api_error_json(&copy));
-        return;
-    }
-    if (ae->status == 401)
-        api_reply_header(r, "WWW-Authenticate", "Bearer realm=\"envmgr\"");
-    api_reply_json(r, ae->status, api_error_json(ae));
-}
-
-void api_reply_header(api_reply *r, const char *name, const char *value)
-{
-    for (size_t i = 0; i < ARRAY_LEN(r->headers); i++)
-        if (!r->headers[i]) {
-            r->headers[i] = xasprintf("%s: %s", name, value);
-            return;
-        }
-}
-
-static void reply_free(api_reply *r)
-{
-    json_decref(r->json);
-    free(r->body);
-    for (size_t i = 0; i < ARRAY_LEN(r->headers); i++)
-        free(r->headers[i]);
-    if (r->mhd)
-        MHD_destroy_response(r->mhd);
-}
-
-const char *api_query(const api_request *q, const char *name)
-{
-    return MHD_lookup_connection_value(q->conn, MHD_GET_ARGUMENT_KIND, name);
-}
-
-const char *api_header(const api_request *q, const char *name)
-{
-    return MHD_lookup_connection_value(q->conn, MHD_HEADER_KIND, name);
-}
-
 static enum MHD_Result send_reply(api_server *s, struct MHD_Connection *c, api_reply *r)
 {
     struct MHD_Response *resp = r->mhd;
@@ -91,6 +35,10 @@ static enum MHD_Result send_reply(api_server *s, struct MHD_Connection *c, api_r
     if (!resp) {
         if (r->json) {
             char *text = json_dumps(r->json, JSON_COMPACT);
+            if (!text) { /* never expected: replies are built from valid values */
+                r->status = MHD_HTTP_INTERNAL_SERVER_ERROR;
+                text = xstrdup("{\"error\": \"the reply could not be encoded\", \"field\": null}");
+            }
             size_t n = strlen(text);
             text = xrealloc(text, n + 2);
             text[n++] = '\n';
@@ -135,7 +83,7 @@ static enum MHD_Result send_error(api_server *s, struct MHD_Connection *c, const
     api_reply r = {0};
     api_reply_error(&r, ae);
     enum MHD_Result rc = send_reply(s, c, &r);
-    reply_free(&r);
+    api_reply_free(&r);
     return rc;
 }
 
@@ -270,7 +218,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     dispatch(&q, &r);
     json_decref(q.body);
     enum MHD_Result rc = send_reply(s, c, &r);
-    reply_free(&r);
+    api_reply_free(&r);
     return rc;
 }
 
@@ -282,99 +230,6 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls, en
     free(cr->buf);
     free(cr);
     *req_cls = NULL;
-}
-
-/* ---- listening ---- */
-
-static int listen_tcp(const char *spec, int *fd_out, char *url, size_t url_len, em_err *err)
-{
-    char host[256];
-    const char *colon = strrchr(spec, ':');
-    if (!colon || colon == spec)
-        return em_fail_input(err, "--listen: expected HOST:PORT, got `%s`", spec);
-    size_t hl = (size_t)(colon - spec);
-    if (hl >= sizeof host)
-        return em_fail_input(err, "--listen: host too long");
-    memcpy(host, spec, hl);
-    host[hl] = '\0';
-    if (host[0] == '[' && hl > 2 && host[hl - 1] == ']') {
-        memmove(host, host + 1, hl - 2);
-        host[hl - 2] = '\0';
-    }
-    long port;
-    if (parse_int(colon + 1, 0, 65535, &port) < 0)
-        return em_fail_input(err, "--listen: bad port `%s`", colon + 1);
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE}, *ai;
-    int g = getaddrinfo(host, colon + 1, &hints, &ai);
-    if (g != 0)
-        return em_fail_input(err, "--listen: `%s`: %s", host, gai_strerror(g));
-    int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-        freeaddrinfo(ai);
-        return em_fail_errno(err, "--listen: socket");
-    }
-    int one = 1;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, 64) < 0) {
-        int e = errno;
-        freeaddrinfo(ai);
-        close(fd);
-        errno = e;
-        return em_fail_errno(err, "--listen: bind %s", spec);
-    }
-    freeaddrinfo(ai);
-    struct sockaddr_storage ss;
-    socklen_t sl = sizeof ss;
-    getsockname(fd, (struct sockaddr *)&ss, &sl);
-    char num[INET6_ADDRSTRLEN];
-    int bound;
-    if (ss.ss_family == AF_INET6) {
-        struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&ss;
-        inet_ntop(AF_INET6, &a6->sin6_addr, num, sizeof num);
-        bound = ntohs(a6->sin6_port);
-        snprintf(url, url_len, "http://[%s]:%d", num, bound);
-    } else {
-        struct sockaddr_in *a4 = (struct sockaddr_in *)&ss;
-        inet_ntop(AF_INET, &a4->sin_addr, num, sizeof num);
-        bound = ntohs(a4->sin_port);
-        snprintf(url, url_len, "http://%s:%d", num, bound);
-    }
-    *fd_out = fd;
-    return 0;
-}
-
-static int listen_unix(const char *path, int *fd_out, em_err *err)
-{
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    if (strlen(path) >= sizeof sa.sun_path)
-        return em_fail_input(err, "--socket: path longer than %zu bytes", sizeof sa.sun_path - 1);
-    snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path);
-    struct stat st;
-    if (lstat(path, &st) == 0) {
-        if (!S_ISSOCK(st.st_mode))
-            return em_fail_input(err, "--socket: `%s` exists and is not a socket", path);
-        /* a stale socket of a server that died: remove it only if nobody answers */
-        int probe = unix_connect(path, 0, NULL);
-        if (probe >= 0) {
-            close(probe);
-            return em_fail_input(err, "--socket: `%s` is in use by a running server", path);
-        }
-        unlink(path);
-    }
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return em_fail_errno(err, "--socket: socket");
-    mode_t old = umask(0177); /* the socket is created 0600 */
-    int rc = bind(fd, (struct sockaddr *)&sa, sizeof sa);
-    umask(old);
-    if (rc < 0 || listen(fd, 64) < 0) {
-        int e = errno;
-        close(fd);
-        errno = e;
-        return em_fail_errno(err, "--socket: bind `%s`", path);
-    }
-    *fd_out = fd;
-    return 0;
 }
 
 static char *dup_or_null(const char *s)
@@ -412,11 +267,16 @@ int api_server_start(const api_config *c, api_server **out, em_err *err)
         rc = mkdir_p(s->empty_dir, 0700, err);
     }
     if (rc == 0 && c->socket_path) {
-        rc = listen_unix(c->socket_path, &s->listen_fd, err);
+        rc = listen_unix(c->socket_path, &s->listen_fd, err) < 0 ? em_prefix(err, "--socket: ") : 0;
         s->unix_sock = true;
         snprintf(s->url, sizeof s->url, "unix:%s", c->socket_path);
     } else if (rc == 0) {
-        rc = listen_tcp(c->listen ? c->listen : API_DEFAULT_LISTEN, &s->listen_fd, s->url, sizeof s->url, err);
+        char where[LISTEN_WHERE_MAX];
+        rc = listen_tcp(c->listen ? c->listen : API_DEFAULT_LISTEN, false, &s->listen_fd, where, err);
+        if (rc < 0)
+            em_prefix(err, "--listen: ");
+        else
+            snprintf(s->url, sizeof s->url, "http://%s", where);
     }
     if (rc < 0) {
         api_server_stop(s);
@@ -482,130 +342,3 @@ void api_server_stop(api_server *s)
     free(s);
 }
 
-/* ---- a trace as a tar stream ---- */
-
-typedef struct tar_file {
-    char *path, *name;
-    uint64_t size;
-    long mtime;
-} tar_file;
-
-typedef struct tar_stream {
-    tar_file *files;
-    size_t n, cur;
-    uint64_t pos;      /* within the current member: header (512), data, padding */
-    int fd;
-    uint8_t hdr[512];
-} tar_stream;
-
-static void tar_free(void *cls)
-{
-    tar_stream *t = cls;
-    for (size_t i = 0; i < t->n; i++) {
-        free(t->files[i].path);
-        free(t->files[i].name);
-    }
-    free(t->files);
-    if (t->fd >= 0)
-        close(t->fd);
-    free(t);
-}
-
-static ssize_t tar_read(void *cls, uint64_t offset, char *buf, size_t max)
-{
-    tar_stream *t = cls;
-    size_t out = 0;
-    while (out < max) {
-        if (t->cur == t->n) { /* two zero blocks end the archive */
-            uint64_t end = 1024;
-            if (t->pos >= end)
-                break;
-            size_t k = (size_t)(end - t->pos) < max - out ? (size_t)(end - t->pos) : max - out;
-            memset(buf + out, 0, k);
-            out += k;
-            t->pos += k;
-            continue;
-        }
-        tar_file *f = &t->files[t->cur];
-        uint64_t padded = (f->size + 511) / 512 * 512;
-        if (t->pos == 0 && api_tar_header(t->hdr, f->name, f->size, f->mtime) < 0)
-            return MHD_CONTENT_READER_END_WITH_ERROR;
-        if (t->pos < 512) {
-            size_t k = (size_t)(512 - t->pos) < max - out ? (size_t)(512 - t->pos) : max - out;
-            memcpy(buf + out, t->hdr + t->pos, k);
-            out += k;
-            t->pos += k;
-            continue;
-        }
-        uint64_t in_data = t->pos - 512;
-        if (in_data < f->size) {
-            if (t->fd < 0 && (t->fd = open(f->path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0)
-                return MHD_CONTENT_READER_END_WITH_ERROR;
-            size_t want = (size_t)(f->size - in_data) < max - out ? (size_t)(f->size - in_data) : max - out;
-            ssize_t k = pread(t->fd, buf + out, want, (off_t)in_data);
-            if (k <= 0) /* the file shrank: a trace never does, so give up */
-                return MHD_CONTENT_READER_END_WITH_ERROR;
-            out += (size_t)k;
-            t->pos += (uint64_t)k;
-            continue;
-        }
-        if (in_data < padded) {
-            size_t k = (size_t)(padded - in_data) < max - out ? (size_t)(padded - in_data) : max - out;
-            memset(buf + out, 0, k);
-            out += k;
-            t->pos += k;
-            continue;
-        }
-        if (t->fd >= 0)
-            close(t->fd);
-        t->fd = -1;
-        t->cur++;
-        t->pos = 0;
-    }
-    if (out == 0)
-        return MHD_CONTENT_READER_END_OF_STREAM;
-    (void)offset;
-    return (ssize_t)out;
-}
-
-static void tar_add(tar_stream *t, const char *path, const char *name, const struct stat *st)
-{
-    t->files = xrealloc(t->files, (t->n + 1) * sizeof *t->files);
-    t->files[t->n++] = (tar_file){xstrdup(path), xstrdup(name), (uint64_t)st->st_size, (long)st->st_mtime};
-}
-
-struct MHD_Response *api_tar_response(const char *trace_dir, em_err *err)
-{
-    tar_stream *t = xcalloc(1, sizeof *t);
-    t->fd = -1;
-    _cleanup_free_ char *jsonl = xasprintf("%s/trace.jsonl", trace_dir), *frames = xasprintf("%s/frames", trace_dir);
-    struct stat st;
-    if (lstat(jsonl, &st) < 0 || !S_ISREG(st.st_mode)) {
-        tar_free(t);
-        em_fail_errno(err, "trace `%s`", jsonl);
-        return NULL;
-    }
-    tar_add(t, jsonl, "trace/trace.jsonl", &st);
-    DIR *d = opendir(frames);
-    if (d) {
-        struct dirent *de;
-        while ((de = readdir(d))) {
-            size_t n = strlen(de->d_name);
-            if (n != 68 || strcmp(de->d_name + 64, ".png")) /* <sha256>.png only: no temp files, no links */
-                continue;
-            _cleanup_free_ char *p = xasprintf("%s/%s", frames, de->d_name), *name = xasprintf("trace/frames/%s", de->d_name);
-            if (lstat(p, &st) == 0 && S_ISREG(st.st_mode))
-                tar_add(t, p, name, &st);
-        }
-        closedir(d);
-    }
-    uint64_t total = 1024;
-    for (size_t i = 0; i < t->n; i++)
-        total += 512 + (t->files[i].size + 511) / 512 * 512;
-    struct MHD_Response *r = MHD_create_response_from_callback(total, 64 * 1024, tar_read, t, tar_free);
-    if (!r) {
-        tar_free(t);
-        em_fail(err, "trace: cannot create the response");
-    }
-    return r;
-}

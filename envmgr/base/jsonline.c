@@ -39,9 +39,10 @@ static int fill(jsonline *c, double deadline, em_err *err)
         ssize_t r = read(c->fd, c->buf + c->len, c->cap - c->len);
         if (r < 0 && (errno == EINTR || errno == EAGAIN))
             continue;
-        if (r < 0)
+        /* A reset is a peer that exited with our message unread: gone, like EOF. */
+        if (r < 0 && errno != ECONNRESET)
             return em_fail_errno(err, "%s: read", c->label);
-        if (r == 0)
+        if (r <= 0)
             return em_fail(err, "%s: the peer closed the connection (did QEMU exit?)", c->label);
         c->len += (size_t)r;
         return 0;

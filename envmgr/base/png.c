@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
 
 #define PNG_MAX_SIDE 16384

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "envmgr/base/utf8.h"
 #include "envmgr/base/util.h"
 
 static void reserve(sbuf *b, size_t n)
@@ -61,40 +62,6 @@ void sbuf_release(sbuf *b)
     b->len = b->cap = 0;
 }
 
-/* Length of the UTF-8 sequence at p (1..4), or 0 when it is not valid. */
-static size_t utf8_len(const unsigned char *p, size_t left, unsigned *cp)
-{
-    unsigned c = p[0];
-    size_t n;
-    unsigned v;
-    if (c < 0x80) {
-        *cp = c;
-        return 1;
-    } else if (c >= 0xc2 && c <= 0xdf) {
-        n = 2;
-        v = c & 0x1f;
-    } else if (c >= 0xe0 && c <= 0xef) {
-        n = 3;
-        v = c & 0x0f;
-    } else if (c >= 0xf0 && c <= 0xf4) {
-        n = 4;
-        v = c & 0x07;
-    } else {
-        return 0;
-    }
-    if (left < n)
-        return 0;
-    for (size_t i = 1; i < n; i++) {
-        if ((p[i] & 0xc0) != 0x80)
-            return 0;
-        v = (v << 6) | (p[i] & 0x3f);
-    }
-    if ((n == 3 && v < 0x800) || (n == 4 && (v < 0x10000 || v > 0x10ffff)) || (v >= 0xd800 && v <= 0xdfff))
-        return 0;
-    *cp = v;
-    return n;
-}
-
 static int is_bidi_control(unsigned cp)
 {
     return (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069) || cp == 0x200e || cp == 0x200f ||
@@ -106,8 +73,8 @@ void sbuf_add_visible(sbuf *b, const char *s, size_t max)
     const unsigned char *p = (const unsigned char *)s;
     size_t len = strlen(s), i = 0;
     while (i < len) {
-        unsigned cp;
-        size_t n = utf8_len(p + i, len - i, &cp);
+        uint32_t cp;
+        size_t n = utf8_decode(p + i, len - i, &cp);
         if (i + (n ? n : 1) > max) {
             sbuf_puts(b, "...");
             return;

@@ -26,22 +26,13 @@ void crypto_init(void)
     pthread_once(&once, init_once);
 }
 
-static void to_hex(const unsigned char *d, char out[SHA256_HEX_LEN + 1])
-{
-    static const char hex[] = "0123456789abcdef";
-    for (int i = 0; i < 32; i++) {
-        out[2 * i] = hex[d[i] >> 4];
-        out[2 * i + 1] = hex[d[i] & 15];
-    }
-    out[SHA256_HEX_LEN] = '\0';
-}
 
 void sha256_hex(const void *data, size_t len, char out[SHA256_HEX_LEN + 1])
 {
     crypto_init();
     unsigned char d[32];
     gcry_md_hash_buffer(GCRY_MD_SHA256, d, data, len);
-    to_hex(d, out);
+    hex_encode(d, 32, out);
 }
 
 int sha256_file_hex(const char *path, char out[SHA256_HEX_LEN + 1], em_err *err)
@@ -67,7 +58,7 @@ int sha256_file_hex(const char *path, char out[SHA256_HEX_LEN + 1], em_err *err)
             break;
         gcry_md_write(h, buf, (size_t)r);
     }
-    to_hex(gcry_md_read(h, GCRY_MD_SHA256), out);
+    hex_encode(gcry_md_read(h, GCRY_MD_SHA256), 32, out);
     gcry_md_close(h);
     return 0;
 }
@@ -84,7 +75,7 @@ int hmac_sha256_hex(const void *key, size_t key_len, const void *data, size_t le
         return em_fail(err, "hmac: cannot set key");
     }
     gcry_md_write(h, data, len);
-    to_hex(gcry_md_read(h, GCRY_MD_SHA256), out);
+    hex_encode(gcry_md_read(h, GCRY_MD_SHA256), 32, out);
     gcry_md_close(h);
     return 0;
 }

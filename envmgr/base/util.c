@@ -117,121 +117,6 @@ void sleep_ms(double ms)
         ;
 }
 
-int mkdir_p(const char *path, mode_t mode, em_err *err)
-{
-    _cleanup_free_ char *copy = xstrdup(path);
-    for (char *p = copy + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(copy, mode) < 0 && errno != EEXIST)
-            return em_fail_errno(err, "mkdir `%s`", copy);
-        *p = '/';
-    }
-    if (mkdir(copy, mode) < 0 && errno != EEXIST)
-        return em_fail_errno(err, "mkdir `%s`", copy);
-    return 0;
-}
-
-static int remove_at(int parent, const char *name, em_err *err)
-{
-    if (unlinkat(parent, name, 0) == 0 || errno == ENOENT)
-        return 0;
-    if (errno != EISDIR && errno != EPERM)
-        return em_fail_errno(err, "unlink `%s`", name);
-    int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
-        return em_fail_errno(err, "open `%s`", name);
-    DIR *d = fdopendir(fd);
-    if (!d) {
-        close(fd);
-        return em_fail_errno(err, "opendir `%s`", name);
-    }
-    int rc = 0;
-    struct dirent *de;
-    while (rc == 0 && (de = readdir(d))) {
-        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-            continue;
-        rc = remove_at(dirfd(d), de->d_name, err);
-    }
-    closedir(d);
-    if (rc == 0 && unlinkat(parent, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
-        return em_fail_errno(err, "rmdir `%s`", name);
-    return rc;
-}
-
-int remove_tree(const char *path, em_err *err)
-{
-    return remove_at(AT_FDCWD, path, err);
-}
-
-int read_file_capped(const char *path, size_t max, char **out, size_t *len, em_err *err)
-{
-    _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return em_fail_errno(err, "open `%s`", path);
-    struct stat st;
-    if (fstat(fd, &st) < 0)
-        return em_fail_errno(err, "stat `%s`", path);
-    if (!S_ISREG(st.st_mode))
-        return em_fail(err, "`%s` is not a regular file", path);
-    if ((size_t)st.st_size > max)
-        return em_fail(err, "`%s` is %lld bytes, more than the limit of %zu", path, (long long)st.st_size, max);
-    size_t cap = (size_t)st.st_size + 1, n = 0;
-    char *buf = xmalloc(cap + 1);
-    for (;;) {
-        if (n == cap) {
-            if (cap > max) {
-                free(buf);
-                return em_fail(err, "`%s` grew past the limit of %zu bytes", path, max);
-            }
-            cap *= 2;
-            buf = xrealloc(buf, cap + 1);
-        }
-        ssize_t r = read(fd, buf + n, cap - n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0) {
-            free(buf);
-            return em_fail_errno(err, "read `%s`", path);
-        }
-        if (r == 0)
-            break;
-        n += (size_t)r;
-    }
-    if (n > max) {
-        free(buf);
-        return em_fail(err, "`%s` grew past the limit of %zu bytes", path, max);
-    }
-    buf[n] = '\0';
-    *out = buf;
-    if (len)
-        *len = n;
-    return 0;
-}
-
-int write_file_atomic(const char *path, const void *data, size_t len, mode_t mode, em_err *err)
-{
-    _cleanup_free_ char *tmp = xasprintf("%s.tmp.%d", path, (int)getpid());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-    if (fd < 0)
-        return em_fail_errno(err, "create `%s`", tmp);
-    if (write_full(fd, data, len, err) < 0 || fsync(fd) < 0) {
-        if (err && !err->msg[0])
-            em_fail_errno(err, "fsync `%s`", tmp);
-        close(fd);
-        unlink(tmp);
-        return em_prefix(err, "write `%s`: ", path);
-    }
-    close(fd);
-    if (rename(tmp, path) < 0) {
-        em_fail_errno(err, "rename `%s` to `%s`", tmp, path);
-        unlink(tmp);
-        return -1;
-    }
-    return 0;
-}
-
 static void on_interrupt(int sig)
 {
     interrupt_signal = sig;
@@ -427,4 +312,15 @@ bool dns_name_valid(const char *h, bool lowercase_only)
         s = e + 1;
     }
     return true;
+}
+
+void hex_encode(const void *data, size_t n, char *out)
+{
+    static const char hex[] = "0123456789abcdef";
+    const unsigned char *d = data;
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = hex[d[i] >> 4];
+        out[2 * i + 1] = hex[d[i] & 15];
+    }
+    out[2 * n] = '\0';
 }

@@ -34,15 +34,7 @@ double wall_time(void);
 void iso8601_now(char *buf, size_t len);
 void sleep_ms(double ms);
 
-/* mkdir -p with the given mode for every directory it creates. */
-int mkdir_p(const char *path, mode_t mode, em_err *err);
-/* rm -rf of a directory this program created (no symlink following). */
-int remove_tree(const char *path, em_err *err);
 
-/* Read a whole file, refusing files larger than max bytes. *out is NUL-terminated. */
-int read_file_capped(const char *path, size_t max, char **out, size_t *len, em_err *err);
-/* Write via a temp file + rename, so readers never see half a file. */
-int write_file_atomic(const char *path, const void *data, size_t len, mode_t mode, em_err *err);
 
 /* Read exactly n bytes / write all, with a deadline (monotonic ms); EINTR-safe. */
 int read_full_deadline(int fd, void *buf, size_t n, double deadline, em_err *err);
@@ -70,6 +62,8 @@ bool pid_running(pid_t pid);
 bool dns_name_valid(const char *h, bool lowercase_only);
 
 int parse_int(const char *s, long min, long max, long *out);
+/* n bytes as lowercase hex into out (2n + 1 bytes, NUL-terminated). */
+void hex_encode(const void *data, size_t n, char *out);
 int parse_double(const char *s, double *out);
 
 /* Names of envs, images and tasks become path components: keep them boring. */

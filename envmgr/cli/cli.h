@@ -2,6 +2,8 @@
 #ifndef ENVMGR_CLI_H
 #define ENVMGR_CLI_H
 
+#include <stddef.h>
+
 #include "envmgr/base/err.h"
 
 typedef struct cli_command {
@@ -14,8 +16,16 @@ typedef struct cli_command {
 int cli_report(const em_err *err);
 /* True when argv holds -h/--help; prints usage then. */
 int cli_wants_help(int argc, char **argv, const char *usage);
+/* A command made of subcommands (`envmgr suite run ...`): usage on no argument (exit 2) or on
+ * --help, else the subcommand named by argv[1] runs with argv + 1; an unknown one is a usage error
+ * listing the names. */
+int cli_dispatch(int argc, char **argv, const char *usage, const char *command, const cli_command *subs, size_t n);
 /* Print a usage error (one line) and return EM_EXIT_USAGE. */
 int cli_usage_error(const char *usage, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* One line per image under the image root, after lead: name, build time, directory (one that does
+ * not load: after bad_lead, with the reason). Returns how many loaded. */
+int cli_print_images(const char *lead, const char *bad_lead);
 
 int cmd_up(int argc, char **argv);
 int cmd_down(int argc, char **argv);
@@ -29,10 +39,19 @@ int cmd_image(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_trace(int argc, char **argv);
 int cmd_suite(int argc, char **argv);
+int cmd_task(int argc, char **argv);
+/* --offline and --asset-mirror PREFIX=DIR|URL, shared by task fetch, run and suite run (the
+ * asset cache's process-wide settings). Returns 0, or EM_EXIT_USAGE after printing why. */
+#define CLI_ASSET_USAGE                                                                                              \
+    "  --offline          assets only from the cache (and mirror folders); a missing URL is an error\n"            \
+    "  --asset-mirror PREFIX=DIR|URL   fetch http(s) assets starting with PREFIX from DIR/<rest> or URL<rest>\n"
+int cli_asset_option(const char *usage, int offline, const char *mirror);
 int cmd_gc(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_view(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
+int cmd_doctor(int argc, char **argv);
 int cmd_replay_agent(int argc, char **argv);
+int cmd_metric(int argc, char **argv);
 
 #endif

@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "envmgr/env/suite_gc.h"
+#include "envmgr/env/gc.h"
 
 static const char usage[] =
     "usage: envmgr gc [--all-suite] [--keep-golden] [--dry-run]\n"

@@ -7,16 +7,20 @@
 
 #include "cli.h"
 #include "envmgr/episode/replay.h"
+#include "envmgr/base/paths.h"
 #include "envmgr/base/util.h"
 
 static const char usage[] =
     "usage: envmgr replay TRACE_DIR [--env NAME] [--out DIR] [--tolerance P] [--until N] [--fast] [--force]\n"
+    "                     [--task FILE]\n"
     "  Restore the clean snapshot of the image the trace names, replay the task's setup and every recorded\n"
     "  action (with the recorded timing unless --fast), compare each frame after an action with the\n"
     "  recorded one (exact sha256, else at most P of the pixels may differ; default 0.002), report the\n"
     "  first divergent step with both frames and a diff image, re-run the evaluator and compare the score.\n"
     "  Exit 0 only when it reproduced. Refuses a trace that does not verify, and another image or a changed\n"
-    "  task file unless --force. --out default: envmgr-replay/<trace dir name>.\n";
+    "  task unless --force. --out default: envmgr-replay/<trace dir name>.\n"
+    "  The task is the one the trace carries (checked against its sha256), or --task FILE; the trace never\n"
+    "  chooses a file on this host.\n";
 
 int cmd_replay(int argc, char **argv)
 {
@@ -27,7 +31,8 @@ int cmd_replay(int argc, char **argv)
     static const struct option opts[] = {{"env", required_argument, 0, 'e'},       {"out", required_argument, 0, 'o'},
                                          {"tolerance", required_argument, 0, 't'}, {"until", required_argument, 0, 'u'},
                                          {"fast", no_argument, 0, 'f'},            {"force", no_argument, 0, 'F'},
-                                         {"accel", required_argument, 0, 'a'},     {0, 0, 0, 0}};
+                                         {"accel", required_argument, 0, 'a'},     {"task", required_argument, 0, 'T'},
+                                         {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
@@ -36,6 +41,7 @@ int cmd_replay(int argc, char **argv)
         case 'a': accel = optarg; break;
         case 'f': o.fast = true; break;
         case 'F': o.force = true; break;
+        case 'T': o.task_path = optarg; break;
         case 't':
             if (parse_double(optarg, &o.tolerance) < 0 || o.tolerance < 0 || o.tolerance > 1)
                 return cli_usage_error(usage, "--tolerance: expected a fraction 0..1, got `%s`", optarg);
@@ -80,7 +86,7 @@ int cmd_replay(int argc, char **argv)
     int rc;
     if (temporary) {
         snprintf(temp, sizeof temp, "replay-%d", (int)getpid());
-        env_up_opts uo = {.name = temp, .image = "desktop", .accel = accel};
+        env_up_opts uo = {.name = temp, .image = IMAGE_DEFAULT, .accel = accel};
         rc = env_up(&uo, &e, NULL, &err);
     } else {
         rc = env_open(env_name, &e, &err);

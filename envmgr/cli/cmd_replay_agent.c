@@ -29,8 +29,11 @@ int cmd_replay_agent(int argc, char **argv)
     if (trace_read(argv[1], &t, &err) < 0)
         return cli_report(&err);
     size_t next = 0, sent = 0;
-    char line[1 << 16];
-    while (fgets(line, sizeof line, stdin)) {
+    /* One observation per line, whatever its length (fgets with a fixed buffer split long ones
+     * into two "observations" and answered twice). */
+    _cleanup_free_ char *line = NULL;
+    size_t line_cap = 0;
+    while (getline(&line, &line_cap, stdin) > 0) {
         json_t *step = NULL;
         while (next < trace_n_steps(t)) {
             json_t *s = trace_step(t, next++);
@@ -48,7 +51,9 @@ int cmd_replay_agent(int argc, char **argv)
                 sleep_ms(json_number_value(json_object_get(step, "agent_ms")));
             reply = json_incref(json_object_get(step, "action"));
         }
-        char *text = json_dumps(reply, JSON_COMPACT);
+        char *text = reply ? json_dumps(reply, JSON_COMPACT) : NULL;
+        if (!text) /* a step without an encodable action: end the episode rather than print garbage */
+            text = xstrdup("{\"action_type\":\"DONE\"}");
         printf("%s\n", text);
         fflush(stdout);
         free(text);

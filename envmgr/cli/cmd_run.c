@@ -8,23 +8,31 @@
 #include "cli.h"
 #include "envmgr/env/env.h"
 #include "envmgr/episode/episode.h"
+#include "envmgr/base/paths.h"
 #include "envmgr/base/util.h"
+#include "envmgr/net/netpolicy.h"
 #include "evaluator/task.h"
 
 static const char usage[] =
     "usage: envmgr run TASK.json|SUITE_DIR --agent CMD [--env NAME] [--out DIR] [--record DIR]\n"
-    "                  [--accel auto|kvm|tcg] [--settle-ms MS]\n"
+    "                  [--accel auto|kvm|tcg] [--settle-ms MS] [--allow-private ADDR:PORT]...\n"
+    "                  [--offline] [--asset-mirror PREFIX=DIR|URL]...\n"
     "  Run episodes: restore the clean snapshot, run the task's setup, let the agent act\n"
     "  (docs/agent-protocol.md), run postconfig and the evaluator, revert. Prints the score and\n"
     "  writes OUT/result.json and the trace (OUT/trace, or --record DIR). A folder runs its tasks\n"
     "  in sequence into OUT/<task id>/ and prints a table.\n"
     "  --env NAME      use this existing env (reverted after the run); default: a temporary env\n"
     "  --out DIR       default: ./envmgr-out/<task id> (one task) or ./envmgr-out (a folder)\n"
-    "  --settle-ms MS  after each action wait for two identical frames MS apart (default 300)\n";
+    "  --settle-ms MS  after each action wait for two identical frames MS apart (default 300)\n"
+    "  --allow-private A:P  the temporary env may reach this loopback/private address when a task's\n"
+    "                  allowlist applies (the operator's choice; tasks cannot; repeatable)\n"
+    CLI_ASSET_USAGE;
 
 typedef struct run_args {
     const char *agent, *env_name, *out, *record, *accel;
     double settle_ms;
+    netpolicy priv; /* the operator's --allow-private rules (mode none until a task opens an allowlist) */
+    bool has_priv;
 } run_args;
 
 static int one(env *e, bool fresh, const char *path, const char *out_dir, const run_args *a, json_t **res,
@@ -33,7 +41,7 @@ static int one(env *e, bool fresh, const char *path, const char *out_dir, const 
     task *t = NULL;
     if (task_load(path, &t, err) < 0)
         return -1;
-    int rc = task_substitute_screen(t, env_width(e), env_height(e), err);
+    int rc = episode_prepare_task(e, t, err);
     episode_opts o = {.agent_cmd = a->agent, .out_dir = out_dir, .trace_dir = a->record, .fresh = fresh,
                       .settle_ms = a->settle_ms};
     if (rc == 0)
@@ -47,9 +55,13 @@ int cmd_run(int argc, char **argv)
     if (cli_wants_help(argc, argv, usage))
         return 0;
     run_args a = {.accel = "auto", .settle_ms = 300};
+    netpolicy_init(&a.priv);
+    em_err err = {0};
     static const struct option opts[] = {{"agent", required_argument, 0, 'a'}, {"env", required_argument, 0, 'e'},
                                          {"out", required_argument, 0, 'o'},   {"record", required_argument, 0, 'r'},
                                          {"accel", required_argument, 0, 'A'}, {"settle-ms", required_argument, 0, 's'},
+                                         {"allow-private", required_argument, 0, 'P'},
+                                         {"offline", no_argument, 0, 'O'},     {"asset-mirror", required_argument, 0, 'm'},
                                          {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "a:e:o:r:", opts, NULL)) != -1) {
@@ -63,6 +75,16 @@ int cmd_run(int argc, char **argv)
             if (parse_double(optarg, &a.settle_ms) < 0 || a.settle_ms < 0 || a.settle_ms > 10000)
                 return cli_usage_error(usage, "--settle-ms: expected 0..10000, got `%s`", optarg);
             break;
+        case 'P':
+            if (netpolicy_add_private(&a.priv, optarg, &err) < 0)
+                return cli_usage_error(usage, "--allow-private: %s", err.msg);
+            a.has_priv = true;
+            break;
+        case 'O':
+        case 'm':
+            if (cli_asset_option(usage, c == 'O', c == 'm' ? optarg : NULL))
+                return EM_EXIT_USAGE;
+            break;
         default: return cli_usage_error(usage, "run: bad option");
         }
     }
@@ -70,12 +92,14 @@ int cmd_run(int argc, char **argv)
         return cli_usage_error(usage, "run: expected one TASK.json or SUITE_DIR");
     if (!a.agent)
         return cli_usage_error(usage, "--agent: missing");
+    if (a.has_priv && a.env_name)
+        return cli_usage_error(usage, "--allow-private: only for the temporary env (give it to `envmgr up` for --env)");
     const char *target = argv[optind];
     struct stat st;
     if (stat(target, &st) < 0)
         return cli_usage_error(usage, "run: `%s` does not exist", target);
     bool suite = S_ISDIR(st.st_mode);
-    em_err err = {0};
+    _cleanup_free_ char *image = xstrdup(IMAGE_DEFAULT);
     char **paths = NULL;
     size_t n = 0;
     if (suite) {
@@ -92,6 +116,8 @@ int cmd_run(int argc, char **argv)
         task *t;
         if (task_load(target, &t, &err) < 0)
             return cli_report(&err);
+        free(image);
+        image = xstrdup(t->image); /* the temporary env boots the image the task names */
         task_free(t);
         paths = xcalloc(1, sizeof *paths);
         paths[0] = xstrdup(target);
@@ -104,7 +130,7 @@ int cmd_run(int argc, char **argv)
     int rc;
     if (temporary) {
         snprintf(temp_name, sizeof temp_name, "run-%d", (int)getpid());
-        env_up_opts uo = {.name = temp_name, .image = "desktop", .accel = a.accel};
+        env_up_opts uo = {.name = temp_name, .image = image, .accel = a.accel, .net = a.has_priv ? &a.priv : NULL};
         rc = env_up(&uo, &e, NULL, &err);
         fresh = true;
     } else {

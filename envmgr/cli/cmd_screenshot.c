@@ -4,6 +4,7 @@
 
 #include "cli.h"
 #include "envmgr/env/env.h"
+#include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
 
 static const char usage[] =

@@ -9,10 +9,12 @@
 #include "envmgr/api/api.h"
 #include "envmgr/base/paths.h"
 #include "envmgr/base/util.h"
+#include "envmgr/net/netpolicy.h"
 
 static const char usage[] =
     "usage: envmgr serve [--listen HOST:PORT | --socket PATH] [--token-file FILE] [--max-envs N]\n"
     "                    [--out DIR] [--task-root DIR] [--accel auto|kvm|tcg] [--settle-ms MS]\n"
+    "                    [--allow-private ADDR:PORT]...\n"
     "  Serve the JSON HTTP API (docs/http-api.md) until SIGINT/SIGTERM, then tear down every env it created.\n"
     "  --listen HOST:PORT  default " API_DEFAULT_LISTEN "; a port of 0 picks a free one. Only loopback\n"
     "                      unless you name another address here.\n"
@@ -23,6 +25,8 @@ static const char usage[] =
     "  --out DIR           episodes: DIR/<env id>/<n>/{result.json,trace/} (default ./envmgr-out/serve)\n"
     "  --task-root DIR     task paths in requests resolve inside DIR (default: the current directory)\n"
     "  --settle-ms MS      after each action wait for two identical frames MS apart (default 300)\n"
+    "  --allow-private A:P every env may reach this loopback/private address when its task's allowlist\n"
+    "                      applies (the operator's choice: no request or task can; repeatable)\n"
     "  Prints `envmgr serve: listening on URL` and `envmgr serve: token file FILE` on stdout when ready.\n";
 
 static bool is_loopback(const char *listen)
@@ -44,7 +48,10 @@ int cmd_serve(int argc, char **argv)
         {"token-file", required_argument, 0, 't'}, {"max-envs", required_argument, 0, 'm'},
         {"out", required_argument, 0, 'o'},       {"task-root", required_argument, 0, 'r'},
         {"accel", required_argument, 0, 'A'},     {"settle-ms", required_argument, 0, 's'},
-        {0, 0, 0, 0}};
+        {"allow-private", required_argument, 0, 'P'}, {0, 0, 0, 0}};
+    netpolicy priv;
+    netpolicy_init(&priv);
+    em_err perr = {0};
     int ch;
     long v;
     while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -67,6 +74,11 @@ int cmd_serve(int argc, char **argv)
         case 's':
             if (parse_double(optarg, &c.settle_ms) < 0 || c.settle_ms < 0 || c.settle_ms > 10000)
                 return cli_usage_error(usage, "--settle-ms: expected 0..10000, got `%s`", optarg);
+            break;
+        case 'P':
+            if (netpolicy_add_private(&priv, optarg, &perr) < 0)
+                return cli_usage_error(usage, "--allow-private: %s", perr.msg);
+            c.allow_private = &priv;
             break;
         default: return cli_usage_error(usage, "serve: bad option");
         }

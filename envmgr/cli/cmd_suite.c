@@ -14,10 +14,11 @@
 static const char usage[] =
     "usage: envmgr suite run SUITE --agent CMD --out DIR [--envs N] [--resume] [--shard K/N] [--repeat R]\n"
     "                        [--retries N] [--accel auto|kvm|tcg] [--settle-ms MS] [--watchdog S]\n"
-    "                        [--watchdog-margin S] [--progress auto|line|plain]\n"
+    "                        [--watchdog-margin S] [--progress auto|line|plain] [--strict] [--offline]\n"
+    "                        [--asset-mirror PREFIX=DIR|URL]...\n"
     "       envmgr suite compare BASE_DIR NEW_DIR [--tolerance T]\n"
     "       envmgr suite merge --out DIR SHARD_DIR...\n"
-    "       envmgr suite list SUITE [--shard K/N]\n"
+    "       envmgr suite list SUITE [--shard K/N] [--strict]\n"
     "       envmgr suite summary DIR\n"
     "  run      run every task of SUITE (a folder of task files, or an index JSON {domain: [ids]}) with\n"
     "           the agent, N envs at once, each restored to its clean snapshot between tasks. Writes\n"
@@ -33,11 +34,14 @@ static const char usage[] =
     "    --watchdog S      kill an env whose episode is still running after S s (default: the task's\n"
     "                      episode_timeout_s + --watchdog-margin, 300 s)\n"
     "    --progress MODE   auto (a progress line on a terminal), line, or plain log lines\n"
+    "    --strict          refuse the whole suite when a task does not load; without it such a task is\n"
+    "                      recorded as `unsupported` with its reason and counted apart from scores\n"
+    CLI_ASSET_USAGE
     "  compare  per-task score changes from BASE_DIR to NEW_DIR, regressions first; exit 1 when a task\n"
     "           regressed or is missing from NEW_DIR (for CI)\n"
     "  merge    join the run directories of a suite's shards into DIR (results, summary, junit; traces\n"
     "           are linked); exit 1 when a shard or an episode is missing\n"
-    "  list     the task ids (and domains) a run would run, in order\n"
+    "  list     the task ids (and domains) a run would run, in order; unsupported ones with their reason\n"
     "  summary  print DIR's table again and rewrite its summary.json and junit.xml\n";
 
 static int parse_seconds(const char *arg, const char *opt, double *out)
@@ -71,9 +75,13 @@ static int cmd_suite_run(int argc, char **argv)
                                          {"watchdog", required_argument, 0, 'w'},
                                          {"watchdog-margin", required_argument, 0, 'W'},
                                          {"progress", required_argument, 0, 'p'},
+                                         {"strict", no_argument, 0, 'X'},
+                                         {"offline", no_argument, 0, 'O'},
+                                         {"asset-mirror", required_argument, 0, 'm'},
                                          {0, 0, 0, 0}};
     int c;
     long v;
+    bool strict = false;
     em_err err = {0};
     optind = 1;
     while ((c = getopt_long(argc, argv, "a:o:n:", opts, NULL)) != -1) {
@@ -127,6 +135,12 @@ static int cmd_suite_run(int argc, char **argv)
             else
                 return cli_usage_error(usage, "--progress: expected auto, line or plain, got `%s`", optarg);
             break;
+        case 'X': strict = true; break;
+        case 'O':
+        case 'm':
+            if (cli_asset_option(usage, c == 'O', c == 'm' ? optarg : NULL))
+                return EM_EXIT_USAGE;
+            break;
         default: return cli_usage_error(usage, "suite run: bad option");
         }
     }
@@ -137,8 +151,12 @@ static int cmd_suite_run(int argc, char **argv)
     if (!o.out_dir)
         return cli_usage_error(usage, "--out: missing (the run directory)");
     suite *s = NULL;
-    if (suite_load(argv[optind], shard_k, shard_n, &s, &err) < 0)
+    if (suite_load(argv[optind], shard_k, shard_n, strict, &s, &err) < 0)
         return cli_report(&err);
+    if (suite_unsupported(s))
+        fprintf(stderr, "suite: %zu of %zu tasks cannot run here (recorded as unsupported; `envmgr task check` "
+                        "says why)\n",
+                suite_unsupported(s), s->ntasks);
     if (s->ntasks == 0) {
         fprintf(stderr, "envmgr: suite: shard %d/%d of %zu tasks is empty\n", shard_k, shard_n, s->total);
         suite_free(s);
@@ -214,11 +232,17 @@ static int cmd_suite_merge(int argc, char **argv)
 static int cmd_suite_list(int argc, char **argv)
 {
     int k = 1, n = 1;
-    static const struct option opts[] = {{"shard", required_argument, 0, 's'}, {0, 0, 0, 0}};
+    bool strict = false;
+    static const struct option opts[] = {{"shard", required_argument, 0, 's'}, {"strict", no_argument, 0, 'X'},
+                                         {0, 0, 0, 0}};
     int c;
     em_err err = {0};
     optind = 1;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        if (c == 'X') {
+            strict = true;
+            continue;
+        }
         if (c != 's')
             return cli_usage_error(usage, "suite list: bad option");
         if (suite_parse_shard(optarg, &k, &n, &err) < 0)
@@ -227,10 +251,13 @@ static int cmd_suite_list(int argc, char **argv)
     if (argc - optind != 1)
         return cli_usage_error(usage, "suite list: expected one SUITE");
     suite *s = NULL;
-    if (suite_load(argv[optind], k, n, &s, &err) < 0)
+    if (suite_load(argv[optind], k, n, strict, &s, &err) < 0)
         return cli_report(&err);
     for (size_t i = 0; i < s->ntasks; i++)
-        printf("%s\t%s\n", s->tasks[i].id, s->tasks[i].domain);
+        if (s->tasks[i].unsupported)
+            printf("%s\t%s\tunsupported: %s\n", s->tasks[i].id, s->tasks[i].domain, s->tasks[i].unsupported);
+        else
+            printf("%s\t%s\n", s->tasks[i].id, s->tasks[i].domain);
     suite_free(s);
     return 0;
 }
@@ -250,22 +277,8 @@ static int cmd_suite_summary(int argc, char **argv)
 
 int cmd_suite(int argc, char **argv)
 {
-    if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
-        fputs(usage, argc < 2 ? stderr : stdout);
-        return argc < 2 ? EM_EXIT_USAGE : 0;
-    }
-    if (cli_wants_help(argc - 1, argv + 1, usage))
-        return 0;
-    const char *sub = argv[1];
-    if (!strcmp(sub, "run"))
-        return cmd_suite_run(argc - 1, argv + 1);
-    if (!strcmp(sub, "compare"))
-        return cmd_suite_compare(argc - 1, argv + 1);
-    if (!strcmp(sub, "merge"))
-        return cmd_suite_merge(argc - 1, argv + 1);
-    if (!strcmp(sub, "list"))
-        return cmd_suite_list(argc - 1, argv + 1);
-    if (!strcmp(sub, "summary"))
-        return cmd_suite_summary(argc - 1, argv + 1);
-    return cli_usage_error(usage, "suite: unknown subcommand `%s` (run, compare, merge, list, summary)", sub);
+    static const cli_command subs[] = {{"run", "", cmd_suite_run},         {"compare", "", cmd_suite_compare},
+                                       {"merge", "", cmd_suite_merge},     {"list", "", cmd_suite_list},
+                                       {"summary", "", cmd_suite_summary}};
+    return cli_dispatch(argc, argv, usage, "suite", subs, sizeof subs / sizeof *subs);
 }

@@ -4,12 +4,14 @@
 
 #include "cli.h"
 #include "envmgr/env/env.h"
+#include "envmgr/base/paths.h"
 #include "envmgr/base/util.h"
 #include "evaluator/task.h"
 
 static const char usage[] =
     "usage: envmgr up --name NAME [--image IMAGE] [--accel auto|kvm|tcg]\n"
-    "                 [--network none|allowlist] [--allow HOST:PORT]... [--task FILE] [--unsafe-open-network]\n"
+    "                 [--network none|allowlist] [--allow HOST:PORT]... [--allow-private ADDR:PORT]...\n"
+    "                 [--task FILE] [--unsafe-open-network]\n"
     "                 [--max-egress-bytes N] [--max-connections-per-minute N]\n"
     "  Boot an env from the image's golden state (built on first use: a cold boot to a ready desktop).\n"
     "  --name NAME     the env's name (letters, digits, . - _)\n"
@@ -17,22 +19,26 @@ static const char usage[] =
     "  --accel MODE    auto (default: KVM only if a probe boot works), kvm or tcg\n"
     "  --network MODE  none (default: the guest reaches nothing) or allowlist (only --allow entries, through\n"
     "                  envmgr's logged egress proxy; docs/security.md)\n"
-    "  --allow H:P     allow host:port, [IPv6]:port or *.domain:port (repeatable; implies allowlist)\n"
+    "  --allow H:P     allow host:port, [IPv6]:port or *.domain:port (repeatable; implies allowlist); public\n"
+    "                  addresses only\n"
+    "  --allow-private A:P  allow a loopback, private or link-local address (the operator's choice: no task,\n"
+    "                  trace or API request can; kept when a task's network section applies; repeatable)\n"
     "  --task FILE     take the network section of a task file instead\n"
     "  --unsafe-open-network  let the guest reach every public address (still through the logged proxy;\n"
-    "                  loopback and private addresses only when listed by --allow); traces record it\n"
+    "                  loopback and private addresses only when listed by --allow-private); traces record it\n"
     "  --max-egress-bytes N, --max-connections-per-minute N  limits of the egress proxy (0: none)\n";
 
 int cmd_up(int argc, char **argv)
 {
     if (cli_wants_help(argc, argv, usage))
         return 0;
-    env_up_opts o = {.image = "desktop", .accel = "auto"};
+    env_up_opts o = {.image = IMAGE_DEFAULT, .accel = "auto"};
     static const struct option opts[] = {{"name", required_argument, 0, 'n'},
                                          {"image", required_argument, 0, 'i'},
                                          {"accel", required_argument, 0, 'a'},
                                          {"network", required_argument, 0, 'N'},
                                          {"allow", required_argument, 0, 'A'},
+                                         {"allow-private", required_argument, 0, 'P'},
                                          {"task", required_argument, 0, 'T'},
                                          {"unsafe-open-network", no_argument, 0, 'U'},
                                          {"max-egress-bytes", required_argument, 0, 'B'},
@@ -42,7 +48,7 @@ int cmd_up(int argc, char **argv)
     netpolicy net;
     netpolicy_init(&net);
     const char *mode = NULL, *task_path = NULL;
-    bool any_net = false, open_net = false, allowed = false;
+    bool any_net = false, open_net = false, allowed = false, private_rules = false;
     long limit;
     em_err err = {0};
     int c;
@@ -56,6 +62,11 @@ int cmd_up(int argc, char **argv)
             if (netpolicy_add(&net, optarg, &err) < 0)
                 return cli_usage_error(usage, "--allow: %s", err.msg);
             allowed = true;
+            break;
+        case 'P':
+            if (netpolicy_add_private(&net, optarg, &err) < 0)
+                return cli_usage_error(usage, "--allow-private: %s", err.msg);
+            private_rules = true;
             break;
         case 'T': task_path = optarg; break;
         case 'U': open_net = true; break;
@@ -71,7 +82,7 @@ int cmd_up(int argc, char **argv)
             break;
         default: return cli_usage_error(usage, "up: bad option");
         }
-        any_net |= c == 'N' || c == 'A' || c == 'T' || c == 'U' || c == 'B' || c == 'C';
+        any_net |= c == 'N' || c == 'A' || c == 'P' || c == 'T' || c == 'U' || c == 'B' || c == 'C';
     }
     if (optind < argc)
         return cli_usage_error(usage, "up: unexpected argument `%s`", argv[optind]);
@@ -83,17 +94,15 @@ int cmd_up(int argc, char **argv)
         return cli_usage_error(usage, "--network: %s", err.msg);
     if (mode && net.mode == NETPOLICY_NONE && (allowed || open_net))
         return cli_usage_error(usage, "--network none: no --allow or --unsafe-open-network with it");
-    if (!mode && allowed)
-        net.mode = NETPOLICY_ALLOWLIST;
+    if (!mode && (allowed || private_rules))
+        net.mode = NETPOLICY_ALLOWLIST; /* with --network none, private rules wait for a task's allowlist */
     if (task_path) {
         task *t;
         netpolicy base = net;
         if (task_load(task_path, &t, &err) < 0)
             return cli_report(&err);
-        int rc = netpolicy_for_task(&base, t, &net, &err);
+        netpolicy_for_task(&base, &t->net, &net);
         task_free(t);
-        if (rc < 0)
-            return cli_report(&err);
     }
     if (open_net)
         net.mode = NETPOLICY_OPEN;

@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "envmgr/api/api.h"
+#include "envmgr/view/view.h"
 #include "envmgr/base/util.h"
 
 static const char usage[] =
@@ -64,7 +64,7 @@ int cmd_view(int argc, char **argv)
     a.name = argv[optind];
     a.unix_sock = socket_path != NULL;
     em_err err = {0};
-    if (api_view_serve(a.name, listen, socket_path, a.control, ready, &a, &err) < 0)
+    if (view_serve(a.name, listen, socket_path, a.control, ready, &a, &err) < 0)
         return cli_report(&err);
     return 0;
 }

@@ -1,4 +1,3 @@
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -16,45 +15,16 @@ static const cli_command commands[] = {
     {"net", "the env's network policy and egress log (log, show)", cmd_net},
     {"run", "run a task (or a folder of tasks) with an agent, score it, record a trace", cmd_run},
     {"trace", "traces: verify, show, export", cmd_trace},
+    {"metric", "run one metric on host files in the evaluator sandbox; list the metrics", cmd_metric},
     {"replay", "replay a recorded episode and check that every frame and the score reproduce", cmd_replay},
-    {"image", "image tools: verify", cmd_image},
+    {"image", "images: list, verify", cmd_image},
+    {"task", "tasks without a VM: check them (every problem), fetch their assets, list OSWorld's pieces", cmd_task},
     {"suite", "run a suite of tasks on a pool of envs; compare, merge, list runs", cmd_suite},
     {"gc", "reap dead envs, envs of killed suite runs and golden states of deleted images", cmd_gc},
     {"serve", "serve the JSON HTTP API for remote agents (docs/http-api.md)", cmd_serve},
     {"view", "watch an env with any VNC viewer (view-only)", cmd_view},
+    {"doctor", "check the host: QEMU, KVM, tools, disk space, images; say what to install", cmd_doctor},
 };
-
-int cli_report(const em_err *err)
-{
-    fprintf(stderr, "envmgr: %s\n", err->msg[0] ? err->msg : "failed");
-    return err->code ? err->code : EM_EXIT_FAIL;
-}
-
-int cli_wants_help(int argc, char **argv, const char *usage)
-{
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--"))
-            break;
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            fputs(usage, stdout);
-            return 1;
-        }
-    }
-    return 0;
-}
-
-int cli_usage_error(const char *usage, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("envmgr: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    const char *first = strchr(usage, '\n');
-    fprintf(stderr, "%.*s\n", first ? (int)(first - usage) : (int)strlen(usage), usage);
-    return EM_EXIT_USAGE;
-}
 
 static void usage(FILE *out)
 {
@@ -66,7 +36,7 @@ static void usage(FILE *out)
     for (size_t i = 0; i < ARRAY_LEN(commands); i++)
         fprintf(out, "  %-11s %s\n", commands[i].name, commands[i].summary);
     fputs("\n`envmgr COMMAND --help` lists each command's options.\n"
-          "environment: ENVMGR_RUN_DIR, ENVMGR_CACHE_DIR, ENVMGR_IMAGE_DIR, ENVMGR_QEMU\n",
+          "environment: ENVMGR_RUN_DIR, ENVMGR_CACHE_DIR, ENVMGR_IMAGE_DIR, ENVMGR_DATA_DIR, ENVMGR_QEMU\n",
           out);
 }
 

@@ -12,7 +12,9 @@
 #include "envmgr/vm/accel.h"
 #include "envmgr/vm/golden.h"
 #include "envmgr/vm/manifest.h"
+#include "envmgr/base/json_save.h"
 #include "envmgr/base/paths.h"
+#include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
 #include "envmgr/vm/vm.h"
 
@@ -34,12 +36,39 @@ struct env {
     uint64_t png_hash;
     bool png_valid;
     png_buf png;
+    pid_t vcpu_pid;             /* the QEMU the thread ids below belong to */
+    pid_t vcpu_tids[VM_VCPUS_MAX];
+    size_t nvcpu;
 };
 
 const char *env_name(const env *e) { return e->name; }
 const char *env_dir(const env *e) { return e->dir; }
-const char *env_accel(const env *e) { return json_string_value(json_object_get(e->meta, "accel")); }
+const char *env_accel(const env *e)
+{
+    const char *a = json_string_value(json_object_get(e->meta, "accel"));
+    return a ? a : "unknown"; /* never NULL: it goes into json_pack and printf */
+}
 const char *env_image_sha256(const env *e) { return e->image->sha256; }
+
+int env_vcpu_time(env *e, uint64_t *run_ns, uint64_t *wait_ns, em_err *err)
+{
+    if (e->vcpu_pid != e->pid) { /* a new QEMU since we asked (up, reset): new threads */
+        e->nvcpu = 0;
+        if (vm_vcpu_threads(e->dir, e->vcpu_tids, VM_VCPUS_MAX, &e->nvcpu, err) < 0)
+            return em_prefix(err, "env %s: vCPU threads: ", e->name);
+        e->vcpu_pid = e->pid;
+    }
+    vm_threads_sched(e->pid, e->vcpu_tids, e->nvcpu, run_ns, wait_ns);
+    return 0;
+}
+int env_block_ops(env *e, uint64_t *ops, em_err *err) { return vm_block_ops(e->dir, ops, err); }
+
+int env_hold(env *e, bool hold, em_err *err)
+{
+    if (vm_hold(e->dir, hold, err) < 0)
+        return em_prefix(err, "env %s: %s the guest: ", e->name, hold ? "pausing" : "resuming");
+    return 0;
+}
 int env_width(const env *e) { return e->image->width; }
 int env_height(const env *e) { return e->image->height; }
 
@@ -48,16 +77,22 @@ static char *in_dir(const env *e, const char *file)
     return xasprintf("%s/%s", e->dir, file);
 }
 
+/* Where the pointer is and which buttons are down: the next command's VNC session starts there. */
+static void write_input_state(env *e, int x, int y, int buttons)
+{
+    json_t *j = json_pack("{s:i, s:i, s:i}", "x", x, "y", y, "buttons", buttons);
+    _cleanup_free_ char *path = in_dir(e, ENV_INPUT);
+    json_save(path, j, JSON_COMPACT, 0600, NULL);
+    json_decref(j);
+}
+
 static void save_pointer(env *e)
 {
     if (!e->vnc)
         return;
     int x, y, b;
     vnc_pointer_state(e->vnc, &x, &y, &b);
-    json_t *j = json_pack("{s:i, s:i, s:i}", "x", x, "y", y, "buttons", b);
-    _cleanup_free_ char *text = json_dumps(j, JSON_COMPACT), *path = in_dir(e, ENV_INPUT);
-    json_decref(j);
-    write_file_atomic(path, text, strlen(text), 0600, NULL);
+    write_input_state(e, x, y, b);
 }
 
 static void drop_connections(env *e)
@@ -113,17 +148,13 @@ static int lock_dir(env *e, em_err *err)
 
 static int write_meta(env *e, em_err *err)
 {
-    _cleanup_free_ char *text = json_dumps(e->meta, JSON_INDENT(2)), *path = in_dir(e, ENV_META);
-    return write_file_atomic(path, text, strlen(text), 0600, err);
+    _cleanup_free_ char *path = in_dir(e, ENV_META);
+    return json_save(path, e->meta, JSON_INDENT(2), 0600, err);
 }
 
 static void reset_pointer_state(env *e)
 {
-    json_t *j = json_pack("{s:i, s:i, s:i}", "x", e->gold ? e->gold->pointer_x : 0, "y",
-                          e->gold ? e->gold->pointer_y : 0, "buttons", 0);
-    _cleanup_free_ char *text = json_dumps(j, JSON_COMPACT), *path = in_dir(e, ENV_INPUT);
-    json_decref(j);
-    write_file_atomic(path, text, strlen(text), 0600, NULL);
+    write_input_state(e, e->gold ? e->gold->pointer_x : 0, e->gold ? e->gold->pointer_y : 0, 0);
 }
 
 /* A restored guest wakes with the clock of the moment it was saved. Setting
@@ -251,28 +282,22 @@ static int load_existing(env *e, em_err *err)
     struct stat st;
     if (stat(e->dir, &st) < 0)
         return em_fail_input(err, "env `%s` does not exist (envmgr ls lists the envs)", e->name);
-    if (read_file_capped(path, 1 << 20, &text, NULL, err) < 0)
+    if (paths_check_private_dir(paths_run_root(), "run root", err) < 0 ||
+        paths_check_private_dir(e->dir, "env directory", err) < 0)
+        return em_prefix(err, "env %s: ", e->name);
+    if (read_file_capped(path, JSON_DOC_MAX, &text, NULL, err) < 0)
         return em_prefix(err, "env %s: ", e->name);
     json_error_t je;
     e->meta = json_loads(text, JSON_REJECT_DUPLICATES, &je);
     const char *image = json_string_value(json_object_get(e->meta, "image"));
     const char *gdir = json_string_value(json_object_get(e->meta, "golden"));
-    if (!image || !gdir)
+    const char *accel = json_string_value(json_object_get(e->meta, "accel"));
+    if (!image || !gdir || !accel || (strcmp(accel, "kvm") && strcmp(accel, "tcg")))
         return em_fail(err, "env %s: %s is damaged", e->name, path);
     if (manifest_load(image, &e->image, err) < 0)
         return em_prefix(err, "env %s: ", e->name);
-    e->gold = xcalloc(1, sizeof *e->gold);
-    e->gold->dir = xstrdup(gdir);
-    e->gold->disk = xasprintf("%s/golden.qcow2", gdir);
-    e->gold->ram = xasprintf("%s/ram.bin", gdir);
-    e->gold->state = xasprintf("%s/state.bin", gdir);
-    _cleanup_free_ char *gmeta = xasprintf("%s/golden.json", gdir), *gtext = NULL;
-    if (read_file_capped(gmeta, 1 << 20, &gtext, NULL, err) < 0)
-        return em_prefix(err, "env %s: golden state gone: ", e->name);
-    e->gold->meta = json_loads(gtext, 0, NULL);
-    json_t *p = json_object_get(e->gold->meta, "pointer");
-    e->gold->pointer_x = (int)json_integer_value(json_array_get(p, 0));
-    e->gold->pointer_y = (int)json_integer_value(json_array_get(p, 1));
+    if (golden_open(gdir, &e->gold, err) < 0)
+        return em_prefix(err, "env %s: ", e->name);
     return 0;
 }
 
@@ -428,7 +453,7 @@ int env_list(json_t **out, em_err *err)
         _cleanup_free_ char *dir = xasprintf("%s/%s", paths_run_root(), de->d_name);
         _cleanup_free_ char *meta_path = xasprintf("%s/" ENV_META, dir), *text = NULL;
         json_t *meta = NULL;
-        if (read_file_capped(meta_path, 1 << 20, &text, NULL, NULL) == 0)
+        if (read_file_capped(meta_path, JSON_DOC_MAX, &text, NULL, NULL) == 0)
             meta = json_loads(text, 0, NULL);
         pid_t pid = 0;
         em_err ignored;
@@ -446,4 +471,9 @@ int env_list(json_t **out, em_err *err)
     closedir(d);
     *out = list;
     return 0;
+}
+
+char *env_user_password(const env *e)
+{
+    return manifest_user_password(e ? e->image : NULL);
 }

@@ -51,12 +51,22 @@ const char *env_accel(const env *e);
 const char *env_image_sha256(const env *e);
 int env_width(const env *e);
 int env_height(const env *e);
+/* The image user's password (manifest_user_password); caller frees. */
+char *env_user_password(const env *e);
 
 /* PNG of a fresh frame. The returned buffer belongs to the env (valid until the next call).
  * An unchanged frame reuses the previous encoding. */
 int env_screenshot(env *e, const png_buf **png, em_err *err);
 /* Fresh frame as RGBX pixels (stride width*4), owned by the env. */
 int env_frame(env *e, const uint8_t **pixels, em_err *err);
+/* How long the guest's vCPUs have run and waited for a host CPU (ns): with the wall time, how busy
+ * the guest is whatever else the host runs. */
+int env_vcpu_time(env *e, uint64_t *run_ns, uint64_t *wait_ns, em_err *err);
+/* Disk requests the guest made so far (vm_block_ops). */
+int env_block_ops(env *e, uint64_t *ops, em_err *err);
+/* Pause the guest (its clocks stand still) or resume it; a guest that is not running (powered
+ * off) is left alone. */
+int env_hold(env *e, bool hold, em_err *err);
 int env_act(env *e, const action *a, em_err *err);
 int env_guest(env *e, guest **g, em_err *err);
 int env_vnc(env *e, vnc_session **v, em_err *err);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "envmgr/base/png.h"
+#include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
 
 #define ARGV_WRAP_MAX 16
@@ -33,7 +34,7 @@ int guest_ops_run(env *e, const char *const *argv, int as_user, int detach, doub
         /* The session bus lives wherever dbus-launch put it: take its address from the running session. */
         full[k++] = "sh";
         full[k++] = "-c";
-        full[k++] = "s=$(pgrep -u " GUEST_DESKTOP_USER " -x xfce4-session | head -n 1); "
+        full[k++] = "cd \"$HOME\" 2>/dev/null; s=$(pgrep -u " GUEST_DESKTOP_USER " -x xfce4-session | head -n 1); "
                     "[ -n \"$s\" ] && a=$(tr '\\0' '\\n' </proc/$s/environ | sed -n 's/^DBUS_SESSION_BUS_ADDRESS=//p') && "
                     "[ -n \"$a\" ] && export DBUS_SESSION_BUS_ADDRESS=\"$a\"; exec \"$@\"";
         full[k++] = "sh";
@@ -54,11 +55,12 @@ int guest_ops_run(env *e, const char *const *argv, int as_user, int detach, doub
     return rc;
 }
 
-static int op_exec(void *ctx, const char *const *argv, double timeout_s, size_t out_cap, char **out, size_t *out_len,
-                   int *exit_code, em_err *err)
+/* Getter commands: as the desktop user (as OSWorld's in-guest server runs them), root on request. */
+static int op_exec(void *ctx, const char *const *argv, unsigned flags, double timeout_s, size_t out_cap, char **out,
+                   size_t *out_len, int *exit_code, em_err *err)
 {
     guest_exec_result r;
-    if (guest_ops_run(ctx, argv, 0, 0, timeout_s, out_cap, &r, err) < 0)
+    if (guest_ops_run(ctx, argv, !(flags & EM_EXEC_ROOT), 0, timeout_s, out_cap, &r, err) < 0)
         return -1;
     *out = r.out;
     *out_len = r.out_len;

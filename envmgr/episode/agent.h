@@ -16,9 +16,12 @@ typedef struct agent agent;
 
 typedef enum { AGENT_OK, AGENT_TIMEOUT, AGENT_GONE, AGENT_GARBAGE } agent_status;
 
-/* Start `/bin/sh -c cmd` with env_kv ("K=V" strings, NULL-terminated) added;
- * its stderr goes to log_path. */
+/* Start `/bin/sh -c cmd` (the operator's --agent command line) with env_kv ("K=V" strings,
+ * NULL-terminated) added; its stderr goes to log_path. */
 int agent_start(const char *cmd, const char *const *env_kv, const char *log_path, agent **out, em_err *err);
+/* The same for an argv built by envmgr itself (no shell: nothing in it is ever parsed as shell). */
+int agent_start_argv(const char *const *argv, const char *const *env_kv, const char *log_path, agent **out,
+                     em_err *err);
 int agent_send(agent *a, json_t *obs, em_err *err);
 /* Next reply within timeout_ms. On a status other than AGENT_OK, err says what happened. */
 agent_status agent_receive(agent *a, double timeout_ms, json_t **reply, em_err *err);

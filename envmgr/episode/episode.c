@@ -8,28 +8,30 @@
 
 #include "envmgr/action/actions.h"
 #include "envmgr/episode/agent.h"
+#include "envmgr/episode/episode_env.h"
+#include "envmgr/episode/setup.h"
 #include "envmgr/net/egress_log.h"
-#include "envmgr/env/guest_ops.h"
 #include "envmgr/net/netpolicy.h"
 #include "envmgr/action/pyautogui.h"
 #include "recorder/trace.h"
 #include "evaluator/score.h"
-#include "envmgr/episode/setup.h"
 #include "envmgr/base/sha256.h"
+#include "envmgr/base/json_save.h"
+#include "envmgr/base/fileio.h"
+#include "envmgr/base/utf8.h"
 #include "envmgr/base/util.h"
 
-#define SETTLE_MAX_MS 3000.0
 #define AGENT_GRACE_MS 2000.0
 
 struct episode {
-    env *e;
+    episode_env ev;        /* the env, as operations (a real env, or a test's fake) */
     const task *t;
     episode_opts o;        /* a copy; its strings are owned by the episode */
     char *task_path;       /* NULL for an inline task */
     char *trace_dir, *artifacts;
     trace_writer *tw;
     agent *ag;
-    const char *exit_cause;
+    exit_cause cause; /* EXIT_NONE while running */
     char *reason;   /* why the episode ended early (agent or env trouble) */
     int steps;      /* agent replies */
     int actions;    /* actions executed */
@@ -39,9 +41,34 @@ struct episode {
     uint64_t last_hash;
     char last_sha[65];
     uint64_t egress_start, egress_off; /* this episode's part of the env's egress log */
+    json_t *setup_flags; /* steps that failed the way OSWorld goes on after: [{phase, index, type, why}] */
     size_t egress_lines, egress_dropped;
+    bool held;                    /* the guest is paused while the agent thinks */
+    double hold_ms, hold_max_ms;  /* what pausing and resuming cost */
+    int holds;
 };
 typedef struct episode run; /* the agent loop below reads as "a run of an episode" */
+
+/* ---- the guest stands still while the agent thinks ---- */
+
+/* Paused from the observation to the next action (unless the task opts out): the frame the agent
+ * reasons about cannot change under it, its think time is not guest time, and a replay runs the
+ * guest for exactly the time the recording did. */
+static int hold_guest(run *r, bool hold, em_err *err)
+{
+    if (!r->ev.hold || r->held == hold || (hold && !r->t->pause_while_thinking))
+        return 0;
+    double t0 = now_ms();
+    int rc = r->ev.hold(r->ev.ctx, hold, err);
+    double ms = now_ms() - t0;
+    r->hold_ms += ms;
+    r->holds++;
+    if (ms > r->hold_max_ms)
+        r->hold_max_ms = ms;
+    if (rc == 0)
+        r->held = hold;
+    return rc;
+}
 
 /* ---- egress events (netpolicy.h): the env's egress log, copied into the trace ---- */
 #define EGRESS_TRACE_MAX 10000 /* lines per trace; more are counted in a last line */
@@ -50,7 +77,7 @@ typedef struct episode run; /* the agent loop below reads as "a run of an episod
 
 static char *egress_path(run *r)
 {
-    return xasprintf("%s/" NETPOLICY_LOG_FILE, env_dir(r->e));
+    return xasprintf("%s/" NETPOLICY_LOG_FILE, r->ev.dir);
 }
 
 static int drain_egress(run *r, em_err *err)
@@ -88,8 +115,8 @@ static int drain_egress(run *r, em_err *err)
 static int finish_egress(run *r, em_err *err)
 {
     em_err ignored;
-    if (netpolicy_helper_pid(env_dir(r->e)))
-        netpolicy_control(env_dir(r->e), "flush", 5000, &ignored);
+    if (netpolicy_helper_pid(r->ev.dir))
+        netpolicy_control(r->ev.dir, "flush", 5000, &ignored);
     if (drain_egress(r, err) < 0)
         return -1;
     if (r->egress_dropped) {
@@ -124,11 +151,11 @@ static int finish_egress(run *r, em_err *err)
     return rc;
 }
 
-static void set_end(run *r, const char *cause, const char *why)
+static void set_end(run *r, exit_cause cause, const char *why)
 {
-    if (r->exit_cause)
+    if (r->cause != EXIT_NONE)
         return;
-    r->exit_cause = cause;
+    r->cause = cause;
     free(r->reason);
     r->reason = why ? xstrdup(why) : NULL;
 }
@@ -138,11 +165,10 @@ static void set_end(run *r, const char *cause, const char *why)
 static int frame_sha(run *r, char sha[65], em_err *err)
 {
     const uint8_t *px;
-    vnc_session *v;
-    int w = env_width(r->e), h = env_height(r->e);
-    if (env_frame(r->e, &px, err) < 0 || env_vnc(r->e, &v, err) < 0)
+    uint64_t hash;
+    int w = r->ev.width, h = r->ev.height;
+    if (r->ev.frame(r->ev.ctx, &px, &hash, err) < 0)
         return -1;
-    uint64_t hash = vnc_frame_hash(v);
     if (r->have_last && hash == r->last_hash) {
         memcpy(sha, r->last_sha, 65);
         return 0;
@@ -165,13 +191,20 @@ static int run_steps(run *r, const task_step *steps, size_t n, const char *list_
         double t0 = now_ms();
         json_t *detail = NULL;
         em_err serr = {0};
-        int rc = setup_run_step(r->e, r->t, &steps[i], &detail, &serr);
+        int rc = r->ev.setup_step(r->ev.ctx, r->t, &steps[i], r->artifacts, &detail, &serr);
         json_t *line = json_pack("{s:s, s:O, s:f, s:b}", "type", "setup", "step",
                                  json_array_get(raw, i) ? json_array_get(raw, i) : json_null(), "duration_ms",
                                  now_ms() - t0, "ok", rc == 0);
         if (!json_is_object(json_object_get(line, "step")))
             json_object_set_new(line, "step", json_pack("{s:s}", "type", task_step_type_name(steps[i].type)));
         json_object_set_new(line, "phase", json_string(list_name));
+        const char *tolerated = json_string_value(json_object_get(detail, "tolerated"));
+        if (tolerated) { /* kept going as OSWorld does, but visible: in the trace line and the result */
+            json_object_set_new(line, "tolerated", json_string(tolerated));
+            json_array_append_new(r->setup_flags, json_pack("{s:s, s:I, s:s, s:s}", "phase", list_name, "index",
+                                                            (json_int_t)i, "type", task_step_type_name(steps[i].type),
+                                                            "why", tolerated));
+        }
         if (detail)
             json_object_set_new(line, "detail", detail);
         if (rc < 0)
@@ -186,9 +219,12 @@ static int run_steps(run *r, const task_step *steps, size_t n, const char *list_
             char why[EM_ERR_MAX + 64];
             snprintf(why, sizeof why, "%s[%zu] (%s): %s", list_name, i, task_step_type_name(steps[i].type), serr.msg);
             if (abort_on_error) {
-                set_end(r, "env_error", why);
+                set_end(r, rc == SETUP_FAILED ? EXIT_SETUP_ERROR : EXIT_ENV_ERROR, why);
                 return 1;
             }
+            json_array_append_new(r->setup_flags, json_pack("{s:s, s:I, s:s, s:s}", "phase", list_name, "index",
+                                                            (json_int_t)i, "type", task_step_type_name(steps[i].type),
+                                                            "why", serr.msg));
             fprintf(stderr, "envmgr: %s\n", why);
         }
     }
@@ -225,7 +261,7 @@ static int decode_reply(run *r, json_t *reply, json_t **actions, const char **so
     json_array_foreach(*actions, i, a)
     {
         action parsed;
-        if (action_parse(a, env_width(r->e), env_height(r->e), &parsed, &perr) < 0) {
+        if (action_parse(a, r->ev.width, r->ev.height, &parsed, &perr) < 0) {
             *refusal = xstrdup(perr.msg);
             json_decref(*actions);
             *actions = NULL;
@@ -237,10 +273,13 @@ static int decode_reply(run *r, json_t *reply, json_t **actions, const char **so
 }
 
 static int record_step(run *r, json_t *act_json, const char *source, double agent_ms, double action_ms,
-                       const char *before, const char *after, const char *error, em_err *err)
+                       const char *before, const char *after, const settle_info *settle, const char *error,
+                       em_err *err)
 {
     json_t *line = json_pack("{s:s, s:O, s:s, s:f, s:f, s:s}", "type", "step", "action", act_json, "source", source,
                              "agent_ms", agent_ms, "action_ms", action_ms, "frame_before", before);
+    if (settle && settle->why) /* how the wait before frame_after ended: settled, or the bound with why */
+        json_object_set_new(line, "settle", json_pack("{s:f, s:s}", "ms", settle->ms, "result", settle->why));
     if (after)
         json_object_set_new(line, "frame_after", json_string(after));
     if (error)
@@ -260,15 +299,16 @@ static int execute_actions(run *r, json_t *actions, const char *source, double a
     {
         action parsed;
         em_err aerr = {0};
-        if (action_parse(a, env_width(r->e), env_height(r->e), &parsed, &aerr) < 0)
+        if (action_parse(a, r->ev.width, r->ev.height, &parsed, &aerr) < 0)
             return em_fail(err, "action changed after validation: %s", aerr.msg);
         json_t *canon = action_to_json(&parsed);
         double t0 = now_ms();
         int rc = 0;
+        settle_info settle = {0};
         if (!action_is_terminal(&parsed)) {
-            rc = env_act(r->e, &parsed, &aerr);
+            rc = r->ev.act(r->ev.ctx, &parsed, &aerr);
             if (rc == 0)
-                rc = screen_settle(r->e, r->o.settle_ms, SETTLE_MAX_MS, &aerr);
+                rc = r->ev.settle(r->ev.ctx, r->o.settle_ms, r->t->settle_max_s * 1000, &settle, &aerr);
         }
         double action_ms = now_ms() - t0;
         r->action_ms += action_ms;
@@ -277,7 +317,7 @@ static int execute_actions(run *r, json_t *actions, const char *source, double a
         if (rc == 0)
             rc = frame_sha(r, after, &aerr);
         int wrc = record_step(r, canon, source, i == 0 ? agent_ms : 0, action_ms, before, rc == 0 ? after : NULL,
-                              rc == 0 ? NULL : aerr.msg, err);
+                              &settle, rc == 0 ? NULL : aerr.msg, err);
         json_decref(canon);
         bool terminal = action_is_terminal(&parsed);
         action_type type = parsed.type;
@@ -287,12 +327,12 @@ static int execute_actions(run *r, json_t *actions, const char *source, double a
         if (rc < 0) {
             if (check_interrupt(err) < 0)
                 return -1;
-            set_end(r, "env_error", aerr.msg);
+            set_end(r, EXIT_ENV_ERROR, aerr.msg);
             return 1;
         }
         memcpy(before, after, 65);
         if (terminal) {
-            set_end(r, type == ACT_DONE ? "done" : "fail", NULL);
+            set_end(r, type == ACT_DONE ? EXIT_DONE : EXIT_FAIL, NULL);
             return 1;
         }
     }
@@ -303,7 +343,7 @@ static int execute_actions(run *r, json_t *actions, const char *source, double a
 
 int episode_observe(episode *ep, char sha[65], em_err *err)
 {
-    if (frame_sha(ep, ep->before, err) < 0)
+    if (frame_sha(ep, ep->before, err) < 0 || hold_guest(ep, true, err) < 0)
         return -1;
     memcpy(sha, ep->before, 65);
     return 0;
@@ -312,18 +352,17 @@ int episode_observe(episode *ep, char sha[65], em_err *err)
 int episode_step(episode *r, json_t *reply, double agent_ms, episode_step_out *out, em_err *err)
 {
     memset(out, 0, sizeof *out);
-    if (r->exit_cause) {
+    if (r->cause != EXIT_NONE) {
         out->ended = true;
         return 0;
     }
-    if (!r->before[0]) { /* no observation yet: the reply acts on the current screen */
-        em_err ferr = {0};
-        if (frame_sha(r, r->before, &ferr) < 0) {
-            set_end(r, "env_error", ferr.msg);
-            snprintf(out->error, sizeof out->error, "%s", ferr.msg);
-            out->ended = true;
-            return 0;
-        }
+    em_err ferr = {0};
+    /* the guest runs again (the reply acts now); no observation yet: it acts on the current screen */
+    if (hold_guest(r, false, &ferr) < 0 || (!r->before[0] && frame_sha(r, r->before, &ferr) < 0)) {
+        set_end(r, EXIT_ENV_ERROR, ferr.msg);
+        snprintf(out->error, sizeof out->error, "%s", ferr.msg);
+        out->ended = true;
+        return 0;
     }
     r->agent_ms += agent_ms;
     json_t *actions;
@@ -334,7 +373,7 @@ int episode_step(episode *r, json_t *reply, double agent_ms, episode_step_out *o
     if (!actions) {
         /* Refused: nothing reaches the guest; the agent hears why. */
         json_t *stub = json_pack("{s:s}", "action_type", "REFUSED");
-        rc = record_step(r, stub, source, agent_ms, 0, r->before, NULL, refusal, err);
+        rc = record_step(r, stub, source, agent_ms, 0, r->before, NULL, NULL, refusal, err);
         json_decref(stub);
         out->refused = true;
         snprintf(out->error, sizeof out->error, "%s", refusal);
@@ -346,28 +385,33 @@ int episode_step(episode *r, json_t *reply, double agent_ms, episode_step_out *o
     }
     r->steps++;
     out->actions = r->actions - actions_before;
+    bool off = false;
+    em_err gerr = {0};
+    if (rc == 0 && r->cause == EXIT_NONE && out->actions > 0 && r->ev.guest_off &&
+        r->ev.guest_off(r->ev.ctx, &off, &gerr) == 0 && off)
+        set_end(r, EXIT_GUEST_SHUTDOWN, "the guest shut down");
     if (rc == 0)
         rc = drain_egress(r, err);
     if (rc < 0)
         return -1;
-    if (!r->exit_cause && now_ms() > r->t_start + r->t->episode_timeout_s * 1000)
-        set_end(r, "timeout", "episode timeout");
-    if (!r->exit_cause && r->steps >= r->t->max_steps)
-        set_end(r, "max_steps", NULL);
-    if (r->exit_cause) {
+    if (r->cause == EXIT_NONE && now_ms() > r->t_start + r->t->episode_timeout_s * 1000)
+        set_end(r, EXIT_TIMEOUT, "episode timeout");
+    if (r->cause == EXIT_NONE && r->steps >= r->t->max_steps)
+        set_end(r, EXIT_MAX_STEPS, NULL);
+    if (r->cause != EXIT_NONE) {
         out->ended = true;
-        if (!out->refused && r->reason && !strcmp(r->exit_cause, "env_error"))
+        if (!out->refused && r->reason && r->cause == EXIT_ENV_ERROR)
             snprintf(out->error, sizeof out->error, "%s", r->reason);
     }
     return 0;
 }
 
-void episode_end(episode *ep, const char *cause, const char *why)
+void episode_end(episode *ep, exit_cause cause, const char *why)
 {
     set_end(ep, cause, why);
 }
 
-const char *episode_exit_cause(const episode *ep) { return ep->exit_cause; }
+exit_cause episode_exit_cause(const episode *ep) { return ep->cause; }
 const char *episode_reason(const episode *ep) { return ep->reason; }
 int episode_steps(const episode *ep) { return ep->steps; }
 const char *episode_trace_dir(const episode *ep) { return ep->trace_dir; }
@@ -381,32 +425,34 @@ static int agent_loop(run *r, const char *task_path, em_err *err)
     if (!realpath(task_path, real_task))
         snprintf(real_task, sizeof real_task, "%s", task_path);
     _cleanup_free_ char *e1 = xasprintf("ENVMGR_TASK=%s", real_task), *e2 = xasprintf("ENVMGR_TASK_ID=%s", r->t->id);
-    _cleanup_free_ char *e3 = xasprintf("ENVMGR_SCREEN_WIDTH=%d", env_width(r->e));
-    _cleanup_free_ char *e4 = xasprintf("ENVMGR_SCREEN_HEIGHT=%d", env_height(r->e));
+    _cleanup_free_ char *e3 = xasprintf("ENVMGR_SCREEN_WIDTH=%d", r->ev.width);
+    _cleanup_free_ char *e4 = xasprintf("ENVMGR_SCREEN_HEIGHT=%d", r->ev.height);
     const char *envv[] = {e1, e2, e3, e4, NULL};
     em_err aerr = {0};
-    if (agent_start(r->o.agent_cmd, envv, log, &r->ag, &aerr) < 0) {
-        set_end(r, "agent_error", aerr.msg);
+    int arc = r->o.agent_argv ? agent_start_argv(r->o.agent_argv, envv, log, &r->ag, &aerr)
+                              : agent_start(r->o.agent_cmd, envv, log, &r->ag, &aerr);
+    if (arc < 0) {
+        set_end(r, EXIT_AGENT_ERROR, aerr.msg);
         return 0;
     }
     double deadline = r->t_start + r->t->episode_timeout_s * 1000;
     char refusal[EM_ERR_MAX] = "";
     char before[65];
     int rc = 0;
-    while (!r->exit_cause) {
+    while (r->cause == EXIT_NONE) {
         if (r->steps >= r->t->max_steps) {
-            set_end(r, "max_steps", NULL);
+            set_end(r, EXIT_MAX_STEPS, NULL);
             break;
         }
         if ((rc = check_interrupt(err)) < 0)
             break;
         if (episode_observe(r, before, &aerr) < 0) {
-            set_end(r, "env_error", aerr.msg);
+            set_end(r, EXIT_ENV_ERROR, aerr.msg);
             break;
         }
         _cleanup_free_ char *shot = xasprintf("%s/" TRACE_FRAMES_DIR "/%s.png", trace_writer_dir(r->tw), before);
         json_t *obs = json_pack("{s:i, s:s, s:s, s:i, s:i}", "step", r->steps, "instruction", r->t->instruction,
-                                "screenshot", shot, "width", env_width(r->e), "height", env_height(r->e));
+                                "screenshot", shot, "width", r->ev.width, "height", r->ev.height);
         if (refusal[0]) {
             json_object_set_new(obs, "error", json_string(refusal));
             refusal[0] = '\0';
@@ -414,7 +460,7 @@ static int agent_loop(run *r, const char *task_path, em_err *err)
         int src = agent_send(r->ag, obs, &aerr);
         json_decref(obs);
         if (src < 0) {
-            set_end(r, "agent_error", aerr.msg);
+            set_end(r, EXIT_AGENT_ERROR, aerr.msg);
             break;
         }
         double left = deadline - now_ms(), step_ms = r->t->step_timeout_s * 1000;
@@ -425,14 +471,14 @@ static int agent_loop(run *r, const char *task_path, em_err *err)
         double agent_ms = now_ms() - t0;
         if (st == AGENT_TIMEOUT) {
             r->agent_ms += agent_ms;
-            set_end(r, "timeout", episode_limit ? "episode timeout" : aerr.msg);
+            set_end(r, EXIT_TIMEOUT, episode_limit ? "episode timeout" : aerr.msg);
             break;
         }
         if (st != AGENT_OK) {
             r->agent_ms += agent_ms;
             if ((rc = check_interrupt(err)) < 0)
                 break;
-            set_end(r, "agent_error", aerr.msg);
+            set_end(r, EXIT_AGENT_ERROR, aerr.msg);
             break;
         }
         episode_step_out so;
@@ -472,12 +518,18 @@ static void episode_free(episode *ep)
 {
     if (!ep)
         return;
+    em_err ignored;
+    hold_guest(ep, false, &ignored); /* an abandoned episode leaves its env running, as it found it */
     agent_stop(ep->ag, 0);
     free(ep->reason);
+    json_decref(ep->setup_flags);
     free(ep->task_path);
     free(ep->trace_dir);
     free(ep->artifacts);
     free((char *)ep->o.agent_cmd);
+    for (size_t i = 0; ep->o.agent_argv && ep->o.agent_argv[i]; i++)
+        free((char *)ep->o.agent_argv[i]);
+    free((void *)ep->o.agent_argv);
     free((char *)ep->o.out_dir);
     free((char *)ep->o.trace_dir);
     free(ep);
@@ -494,19 +546,37 @@ void episode_abandon(episode *ep)
 int episode_begin(env *e, const task *t, const char *task_path, const char *task_sha256, const episode_opts *o,
                   episode **out, em_err *err)
 {
+    episode_env ev;
+    episode_env_bind(e, &ev);
+    return episode_begin_with(&ev, t, task_path, task_sha256, o, out, err);
+}
+
+int episode_begin_with(const episode_env *ev, const task *t, const char *task_path, const char *task_sha256,
+                       const episode_opts *o, episode **out, em_err *err)
+{
     if (mkdir_p(o->out_dir, 0755, err) < 0)
         return -1;
     episode *r = xcalloc(1, sizeof *r);
-    r->e = e;
+    r->ev = *ev;
     r->t = t;
     r->t_start = now_ms();
     r->o = *o;
     r->o.agent_cmd = o->agent_cmd ? xstrdup(o->agent_cmd) : NULL;
+    if (o->agent_argv) {
+        size_t n = 0;
+        while (o->agent_argv[n])
+            n++;
+        char **copy = xcalloc(n + 1, sizeof *copy);
+        for (size_t i = 0; i < n; i++)
+            copy[i] = xstrdup(o->agent_argv[i]);
+        r->o.agent_argv = (const char *const *)copy;
+    }
     r->o.out_dir = xstrdup(o->out_dir);
     r->o.trace_dir = o->trace_dir ? xstrdup(o->trace_dir) : NULL;
     r->task_path = task_path ? xstrdup(task_path) : NULL;
     r->trace_dir = o->trace_dir ? xstrdup(o->trace_dir) : xasprintf("%s/trace", o->out_dir);
     r->artifacts = xasprintf("%s/artifacts", o->out_dir);
+    r->setup_flags = json_array();
     char task_sha[65];
     int rc = mkdir_p(r->artifacts, 0755, err);
     if (rc == 0 && task_sha256)
@@ -514,15 +584,20 @@ int episode_begin(env *e, const task *t, const char *task_path, const char *task
     else if (rc == 0)
         rc = task_path ? sha256_file_hex(task_path, task_sha, err) : em_fail(err, "episode: no task file nor sha256");
     double t_reset = now_ms();
-    env_timings tm;
+    if (rc == 0 && ev->hold && ev->hold(ev->ctx, false, err) < 0) /* an idle env may wait paused */
+        rc = -1;
     /* The task's network section: a policy that changes needs a restart even on a fresh env. */
     netpolicy cur, net;
     bool net_changed = false;
-    if (rc == 0 && (env_network(e, &cur, err) < 0 || netpolicy_for_task(&cur, t, &net, err) < 0 ||
-                    env_set_network(e, &net, &net_changed, err) < 0))
+    if (rc == 0 && ev->network(ev->ctx, &cur, err) < 0)
         rc = -1;
+    if (rc == 0) {
+        netpolicy_for_task(&cur, &t->net, &net);
+        if (ev->set_network(ev->ctx, &net, &net_changed, err) < 0)
+            rc = -1;
+    }
     if (rc == 0 && (!o->fresh || net_changed))
-        rc = env_reset(e, &tm, err);
+        rc = ev->reset(ev->ctx, err);
     r->reset_ms = now_ms() - t_reset;
     _cleanup_free_ char *elog = egress_path(r);
     r->egress_start = r->egress_off = egress_log_size(elog);
@@ -531,13 +606,30 @@ int episode_begin(env *e, const task *t, const char *task_path, const char *task
         return -1;
     }
     json_t *hdr = json_pack("{s:s, s:s, s:s, s:{s:i, s:i}, s:s, s:b, s:s}", "task_id", t->id, "task_sha256", task_sha,
-                            "image_manifest_sha256", env_image_sha256(e), "screen", "width", env_width(e), "height",
-                            env_height(e), "accel", env_accel(e), "unsafe_open_network",
+                            "image_manifest_sha256", ev->image_sha256, "screen", "width", ev->width, "height",
+                            ev->height, "accel", ev->accel, "unsafe_open_network",
                             net.mode == NETPOLICY_OPEN, "agent", o->agent_cmd ? o->agent_cmd : "");
+    if (o->agent_argv && o->agent_argv[0] && o->agent_argv[1])
+        json_object_set_new(hdr, "agent", json_string(o->agent_argv[1])); /* envmgr's own agent, by its role */
     json_object_set_new(hdr, "network", netpolicy_to_json(&net));
-    if (task_path)
+    if (task_path) {
         json_object_set_new(hdr, "task_path", json_string(task_path));
+        /* The task itself, so a replay never has to trust a host path the trace names. */
+        _cleanup_free_ char *text = NULL;
+        size_t len;
+        char sha[65];
+        em_err ignored;
+        if (read_file_capped(task_path, TRACE_TASK_TEXT_MAX, &text, &len, &ignored) == 0 &&
+            utf8_valid(text, len, true)) {
+            sha256_hex(text, len, sha);
+            if (!strcmp(sha, task_sha))
+                json_object_set_new(hdr, "task_text", json_stringn(text, len));
+        }
+    }
     json_object_set_new(hdr, "settle_ms", json_real(o->settle_ms));
+    json_object_set_new(hdr, "pause_while_thinking", json_boolean(t->pause_while_thinking && ev->hold));
+    if (t->osworld_proxy) /* OSWorld's "proxy": true: the task wants the web; `network` is the answer */
+        json_object_set_new(hdr, "osworld_proxy", json_true());
     rc = trace_open(r->trace_dir, hdr, &r->tw, err);
     json_decref(hdr);
     if (rc < 0) {
@@ -550,10 +642,10 @@ int episode_begin(env *e, const task *t, const char *task_path, const char *task
     if (rc >= 0 && drain_egress(r, err) < 0)
         rc = -1;
     r->setup_ms = now_ms() - t0;
-    if (rc == 0 && !r->exit_cause) {
+    if (rc == 0 && r->cause == EXIT_NONE) {
         em_err serr = {0};
-        if (screen_settle(e, o->settle_ms, SETTLE_MAX_MS, &serr) < 0)
-            set_end(r, "env_error", serr.msg);
+        if (ev->settle(ev->ctx, o->settle_ms, t->settle_max_s * 1000, NULL, &serr) < 0)
+            set_end(r, EXIT_ENV_ERROR, serr.msg);
     }
     if (rc < 0) { /* interrupted or the trace cannot be written: keep what is recorded, marked incomplete */
         episode_abandon(r);
@@ -563,26 +655,35 @@ int episode_begin(env *e, const task *t, const char *task_path, const char *task
     return 0;
 }
 
-int episode_finish(episode *ep, const char *cause, json_t **result, em_err *err)
+int episode_finish(episode *ep, exit_cause cause, json_t **result, em_err *err)
 {
     run *r = ep;
     const task *t = r->t;
-    env *e = r->e;
-    if (!r->exit_cause)
-        set_end(r, cause ? cause : "evaluated", NULL);
+    if (r->cause == EXIT_NONE)
+        set_end(r, cause != EXIT_NONE ? cause : EXIT_EVALUATED, NULL);
+    em_err herr = {0};
+    if (hold_guest(r, false, &herr) < 0) { /* postconfig and getters need a running guest */
+        r->cause = EXIT_ENV_ERROR;
+        free(r->reason);
+        r->reason = xstrdup(herr.msg);
+    }
     int rc = 0;
     double t_eval = now_ms();
     double score = 0;
     char *reason = NULL;
     json_t *details = NULL;
-    if (strcmp(r->exit_cause, "env_error")) {
+    bool evaluate = r->cause != EXIT_ENV_ERROR && r->cause != EXIT_SETUP_ERROR && r->cause != EXIT_GUEST_SHUTDOWN;
+    if (r->cause == EXIT_GUEST_SHUTDOWN) { /* nothing to read in a powered-off guest: a 0, recorded */
+        rc = finish_egress(r, err);
+        reason = xstrdup("not evaluated: the guest shut down (a scored outcome: 0)");
+    } else if (evaluate) {
         rc = run_steps(r, t->postconfig, t->npostconfig, "postconfig", false, err);
         if (rc == 0)
             rc = finish_egress(r, err);
         em_env_ops ops;
-        guest_ops_bind(e, &ops);
+        r->ev.guest_ops(r->ev.ctx, &ops);
         if (rc == 0)
-            rc = evaluate_task(&ops, t, t->dir, r->artifacts, r->exit_cause, &score, &reason, &details, err);
+            rc = evaluate_task(&ops, t, t->dir, r->artifacts, exit_cause_name(r->cause), &score, &reason, &details, err);
     } else {
         rc = finish_egress(r, err); /* what the guest sent before the env failed still counts */
         reason = xasprintf("not evaluated: %s", r->reason ? r->reason : "the env failed");
@@ -597,14 +698,20 @@ int episode_finish(episode *ep, const char *cause, json_t **result, em_err *err)
         episode_abandon(r);
         return -1;
     }
-    if (r->reason && strcmp(r->exit_cause, "env_error")) { /* keep why the episode ended next to the score */
+    if (r->reason && evaluate) { /* keep why the episode ended next to the score */
         char *joined = xasprintf("%s (episode ended: %s)", reason ? reason : "", r->reason);
         free(reason);
         reason = joined;
     }
     double eval_ms = now_ms() - t_eval;
-    json_t *eval = json_pack("{s:s, s:f, s:s, s:s, s:o}", "type", "evaluation", "score", score, "reason",
-                             reason ? reason : "", "exit_cause", r->exit_cause, "artifacts", artifact_hashes(details));
+    /* scored, evaluator_error (an evaluator script failed: the 0 is no score), or not_evaluated (env_error) */
+    const char *status = details ? json_string_value(json_object_get(details, "status")) : "not_evaluated";
+    json_t *eval_error = json_object_get(details, "evaluator_error");
+    json_t *eval = json_pack("{s:s, s:f, s:s, s:s, s:s, s:o}", "type", "evaluation", "score", score, "status",
+                             status ? status : "scored", "reason", reason ? reason : "", "exit_cause",
+                             exit_cause_name(r->cause), "artifacts", artifact_hashes(details));
+    if (eval_error)
+        json_object_set(eval, "evaluator_error", eval_error);
     if (details)
         json_object_set(eval, "details", details);
     rc = trace_append(r->tw, eval, err);
@@ -616,16 +723,25 @@ int episode_finish(episode *ep, const char *cause, json_t **result, em_err *err)
     r->tw = NULL;
 
     json_t *res = json_pack("{s:s, s:f, s:s, s:s, s:i, s:i, s:s, s:s, s:{s:f, s:f, s:f, s:f, s:f, s:f}}", "task_id",
-                            t->id, "score", score, "reason", reason ? reason : "", "exit_cause", r->exit_cause, "steps",
-                            r->steps, "actions", r->actions, "trace", r->trace_dir, "accel", env_accel(e), "timings",
+                            t->id, "score", score, "reason", reason ? reason : "", "exit_cause", exit_cause_name(r->cause), "steps",
+                            r->steps, "actions", r->actions, "trace", r->trace_dir, "accel", r->ev.accel, "timings",
                             "reset_ms", r->reset_ms, "setup_ms", r->setup_ms, "agent_ms", r->agent_ms, "actions_ms",
                             r->action_ms, "evaluation_ms", eval_ms, "total_s", (now_ms() - r->t_start) / 1000);
+    json_t *tm = json_object_get(res, "timings");
+    json_object_set_new(tm, "pauses", json_integer(r->holds)); /* pause and resume calls, and their cost */
+    json_object_set_new(tm, "pause_ms", json_real(r->hold_ms));
+    json_object_set_new(tm, "pause_max_ms", json_real(r->hold_max_ms));
+    json_object_set_new(res, "status", json_string(status ? status : "scored"));
+    if (eval_error)
+        json_object_set(res, "evaluator_error", eval_error);
     if (details)
         json_object_set_new(res, "evaluation", details);
+    if (json_array_size(r->setup_flags))
+        json_object_set(res, "setup_flags", r->setup_flags);
     free(reason);
-    _cleanup_free_ char *text = json_dumps(res, JSON_INDENT(2)), *path = xasprintf("%s/result.json", r->o.out_dir);
+    _cleanup_free_ char *path = xasprintf("%s/result.json", r->o.out_dir);
     if (rc == 0)
-        rc = write_file_atomic(path, text, strlen(text), 0644, err);
+        rc = json_save(path, res, JSON_INDENT(2), 0644, err);
     episode_free(r);
     if (rc < 0) {
         json_decref(res);
@@ -635,14 +751,29 @@ int episode_finish(episode *ep, const char *cause, json_t **result, em_err *err)
     return 0;
 }
 
+int episode_prepare_task(env *e, task *t, em_err *err)
+{
+    _cleanup_free_ char *pw = env_user_password(e);
+    task_vars v = {.screen_w = env_width(e), .screen_h = env_height(e), .client_password = pw};
+    return task_substitute(t, &v, err);
+}
+
 int episode_run(env *e, const task *t, const char *task_path, const episode_opts *o, json_t **result, em_err *err)
 {
+    episode_env ev;
+    episode_env_bind(e, &ev);
+    return episode_run_with(&ev, t, task_path, o, result, err);
+}
+
+int episode_run_with(const episode_env *ev, const task *t, const char *task_path, const episode_opts *o,
+                     json_t **result, em_err *err)
+{
     episode *ep;
-    if (episode_begin(e, t, task_path, NULL, o, &ep, err) < 0)
+    if (episode_begin_with(ev, t, task_path, NULL, o, &ep, err) < 0)
         return -1;
-    if (!ep->exit_cause && agent_loop(ep, task_path, err) < 0) {
+    if (ep->cause == EXIT_NONE && agent_loop(ep, task_path, err) < 0) {
         episode_abandon(ep); /* interrupted or the trace cannot be written */
         return -1;
     }
-    return episode_finish(ep, NULL, result, err);
+    return episode_finish(ep, EXIT_NONE, result, err);
 }

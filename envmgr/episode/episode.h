@@ -7,11 +7,13 @@
 #include <jansson.h>
 #include <stdbool.h>
 
+#include "envmgr/base/exit_cause.h"
 #include "envmgr/env/env.h"
 #include "evaluator/task.h"
 
 typedef struct episode_opts {
-    const char *agent_cmd;
+    const char *agent_cmd;  /* the operator's command line (run through /bin/sh -c) */
+    const char *const *agent_argv; /* or an argv envmgr built (no shell); NULL-terminated */
     const char *out_dir;    /* result.json, agent.log, artifacts/ */
     const char *trace_dir;  /* NULL: out_dir/trace */
     bool fresh;             /* the env was just restored: skip the initial reset */
@@ -37,6 +39,10 @@ typedef struct episode_step_out {
  * episode is then already ended with exit cause env_error. */
 int episode_begin(env *e, const task *t, const char *task_path, const char *task_sha256, const episode_opts *o,
                   episode **out, em_err *err);
+/* The same over an env given as operations (episode_env.h): what the unit tests drive. */
+struct episode_env;
+int episode_begin_with(const struct episode_env *ev, const task *t, const char *task_path, const char *task_sha256,
+                       const episode_opts *o, episode **out, em_err *err);
 /* A fresh frame: stored in the trace, kept as the frame the next reply acts
  * on. sha (65 bytes) names it; the PNG is trace_dir/frames/<sha>.png. */
 int episode_observe(episode *ep, char sha[65], em_err *err);
@@ -45,23 +51,29 @@ int episode_observe(episode *ep, char sha[65], em_err *err);
  * be written or on interrupt; refusals and env failures come back in *out. */
 int episode_step(episode *ep, json_t *reply, double agent_ms, episode_step_out *out, em_err *err);
 /* End the episode now (if it has not ended) with this cause. */
-void episode_end(episode *ep, const char *cause, const char *why);
+void episode_end(episode *ep, exit_cause cause, const char *why);
 /* NULL while the episode runs. */
-const char *episode_exit_cause(const episode *ep);
+exit_cause episode_exit_cause(const episode *ep); /* EXIT_NONE while it runs */
 /* Why it ended early (agent or env trouble), or NULL. */
 const char *episode_reason(const episode *ep);
 int episode_steps(const episode *ep);
 const char *episode_trace_dir(const episode *ep);
 /* Postconfig, evaluator, trace trailer, result.json; frees ep (also on failure).
  * An episode still running ends with exit_cause `cause` first. */
-int episode_finish(episode *ep, const char *cause, json_t **result, em_err *err);
+int episode_finish(episode *ep, exit_cause cause, json_t **result, em_err *err);
 /* Free without evaluating: the trace stays readable, marked incomplete. */
 void episode_abandon(episode *ep);
+
+/* Replace OSWorld's placeholders in t for env e: its screen size and its image user's password
+ * ({CLIENT_PASSWORD}); task_substitute. */
+int episode_prepare_task(env *e, task *t, em_err *err);
 
 /* Runs the episode in e. Returns 0 when the episode ran (whatever its score
  * or exit cause); *result is the result.json object. Returns -1 only when
  * nothing could be recorded (bad arguments, output directory unusable,
  * interrupted). */
 int episode_run(env *e, const task *t, const char *task_path, const episode_opts *o, json_t **result, em_err *err);
+int episode_run_with(const struct episode_env *ev, const task *t, const char *task_path, const episode_opts *o,
+                     json_t **result, em_err *err);
 
 #endif

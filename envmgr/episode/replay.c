@@ -9,6 +9,8 @@
 #include "recorder/frame_compare.h"
 #include "recorder/trace.h"
 #include "envmgr/base/sha256.h"
+#include "envmgr/base/json_save.h"
+#include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
 
 static char *frame_path(const char *trace_dir, const char *sha)
@@ -105,22 +107,39 @@ int replay_run(env *e, bool fresh, const replay_opts *o, json_t **out, em_err *e
     if (trace_read(o->trace_dir, &rec, err) < 0)
         return -1;
     json_t *h = trace_header(rec);
-    const char *task_path = json_string_value(json_object_get(h, "task_path"));
+    /* The task: the operator's --task, or the one the trace carries (checked against its hash).
+     * A trace never names a host file that is then loaded or run. */
     const char *task_sha = json_string_value(json_object_get(h, "task_sha256"));
+    const char *task_text = json_string_value(json_object_get(h, "task_text"));
     const char *image_sha = json_string_value(json_object_get(h, "image_manifest_sha256"));
     const char *agent = json_string_value(json_object_get(h, "agent"));
     json_t *settle = json_object_get(h, "settle_ms");
-    int rc = 0;
+    int rc = mkdir_p(o->out_dir, 0755, err);
     char sha[65];
     task *t = NULL;
-    if (!task_path)
-        rc = em_fail_input(err, "replay: the trace header names no task_path");
-    if (rc == 0 && sha256_file_hex(task_path, sha, err) < 0)
-        rc = em_prefix(err, "replay: the recorded task: ");
-    if (rc == 0 && strcmp(sha, task_sha) && !o->force)
-        rc = em_fail_input(err, "replay: %s changed since the recording (sha256 %.12s…, recorded %.12s…); --force "
-                                "replays anyway",
-                           task_path, sha, task_sha);
+    _cleanup_free_ char *task_path = NULL;
+    if (rc == 0 && o->task_path) {
+        task_path = xstrdup(o->task_path);
+        if (sha256_file_hex(task_path, sha, err) < 0)
+            rc = em_prefix(err, "replay: --task: ");
+        else if (strcmp(sha, task_sha) && !o->force)
+            rc = em_fail_input(err, "replay: --task %s is not the recorded task (sha256 %.12s…, recorded %.12s…); "
+                                    "--force replays anyway",
+                               task_path, sha, task_sha);
+    } else if (rc == 0) {
+        if (!task_text)
+            rc = em_fail_input(err, "replay: the trace does not carry its task (recorded by an older envmgr, or "
+                                    "the task was over %zu KiB); give it with --task FILE",
+                               TRACE_TASK_TEXT_MAX >> 10);
+        else {
+            sha256_hex(task_text, strlen(task_text), sha);
+            if (strcmp(sha, task_sha))
+                rc = em_fail_input(err, "replay: the trace's task does not match its task_sha256");
+        }
+        task_path = xasprintf("%s/task.json", o->out_dir); /* our own copy: relative paths resolve here */
+        if (rc == 0 && write_file_atomic(task_path, task_text, strlen(task_text), 0644, err) < 0)
+            rc = -1;
+    }
     if (rc == 0 && strcmp(image_sha, env_image_sha256(e)) && !o->force)
         rc = em_fail_input(err, "replay: the env runs image %.12s…, the trace was recorded on %.12s…; --force "
                                 "replays anyway",
@@ -128,7 +147,7 @@ int replay_run(env *e, bool fresh, const replay_opts *o, json_t **out, em_err *e
     if (rc == 0 && task_load(task_path, &t, err) < 0)
         rc = -1;
     if (rc == 0)
-        rc = task_substitute_screen(t, env_width(e), env_height(e), err);
+        rc = episode_prepare_task(e, t, err);
     if (rc < 0) {
         task_free(t);
         trace_free(rec);
@@ -138,14 +157,23 @@ int replay_run(env *e, bool fresh, const replay_opts *o, json_t **out, em_err *e
     t->max_steps = INT_MAX / 2;
     t->step_timeout_s = 3600;
     t->episode_timeout_s = 86400;
-    _cleanup_free_ char *cmd = xasprintf("'%s' __replay-agent '%s'%s", o->self_exe, o->trace_dir,
-                                         o->fast ? " --fast" : "");
+    /* The replay agent is envmgr itself, started without a shell: the trace directory's name is
+     * an argument, never shell text. */
+    char until[32];
+    snprintf(until, sizeof until, "%ld", o->until);
+    const char *argv[8];
+    size_t n = 0;
+    argv[n++] = o->self_exe;
+    argv[n++] = "__replay-agent";
+    argv[n++] = o->trace_dir;
+    if (o->fast)
+        argv[n++] = "--fast";
     if (o->until >= 0) {
-        char *c2 = xasprintf("%s --until %ld", cmd, o->until);
-        free(cmd);
-        cmd = c2;
+        argv[n++] = "--until";
+        argv[n++] = until;
     }
-    episode_opts eo = {.agent_cmd = cmd, .out_dir = o->out_dir, .fresh = fresh,
+    argv[n] = NULL;
+    episode_opts eo = {.agent_argv = argv, .out_dir = o->out_dir, .fresh = fresh,
                        .settle_ms = json_is_number(settle) ? json_number_value(settle) : 300};
     json_t *result = NULL;
     double t0 = now_ms();
@@ -173,8 +201,8 @@ int replay_run(env *e, bool fresh, const replay_opts *o, json_t **out, em_err *e
         bool score_ok = !score_checked || fabs(want - got) < 1e-9;
         json_object_set_new(report, "score_matches", score_checked ? json_boolean(score_ok) : json_null());
         json_object_set_new(report, "reproduced", json_boolean(frames_ok && score_ok));
-        _cleanup_free_ char *text = json_dumps(report, JSON_INDENT(2)), *path = xasprintf("%s/replay.json", o->out_dir);
-        rc = write_file_atomic(path, text, strlen(text), 0644, err);
+        _cleanup_free_ char *path = xasprintf("%s/replay.json", o->out_dir);
+        rc = json_save(path, report, JSON_INDENT(2), 0644, err);
     }
     json_decref(result);
     trace_free(rep);

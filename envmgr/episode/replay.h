@@ -17,6 +17,7 @@ typedef struct replay_opts {
     const char *trace_dir;
     const char *out_dir;      /* the replay's own trace, result and divergence frames */
     const char *self_exe;     /* envmgr itself, to start the replay agent */
+    const char *task_path;    /* the operator's --task; NULL: the task the trace carries */
     double tolerance;
     long until;               /* replay only the first N actions (-1: all) */
     bool fast, force;

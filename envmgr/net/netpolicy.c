@@ -13,7 +13,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "evaluator/task.h"
+#include "envmgr/base/json_save.h"
+#include "envmgr/base/fileio.h"
+#include "envmgr/base/paths.h"
 #include "envmgr/base/util.h"
 #include "envmgr/vm/vm.h"
 
@@ -81,7 +83,7 @@ int nethost_parse(const char *s, size_t n, bool allow_wildcard, nethost *out, co
         memcpy(buf, s + 1, len);
         buf[len] = '\0';
         if (strspn(buf, "0123456789abcdefABCDEF:.") != len)
-            return *why = "not a valid IPv6 address (zone ids are not accepted)", -1;
+            return *why = "not a valid IPv6 address", -1;
         struct in6_addr a6;
         if (inet_pton(AF_INET6, buf, &a6) != 1)
             return *why = "not a valid IPv6 address", -1;
@@ -90,7 +92,7 @@ int nethost_parse(const char *s, size_t n, bool allow_wildcard, nethost *out, co
         return 0;
     }
     if (memchr(s, ':', n))
-        return *why = "IPv6 literals go in brackets ([::1]:443)", -1;
+        return *why = "IPv6 addresses go in brackets ([::1]:443)", -1;
     if (memchr(s, ']', n) || memchr(s, '[', n))
         return *why = "brackets around something that is not an IPv6 address", -1;
     char h[NETPOLICY_HOST_MAX + 2];
@@ -137,6 +139,7 @@ int nethost_parse(const char *s, size_t n, bool allow_wildcard, nethost *out, co
 
 int netrule_parse(const char *s, netrule *out, em_err *err)
 {
+    memset(out, 0, sizeof *out); /* private_ok false: only netpolicy_add_private sets it */
     size_t n = strlen(s);
     const char *colon = NULL;
     if (n > NETPOLICY_HOST_MAX + 16)
@@ -169,19 +172,61 @@ void netrule_format(const nethost *h, int port, char *buf, size_t len)
         snprintf(buf, len, "%s:%d", h->name, port);
 }
 
+/* What an address rule's address is (NULL: public unicast); names are judged when resolved. */
+static const char *rule_addr_class(const netrule *r)
+{
+    struct sockaddr_storage ss = {0};
+    if (r->host.kind == NETHOST_IPV4) {
+        struct sockaddr_in *a4 = (struct sockaddr_in *)&ss;
+        a4->sin_family = AF_INET;
+        if (inet_pton(AF_INET, r->host.name, &a4->sin_addr) != 1)
+            return "not an IP address";
+    } else if (r->host.kind == NETHOST_IPV6) {
+        struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&ss;
+        a6->sin6_family = AF_INET6;
+        if (inet_pton(AF_INET6, r->host.name, &a6->sin6_addr) != 1)
+            return "not an IP address";
+    } else {
+        return NULL;
+    }
+    return netpolicy_addr_class((struct sockaddr *)&ss);
+}
+
+static int add_rule(netpolicy *p, const netrule *r, em_err *err)
+{
+    for (size_t i = 0; i < p->nrules; i++)
+        if (p->rules[i].port == r->port && p->rules[i].host.kind == r->host.kind &&
+            !strcmp(p->rules[i].host.name, r->host.name)) {
+            p->rules[i].private_ok |= r->private_ok;
+            return 0;
+        }
+    if (p->nrules >= NETPOLICY_RULES_MAX)
+        return em_fail_input(err, "more than %d allowlist entries", NETPOLICY_RULES_MAX);
+    p->rules[p->nrules++] = *r;
+    return 0;
+}
+
 int netpolicy_add(netpolicy *p, const char *entry, em_err *err)
 {
     netrule r;
     if (netrule_parse(entry, &r, err) < 0)
         return -1;
-    for (size_t i = 0; i < p->nrules; i++)
-        if (p->rules[i].port == r.port && p->rules[i].host.kind == r.host.kind &&
-            !strcmp(p->rules[i].host.name, r.host.name))
-            return 0;
-    if (p->nrules >= NETPOLICY_RULES_MAX)
-        return em_fail_input(err, "more than %d allowlist entries", NETPOLICY_RULES_MAX);
-    p->rules[p->nrules++] = r;
-    return 0;
+    const char *cls = rule_addr_class(&r);
+    if (cls)
+        return em_fail_input(err, "`%.100s`: %s is a%s %s address: only the operator may allow it (--allow-private)",
+                             entry, r.host.name, strchr("aeiou", cls[0]) ? "n" : "", cls);
+    return add_rule(p, &r, err);
+}
+
+int netpolicy_add_private(netpolicy *p, const char *entry, em_err *err)
+{
+    netrule r;
+    if (netrule_parse(entry, &r, err) < 0)
+        return -1;
+    if (r.host.kind != NETHOST_IPV4 && r.host.kind != NETHOST_IPV6)
+        return em_fail_input(err, "`%.100s`: expected an IP address and a port (names go in --allow)", entry);
+    r.private_ok = true;
+    return add_rule(p, &r, err);
 }
 
 bool netpolicy_equal(const netpolicy *a, const netpolicy *b)
@@ -191,46 +236,41 @@ bool netpolicy_equal(const netpolicy *a, const netpolicy *b)
         return false;
     for (size_t i = 0; i < a->nrules; i++)
         if (a->rules[i].port != b->rules[i].port || a->rules[i].host.kind != b->rules[i].host.kind ||
-            strcmp(a->rules[i].host.name, b->rules[i].host.name))
+            a->rules[i].private_ok != b->rules[i].private_ok || strcmp(a->rules[i].host.name, b->rules[i].host.name))
             return false;
     return true;
 }
 
-int netpolicy_for_task(const netpolicy *current, const struct task *t, netpolicy *out, em_err *err)
+void netpolicy_for_task(const netpolicy *current, const netpolicy *task_net, netpolicy *out)
 {
     if (current->mode == NETPOLICY_OPEN) {
         *out = *current;
-        return 0;
+        return;
     }
-    netpolicy_init(out);
+    *out = *task_net;
     out->max_bytes_out = current->max_bytes_out;
     out->max_conn_per_min = current->max_conn_per_min;
-    out->mode = t->net_mode == NET_ALLOWLIST ? NETPOLICY_ALLOWLIST : NETPOLICY_NONE;
-    for (size_t i = 0; i < t->nallow; i++) {
-        char entry[NETPOLICY_HOST_MAX + 16];
-        if (t->allow[i].kind == HOST_IPV6)
-            snprintf(entry, sizeof entry, "[%s]:%d", t->allow[i].host, t->allow[i].port);
-        else
-            snprintf(entry, sizeof entry, "%s:%d", t->allow[i].host, t->allow[i].port);
-        if (netpolicy_add(out, entry, err) < 0)
-            return em_prefix(err, "network.allow[%zu]: ", i);
-    }
-    return 0;
+    for (size_t i = 0; i < current->nrules; i++) /* the operator's stay; the task's own had no such rule */
+        if (current->rules[i].private_ok && out->nrules < NETPOLICY_RULES_MAX)
+            add_rule(out, &current->rules[i], NULL);
 }
 
 /* ---- persistence ----------------------------------------------------------- */
 
 json_t *netpolicy_to_json(const netpolicy *p)
 {
+    /* One list in rule order (relay addresses follow it); the operator's private rules as
+     * {"private": "ADDR:PORT"} so that no other writer's string can become one. */
     json_t *allow = json_array();
     for (size_t i = 0; i < p->nrules; i++) {
         char buf[NETPOLICY_HOST_MAX + 16];
         netrule_format(&p->rules[i].host, p->rules[i].port, buf, sizeof buf);
-        json_array_append_new(allow, json_string(buf));
+        json_array_append_new(allow, p->rules[i].private_ok ? json_pack("{s:s}", "private", buf) : json_string(buf));
     }
-    return json_pack("{s:s, s:o, s:{s:I, s:I}}", "mode", netpolicy_mode_name(p->mode), "allow", allow, "limits",
-                     "max_bytes_out", (json_int_t)p->max_bytes_out, "max_connections_per_minute",
-                     (json_int_t)p->max_conn_per_min);
+    json_t *j = json_pack("{s:s, s:o, s:{s:I, s:I}}", "mode", netpolicy_mode_name(p->mode), "allow", allow, "limits",
+                          "max_bytes_out", (json_int_t)p->max_bytes_out, "max_connections_per_minute",
+                          (json_int_t)p->max_conn_per_min);
+    return j;
 }
 
 int netpolicy_from_json(json_t *j, netpolicy *p, em_err *err)
@@ -248,9 +288,10 @@ int netpolicy_from_json(json_t *j, netpolicy *p, em_err *err)
     json_t *e;
     json_array_foreach(allow, i, e)
     {
-        if (!json_is_string(e))
-            return em_fail(err, "network policy: allow[%zu] is not a string", i);
-        if (netpolicy_add(p, json_string_value(e), err) < 0)
+        const char *priv = json_string_value(json_object_get(e, "private"));
+        if (!json_is_string(e) && !(json_is_object(e) && priv && json_object_size(e) == 1))
+            return em_fail(err, "network policy: allow[%zu] is not a rule", i);
+        if ((priv ? netpolicy_add_private(p, priv, err) : netpolicy_add(p, json_string_value(e), err)) < 0)
             return em_prefix(err, "network policy: allow[%zu]: ", i);
     }
     json_t *b = json_object_get(lim, "max_bytes_out"), *c = json_object_get(lim, "max_connections_per_minute");
@@ -259,8 +300,9 @@ int netpolicy_from_json(json_t *j, netpolicy *p, em_err *err)
         return em_fail(err, "network policy: limits must be non-negative integers");
     p->max_bytes_out = b ? (uint64_t)json_integer_value(b) : 0;
     p->max_conn_per_min = c ? (unsigned)json_integer_value(c) : 0;
-    if (p->mode == NETPOLICY_NONE && p->nrules)
-        return em_fail(err, "network policy: mode none with allow entries");
+    for (size_t k = 0; k < p->nrules; k++)
+        if (p->mode == NETPOLICY_NONE && !p->rules[k].private_ok)
+            return em_fail(err, "network policy: mode none with allow entries");
     return 0;
 }
 
@@ -323,9 +365,10 @@ int netpolicy_save(const char *dir, const netpolicy *p, const char *helper, em_e
                             "(set ENVMGR_RUN_DIR to a shorter path)",
                        real);
     json_t *j = netpolicy_to_json(p);
-    _cleanup_free_ char *text = json_dumps(j, JSON_INDENT(2)), *path = xasprintf("%s/" NETPOLICY_FILE, real);
+    _cleanup_free_ char *path = xasprintf("%s/" NETPOLICY_FILE, real);
+    int rc = json_save(path, j, JSON_INDENT(2), 0600, err);
     json_decref(j);
-    if (write_file_atomic(path, text, strlen(text), 0600, err) < 0)
+    if (rc < 0)
         return em_prefix(err, "network policy: ");
     _cleanup_free_ char *vmnet = xasprintf("%s/" VM_NET_FILE, real);
     if (p->mode == NETPOLICY_NONE) {
@@ -334,9 +377,9 @@ int netpolicy_save(const char *dir, const netpolicy *p, const char *helper, em_e
         return 0;
     }
     json_t *v = vm_net_json(real, p, helper);
-    _cleanup_free_ char *vtext = json_dumps(v, JSON_INDENT(2));
+    rc = json_save(vmnet, v, JSON_INDENT(2), 0600, err);
     json_decref(v);
-    return write_file_atomic(vmnet, vtext, strlen(vtext), 0600, err) < 0 ? em_prefix(err, "network policy: ") : 0;
+    return rc < 0 ? em_prefix(err, "network policy: ") : 0;
 }
 
 int netpolicy_load(const char *dir, netpolicy *p, em_err *err)
@@ -345,7 +388,7 @@ int netpolicy_load(const char *dir, netpolicy *p, em_err *err)
     _cleanup_free_ char *path = xasprintf("%s/" NETPOLICY_FILE, dir), *text = NULL;
     if (access(path, F_OK) != 0)
         return 0;
-    if (read_file_capped(path, 1 << 20, &text, NULL, err) < 0)
+    if (read_file_capped(path, JSON_DOC_MAX, &text, NULL, err) < 0)
         return em_prefix(err, "network policy: ");
     json_error_t je;
     json_t *j = json_loads(text, JSON_REJECT_DUPLICATES, &je);
@@ -605,8 +648,8 @@ const char *netpolicy_helper(void)
             path[n] = '\0';
             base = strrchr(path, '/');
         }
-        if (!base || strcmp(base + 1, "envmgr")) /* a test program or another tool: use the built CLI */
-            snprintf(path, sizeof path, "%s/bin/envmgr", ENVMGR_SOURCE_DIR);
+        if (!base || strcmp(base + 1, "envmgr")) /* a test program in the build tree: use the built CLI */
+            snprintf(path, sizeof path, "%s/bin/envmgr", paths_data_dir());
     }
     return path;
 }

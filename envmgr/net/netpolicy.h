@@ -31,8 +31,6 @@
 #include "envmgr/base/err.h"
 #include "envmgr/vm/guest.h"
 
-struct task;
-
 /* Files in a run directory. */
 #define NETPOLICY_FILE "netpolicy.json"      /* the policy (this module) */
 #define NETPOLICY_LOG_FILE "egress.jsonl"    /* one JSON line per egress attempt (proxy) */
@@ -61,7 +59,9 @@ typedef struct nethost {
 
 typedef struct netrule {
     nethost host;
-    int port; /* 1..65535 */
+    int port;       /* 1..65535 */
+    bool private_ok; /* the operator's (--allow-private): may name a loopback, private, link-local or
+                      * metadata address; no task, trace or API request can make one */
 } netrule;
 
 typedef struct netpolicy {
@@ -88,12 +88,18 @@ int netrule_parse(const char *s, netrule *out, em_err *err);
 /* The rule (or a destination) as text; buf of at least NETPOLICY_HOST_MAX + 16 bytes. */
 void netrule_format(const nethost *h, int port, char *buf, size_t len);
 
-/* Add a rule (duplicates are dropped); fails beyond NETPOLICY_RULES_MAX. */
+/* Add a rule from a task, a request or --allow (duplicates are dropped); fails beyond
+ * NETPOLICY_RULES_MAX, and on an address that is not public unicast ("127.0.0.1:7480 is a
+ * loopback address: only the operator may allow it"). */
 int netpolicy_add(netpolicy *p, const char *entry, em_err *err);
+/* The operator's --allow-private ADDR:PORT: an IPv4 or IPv6 address of any class. Kept when a
+ * task's network section replaces the rest of the policy (netpolicy_for_task). */
+int netpolicy_add_private(netpolicy *p, const char *entry, em_err *err);
 bool netpolicy_equal(const netpolicy *a, const netpolicy *b);
-/* The task's network section, keeping p's limits. An env opened with
+/* The task's network section (its mode and rules) with current's limits and the operator's
+ * private rules. An env opened with
  * --unsafe-open-network stays open (the operator's choice wins; the trace says so). */
-int netpolicy_for_task(const netpolicy *current, const struct task *t, netpolicy *out, em_err *err);
+void netpolicy_for_task(const netpolicy *current, const netpolicy *task_net, netpolicy *out);
 
 json_t *netpolicy_to_json(const netpolicy *p);
 int netpolicy_from_json(json_t *j, netpolicy *p, em_err *err);

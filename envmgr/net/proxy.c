@@ -21,6 +21,8 @@
 #include <unistd.h>
 
 #include "envmgr/net/proxy_http.h"
+#include "envmgr/base/fileio.h"
+#include "envmgr/base/listen.h"
 #include "envmgr/base/util.h"
 
 #define CONTROL_MAX 512
@@ -690,23 +692,9 @@ int proxy_server_new(const proxy_config *cfg, proxy_server **out, em_err *err)
 
 int proxy_server_listen(proxy_server *s, const char *sock_path, em_err *err)
 {
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    if (strlen(sock_path) >= sizeof sa.sun_path)
-        return em_fail(err, "egress proxy: socket path `%s` is longer than %zu bytes", sock_path,
-                       sizeof sa.sun_path - 1);
-    strcpy(sa.sun_path, sock_path);
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return em_fail_errno(err, "egress proxy: socket");
-    unlink(sock_path);
-    mode_t old = umask(0177); /* 0600 from the start: no window where others could connect */
-    int rc = bind(fd, (struct sockaddr *)&sa, sizeof sa);
-    umask(old);
-    if (rc < 0 || listen(fd, 128) < 0) {
-        em_fail_errno(err, "egress proxy: listen on `%s`", sock_path);
-        close(fd);
-        return -1;
-    }
+    int fd;
+    if (listen_unix(sock_path, &fd, err) < 0)
+        return em_prefix(err, "egress proxy: ");
     s->listen_fd = fd;
     free(s->sock_path);
     s->sock_path = xstrdup(sock_path);

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "envmgr/base/exit_cause.h"
 #include "envmgr/base/sbuf.h"
 #include "envmgr/suite/results_log.h"
 #include "envmgr/suite/suite.h"
@@ -20,6 +21,16 @@ static json_t *per_task(json_t *final)
         const char *id = json_string_value(json_object_get(line, "task_id"));
         double score = json_number_value(json_object_get(line, "score"));
         json_t *t = json_object_get(out, id);
+        if (exit_cause_from_name(json_string_value(json_object_get(line, "exit_cause"))) == EXIT_UNSUPPORTED) {
+            if (!t) /* no score: the task is marked, its repeats (if any scored) are not */
+                json_object_set_new(out, id, json_pack("{s:f, s:i, s:O, s:b}", "sum", 0.0, "n", 0, "worst", line,
+                                                       "unsupported", 1));
+            continue;
+        }
+        if (t && json_is_true(json_object_get(t, "unsupported"))) {
+            json_object_del(t, "unsupported");
+            json_object_set(t, "worst", line);
+        }
         if (!t) {
             t = json_pack("{s:f, s:i, s:O}", "sum", 0.0, "n", 0, "worst", line);
             json_object_set_new(out, id, t);
@@ -30,14 +41,16 @@ static json_t *per_task(json_t *final)
             json_object_set(t, "worst", line);
     }
     json_object_foreach(out, key, line)
-    json_object_set_new(line, "score", json_real(json_number_value(json_object_get(line, "sum")) /
-                                                 (double)json_integer_value(json_object_get(line, "n"))));
+    {
+        json_int_t n = json_integer_value(json_object_get(line, "n"));
+        json_object_set_new(line, "score", json_real(n ? json_number_value(json_object_get(line, "sum")) / (double)n : 0));
+    }
     return out;
 }
 
 typedef struct change {
     const char *id;
-    int kind; /* 0 regressed, 1 missing, 2 improved, 3 new */
+    int kind; /* 0 regressed, 1 missing, 2 improved, 3 new, 4 now unsupported, 5 now supported */
     double base, cur;
     json_t *why; /* the line that explains the new score (borrowed) */
 } change;
@@ -64,8 +77,17 @@ void report_compare(json_t *base_final, json_t *new_final, double tolerance, FIL
     {
         json_t *u = json_object_get(n, id);
         double bs = json_number_value(json_object_get(t, "score"));
+        bool bu = json_is_true(json_object_get(t, "unsupported")), nu = u && json_is_true(json_object_get(u, "unsupported"));
+        if (u && (bu || nu)) { /* unsupported is not a score: never a regression nor an improvement */
+            if (bu && nu)
+                c->unsupported++;
+            else
+                ch[k++] = (change){id, bu ? 5 : 4, bu ? NAN : bs, nu ? NAN : json_number_value(json_object_get(u, "score")),
+                                   json_object_get(u, "worst")};
+            continue;
+        }
         if (!u) {
-            ch[k++] = (change){id, 1, bs, NAN, NULL};
+            ch[k++] = (change){id, 1, bu ? NAN : bs, NAN, NULL};
             continue;
         }
         double ns = json_number_value(json_object_get(u, "score"));
@@ -78,9 +100,10 @@ void report_compare(json_t *base_final, json_t *new_final, double tolerance, FIL
     if (!json_object_get(b, id))
         ch[k++] = (change){id, 3, NAN, json_number_value(json_object_get(t, "score")), json_object_get(t, "worst")};
     qsort(ch, k, sizeof *ch, cmp_change);
-    static const char *label[] = {"REGRESSED", "MISSING", "IMPROVED", "NEW"};
+    static const char *label[] = {"REGRESSED", "MISSING", "IMPROVED", "NEW", "UNSUPPORTED", "SUPPORTED"};
     for (size_t i = 0; i < k; i++) {
-        size_t *counter[] = {&c->regressed, &c->missing, &c->improved, &c->added};
+        size_t *counter[] = {&c->regressed, &c->missing, &c->improved, &c->added, &c->now_unsupported,
+                             &c->now_supported};
         (*counter[ch[i].kind])++;
         sbuf s = {0};
         sbuf_add_visible(&s, ch[i].id, 128);
@@ -93,7 +116,7 @@ void report_compare(json_t *base_final, json_t *new_final, double tolerance, FIL
         sbuf_release(&s);
         if (ch[i].kind == 1)
             fputs("  (not in the new run)", out);
-        else if (ch[i].why && ch[i].kind == 0) {
+        else if (ch[i].why && (ch[i].kind == 0 || ch[i].kind == 4)) {
             const char *cause = json_string_value(json_object_get(ch[i].why, "exit_cause"));
             const char *reason = json_string_value(json_object_get(ch[i].why, "reason"));
             sbuf r = {0};
@@ -103,8 +126,12 @@ void report_compare(json_t *base_final, json_t *new_final, double tolerance, FIL
         }
         fputc('\n', out);
     }
-    fprintf(out, "%zu regressed, %zu missing, %zu improved, %zu new, %zu unchanged\n", c->regressed, c->missing,
+    fprintf(out, "%zu regressed, %zu missing, %zu improved, %zu new, %zu unchanged", c->regressed, c->missing,
             c->improved, c->added, c->unchanged);
+    if (c->unsupported || c->now_unsupported || c->now_supported)
+        fprintf(out, "; unsupported (not scored): %zu in both, %zu now, %zu no longer", c->unsupported,
+                c->now_unsupported, c->now_supported);
+    fputc('\n', out);
     free(ch);
     json_decref(b);
     json_decref(n);

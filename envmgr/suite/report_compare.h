@@ -12,6 +12,9 @@
 
 typedef struct report_cmp {
     size_t regressed, missing, improved, added, unchanged;
+    size_t unsupported;      /* unsupported in both runs */
+    size_t now_unsupported;  /* scored in BASE, unsupported in NEW (no score: not a regression) */
+    size_t now_supported;    /* unsupported in BASE, scored in NEW */
 } report_cmp;
 
 /* base_final, new_final: results_final() of each run. A change smaller than

@@ -11,6 +11,8 @@
 #include "envmgr/suite/report_summary.h"
 #include "envmgr/suite/results_log.h"
 #include "envmgr/suite/suite.h"
+#include "envmgr/base/json_save.h"
+#include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
 
 static int cmp_task_json(const void *a, const void *b)
@@ -165,10 +167,9 @@ int report_merge(const char *const *dirs, size_t n, const char *out_dir, json_t 
                                  json_object_get(first, "repeat"), "suite_tasks", json_object_get(first, "suite_tasks"),
                                  "tasks", sorted, "envmgr_version", ENVMGR_VERSION, "created", when, "merged_from",
                                  from);
-        _cleanup_free_ char *mtext = json_dumps(meta, JSON_INDENT(2));
-        json_decref(meta);
         _cleanup_free_ char *mpath = xasprintf("%s/" SUITE_META_FILE, out_abs);
-        rc = write_file_atomic(mpath, mtext, strlen(mtext), 0644, err);
+        rc = json_save(mpath, meta, JSON_INDENT(2), 0644, err);
+        json_decref(meta);
         size_t i;
         json_t *line;
         char *all = xstrdup("");

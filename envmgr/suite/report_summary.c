@@ -7,9 +7,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "envmgr/base/exit_cause.h"
+#include "envmgr/base/json_save.h"
 #include "envmgr/base/sbuf.h"
 #include "envmgr/suite/results_log.h"
 #include "envmgr/suite/suite.h"
+#include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
 
 bool report_passed(double score)
@@ -39,24 +42,38 @@ static double num(json_t *o, const char *key)
 /* Running totals of one domain (or of all). */
 typedef struct tally {
     json_t *tasks;  /* set of task ids */
-    size_t episodes, passed, env_errors;
+    size_t episodes, passed, env_errors, evaluator_errors, unsupported;
     double score_sum, steps_sum;
     double *times;
     size_t ntimes;
 } tally;
+
+bool report_evaluator_error(json_t *line)
+{
+    const char *status = json_string_value(json_object_get(line, "status"));
+    return status && !strcmp(status, "evaluator_error");
+}
 
 static void tally_add(tally *t, json_t *line)
 {
     if (!t->tasks)
         t->tasks = json_object();
     json_object_set_new(t->tasks, json_string_value(json_object_get(line, "task_id")), json_true());
+    const char *cause = json_string_value(json_object_get(line, "exit_cause"));
+    if (exit_cause_from_name(cause) == EXIT_UNSUPPORTED) { /* neither a pass nor a 0: counted apart */
+        t->unsupported++;
+        return;
+    }
     double score = num(line, "score");
     t->episodes++;
-    t->passed += report_passed(score);
-    t->score_sum += score;
+    if (report_evaluator_error(line)) {
+        t->evaluator_errors++; /* not scored: neither a pass nor a 0 in the mean */
+    } else {
+        t->passed += report_passed(score);
+        t->score_sum += score;
+    }
     t->steps_sum += num(line, "steps");
-    const char *cause = json_string_value(json_object_get(line, "exit_cause"));
-    t->env_errors += cause && !strcmp(cause, "env_error");
+    t->env_errors += exit_cause_from_name(cause) == EXIT_ENV_ERROR;
     t->times = xrealloc(t->times, (t->ntimes + 1) * sizeof *t->times);
     t->times[t->ntimes++] = num(line, "duration_s");
 }
@@ -64,11 +81,14 @@ static void tally_add(tally *t, json_t *line)
 static json_t *tally_json(tally *t)
 {
     double n = t->episodes ? (double)t->episodes : 1;
-    json_t *o = json_pack("{s:I, s:I, s:I, s:f, s:f, s:f, s:f, s:I}", "tasks", (json_int_t)json_object_size(t->tasks),
+    size_t scored = t->episodes - t->evaluator_errors;
+    double ns = scored ? (double)scored : 1;
+    json_t *o = json_pack("{s:I, s:I, s:I, s:f, s:f, s:f, s:f, s:I, s:I}", "tasks", (json_int_t)json_object_size(t->tasks),
                           "episodes", (json_int_t)t->episodes, "passed", (json_int_t)t->passed, "pass_rate",
-                          t->episodes ? (double)t->passed / n : 0.0, "mean_score", t->score_sum / n, "mean_steps",
+                          scored ? (double)t->passed / ns : 0.0, "mean_score", t->score_sum / ns, "mean_steps",
                           t->steps_sum / n, "p50_episode_s", report_p50(t->times, t->ntimes), "env_errors",
-                          (json_int_t)t->env_errors);
+                          (json_int_t)t->env_errors, "evaluator_errors", (json_int_t)t->evaluator_errors);
+    json_object_set_new(o, "unsupported", json_integer((json_int_t)t->unsupported));
     json_decref(t->tasks);
     free(t->times);
     memset(t, 0, sizeof *t);
@@ -131,16 +151,17 @@ static void row(FILE *out, const char *name, json_t *t)
 {
     sbuf b = {0};
     sbuf_add_visible(&b, name, 24);
-    fprintf(out, "%-24s %6lld %8lld %9.1f%% %10.3f %10.1f %10.1f s\n", b.s ? b.s : "", 
+    fprintf(out, "%-24s %6lld %8lld %9.1f%% %10.3f %10.1f %10.1f s %11lld\n", b.s ? b.s : "",
             json_integer_value(json_object_get(t, "tasks")), json_integer_value(json_object_get(t, "episodes")),
-            100 * num(t, "pass_rate"), num(t, "mean_score"), num(t, "mean_steps"), num(t, "p50_episode_s"));
+            100 * num(t, "pass_rate"), num(t, "mean_score"), num(t, "mean_steps"), num(t, "p50_episode_s"),
+            json_integer_value(json_object_get(t, "unsupported")));
     sbuf_release(&b);
 }
 
 void report_print_table(FILE *out, json_t *summary)
 {
-    fprintf(out, "%-24s %6s %8s %10s %10s %10s %12s\n", "DOMAIN", "TASKS", "EPISODES", "PASS RATE", "MEAN SCORE",
-            "MEAN STEPS", "P50 EPISODE");
+    fprintf(out, "%-24s %6s %8s %10s %10s %10s %12s %11s\n", "DOMAIN", "TASKS", "EPISODES", "PASS RATE", "MEAN SCORE",
+            "MEAN STEPS", "P50 EPISODE", "UNSUPPORTED");
     const char *key;
     json_t *t;
     json_object_foreach(json_object_get(summary, "domains"), key, t)
@@ -152,6 +173,12 @@ void report_print_table(FILE *out, json_t *summary)
     fprintf(out, "%lld of %lld episodes finished%s", fin, exp, fin < exp ? " (incomplete: --resume runs the rest)" : "");
     if (errs)
         fprintf(out, "; %lld ended in env_error after retries", errs);
+    long long eval_errs = json_integer_value(json_object_get(json_object_get(summary, "all"), "evaluator_errors"));
+    if (eval_errs)
+        fprintf(out, "; %lld ended in evaluator_error (not scored: pass rate and mean score leave them out)", eval_errs);
+    long long unsup = json_integer_value(json_object_get(json_object_get(summary, "all"), "unsupported"));
+    if (unsup)
+        fprintf(out, "; %lld unsupported (not scored: the pass rate and mean score leave them out)", unsup);
     fputc('\n', out);
 }
 
@@ -183,6 +210,11 @@ static void xml_attr(sbuf *b, const char *name, const char *value)
 {
     _cleanup_free_ char *v = report_xml_escape(value ? value : "");
     sbuf_printf(b, " %s=\"%s\"", name, v);
+}
+
+static bool is_unsupported(json_t *line)
+{
+    return exit_cause_from_name(json_string_value(json_object_get(line, "exit_cause"))) == EXIT_UNSUPPORTED;
 }
 
 /* One testcase entry: either a final line or a placeholder for an episode that never finished. */
@@ -242,13 +274,14 @@ char *report_junit(json_t *meta, json_t *final, const char *dir_abs)
     qsort(cases, n, sizeof *cases, cmp_tc);
 
     /* Totals per domain, then the document. */
-    size_t tests = n, failures = 0, skipped = 0;
+    size_t tests = n, failures = 0, errors = 0, skipped = 0;
     double time = 0;
     for (i = 0; i < n; i++) {
-        if (!cases[i].line)
+        if (!cases[i].line || is_unsupported(cases[i].line))
             skipped++;
         else {
-            failures += !report_passed(num(cases[i].line, "score"));
+            errors += report_evaluator_error(cases[i].line);
+            failures += !report_evaluator_error(cases[i].line) && !report_passed(num(cases[i].line, "score"));
             time += num(cases[i].line, "duration_s");
         }
     }
@@ -256,25 +289,26 @@ char *report_junit(json_t *meta, json_t *final, const char *dir_abs)
     sbuf_puts(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites");
     const char *suite_name = meta ? json_string_value(json_object_get(meta, "suite")) : NULL;
     xml_attr(&b, "name", suite_name ? suite_name : "envmgr suite");
-    sbuf_printf(&b, " tests=\"%zu\" failures=\"%zu\" errors=\"0\" skipped=\"%zu\" time=\"%.3f\">\n", tests, failures,
-                skipped, time);
+    sbuf_printf(&b, " tests=\"%zu\" failures=\"%zu\" errors=\"%zu\" skipped=\"%zu\" time=\"%.3f\">\n", tests, failures,
+                errors, skipped, time);
     for (size_t start = 0; start < n;) {
         size_t end = start;
-        size_t f = 0, s = 0;
+        size_t f = 0, e = 0, s = 0;
         double tt = 0;
         while (end < n && !strcmp(cases[end].domain, cases[start].domain)) {
-            if (!cases[end].line)
+            if (!cases[end].line || is_unsupported(cases[end].line))
                 s++;
             else {
-                f += !report_passed(num(cases[end].line, "score"));
+                e += report_evaluator_error(cases[end].line);
+                f += !report_evaluator_error(cases[end].line) && !report_passed(num(cases[end].line, "score"));
                 tt += num(cases[end].line, "duration_s");
             }
             end++;
         }
         sbuf_puts(&b, "  <testsuite");
         xml_attr(&b, "name", cases[start].domain);
-        sbuf_printf(&b, " tests=\"%zu\" failures=\"%zu\" errors=\"0\" skipped=\"%zu\" time=\"%.3f\">\n", end - start, f,
-                    s, tt);
+        sbuf_printf(&b, " tests=\"%zu\" failures=\"%zu\" errors=\"%zu\" skipped=\"%zu\" time=\"%.3f\">\n", end - start, f,
+                    e, s, tt);
         for (size_t k = start; k < end; k++) {
             tc *c = &cases[k];
             sbuf_puts(&b, "    <testcase");
@@ -284,18 +318,29 @@ char *report_junit(json_t *meta, json_t *final, const char *dir_abs)
             if (!c->line) {
                 sbuf_puts(&b, "      <skipped message=\"not run: the suite was interrupted or this shard is "
                               "incomplete\"/>\n");
+            } else if (is_unsupported(c->line)) {
+                const char *reason = json_string_value(json_object_get(c->line, "reason"));
+                _cleanup_free_ char *msg = xasprintf("unsupported: %s", reason ? reason : "?");
+                sbuf_puts(&b, "      <skipped");
+                xml_attr(&b, "message", msg);
+                sbuf_puts(&b, "/>\n");
             } else {
                 double score = num(c->line, "score");
                 const char *cause = json_string_value(json_object_get(c->line, "exit_cause"));
                 const char *reason = json_string_value(json_object_get(c->line, "reason"));
-                if (!report_passed(score)) {
-                    _cleanup_free_ char *msg = xasprintf("score %.2f (%s): %s", score, cause ? cause : "?",
-                                                         reason && *reason ? reason : "no reason given");
+                bool eval_error = report_evaluator_error(c->line);
+                if (eval_error || !report_passed(score)) {
+                    /* JUnit's error: the evaluator broke, so the test could not be judged */
+                    const char *elem = eval_error ? "error" : "failure";
+                    _cleanup_free_ char *msg =
+                        eval_error ? xasprintf("evaluator_error (%s): %s", cause ? cause : "?", reason ? reason : "")
+                                   : xasprintf("score %.2f (%s): %s", score, cause ? cause : "?",
+                                               reason && *reason ? reason : "no reason given");
                     _cleanup_free_ char *body = report_xml_escape(msg);
-                    sbuf_puts(&b, "      <failure");
+                    sbuf_printf(&b, "      <%s", elem);
                     xml_attr(&b, "message", msg);
-                    xml_attr(&b, "type", cause ? cause : "failure");
-                    sbuf_printf(&b, ">%s</failure>\n", body);
+                    xml_attr(&b, "type", eval_error ? "evaluator_error" : cause ? cause : "failure");
+                    sbuf_printf(&b, ">%s</%s>\n", body, elem);
                 }
                 const char *trace = json_string_value(json_object_get(c->line, "trace"));
                 _cleanup_free_ char *abs = !trace ? xstrdup("(none)")
@@ -363,10 +408,9 @@ int report_write_all(const char *dir, json_t *extra, json_t **summary_out, em_er
     json_object_set_new(summary, "retried_attempts", json_integer((json_int_t)retried));
     if (extra)
         json_object_update(summary, extra);
-    _cleanup_free_ char *text = json_dumps(summary, JSON_INDENT(2));
     _cleanup_free_ char *spath = xasprintf("%s/" SUITE_SUMMARY_FILE, abs), *jpath = xasprintf("%s/" SUITE_JUNIT_FILE, abs);
     _cleanup_free_ char *xml = report_junit(meta, final, abs);
-    int rc = write_file_atomic(spath, text, strlen(text), 0644, err);
+    int rc = json_save(spath, summary, JSON_INDENT(2), 0644, err);
     if (rc == 0)
         rc = write_file_atomic(jpath, xml, strlen(xml), 0644, err);
     json_decref(meta);

@@ -15,6 +15,8 @@
 
 /* An episode passes when its score is 1 (within float noise). */
 bool report_passed(double score);
+/* A results.jsonl line whose evaluator failed (status evaluator_error): its score is no score. */
+bool report_evaluator_error(json_t *line);
 
 /* The median of v (n >= 1; sorts v). Even n: the mean of the two middle values. */
 double report_p50(double *v, size_t n);

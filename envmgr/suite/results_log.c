@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "envmgr/suite/suite.h"
+#include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
 
 int results_open_append(const char *path, int *out, size_t *dropped, em_err *err)

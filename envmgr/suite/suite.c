@@ -7,6 +7,8 @@
 #include <sys/stat.h>
 
 #include "evaluator/task.h"
+#include "envmgr/base/fileio.h"
+#include "envmgr/base/paths.h"
 #include "envmgr/base/util.h"
 
 int suite_parse_shard(const char *s, int *k, int *n, em_err *err)
@@ -47,6 +49,27 @@ static void task_free_fields(suite_task *t)
     free(t->id);
     free(t->domain);
     free(t->image);
+    free(t->unsupported);
+}
+
+size_t suite_unsupported(const suite *s)
+{
+    size_t n = 0;
+    for (size_t i = 0; s && i < s->ntasks; i++)
+        n += s->tasks[i].unsupported != NULL;
+    return n;
+}
+
+/* A refused task's id: the one it names when valid, else its file name without .json. */
+static char *refused_id(const char *path, const task_check_result *r)
+{
+    if (r->id)
+        return xstrdup(r->id);
+    _cleanup_free_ char *copy = xstrdup(path);
+    char *b = basename(copy), *dot = strrchr(b, '.');
+    if (dot && !strcmp(dot, ".json"))
+        *dot = '\0';
+    return xstrdup(b);
 }
 
 void suite_free(suite *s)
@@ -68,17 +91,39 @@ static int cmp_task(const void *a, const void *b)
 }
 
 /* id -> domain from an OSWorld index file (task_list_dir already checked its shape). */
+static json_t *index_domains(const char *index, em_err *err);
+
+/* A folder suite: the task's folder name is its domain; files at the top take the suite's name. */
+static char *folder_domain(const char *path);
+
+/* In an index, the folder a task file sits in names its domain when it is one of the index's
+ * (the same id can be in two domains); else the domain that lists the id. */
+static char *task_domain(json_t *domains, const char *id, const char *path)
+{
+    if (!domains)
+        return folder_domain(path);
+    char *f = folder_domain(path);
+    json_t *all = json_object_get(domains, "");
+    if (json_object_get(all, f))
+        return f;
+    free(f);
+    const char *d = json_string_value(json_object_get(domains, id));
+    return d ? xstrdup(d) : folder_domain(path);
+}
+
 static json_t *index_domains(const char *index, em_err *err)
 {
     _cleanup_free_ char *text = NULL;
     size_t len;
     if (read_file_capped(index, TASK_FILE_MAX, &text, &len, err) < 0)
         return NULL;
-    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, NULL), *map = json_object();
+    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, NULL), *map = json_object(), *names = json_object();
+    json_object_set_new(map, "", names); /* "" is no task id: the set of domain names */
     const char *domain;
     json_t *ids;
     json_object_foreach(root, domain, ids)
     {
+        json_object_set_new(names, domain, json_true());
         size_t i;
         json_t *id;
         json_array_foreach(ids, i, id)
@@ -96,7 +141,35 @@ static char *folder_domain(const char *path)
     return xstrdup(basename(dirname(copy)));
 }
 
-int suite_load(const char *source, int shard_k, int shard_n, suite **out, em_err *err)
+/* OSWorld's own index lists some tasks twice, and one id in two domains with two different
+ * files: the same file twice runs once; a second file with a taken id runs as <domain>.<id>
+ * (ids name results, so they must differ). all is sorted by id, then path; returns the new count. */
+static size_t index_duplicates(suite_task *all, size_t n)
+{
+    size_t k = 0;
+    bool renamed = false;
+    for (size_t i = 0; i < n; i++) {
+        if (k > 0 && !strcmp(all[k - 1].id, all[i].id) && !strcmp(all[k - 1].path, all[i].path)) {
+            fprintf(stderr, "suite: `%s` is listed twice in the index; it runs once\n", all[i].id);
+            task_free_fields(&all[i]);
+            continue;
+        }
+        if (k > 0 && !strcmp(all[k - 1].id, all[i].id) && strcmp(all[k - 1].domain, all[i].domain)) {
+            char *id = xasprintf("%s.%s", all[i].domain, all[i].id);
+            fprintf(stderr, "suite: task id `%s` is used by two files (%s and %s); the second runs as `%s`\n",
+                    all[i].id, all[k - 1].path, all[i].path, id);
+            free(all[i].id);
+            all[i].id = id;
+            renamed = true;
+        }
+        all[k++] = all[i];
+    }
+    if (renamed)
+        qsort(all, k, sizeof *all, cmp_task);
+    return k;
+}
+
+int suite_load(const char *source, int shard_k, int shard_n, bool strict, suite **out, em_err *err)
 {
     char real[PATH_MAX];
     struct stat st;
@@ -129,15 +202,27 @@ int suite_load(const char *source, int shard_k, int shard_n, suite **out, em_err
     for (size_t i = 0; i < n && rc == 0; i++) {
         task *t = NULL;
         if (task_load(paths[i], &t, err) < 0) {
-            rc = -1;
-            break;
+            if (strict) {
+                rc = -1;
+                break;
+            }
+            task_check_result r;
+            task_check_file(paths[i], &r);
+            suite_task *st2 = &all[loaded++];
+            st2->path = xstrdup(paths[i]);
+            st2->id = refused_id(paths[i], &r);
+            st2->domain = task_domain(domains, st2->id, paths[i]);
+            st2->image = xstrdup(IMAGE_DEFAULT);
+            st2->unsupported = xstrdup(r.nproblems ? r.problems[0] : err->msg);
+            task_check_result_free(&r);
+            em_err_clear(err);
+            continue;
         }
         suite_task *st2 = &all[loaded++];
         st2->path = xstrdup(paths[i]);
         st2->id = xstrdup(t->id);
-        const char *d = domains ? json_string_value(json_object_get(domains, t->id)) : NULL;
-        st2->domain = d ? xstrdup(d) : folder_domain(paths[i]);
-        st2->image = xstrdup(t->image ? t->image : "desktop");
+        st2->domain = task_domain(domains, t->id, paths[i]);
+        st2->image = xstrdup(t->image ? t->image : IMAGE_DEFAULT);
         st2->episode_timeout_s = t->episode_timeout_s;
         task_free(t);
     }
@@ -145,6 +230,8 @@ int suite_load(const char *source, int shard_k, int shard_n, suite **out, em_err
     task_paths_free(paths, n);
     if (rc == 0) {
         qsort(all, loaded, sizeof *all, cmp_task);
+        if (is_index)
+            loaded = index_duplicates(all, loaded);
         for (size_t i = 1; i < loaded && rc == 0; i++)
             if (!strcmp(all[i - 1].id, all[i].id))
                 rc = em_fail_input(err, "suite `%s`: task id `%s` is used twice (%s and %s); ids name results",
@@ -174,8 +261,13 @@ json_t *suite_meta_new(const suite *s, const char *agent, int repeat)
 {
     json_t *tasks = json_array();
     for (size_t i = 0; i < s->ntasks; i++)
-        json_array_append_new(tasks, json_pack("{s:s, s:s, s:s}", "id", s->tasks[i].id, "domain",
-                                               s->tasks[i].domain, "path", s->tasks[i].path));
+    {
+        json_t *t = json_pack("{s:s, s:s, s:s}", "id", s->tasks[i].id, "domain", s->tasks[i].domain, "path",
+                              s->tasks[i].path);
+        if (s->tasks[i].unsupported)
+            json_object_set_new(t, "unsupported", json_string(s->tasks[i].unsupported));
+        json_array_append_new(tasks, t);
+    }
     char shard[32];
     snprintf(shard, sizeof shard, "%d/%d", s->shard_k, s->shard_n);
     char when[40];

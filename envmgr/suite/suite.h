@@ -26,7 +26,6 @@
 #define SUITE_SHARDS_MAX 10000
 #define SUITE_REPEAT_MAX 1000
 /* Env names of a suite run: suite-<pid of the envmgr that owns them>-<slot>. */
-#define SUITE_ENV_PREFIX "suite-"
 
 typedef struct suite_task {
     char *path;    /* the task file */
@@ -34,6 +33,7 @@ typedef struct suite_task {
     char *domain;  /* the index's key, else the task's folder name */
     char *image;   /* the image its env boots (default "desktop") */
     double episode_timeout_s;
+    char *unsupported;  /* why the task cannot run (its first load problem), NULL when it loads */
 } suite_task;
 
 typedef struct suite {
@@ -52,8 +52,13 @@ int suite_parse_shard(const char *s, int *k, int *n, em_err *err);
 bool suite_in_shard(size_t i, int k, int n);
 
 /* List, load (every task is parsed and checked now: bad input costs nothing)
- * and shard a suite. Duplicate task ids are an input error. */
-int suite_load(const char *source, int shard_k, int shard_n, suite **out, em_err *err);
+ * and shard a suite. Duplicate task ids are an input error. A task that does
+ * not load is an error with strict; otherwise it stays in the suite marked
+ * unsupported (its id from the file, else the file name), so a run records
+ * it as such and runs the rest. */
+int suite_load(const char *source, int shard_k, int shard_n, bool strict, suite **out, em_err *err);
+/* How many tasks of s are unsupported. */
+size_t suite_unsupported(const suite *s);
 void suite_free(suite *s);
 
 /* The episode key results.jsonl, --resume and merge agree on: "<id>" for

@@ -20,13 +20,16 @@
 #include "envmgr/env/env.h"
 #include "envmgr/vm/golden.h"
 #include "envmgr/vm/manifest.h"
+#include "envmgr/base/exit_cause.h"
+#include "envmgr/base/json_save.h"
 #include "envmgr/base/paths.h"
 #include "envmgr/base/sbuf.h"
 #include "envmgr/suite/report_summary.h"
 #include "envmgr/suite/results_log.h"
-#include "envmgr/env/suite_gc.h"
+#include "envmgr/env/gc.h"
 #include "envmgr/suite/suite_host.h"
 #include "envmgr/suite/suite_worker.h"
+#include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
 #include "envmgr/vm/vm.h"
 
@@ -74,7 +77,7 @@ typedef struct pool {
     int nslots;
     job *q;                /* pending episodes; retries go to the front */
     size_t qhead, qlen, qcap;
-    size_t expected, finished, passed, finished_here, retried;
+    size_t expected, finished, passed, finished_here, retried, unsupported;
     double t_start, last_draw, last_sample;
     bool tty, drawn, stopping;
     size_t running;
@@ -272,8 +275,8 @@ static int record(pool *p, slot *sl, const job *j, json_t *res, em_err *err)
 {
     const suite_task *t = job_task(p, j);
     const char *cause = jstr(res, "exit_cause");
-    cause = cause ? cause : "env_error";
-    bool env_error = !strcmp(cause, "env_error");
+    cause = cause ? cause : exit_cause_name(EXIT_ENV_ERROR);
+    bool env_error = exit_cause_from_name(cause) == EXIT_ENV_ERROR;
     /* Not over yet: a retry follows, or (interrupted) --resume runs it again. */
     bool retry = env_error && (j->attempt < p->o->retries || p->stopping);
     if (retry) { /* keep the failed attempt's output beside the one that follows */
@@ -298,8 +301,11 @@ static int record(pool *p, slot *sl, const job *j, json_t *res, em_err *err)
                              trace, "env", sl->env, "finished", when, "task_path", t->path);
     if (jstr(res, "accel"))
         json_object_set(line, "accel", json_object_get(res, "accel"));
+    if (jstr(res, "status")) /* evaluator_error: the 0 is no score (report_summary counts it apart) */
+        json_object_set(line, "status", json_object_get(res, "status"));
     if (timings)
         json_object_set(line, "timings", timings);
+    bool eval_error = report_evaluator_error(line);
     int rc = results_append(p->results_fd, line, err);
     json_decref(line);
     if (rc < 0)
@@ -319,9 +325,33 @@ static int record(pool *p, slot *sl, const job *j, json_t *res, em_err *err)
         p->passed += report_passed(score);
         _cleanup_free_ char *key = suite_episode_key(t->id, j->rep);
         plog(p, "[%zu/%zu] %s %s score %.2f (%s, %.1f s, %s)%s%s", p->finished, p->expected,
-             report_passed(score) ? "PASS" : "FAIL", key, score, cause, duration, sl->env,
+             eval_error ? "EVALUATOR_ERROR" : report_passed(score) ? "PASS" : "FAIL", key, score, cause, duration, sl->env,
              report_passed(score) ? "" : ": ", report_passed(score) ? "" : (why.s ? why.s : ""));
     }
+    sbuf_release(&why);
+    return 0;
+}
+
+/* A task that cannot run (a piece envmgr lacks): one final line with exit cause unsupported and
+ * its reason, no env, no trace; reports count it apart from scores. */
+static int record_unsupported(pool *p, const suite_task *t, int rep, em_err *err)
+{
+    char when[40];
+    iso8601_now(when, sizeof when);
+    json_t *line = json_pack("{s:s, s:s, s:i, s:i, s:b, s:f, s:s, s:s, s:i, s:i, s:f, s:s, s:s, s:s}", "task_id",
+                             t->id, "domain", t->domain, "repeat", rep, "attempt", 0, "final", 1, "score", 0.0,
+                             "exit_cause", exit_cause_name(EXIT_UNSUPPORTED), "reason", t->unsupported, "steps", 0,
+                             "actions", 0, "duration_s", 0.0, "finished", when, "task_path", t->path, "env", "");
+    int rc = results_append(p->results_fd, line, err);
+    json_decref(line);
+    if (rc < 0)
+        return em_prefix(err, "suite: `%s/" SUITE_RESULTS_FILE "`: ", p->dir);
+    p->finished++; /* not finished_here: it took no time, the ETA must not count it */
+    p->unsupported++;
+    _cleanup_free_ char *key = suite_episode_key(t->id, rep);
+    sbuf why = {0};
+    sbuf_add_visible(&why, t->unsupported, 200);
+    plog(p, "[%zu/%zu] UNSUPPORTED %s: %s", p->finished, p->expected, key, why.s ? why.s : "");
     sbuf_release(&why);
     return 0;
 }
@@ -335,7 +365,7 @@ static int worker_lost(pool *p, slot *sl, const char *why, em_err *err)
     p->running--;
     if (p->stopping)
         return 0; /* interrupted: the episode was in flight, nothing to record */
-    json_t *res = suite_synth_result(job_task(p, &sl->j)->id, "env_error", why, (now_ms() - sl->started) / 1000);
+    json_t *res = suite_synth_result(job_task(p, &sl->j)->id, EXIT_ENV_ERROR, why, (now_ms() - sl->started) / 1000);
     int rc = record(p, sl, &sl->j, res, err);
     json_decref(res);
     return rc;
@@ -390,7 +420,7 @@ static void handle_msg(pool *p, slot *sl, json_t *m, em_err *err, int *rc)
             char why[256];
             snprintf(why, sizeof why, "watchdog: no result after %.0f s; the env's QEMU was killed (a hung env)",
                      sl->limit_s);
-            json_object_set_new(res, "exit_cause", json_string("env_error"));
+            json_object_set_new(res, "exit_cause", json_string(exit_cause_name(EXIT_ENV_ERROR)));
             json_object_set_new(res, "reason", json_string(why));
             json_object_set_new(res, "score", json_real(0));
         }
@@ -575,8 +605,8 @@ static bool same_tasks(json_t *a, json_t *b)
 
 static int write_meta(pool *p, json_t *meta, em_err *err)
 {
-    _cleanup_free_ char *text = json_dumps(meta, JSON_INDENT(2)), *path = xasprintf("%s/" SUITE_META_FILE, p->dir);
-    return write_file_atomic(path, text, strlen(text), 0644, err);
+    _cleanup_free_ char *path = xasprintf("%s/" SUITE_META_FILE, p->dir);
+    return json_save(path, meta, JSON_INDENT(2), 0644, err);
 }
 
 /* suite.json: new, or (--resume) the same suite, agent, shard and repeat as before. */
@@ -749,6 +779,12 @@ int suite_run(const suite *s, const pool_opts *o, json_t **summary_out, em_err *
             if (done) {
                 p.finished++;
                 p.passed += report_passed(json_number_value(json_object_get(done, "score")));
+            } else if (s->tasks[i].unsupported) {
+                if (record_unsupported(&p, &s->tasks[i], r, err) < 0) {
+                    json_decref(final);
+                    free_pool(&p);
+                    return -1;
+                }
             } else {
                 q_push_back(&p, (job){i, r, 0});
             }

@@ -10,7 +10,9 @@
 #include "envmgr/env/env.h"
 #include "envmgr/episode/episode.h"
 #include "evaluator/task.h"
+#include "envmgr/base/exit_cause.h"
 #include "envmgr/base/paths.h"
+#include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
 
 #define MSG_MAX (8u << 20)
@@ -88,10 +90,10 @@ static int worker_env_up(const suite_worker_ctx *w, const char *image, env **e, 
     return env_up(&uo, e, NULL, err);
 }
 
-json_t *suite_synth_result(const char *task_id, const char *cause, const char *reason, double total_s)
+json_t *suite_synth_result(const char *task_id, exit_cause cause, const char *reason, double total_s)
 {
     return json_pack("{s:s, s:f, s:s, s:s, s:i, s:i, s:{s:f}}", "task_id", task_id, "score", 0.0, "reason", reason,
-                     "exit_cause", cause, "steps", 0, "actions", 0, "timings", "total_s", total_s);
+                     "exit_cause", exit_cause_name(cause), "steps", 0, "actions", 0, "timings", "total_s", total_s);
 }
 
 /* One episode; NULL when interrupted (nothing to report: the episode was in flight). */
@@ -103,9 +105,9 @@ static json_t *worker_episode(const suite_worker_ctx *w, env *e, bool *fresh, js
     double t0 = now_ms();
     em_err err = {0};
     task *t = NULL;
-    if (task_load(path, &t, &err) < 0 || task_substitute_screen(t, env_width(e), env_height(e), &err) < 0) {
+    if (task_load(path, &t, &err) < 0 || episode_prepare_task(e, t, &err) < 0) {
         task_free(t);
-        return suite_synth_result(task_id, "task_error", err.msg, (now_ms() - t0) / 1000);
+        return suite_synth_result(task_id, EXIT_TASK_ERROR, err.msg, (now_ms() - t0) / 1000);
     }
     episode_opts eo = {.agent_cmd = w->o->agent, .out_dir = out, .fresh = *fresh, .settle_ms = w->o->settle_ms};
     json_t *res = NULL;
@@ -121,10 +123,10 @@ static json_t *worker_episode(const suite_worker_ctx *w, env *e, bool *fresh, js
     }
     if (rc < 0) {
         *broken = true;
-        return suite_synth_result(task_id, "env_error", err.msg, (now_ms() - t0) / 1000);
+        return suite_synth_result(task_id, EXIT_ENV_ERROR, err.msg, (now_ms() - t0) / 1000);
     }
     const char *cause = jstr(res, "exit_cause");
-    if (cause && !strcmp(cause, "env_error"))
+    if (exit_cause_from_name(cause) == EXIT_ENV_ERROR)
         *broken = true;
     return res;
 }
@@ -156,16 +158,24 @@ int suite_worker_main(const suite_worker_ctx *w, int fd, const char *first_image
     suite_chan c = {.fd = fd};
     bool fresh = true;
     int rc = 0;
+    bool idle_held = false;
     while (!interrupted() && rc == 0) {
         json_t *msg = suite_chan_next(&c);
         if (!msg) {
             if (c.eof)
                 break;
+            if (!idle_held) { /* an env waiting for its next job waits paused: it costs no CPU */
+                em_err herr = {0};
+                if (env_hold(e, true, &herr) < 0)
+                    fprintf(stderr, "envmgr: %s\n", herr.msg);
+                idle_held = true;
+            }
             struct pollfd p = {.fd = fd, .events = POLLIN};
             poll(&p, 1, 250);
             suite_chan_fill(&c);
             continue;
         }
+        idle_held = false; /* the episode resumes it */
         const char *type = jstr(msg, "type");
         if (!type || strcmp(type, "job")) {
             json_decref(msg);

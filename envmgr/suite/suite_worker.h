@@ -15,6 +15,7 @@
 #include <stddef.h>
 
 #include "envmgr/base/err.h"
+#include "envmgr/base/exit_cause.h"
 #include "envmgr/suite/suite_pool.h"
 
 /* A line channel over a non-blocking socket. */
@@ -44,6 +45,6 @@ typedef struct suite_worker_ctx {
 int suite_worker_main(const suite_worker_ctx *w, int fd, const char *first_image);
 
 /* A result.json-shaped object for an episode that produced none. */
-json_t *suite_synth_result(const char *task_id, const char *cause, const char *reason, double total_s);
+json_t *suite_synth_result(const char *task_id, exit_cause cause, const char *reason, double total_s);
 
 #endif

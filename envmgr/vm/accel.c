@@ -10,7 +10,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "envmgr/base/json_save.h"
 #include "envmgr/base/paths.h"
+#include "envmgr/base/fileio.h"
+#include "envmgr/base/spawn.h"
 #include "envmgr/base/util.h"
 #include "envmgr/vm/vm.h"
 
@@ -62,30 +65,16 @@ static int probe_kvm(const manifest *m, bool *works, em_err *err)
     char *argv[] = {(char *)vm_qemu_binary(), "-nodefaults", "-no-user-config", "-machine", "pc,accel=kvm", "-cpu",
                     "host", "-m", "256", "-display", "none", "-no-reboot", "-kernel", m->kernel, "-append",
                     "console=ttyS0 panic=-1 root=/dev/envmgr-none", "-serial", serial, NULL};
-    pid_t child = fork();
-    if (child < 0) {
+    /* A broken KVM hangs: the deadline ends it, and what the serial file holds decides. */
+    spawn_opts so = {.argv = (const char *const *)argv};
+    spawn_io io = {.out_cap = 64 * 1024, .err_cap = 64 * 1024, .timeout_ms = PROBE_TIMEOUT_MS};
+    spawn_result r;
+    if (spawn_run(&so, &io, &r, err) < 0) {
         close(out);
         unlink(tmpl);
-        return em_fail_errno(err, "kvm probe: fork");
+        return em_prefix(err, "kvm probe: ");
     }
-    if (child == 0) {
-        int devnull = open("/dev/null", O_RDWR);
-        dup2(devnull, 0);
-        dup2(devnull, 1);
-        dup2(devnull, 2);
-        execvp(argv[0], argv);
-        _exit(127);
-    }
-    double deadline = now_ms() + PROBE_TIMEOUT_MS;
-    int status = 0;
-    while (waitpid(child, &status, WNOHANG) == 0) {
-        if (now_ms() > deadline) {
-            kill(child, SIGKILL);
-            waitpid(child, &status, 0);
-            break;
-        }
-        sleep_ms(50);
-    }
+    spawn_result_free(&r);
     char buf[65536];
     ssize_t n = pread(out, buf, sizeof buf - 1, 0);
     close(out);
@@ -93,6 +82,24 @@ static int probe_kvm(const manifest *m, bool *works, em_err *err)
     buf[n > 0 ? n : 0] = '\0';
     *works = strstr(buf, "Unable to mount root") || strstr(buf, "Kernel panic");
     return 0;
+}
+
+/* "kvm" or "tcg" when path holds a verdict for this host key, else NULL. */
+static const char *cached_verdict(const char *path, const char *key)
+{
+    json_auto_t *cached = json_load_file(path, 0, NULL);
+    const char *k = json_string_value(json_object_get(cached, "host"));
+    const char *v = json_string_value(json_object_get(cached, "accel"));
+    if (!k || !v || strcmp(k, key))
+        return NULL;
+    return !strcmp(v, "kvm") ? "kvm" : !strcmp(v, "tcg") ? "tcg" : NULL;
+}
+
+const char *accel_cached(void)
+{
+    _cleanup_free_ char *key = host_key();
+    _cleanup_free_ char *path = xasprintf("%s/accel.json", paths_cache_root());
+    return cached_verdict(path, key);
 }
 
 int accel_choose(const char *requested, const manifest *image, const char **out, em_err *err)
@@ -106,26 +113,18 @@ int accel_choose(const char *requested, const manifest *image, const char **out,
 
     _cleanup_free_ char *key = host_key();
     _cleanup_free_ char *path = xasprintf("%s/accel.json", paths_cache_root());
-    json_t *cached = json_load_file(path, 0, NULL);
-    if (cached) {
-        const char *k = json_string_value(json_object_get(cached, "host"));
-        const char *v = json_string_value(json_object_get(cached, "accel"));
-        if (k && v && !strcmp(k, key) && (!strcmp(v, "kvm") || !strcmp(v, "tcg"))) {
-            *out = !strcmp(v, "kvm") ? "kvm" : "tcg";
-            json_decref(cached);
-            return 0;
-        }
-        json_decref(cached);
-    }
+    if ((*out = cached_verdict(path, key)))
+        return 0;
     bool works;
     if (probe_kvm(image, &works, err) < 0)
         return -1;
     *out = works ? "kvm" : "tcg";
     json_t *j = json_pack("{s:s, s:s}", "host", key, "accel", *out);
-    _cleanup_free_ char *text = json_dumps(j, JSON_INDENT(2));
+    int rc = mkdir_p(paths_cache_root(), 0755, err);
+    if (rc == 0)
+        rc = json_save(path, j, JSON_INDENT(2), 0644, err);
     json_decref(j);
-    if (mkdir_p(paths_cache_root(), 0755, err) < 0 ||
-        write_file_atomic(path, text, strlen(text), 0644, err) < 0)
+    if (rc < 0)
         return em_prefix(err, "cache the accel verdict: ");
     return 0;
 }

@@ -10,4 +10,8 @@
 /* requested: "auto", "kvm" or "tcg". out: "kvm" or "tcg" (static string). */
 int accel_choose(const char *requested, const manifest *image, const char **out, em_err *err);
 
+/* The verdict `auto` cached for this host (kernel, QEMU, CPU): "kvm" or "tcg", or NULL when this
+ * host was not probed yet (the first `envmgr up` of an image probes). */
+const char *accel_cached(void);
+
 #endif

@@ -9,9 +9,12 @@
 #include <unistd.h>
 
 #include "envmgr/vm/guest.h"
+#include "envmgr/base/json_save.h"
 #include "envmgr/base/paths.h"
 #include "envmgr/vm/qmp.h"
 #include "envmgr/base/sha256.h"
+#include "envmgr/base/fileio.h"
+#include "envmgr/base/jsonline.h"
 #include "envmgr/base/util.h"
 #include "envmgr/vm/vm.h"
 #include "envmgr/vm/vnc.h"
@@ -19,6 +22,7 @@
 #define GOLDEN_FORMAT "golden-v1"
 #define BOOT_TIMEOUT_MS 400000.0   /* a cold boot under TCG takes ~80 s; leave room for a loaded host */
 #define STABLE_FOR_MS 3000.0       /* the screen must not change for this long */
+#define BUILD_LOCK_WAIT_MS (30 * 60 * 1000.0) /* a cold boot under TCG takes minutes, not this */
 #define MIGRATE_TIMEOUT_MS 60000.0
 #define QMP_TIMEOUT_MS 10000.0
 
@@ -48,18 +52,35 @@ static golden *golden_at(const char *dir, const char *key)
 static int load_meta(golden *g, em_err *err)
 {
     _cleanup_free_ char *path = xasprintf("%s/golden.json", g->dir), *text = NULL;
-    if (read_file_capped(path, 1 << 20, &text, NULL, err) < 0)
+    if (read_file_capped(path, JSON_DOC_MAX, &text, NULL, err) < 0)
         return -1;
-    g->meta = json_loads(text, 0, NULL);
+    json_error_t je;
+    g->meta = json_loads(text, JSON_REJECT_DUPLICATES, &je);
+    if (!json_is_object(g->meta))
+        return em_fail(err, "golden state `%s`: golden.json is not a JSON object (%s)", g->dir, je.text);
     json_t *p = json_object_get(g->meta, "pointer");
-    if (!json_is_array(p) || json_array_size(p) != 2)
+    json_t *x = json_array_get(p, 0), *y = json_array_get(p, 1);
+    if (!json_is_array(p) || json_array_size(p) != 2 || !json_is_integer(x) || !json_is_integer(y) ||
+        json_integer_value(x) < 0 || json_integer_value(x) > 65535 || json_integer_value(y) < 0 ||
+        json_integer_value(y) > 65535)
         return em_fail(err, "golden state `%s`: golden.json has no pointer position", g->dir);
-    g->pointer_x = (int)json_integer_value(json_array_get(p, 0));
-    g->pointer_y = (int)json_integer_value(json_array_get(p, 1));
+    g->pointer_x = (int)json_integer_value(x);
+    g->pointer_y = (int)json_integer_value(y);
     return 0;
 }
 
-/* Wait until the guest agent answers, the session's ready marker exists and the screen stands still. */
+int golden_open(const char *dir, golden **out, em_err *err)
+{
+    const char *base = strrchr(dir, '/');
+    golden *g = golden_at(dir, base ? base + 1 : dir);
+    if (load_meta(g, err) < 0) {
+        golden_free(g);
+        return em_prefix(err, "golden state gone or damaged: ");
+    }
+    *out = g;
+    return 0;
+}
+
 static int wait_desktop_ready(const char *dir, const manifest *m, double deadline, int *px, int *py, em_err *err)
 {
     _cleanup_free_ char *qga = xasprintf("%s/" VM_QGA_SOCK, dir), *vncp = xasprintf("%s/" VM_VNC_SOCK, dir);
@@ -172,6 +193,23 @@ static int wait_migration(qmp *q, double timeout_ms, em_err *err)
     }
 }
 
+/* Move the device state through fd: `migrate` (save) or `migrate-incoming` (restore), RAM left
+ * out (x-ignore-shared: it lives in ram.bin), and wait until it completes. */
+static int migrate_fd(qmp *q, const char *command, int fd, em_err *err)
+{
+    int rc = set_ignore_shared(q, err);
+    if (rc == 0)
+        rc = pass_fd(q, "golden", fd, err);
+    if (rc == 0) {
+        json_t *args = json_pack("{s:s}", "uri", "fd:golden");
+        rc = qmp_execute(q, command, args, QMP_TIMEOUT_MS, NULL, err);
+        json_decref(args);
+    }
+    if (rc == 0)
+        rc = wait_migration(q, MIGRATE_TIMEOUT_MS, err);
+    return rc;
+}
+
 static int save_state(const char *dir, const char *state_path, em_err *err)
 {
     _cleanup_free_ char *sock = xasprintf("%s/" VM_QMP_SOCK, dir);
@@ -181,18 +219,9 @@ static int save_state(const char *dir, const char *state_path, em_err *err)
     _cleanup_close_ int fd = open(state_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     int rc = fd < 0 ? em_fail_errno(err, "create `%s`", state_path) : 0;
     if (rc == 0)
-        rc = set_ignore_shared(q, err);
-    if (rc == 0)
         rc = qmp_execute(q, "stop", NULL, QMP_TIMEOUT_MS, NULL, err);
     if (rc == 0)
-        rc = pass_fd(q, "golden", fd, err);
-    if (rc == 0) {
-        json_t *args = json_pack("{s:s}", "uri", "fd:golden");
-        rc = qmp_execute(q, "migrate", args, QMP_TIMEOUT_MS, NULL, err);
-        json_decref(args);
-    }
-    if (rc == 0)
-        rc = wait_migration(q, MIGRATE_TIMEOUT_MS, err);
+        rc = migrate_fd(q, "migrate", fd, err);
     if (rc == 0 && fsync(fd) < 0)
         rc = em_fail_errno(err, "fsync `%s`", state_path);
     qmp_close(q);
@@ -257,10 +286,9 @@ static int build(const manifest *m, const char *accel, const char *final_dir, co
                                  "image_sha256", m->sha256, "accel", accel, "pointer", px, py, "boot_to_ready_s",
                                  (t_ready - t0) / 1000, "save_s", (t_saved - t_ready) / 1000);
         json_object_set_new(meta, "created", json_string(when));
-        _cleanup_free_ char *text = json_dumps(meta, JSON_INDENT(2));
-        json_decref(meta);
         _cleanup_free_ char *meta_path = xasprintf("%s/golden.json", tmp);
-        rc = write_file_atomic(meta_path, text, strlen(text), 0644, err);
+        rc = json_save(meta_path, meta, JSON_INDENT(2), 0644, err);
+        json_decref(meta);
     }
     /* Read-only from now on: envs only ever read these files. */
     if (rc == 0 && (chmod(g->disk, 0444) < 0 || chmod(g->ram, 0444) < 0 || chmod(g->state, 0444) < 0))
@@ -292,9 +320,19 @@ int golden_ensure(const manifest *m, const char *accel, golden **out, em_err *er
         _cleanup_close_ int lfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
         if (lfd < 0)
             return em_fail_errno(err, "open `%s`", lock);
-        while (flock(lfd, LOCK_EX) < 0)
-            if (errno != EINTR)
+        /* Another envmgr may be building it: wait for its lock, but stay interruptible (Ctrl-C)
+         * and bounded (a build has its own deadlines; this one covers a wedged builder). */
+        double deadline = now_ms() + BUILD_LOCK_WAIT_MS;
+        while (flock(lfd, LOCK_EX | LOCK_NB) < 0) {
+            if (errno != EWOULDBLOCK && errno != EINTR)
                 return em_fail_errno(err, "lock `%s`", lock);
+            if (check_interrupt(err) < 0)
+                return em_prefix(err, "waiting for the golden-state build of another envmgr: ");
+            if (now_ms() > deadline)
+                return em_fail(err, "waited %.0f min for another envmgr to build the golden state `%s`",
+                               BUILD_LOCK_WAIT_MS / 60000, dir);
+            sleep_ms(200);
+        }
         if (access(meta, R_OK) != 0 && build(m, accel, dir, key, err) < 0)
             return -1;
     }
@@ -324,18 +362,9 @@ int golden_start_clone(const golden *g, const manifest *m, const char *accel, co
     int rc = fd < 0 ? em_fail_errno(err, "open `%s`", g->state) : 0;
     if (rc == 0)
         rc = qmp_open(sock, QMP_TIMEOUT_MS, &q, err);
-    if (rc == 0)
-        rc = set_ignore_shared(q, err);
-    if (rc == 0)
-        rc = pass_fd(q, "golden", fd, err);
-    if (rc == 0) {
-        json_t *args = json_pack("{s:s}", "uri", "fd:golden");
-        rc = qmp_execute(q, "migrate-incoming", args, QMP_TIMEOUT_MS, NULL, err);
-        json_decref(args);
-    }
     /* The state was saved from a stopped VM, so it arrives paused: start it. */
     if (rc == 0)
-        rc = wait_migration(q, MIGRATE_TIMEOUT_MS, err);
+        rc = migrate_fd(q, "migrate-incoming", fd, err);
     if (rc == 0)
         rc = qmp_execute(q, "cont", NULL, QMP_TIMEOUT_MS, NULL, err);
     qmp_close(q);

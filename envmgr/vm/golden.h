@@ -27,10 +27,13 @@ typedef struct golden {
 /* Find the golden state for (image, accel, QEMU version), building it if missing.
  * Concurrent callers wait for one builder (flock). */
 int golden_ensure(const manifest *m, const char *accel, golden **out, em_err *err);
+/* The golden state already built in dir (what an env's env.json names), its golden.json checked. */
+int golden_open(const char *dir, golden **out, em_err *err);
 void golden_free(golden *g);
 
 /* Start a QEMU in env_dir from the golden state with a fresh overlay. Returns
- * when the guest runs and its agent answers with the clock set. */
+ * when the restored guest runs; its agent answers about a second later under TCG,
+ * and the first command that needs the agent sets the guest clock (env.c). */
 int golden_start_clone(const golden *g, const manifest *m, const char *accel, const char *env_dir, const char *name,
                        pid_t *pid, em_err *err);
 

@@ -1,10 +1,13 @@
 #include "envmgr/vm/guest.h"
 
+#include <fcntl.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "envmgr/base/base64.h"
 #include "envmgr/base/jsonline.h"
@@ -284,17 +287,24 @@ fail:
     return -1;
 }
 
-int guest_file_write(guest *g, const char *path, const void *data, size_t len, em_err *err)
+/* Write chunks that next() hands out (len 0: done) into a guest file opened for writing. */
+typedef int (*chunk_fn)(void *ctx, const char **data, size_t *len, em_err *err);
+
+static int write_chunks(guest *g, const char *path, chunk_fn next, void *ctx, em_err *err)
 {
-    if (len > GUEST_FILE_CAP_DEFAULT)
-        return em_fail_input(err, "file `%s`: %zu bytes is more than the limit of %u", path, len,
-                             GUEST_FILE_CAP_DEFAULT);
     json_int_t h;
     if (file_open(g, path, "w", &h, err) < 0)
         return -1;
-    for (size_t off = 0; off < len || off == 0; off += FILE_CHUNK) {
-        size_t n = len - off < FILE_CHUNK ? len - off : FILE_CHUNK;
-        char *b64 = base64_encode((const char *)data + off, n);
+    for (;;) {
+        const char *data;
+        size_t n;
+        if (next(ctx, &data, &n, err) < 0) {
+            file_close(g, h);
+            return em_prefix(err, "file `%s`: ", path);
+        }
+        if (n == 0)
+            break;
+        char *b64 = base64_encode(data, n);
         json_t *args = json_pack("{s:I, s:s}", "handle", h, "buf-b64", b64);
         free(b64);
         int rc = call(g, "guest-file-write", args, GUEST_CMD_TIMEOUT_MS, NULL, err);
@@ -303,12 +313,70 @@ int guest_file_write(guest *g, const char *path, const void *data, size_t len, e
             file_close(g, h);
             return em_prefix(err, "file `%s`: ", path);
         }
-        if (len == 0)
-            break;
     }
     json_t *args = json_pack("{s:I}", "handle", h);
     int rc = call(g, "guest-file-flush", args, GUEST_CMD_TIMEOUT_MS, NULL, err);
     json_decref(args);
     file_close(g, h);
     return rc < 0 ? em_prefix(err, "file `%s`: ", path) : 0;
+}
+
+typedef struct mem_chunks {
+    const char *data;
+    size_t len, off;
+} mem_chunks;
+
+static int next_mem(void *ctx, const char **data, size_t *len, em_err *err)
+{
+    mem_chunks *m = ctx;
+    *data = m->data + m->off;
+    *len = m->len - m->off < FILE_CHUNK ? m->len - m->off : FILE_CHUNK;
+    m->off += *len;
+    return 0;
+}
+
+int guest_file_write(guest *g, const char *path, const void *data, size_t len, em_err *err)
+{
+    if (len > GUEST_FILE_CAP_DEFAULT)
+        return em_fail_input(err, "file `%s`: %zu bytes is more than the limit of %u", path, len,
+                             GUEST_FILE_CAP_DEFAULT);
+    mem_chunks m = {.data = data, .len = len};
+    return write_chunks(g, path, next_mem, &m, err);
+}
+
+typedef struct fd_chunks {
+    int fd;
+    char *buf;
+    uint64_t left;
+} fd_chunks;
+
+static int next_fd(void *ctx, const char **data, size_t *len, em_err *err)
+{
+    fd_chunks *f = ctx;
+    *data = f->buf;
+    *len = 0;
+    if (f->left == 0)
+        return 0;
+    size_t want = f->left < FILE_CHUNK ? (size_t)f->left : FILE_CHUNK;
+    if (read_full_deadline(f->fd, f->buf, want, now_ms() + GUEST_CMD_TIMEOUT_MS, err) < 0)
+        return -1;
+    f->left -= want;
+    *len = want;
+    return 0;
+}
+
+int guest_file_upload(guest *g, const char *guest_path, const char *host_path, uint64_t cap, em_err *err)
+{
+    _cleanup_close_ int fd = open(host_path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) < 0)
+        return em_fail_errno(err, "upload `%s`", host_path);
+    if (!S_ISREG(st.st_mode))
+        return em_fail_input(err, "upload `%s`: not a regular file", host_path);
+    if ((uint64_t)st.st_size > cap)
+        return em_fail_input(err, "upload `%s`: %lld bytes is more than the limit of %llu", host_path,
+                             (long long)st.st_size, (unsigned long long)cap);
+    _cleanup_free_ char *buf = xmalloc(FILE_CHUNK);
+    fd_chunks f = {.fd = fd, .buf = buf, .left = (uint64_t)st.st_size};
+    return write_chunks(g, guest_path, next_fd, &f, err);
 }

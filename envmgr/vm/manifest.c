@@ -5,6 +5,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "envmgr/base/fileio.h"
+#include "envmgr/base/paths.h"
 #include "envmgr/base/util.h"
 
 #define MANIFEST_MAX (4u << 20)
@@ -77,8 +79,8 @@ int manifest_load(const char *image_dir, manifest **out, em_err *err)
         goto fail;
     const char *append = json_string_value(json_object_get(boot, "append"));
     m->append = xstrdup(append ? append : "root=/dev/vda rw console=ttyS0 quiet");
-    if (get_int_field(boot, "width", 320, 7680, 1280, &m->width) < 0 ||
-        get_int_field(boot, "height", 200, 4320, 800, &m->height) < 0 ||
+    if (get_int_field(boot, "width", 320, 7680, MANIFEST_DEFAULT_WIDTH, &m->width) < 0 ||
+        get_int_field(boot, "height", 200, 4320, MANIFEST_DEFAULT_HEIGHT, &m->height) < 0 ||
         get_int_field(boot, "memory_mb", 256, 65536, 1024, &m->memory_mb) < 0) {
         em_fail_input(err, "manifest `%s`: boot.width/height/memory_mb: out of range", path);
         goto fail;
@@ -126,4 +128,32 @@ int manifest_verify(const manifest *m, int full, em_err *err)
                            m->dir, name, got, want);
     }
     return 0;
+}
+
+char *manifest_user_password(const manifest *m)
+{
+    const char *pw = json_string_value(json_object_get(json_object_get(m ? m->json : NULL, "user"), "password"));
+    if (pw)
+        return xstrdup(pw);
+    em_err bad;
+    if (m && m->name && check_name("image", m->name, &bad) == 0) {
+        _cleanup_free_ char *conf = xasprintf("%s/vm-images/%s/image.conf", paths_data_dir(), m->name), *text = NULL;
+        size_t len;
+        em_err ignored;
+        if (read_file_capped(conf, 64 * 1024, &text, &len, &ignored) == 0) {
+            for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+                if (strncmp(line, "GUEST_PASSWORD=", 15))
+                    continue;
+                char *v = line + 15, *end = v + strcspn(v, " \t#");
+                *end = '\0';
+                if (*v == '"' || *v == '\'') { /* shell quoting of a plain word */
+                    v++;
+                    if (end > v && (end[-1] == '"' || end[-1] == '\''))
+                        end[-1] = '\0';
+                }
+                return xstrdup(v);
+            }
+        }
+    }
+    return xstrdup("password");
 }

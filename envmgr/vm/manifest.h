@@ -8,6 +8,10 @@
 #include "envmgr/base/err.h"
 #include "envmgr/base/sha256.h"
 
+/* Screen size of an image whose manifest does not say (the small desktop's). */
+#define MANIFEST_DEFAULT_WIDTH 1280
+#define MANIFEST_DEFAULT_HEIGHT 800
+
 typedef struct manifest {
     char *dir;         /* absolute image directory */
     char *name;
@@ -20,6 +24,11 @@ typedef struct manifest {
 
 int manifest_load(const char *image_dir, manifest **out, em_err *err);
 void manifest_free(manifest *m);
+/* The image user's password ({CLIENT_PASSWORD} in OSWorld's tasks): manifest.json's
+ * "user": {"name", "password"} when the image records it, else GUEST_PASSWORD in the image
+ * recipe's image.conf (<source>/vm-images/<name>/image.conf), else OSWorld's default
+ * "password". Caller frees. */
+char *manifest_user_password(const manifest *m);
 /* Recompute every file's sha256 (libgcrypt). full=0 checks sizes only (fast, every boot). */
 int manifest_verify(const manifest *m, int full, em_err *err);
 

@@ -11,6 +11,8 @@
 #include <unistd.h>
 
 #include "envmgr/vm/qmp.h"
+#include "envmgr/base/fileio.h"
+#include "envmgr/base/spawn.h"
 #include "envmgr/base/util.h"
 
 #define SPAWN_TIMEOUT_MS 30000.0
@@ -80,7 +82,9 @@ static void append_escaped(char **dst, const char *s)
 static int load_net(const char *dir, vm_net *n, em_err *err)
 {
     memset(n, 0, sizeof *n);
-    n->netdev = xstrdup("user,id=net0,restrict=on");
+    /* ipv6=off: with IPv6 on, libslirp's restrict check reads IPv4 fields that overlap an IPv6
+     * source address, and a crafted source reaches the host's [::1] past every rule. */
+    n->netdev = xstrdup("user,id=net0,restrict=on,ipv6=off");
     _cleanup_free_ char *path = xasprintf("%s/" VM_NET_FILE, dir), *text = NULL;
     if (access(path, F_OK) != 0)
         return 0;
@@ -176,6 +180,9 @@ static void build_argv(const vm_spec *s, const vm_net *net, argv_builder *a)
     arg(a, xasprintf("file:%s/" VM_SERIAL_LOG, s->dir));
     arg(a, xstrdup("-display"));
     arg(a, xstrdup("none"));
+    /* A guest that powers off stays a stopped QEMU, so the episode records guest_shutdown (scored)
+     * instead of losing its env (an env error a suite would retry). */
+    arg(a, xstrdup("-no-shutdown"));
     arg(a, xstrdup("-sandbox"));
     arg(a, xstrdup(net->relaxed ? "on,obsolete=deny,elevateprivileges=allow,spawn=allow,resourcecontrol=deny"
                                 : "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny"));
@@ -193,31 +200,13 @@ static void last_log_line(const char *dir, char *buf, size_t len)
 {
     _cleanup_free_ char *path = xasprintf("%s/" VM_LOG_FILE, dir), *text = NULL;
     buf[0] = '\0';
-    if (read_file_capped(path, 1 << 20, &text, NULL, NULL) < 0)
+    if (read_file_capped(path, JSON_DOC_MAX, &text, NULL, NULL) < 0)
         return;
     char *end = text + strlen(text);
     while (end > text && (end[-1] == '\n' || end[-1] == '\r'))
         *--end = '\0';
     char *start = strrchr(text, '\n');
     snprintf(buf, len, "%s", start ? start + 1 : text);
-}
-
-/* The supervisor of an allowlist env takes QEMU's pid as its last arguments. */
-static void exec_supervisor(char **sup, pid_t qemu)
-{
-    size_t n = 0;
-    while (sup[n])
-        n++;
-    char pid[16];
-    snprintf(pid, sizeof pid, "%d", (int)qemu);
-    sup[n] = "--qemu-pid";
-    sup[n + 1] = pid;
-    int devnull = open("/dev/null", O_RDONLY);
-    if (devnull >= 0)
-        dup2(devnull, 0);
-    close_range(3, ~0U, CLOSE_RANGE_CLOEXEC); /* nothing of the caller's leaks into it */
-    execv(sup[0], sup);
-    dprintf(2, "exec %s: %s\n", sup[0], strerror(errno));
 }
 
 int vm_spawn(const vm_spec *s, pid_t *pid_out, em_err *err)
@@ -250,72 +239,34 @@ int vm_spawn(const vm_spec *s, pid_t *pid_out, em_err *err)
         for (int i = 0; i < a.n; i++)
             fprintf(stderr, "%s%s", a.v[i], i + 1 < a.n ? " " : "\n");
     }
-    /* Double fork: QEMU becomes a child of init in its own session, so it
-     * outlives this command and a Ctrl-C at the terminal does not reach it. */
-    int pipefd[2];
-    if (pipe2(pipefd, O_CLOEXEC) < 0) {
-        close(logfd);
-        args_free(&a);
-        net_free(&net);
-        return em_fail_errno(err, "qemu: pipe");
+    /* QEMU becomes a child of init (or of the supervisor) in its own session, so it outlives
+     * this command and a Ctrl-C at the terminal does not reach it. */
+    spawn_opts qo = {.argv = (const char *const *)a.v, .fd_in = SPAWN_DEVNULL, .fd_out = logfd, .fd_err = logfd};
+    if (net.relaxed)
+        qo.flags |= SPAWN_NO_NEW_PRIVS;
+    spawn_opts so = {0};
+    char pid_arg[24] = "";
+    const char **sup_argv = NULL;
+    if (net.supervisor) { /* the supervisor takes QEMU's pid as its last arguments */
+        size_t n = 0;
+        while (net.supervisor[n])
+            n++;
+        sup_argv = xcalloc(n + 3, sizeof *sup_argv);
+        for (size_t i = 0; i < n; i++)
+            sup_argv[i] = net.supervisor[i];
+        sup_argv[n] = "--qemu-pid";
+        sup_argv[n + 1] = pid_arg;
+        so = (spawn_opts){.argv = sup_argv, .fd_in = SPAWN_DEVNULL, .fd_out = logfd, .fd_err = logfd,
+                          .pid_arg = pid_arg, .pid_arg_len = sizeof pid_arg};
     }
-    pid_t child = fork();
-    if (child < 0) {
-        close(logfd);
-        close(pipefd[0]);
-        close(pipefd[1]);
-        args_free(&a);
-        net_free(&net);
-        return em_fail_errno(err, "qemu: fork");
-    }
-    if (child == 0) {
-        setsid();
-        if (net.supervisor) { /* one more fork: the supervisor stays, as QEMU's parent */
-            pid_t sup = fork();
-            if (sup != 0)
-                _exit(sup > 0 ? 0 : 1);
-            prctl(PR_SET_CHILD_SUBREAPER, 1);
-        }
-        pid_t parent = getpid();
-        pid_t qemu = fork();
-        if (qemu == 0) {
-            if (net.supervisor) {
-                prctl(PR_SET_PDEATHSIG, SIGKILL);
-                if (getppid() != parent)
-                    _exit(127);
-            }
-            if (net.relaxed)
-                prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
-            int devnull = open("/dev/null", O_RDONLY);
-            if (devnull >= 0)
-                dup2(devnull, 0);
-            dup2(logfd, 1);
-            dup2(logfd, 2);
-            execvp(a.v[0], a.v);
-            dprintf(2, "exec %s: %s\n", a.v[0], strerror(errno));
-            _exit(127);
-        }
-        ssize_t w = write(pipefd[1], &qemu, sizeof qemu);
-        if (net.supervisor && qemu > 0) {
-            dup2(logfd, 1);
-            dup2(logfd, 2);
-            exec_supervisor(net.supervisor, qemu);
-            _exit(127); /* QEMU follows: PDEATHSIG */
-        }
-        _exit(w == (ssize_t)sizeof qemu && qemu > 0 ? 0 : 1);
-    }
+    pid_t qemu = -1;
+    int rc = spawn_detached(&qo, net.supervisor ? &so : NULL, SPAWN_TIMEOUT_MS, &qemu, err);
     close(logfd);
-    close(pipefd[1]);
+    free(sup_argv);
     args_free(&a);
     net_free(&net);
-    pid_t qemu = -1;
-    em_err rerr;
-    int got = read_full_deadline(pipefd[0], &qemu, sizeof qemu, now_ms() + SPAWN_TIMEOUT_MS, &rerr);
-    close(pipefd[0]);
-    while (waitpid(child, NULL, 0) < 0 && errno == EINTR)
-        ;
-    if (got < 0 || qemu <= 0)
-        return em_fail(err, "qemu: could not start the process");
+    if (rc < 0)
+        return em_prefix(err, "qemu: ");
 
     /* Ready when QMP accepts connections; dead if the process went away first. */
     _cleanup_free_ char *qmp_path = xasprintf("%s/" VM_QMP_SOCK, s->dir);
@@ -411,55 +362,125 @@ int vm_stop(const char *dir, pid_t pid, em_err *err)
     return em_fail(err, "qemu pid %d did not exit after SIGKILL", (int)pid);
 }
 
-/* Run a helper program with a timeout, capturing the first line of its stderr. */
+/* Run a helper program with a timeout; its output (stdout and stderr) comes back in *out. */
 static int run_tool(char *const argv[], double timeout_ms, char **out, em_err *err)
 {
-    int pipefd[2];
-    if (pipe2(pipefd, O_CLOEXEC) < 0)
-        return em_fail_errno(err, "%s: pipe", argv[0]);
-    pid_t child = fork();
-    if (child < 0) {
-        close(pipefd[0]);
-        close(pipefd[1]);
-        return em_fail_errno(err, "%s: fork", argv[0]);
+    spawn_opts so = {.argv = (const char *const *)argv};
+    spawn_io io = {.out_cap = 64 * 1024, .err_cap = 0, .timeout_ms = timeout_ms, .merge_stderr = true};
+    spawn_result r;
+    if (spawn_run(&so, &io, &r, err) < 0)
+        return -1;
+    if (r.timed_out || r.overflow || r.lost || !WIFEXITED(r.status) || WEXITSTATUS(r.status) != 0) {
+        char how[64];
+        r.out[strcspn(r.out, "\n")] = '\0';
+        em_fail(err, "%s failed: %s", argv[0], r.out[0] ? r.out : spawn_status_text(&r, how, sizeof how));
+        spawn_result_free(&r);
+        return -1;
     }
-    if (child == 0) {
-        dup2(pipefd[1], 1);
-        dup2(pipefd[1], 2);
-        execvp(argv[0], argv);
-        dprintf(2, "exec: %s\n", strerror(errno));
-        _exit(127);
+    if (out) {
+        *out = r.out;
+        r.out = NULL;
     }
-    close(pipefd[1]);
-    char buf[8192];
-    size_t n = 0;
-    double deadline = now_ms() + timeout_ms;
-    em_err werr;
-    for (;;) {
-        if (wait_readable(pipefd[0], deadline, &werr) < 0) {
-            kill(child, SIGKILL);
-            break;
-        }
-        ssize_t r = read(pipefd[0], buf + n, sizeof buf - 1 - n);
-        if (r < 0 && errno == EINTR)
+    spawn_result_free(&r);
+    return 0;
+}
+
+/* One QMP command on a connection of its own: QEMU's monitor serves one client at a time, and
+ * nothing else in this process keeps one open. */
+static int qmp_once(const char *dir, const char *cmd, json_t **ret, em_err *err)
+{
+    _cleanup_free_ char *sock = xasprintf("%s/" VM_QMP_SOCK, dir);
+    qmp *q = NULL;
+    if (qmp_open(sock, 2000, &q, err) < 0)
+        return -1;
+    int rc = qmp_execute(q, cmd, NULL, 2000, ret, err);
+    qmp_close(q);
+    return rc;
+}
+
+int vm_vcpu_threads(const char *dir, pid_t *tids, size_t max, size_t *n, em_err *err)
+{
+    *n = 0;
+    json_t *ret = NULL;
+    int rc = qmp_once(dir, "query-cpus-fast", &ret, err);
+    size_t i;
+    json_t *cpu;
+    json_array_foreach(ret, i, cpu)
+    {
+        json_t *tid = json_object_get(cpu, "thread-id");
+        if (*n < max && json_is_integer(tid) && json_integer_value(tid) > 0)
+            tids[(*n)++] = (pid_t)json_integer_value(tid);
+    }
+    json_decref(ret);
+    return rc;
+}
+
+void vm_threads_sched(pid_t pid, const pid_t *tids, size_t n, uint64_t *run_ns, uint64_t *wait_ns)
+{
+    *run_ns = *wait_ns = 0;
+    for (size_t i = 0; i < n; i++) {
+        char path[64], buf[128];
+        snprintf(path, sizeof path, "/proc/%d/task/%d/schedstat", (int)pid, (int)tids[i]);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
             continue;
-        if (r <= 0)
-            break;
-        n += (size_t)r;
-        if (n == sizeof buf - 1)
-            break;
+        ssize_t r = read(fd, buf, sizeof buf - 1);
+        close(fd);
+        if (r > 0) {
+            buf[r] = '\0';
+            char *end;
+            *run_ns += strtoull(buf, &end, 10); /* on a CPU */
+            *wait_ns += strtoull(end, NULL, 10); /* runnable, waiting for one */
+        }
     }
-    buf[n] = '\0';
-    close(pipefd[0]);
-    int status;
-    while (waitpid(child, &status, 0) < 0 && errno == EINTR)
-        ;
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        buf[strcspn(buf, "\n")] = '\0';
-        return em_fail(err, "%s failed: %s", argv[0], buf[0] ? buf : "killed or timed out");
+}
+
+int vm_guest_shut_down(const char *dir, bool *off, em_err *err)
+{
+    *off = false;
+    json_t *ret = NULL;
+    int rc = qmp_once(dir, "query-status", &ret, err);
+    if (rc == 0)
+        *off = !strcmp(json_string_value(json_object_get(ret, "status")) ?: "", "shutdown");
+    json_decref(ret);
+    return rc;
+}
+
+int vm_hold(const char *dir, bool hold, em_err *err)
+{
+    _cleanup_free_ char *sock = xasprintf("%s/" VM_QMP_SOCK, dir);
+    qmp *q = NULL;
+    if (qmp_open(sock, 2000, &q, err) < 0)
+        return -1;
+    char *status = NULL;
+    int rc = qmp_status(q, 2000, &status, err);
+    /* Only a running guest is stopped and only one paused by `stop` is continued: a guest that
+     * powered off, or one still arriving from the golden state, keeps its state. */
+    if (rc == 0 && hold && !strcmp(status, "running"))
+        rc = qmp_execute(q, "stop", NULL, 2000, NULL, err);
+    else if (rc == 0 && !hold && !strcmp(status, "paused"))
+        rc = qmp_execute(q, "cont", NULL, 2000, NULL, err);
+    free(status);
+    qmp_close(q);
+    return rc;
+}
+
+int vm_block_ops(const char *dir, uint64_t *ops, em_err *err)
+{
+    *ops = 0;
+    json_t *ret = NULL;
+    if (qmp_once(dir, "query-blockstats", &ret, err) < 0)
+        return -1;
+    size_t i;
+    json_t *dev;
+    json_array_foreach(ret, i, dev)
+    {
+        json_t *st = json_object_get(dev, "stats");
+        const char *keys[] = {"rd_operations", "wr_operations", "flush_operations", "unmap_operations"};
+        for (size_t k = 0; k < sizeof keys / sizeof *keys; k++)
+            *ops += (uint64_t)json_integer_value(json_object_get(st, keys[k]));
     }
-    if (out)
-        *out = xstrdup(buf);
+    json_decref(ret);
     return 0;
 }
 

@@ -4,6 +4,8 @@
 #define ENVMGR_VM_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "envmgr/base/err.h"
@@ -44,7 +46,9 @@ typedef struct vm_spec {
 #define VM_NET_FILE "vm-net.json"
 
 const char *vm_qemu_binary(void);
-/* Start QEMU daemonized; returns once its sockets exist. */
+/* Start QEMU detached from this process (its own session, reparented to init or to the
+ * allowlist supervisor; no -daemonize: spawn=deny refuses its fork); returns once its QMP
+ * socket exists. */
 int vm_spawn(const vm_spec *s, pid_t *pid, em_err *err);
 /* The pid is a live QEMU of this run directory (not a reused pid, not a zombie). */
 bool vm_alive(pid_t pid, const char *dir);
@@ -55,6 +59,21 @@ int vm_stop(const char *dir, pid_t pid, em_err *err);
 int vm_wait_gone(pid_t pid, double timeout_ms);
 
 /* qemu-img create -f qcow2 -b backing overlay */
+#define VM_VCPUS_MAX 16
+/* The thread ids of QEMU's vCPUs (QMP query-cpus-fast). */
+int vm_vcpu_threads(const char *dir, pid_t *tids, size_t max, size_t *n, em_err *err);
+/* How long those threads of process pid ran, and waited runnable for a CPU, in ns (schedstat;
+ * 0 when unreadable). The rest of the time they slept: a halted (idle) vCPU. */
+void vm_threads_sched(pid_t pid, const pid_t *tids, size_t n, uint64_t *run_ns, uint64_t *wait_ns);
+
+/* Did the guest power itself off (QEMU runs with -no-shutdown, so it stays, stopped)? */
+int vm_guest_shut_down(const char *dir, bool *off, em_err *err);
+/* Stop a running guest (hold) or continue one stopped that way (QMP stop/cont): its vCPUs and
+ * its clocks stand still in between. A guest in any other state is left as it is. */
+int vm_hold(const char *dir, bool hold, em_err *err);
+/* Disk requests the guest has made so far (all drives): a guest waiting for its disk has idle
+ * vCPUs but is not done. */
+int vm_block_ops(const char *dir, uint64_t *ops, em_err *err);
 int vm_create_overlay(const char *backing, const char *overlay, em_err *err);
 /* "7.2.22" etc. (caller frees) */
 int vm_qemu_version(char **out, em_err *err);

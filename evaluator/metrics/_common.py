@@ -87,3 +87,56 @@ def safe_xml_parser():
     """An lxml parser that never resolves entities, reads no DTD and fetches nothing."""
     from lxml import etree
     return etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False)
+
+
+def result_missing(path):
+    """OSWorld's getters hand a metric None when the file was not on the guest; its metrics then
+    score 0. True for that case (None, "" or a path that does not exist), so the metric can too."""
+    return path is None or path == "" or (isinstance(path, str) and not os.path.lexists(path))
+
+
+def zip_xml(zf, member, what="result", required=True):
+    """Parse one member of an already check_zip'ed container with safe_xml_parser. A member that
+    is absent gives None (or MetricInputError when required); one that does not parse always
+    raises MetricInputError."""
+    from lxml import etree
+    try:
+        data = zf.read(member)
+    except KeyError:
+        if required:
+            raise MetricInputError(f"{what}: no {member} in the container") from None
+        return None
+    except Exception as e:  # zlib/CRC errors in a damaged container
+        raise MetricInputError(f"{what}: {member}: unreadable: {e}") from None
+    try:
+        return etree.fromstring(data, safe_xml_parser())
+    except etree.XMLSyntaxError as e:
+        raise MetricInputError(f"{what}: {member}: malformed XML: {e}") from None
+
+
+def lcs_length(a, b):
+    """Length of the longest common subsequence of two sequences (bit-parallel, so long texts
+    such as whole PDFs stay fast: one big-int step per element of the longer one)."""
+    if len(a) < len(b):
+        a, b = b, a
+    if not b:
+        return 0
+    masks = {}
+    for i, x in enumerate(b):
+        masks[x] = masks.get(x, 0) | (1 << i)
+    full = (1 << len(b)) - 1
+    v = full
+    for x in a:
+        u = v & masks.get(x, 0)
+        v = ((v + u) | (v - u)) & full
+    return len(b) - bin(v).count("1")
+
+
+def fuzz_ratio(a, b):
+    """rapidfuzz.fuzz.ratio (which OSWorld uses, no preprocessing): the normalized Indel
+    similarity of two strings, 0..100; 100 for two empty strings."""
+    a, b = str(a), str(b)
+    total = len(a) + len(b)
+    if total == 0:
+        return 100.0
+    return 100.0 * 2 * lcs_length(a, b) / total

@@ -30,6 +30,21 @@ def load_families():
     return _common.REGISTRY
 
 
+def load_family_of(name):
+    """Import only the family registry.json names for this metric (pandas and friends cost most of a
+    run's time); every family when the registry does not know the name or cannot be read."""
+    try:
+        with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "registry.json")) as f:
+            family = json.load(f).get(name, {}).get("family")
+    except (OSError, ValueError):
+        family = None
+    if family in _common.FAMILIES:
+        importlib.import_module(family)
+        if name in _common.REGISTRY:
+            return _common.REGISTRY
+    return load_families()
+
+
 def registry_json():
     reg = load_families()
     out = {}
@@ -70,7 +85,7 @@ def main():
     if not isinstance(options, dict):
         answer({"error": f"{name}: options: expected an object"}, 3)
     try:
-        reg = load_families()
+        reg = load_family_of(name)
     except Exception as e:  # a broken family must not look like a score
         answer({"error": f"{name}: loading the metric families: {one_line(e)}"}, 3)
     m = reg.get(name)

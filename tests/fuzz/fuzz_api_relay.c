@@ -8,7 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "envmgr/api/api_int.h"
+#include "envmgr/view/relay.h"
+#include "envmgr/view/websocket.h"
 
 static uint8_t data_buf[65536], out_buf[65536 + 4200];
 
@@ -48,8 +49,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size--;
     /* 1: raw RFB through the filter (envmgr view); 0: websocket frames first (the live page) */
     bool raw = seed & 1;
-    api_ws_parser wp = {0};
-    api_rfb_filter rf = {0};
+    ws_parser wp = {0};
+    rfb_filter rf = {0};
     size_t state = 0, skip = 0;
     /* RFB 3.3 handshakes have no security byte: the checker cannot tell them apart cheaply, so only 3.8 streams are checked */
     bool checkable = size >= 12 && !memcmp(data, "RFB 003.008\n", 12);
@@ -64,8 +65,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         while (used_total < chunk) {
             size_t dlen = 0;
             if (!raw) {
-                api_ws_event ev;
-                long used = api_ws_feed(&wp, data + off + used_total, chunk - used_total, data_buf, sizeof data_buf,
+                ws_event ev;
+                long used = ws_feed(&wp, data + off + used_total, chunk - used_total, data_buf, sizeof data_buf,
                                         &dlen, &ev);
                 if (used < 0)
                     return 0;
@@ -78,7 +79,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 used_total = chunk;
             }
             if (plen) {
-                long m = api_rfb_filter_feed(&rf, payload, plen, out_buf);
+                long m = rfb_filter_feed(&rf, payload, plen, out_buf);
                 if (m < 0)
                     return 0;
                 if ((size_t)m > plen + sizeof rf.buf)

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "envmgr/base/sha256.h"
+#include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
 #include "recorder/trace.h"
 

@@ -96,15 +96,15 @@ print(n)"
 zombies() { ps -eo stat=,comm= | awk '$1 ~ /^Z/ && $2 == "envmgr"' | wc -l; }
 
 # --- env A: allowlist --------------------------------------------------------------
-out=$("$ENVMGR" up --name $A --accel tcg --allow 127.0.0.1:$HTTP --allow web.envmgr.test:$HTTP \
-    --allow 127.0.0.1:$ECHO --allow echo.envmgr.test:$ECHO --allow public.envmgr-test.example:$HTTP2 2>&1); rc=$?
+out=$("$ENVMGR" up --name $A --accel tcg --allow-private 127.0.0.1:$HTTP --allow web.envmgr.test:$HTTP \
+    --allow-private 127.0.0.1:$ECHO --allow echo.envmgr.test:$ECHO --allow public.envmgr-test.example:$HTTP2 2>&1); rc=$?
 echo "$out" | tail -2
 [ $rc = 0 ] && ok "up $A --allow ... (a clone with guestfwd rules restores from the golden state)" \
     || { bad "up $A: $out"; finish; exit 1; }
 check "$A: the guest runs (agent answers)" bash -c "'$ENVMGR' exec $A -- cat /etc/hostname | grep -q envmgr"
 cmd=$(qemu_cmdline $A)
-check "$A: QEMU keeps restrict=on and gets the guestfwd relays" \
-    bash -c "echo \"\$1\" | grep -q 'user,id=net0,restrict=on,guestfwd=tcp:10.0.2.100:3128-cmd:'" _ "$cmd"
+check "$A: QEMU keeps restrict=on and ipv6=off and gets the guestfwd relays" \
+    bash -c "echo \"\$1\" | grep -q 'user,id=net0,restrict=on,ipv6=off,guestfwd=tcp:10.0.2.100:3128-cmd:'" _ "$cmd"
 check "$A: only spawn and setsid are relaxed (obsolete, resourcecontrol stay denied)" \
     bash -c "echo \"\$1\" | grep -q 'on,obsolete=deny,elevateprivileges=allow,spawn=allow,resourcecontrol=deny'" _ "$cmd"
 hp=$(helper_pid $A)
@@ -219,10 +219,10 @@ check "$A: after reset the proxy works and /etc/environment is set again" bash -
 
 # --- env B: mode none -------------------------------------------------------------
 : >"$T/http.log"; : >"$T/echo.log"
-out=$("$ENVMGR" up --name $B --accel tcg 2>&1); rc=$?
+out=$("$ENVMGR" up --name $B --accel tcg --network none --allow-private 127.0.0.1:$HTTP 2>&1); rc=$?
 [ $rc = 0 ] && ok "up $B (mode none)" || { bad "up $B: $out"; finish; exit 1; }
 cmd=$(qemu_cmdline $B)
-check "$B: every sandbox flag stays on, no guestfwd" bash -c "echo \"\$1\" | grep -q -- '-netdev user,id=net0,restrict=on -device' && echo \"\$1\" | grep -q 'on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny'" _ "$cmd"
+check "$B: every sandbox flag stays on, IPv6 off, no guestfwd" bash -c "echo \"\$1\" | grep -q -- '-netdev user,id=net0,restrict=on,ipv6=off -device' && echo \"\$1\" | grep -q 'on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny'" _ "$cmd"
 check "$B: no egress proxy" test ! -e "$ENVMGR_RUN_DIR/$B/egress-proxy.pid"
 check "$B: the proxy address does not answer" \
     bash -c "! '$ENVMGR' exec $B --timeout 40 -- curl -sS -m 8 -x $PROXY http://127.0.0.1:$HTTP/ok.txt >/dev/null 2>&1"
@@ -250,14 +250,22 @@ check "net log of a missing env: exit 2" test $? = 2
 check "no env was created by bad input" test ! -e "$ENVMGR_RUN_DIR/$C"
 cat >"$T/task.json" <<EOF
 {"id": "net-task", "instruction": "Fetch the page.",
- "network": {"mode": "allowlist", "allow": ["web.envmgr.test:$HTTP", "127.0.0.1:$HTTP"]},
+ "network": {"mode": "allowlist", "allow": ["web.envmgr.test:$HTTP"]},
  "limits": {"max_steps": 2, "step_timeout_s": 30, "episode_timeout_s": 120},
  "config": [{"type": "execute", "parameters": {"command": "set -a; . /etc/environment; curl -sS -m 15 http://web.envmgr.test:$HTTP/ok.txt > /tmp/page.txt; curl -s -m 15 --noproxy '' -x $PROXY http://127.0.0.1:$HTTP2/ok.txt; true", "timeout": 60}}],
  "evaluator": {"func": "check_include_exclude", "result": {"type": "egress_log"},
                "expected": {"type": "rule", "rules": {"include": ["\"verdict\":\"allowed\"", "\"verdict\":\"denied\"", "\"port\":$HTTP2"]}}}}
 EOF
-check "up --task FILE takes the task's network section" "$ENVMGR" up --name $C --accel tcg --task "$T/task.json"
-check "$C: net show lists the task's rule" bash -c "'$ENVMGR' net show $C | grep -q '127.0.0.1:$HTTP'"
+sed 's|"web.envmgr.test:'$HTTP'"|"web.envmgr.test:'$HTTP'", "127.0.0.1:'$HTTP'"|' "$T/task.json" >"$T/task-loopback.json"
+out=$("$ENVMGR" up --name $C --accel tcg --task "$T/task-loopback.json" 2>&1); rc=$?
+check "a task listing the host's loopback is refused: exit 2, naming --allow-private" \
+    bash -c "[ $rc = 2 ] && echo \"\$1\" | grep -q 'network.allow\[1\].*127.0.0.1 is a loopback address.*--allow-private'" _ "$out"
+"$ENVMGR" up --name $C --accel tcg --allow 127.0.0.1:$HTTP >/dev/null 2>&1
+check "--allow 127.0.0.1:PORT is refused too (exit 2): loopback only through --allow-private" test $? = 2
+check "up --task FILE takes the task's network section, with the operator's private rules" \
+    "$ENVMGR" up --name $C --accel tcg --task "$T/task.json" --allow-private 127.0.0.1:$HTTP
+check "$C: net show lists the task's rule and the operator's" \
+    bash -c "'$ENVMGR' net show $C | grep -q 'web.envmgr.test:$HTTP' && '$ENVMGR' net show $C | grep -q '127.0.0.1:$HTTP'"
 check "$C: down" "$ENVMGR" down $C
 check "up --unsafe-open-network" "$ENVMGR" up --name $D --accel tcg --unsafe-open-network
 check "$D: mode open" bash -c "'$ENVMGR' net show $D | grep -q '^mode:   open'"

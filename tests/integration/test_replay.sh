@@ -25,8 +25,9 @@ check "replay reproduces (exit 0)" test $rc = 0
 check "replay.json says reproduced" test "$(field "$T/rp1/replay.json" reproduced)" = True
 check "every step compared matched" \
     test "$(field "$T/rp1/replay.json" steps_compared)" = "$(field "$T/rp1/replay.json" steps_matched)"
-"$ENVMGR" replay "$T/rec/trace" --env $E --out "$T/rp2" --fast >/dev/null 2>&1
-check "replay --fast reproduces" test $? = 0
+out=$("$ENVMGR" replay "$T/rec/trace" --env $E --out "$T/rp2" --fast 2>&1); rc=$?
+echo "$out"
+check "replay --fast reproduces" test $rc = 0
 "$ENVMGR" replay "$T/rec/trace" --env $E --out "$T/rp3" --until 2 --fast >/dev/null 2>&1
 check "replay --until 2 compares 2 steps" test "$(field "$T/rp3/replay.json" steps_compared)" = 2
 
@@ -39,7 +40,8 @@ check "the refusal names the line" bash -c "echo \"\$1\" | grep -q 'line'" _ "$o
 out=$("$ENVMGR" trace verify "$T/tampered" 2>&1)
 check "trace verify names line 3" bash -c "echo \"\$1\" | grep -qE 'line (2|3)'" _ "$out"
 
-# The task changed (setup now leaves a different screen): refused, then a real divergence with --force.
+# The task changed (setup now leaves a different screen) and the operator gives it with --task: refused,
+# then a real divergence with --force. Without --task the replay uses the task the trace carries.
 python3 - "$T/task.json" <<'PY'
 import json, sys
 t = json.load(open(sys.argv[1]))
@@ -47,9 +49,9 @@ t["config"].append({"type": "launch", "parameters": {"command": ["xterm", "-geom
 t["config"].append({"type": "wait_screen", "parameters": {"timeout": 30, "stable_ms": 1500}})
 json.dump(t, open(sys.argv[1], "w"))
 PY
-out=$("$ENVMGR" replay "$T/rec/trace" --env $E --out "$T/rp5" 2>&1); rc=$?
+out=$("$ENVMGR" replay "$T/rec/trace" --env $E --out "$T/rp5" --task "$T/task.json" 2>&1); rc=$?
 check "a changed task file is refused without --force (exit 2)" test $rc = 2
-out=$("$ENVMGR" replay "$T/rec/trace" --env $E --out "$T/rp6" --force --fast 2>&1); rc=$?
+out=$("$ENVMGR" replay "$T/rec/trace" --env $E --out "$T/rp6" --task "$T/task.json" --force --fast 2>&1); rc=$?
 echo "$out"
 check "with --force the changed setup diverges (exit 1)" test $rc = 1
 check "the first divergent step is reported" bash -c "echo \"\$1\" | grep -q 'first divergent step'" _ "$out"

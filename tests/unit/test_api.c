@@ -11,6 +11,9 @@
 
 #include "envmgr/api/api.h"
 #include "envmgr/api/api_int.h"
+#include "envmgr/view/relay.h"
+#include "envmgr/view/websocket.h"
+#include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
 #include "helpers/cunit_main.h"
 
@@ -198,7 +201,7 @@ static void test_task_spec(void)
     char *tpath, sha[65];
     api_error ae;
     json_t *spec = json_string("t1.json");
-    CU_ASSERT_EQUAL(api_parse_task(spec, "task", root, empty, 1280, 800, &t, &tpath, sha, &ae), 0);
+    CU_ASSERT_EQUAL(api_parse_task(spec, "task", root, empty, 1280, 800, NULL, &t, &tpath, sha, &ae), 0);
     CU_ASSERT_STRING_EQUAL(t->id, "t1");
     CU_ASSERT_PTR_NOT_NULL(tpath);
     CU_ASSERT_EQUAL(strlen(sha), 64);
@@ -210,23 +213,23 @@ static void test_task_spec(void)
     const char *outside[] = {"../t1.json", "/etc/passwd", "", "nosuch.json"};
     for (size_t i = 0; i < ARRAY_LEN(outside); i++) {
         spec = json_string(outside[i]);
-        CU_ASSERT_EQUAL(api_parse_task(spec, "task", root, empty, 1280, 800, &t, &tpath, sha, &ae), -1);
+        CU_ASSERT_EQUAL(api_parse_task(spec, "task", root, empty, 1280, 800, NULL, &t, &tpath, sha, &ae), -1);
         CU_ASSERT_EQUAL(ae.status, 400);
         CU_ASSERT_STRING_EQUAL(ae.field, "task");
         json_decref(spec);
     }
     json_error_t je;
     spec = json_loads(text, 0, &je);
-    CU_ASSERT_EQUAL(api_parse_task(spec, "task", root, empty, 1280, 800, &t, &tpath, sha, &ae), 0);
+    CU_ASSERT_EQUAL(api_parse_task(spec, "task", root, empty, 1280, 800, NULL, &t, &tpath, sha, &ae), 0);
     CU_ASSERT_PTR_NULL(tpath);
     task_free(t);
     json_object_del(spec, "evaluator");
-    CU_ASSERT_EQUAL(api_parse_task(spec, "task", root, empty, 1280, 800, &t, &tpath, sha, &ae), -1);
+    CU_ASSERT_EQUAL(api_parse_task(spec, "task", root, empty, 1280, 800, NULL, &t, &tpath, sha, &ae), -1);
     CU_ASSERT_EQUAL(ae.status, 400);
     CU_ASSERT_STRING_EQUAL(ae.field, "task.evaluator");
     json_decref(spec);
     spec = json_integer(3);
-    CU_ASSERT_EQUAL(api_parse_task(spec, "task", root, empty, 1280, 800, &t, &tpath, sha, &ae), -1);
+    CU_ASSERT_EQUAL(api_parse_task(spec, "task", root, empty, 1280, 800, NULL, &t, &tpath, sha, &ae), -1);
     json_decref(spec);
 }
 
@@ -334,16 +337,16 @@ static void test_metrics(void)
 static void test_ws_accept(void)
 {
     char out[29];
-    CU_ASSERT_EQUAL(api_ws_accept("dGhlIHNhbXBsZSBub25jZQ==", out), 0); /* RFC 6455's example */
+    CU_ASSERT_EQUAL(ws_accept("dGhlIHNhbXBsZSBub25jZQ==", out), 0); /* RFC 6455's example */
     CU_ASSERT_STRING_EQUAL(out, "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=");
-    CU_ASSERT_EQUAL(api_ws_accept("", out), -1);
+    CU_ASSERT_EQUAL(ws_accept("", out), -1);
 }
 
 /* A masked client frame. */
 static size_t client_frame(uint8_t *out, int opcode, const uint8_t *payload, size_t n)
 {
     static const uint8_t mask[4] = {0x37, 0xfa, 0x21, 0x3d};
-    size_t h = api_ws_header(out, opcode, n);
+    size_t h = ws_header(out, opcode, n);
     out[1] |= 0x80;
     memcpy(out + h, mask, 4);
     for (size_t i = 0; i < n; i++)
@@ -361,14 +364,14 @@ static void test_ws_frames(void)
         size_t n = client_frame(buf, 2, payload, sizes[s]);
         /* fed byte by byte and whole, the payload comes out unmasked */
         for (int bytewise = 0; bytewise < 2; bytewise++) {
-            api_ws_parser p = {0};
+            ws_parser p = {0};
             size_t dlen = 0, off = 0;
-            api_ws_event ev;
+            ws_event ev;
             while (off < n) {
                 size_t chunk = bytewise ? 1 : n - off;
-                long used = api_ws_feed(&p, buf + off, chunk, data, sizeof data, &dlen, &ev);
+                long used = ws_feed(&p, buf + off, chunk, data, sizeof data, &dlen, &ev);
                 CU_ASSERT_FATAL(used > 0);
-                CU_ASSERT_EQUAL(ev, API_WS_DATA);
+                CU_ASSERT_EQUAL(ev, WS_DATA);
                 off += (size_t)used;
             }
             CU_ASSERT_EQUAL(dlen, sizes[s]);
@@ -378,57 +381,57 @@ static void test_ws_frames(void)
     /* ping then data in one read: the ping is reported first, then the rest */
     size_t n = client_frame(buf, 9, (const uint8_t *)"hi", 2);
     n += client_frame(buf + n, 2, (const uint8_t *)"RFB", 3);
-    api_ws_parser p = {0};
+    ws_parser p = {0};
     size_t dlen = 0;
-    api_ws_event ev;
-    long used = api_ws_feed(&p, buf, n, data, sizeof data, &dlen, &ev);
-    CU_ASSERT_EQUAL(ev, API_WS_PING);
+    ws_event ev;
+    long used = ws_feed(&p, buf, n, data, sizeof data, &dlen, &ev);
+    CU_ASSERT_EQUAL(ev, WS_PING);
     CU_ASSERT_EQUAL(p.ctl_len, 2);
     CU_ASSERT_EQUAL(memcmp(p.ctl, "hi", 2), 0);
-    used += api_ws_feed(&p, buf + used, n - (size_t)used, data, sizeof data, &dlen, &ev);
+    used += ws_feed(&p, buf + used, n - (size_t)used, data, sizeof data, &dlen, &ev);
     CU_ASSERT_EQUAL((size_t)used, n);
     CU_ASSERT_EQUAL(dlen, 3);
     n = client_frame(buf, 8, (const uint8_t *)"\x03\xe8", 2);
-    CU_ASSERT_EQUAL(api_ws_feed(&p, buf, n, data, sizeof data, &dlen, &ev), (long)n);
-    CU_ASSERT_EQUAL(ev, API_WS_CLOSE);
+    CU_ASSERT_EQUAL(ws_feed(&p, buf, n, data, sizeof data, &dlen, &ev), (long)n);
+    CU_ASSERT_EQUAL(ev, WS_CLOSE);
     /* a full data buffer stops the parser; it goes on after draining */
-    api_ws_parser q = {0};
+    ws_parser q = {0};
     n = client_frame(buf, 2, payload, 100);
     dlen = 0;
-    used = api_ws_feed(&q, buf, n, data, 10, &dlen, &ev);
+    used = ws_feed(&q, buf, n, data, 10, &dlen, &ev);
     CU_ASSERT_EQUAL(dlen, 10);
     CU_ASSERT_TRUE(used < (long)n);
     dlen = 0;
-    CU_ASSERT_EQUAL(api_ws_feed(&q, buf + used, n - (size_t)used, data, sizeof data, &dlen, &ev), (long)n - used);
+    CU_ASSERT_EQUAL(ws_feed(&q, buf + used, n - (size_t)used, data, sizeof data, &dlen, &ev), (long)n - used);
     CU_ASSERT_EQUAL(dlen, 90);
     /* protocol violations */
     uint8_t unmasked[] = {0x82, 0x01, 'x'};
-    api_ws_parser r = {0};
-    CU_ASSERT_EQUAL(api_ws_feed(&r, unmasked, 3, data, sizeof data, &dlen, &ev), -1);
+    ws_parser r = {0};
+    CU_ASSERT_EQUAL(ws_feed(&r, unmasked, 3, data, sizeof data, &dlen, &ev), -1);
     uint8_t rsv[] = {0xc2, 0x80, 0, 0, 0, 0};
     memset(&r, 0, sizeof r);
-    CU_ASSERT_EQUAL(api_ws_feed(&r, rsv, sizeof rsv, data, sizeof data, &dlen, &ev), -1);
+    CU_ASSERT_EQUAL(ws_feed(&r, rsv, sizeof rsv, data, sizeof data, &dlen, &ev), -1);
     uint8_t bigping[] = {0x89, 0x80 | 126, 0, 200, 0, 0, 0, 0};
     memset(&r, 0, sizeof r);
-    CU_ASSERT_EQUAL(api_ws_feed(&r, bigping, sizeof bigping, data, sizeof data, &dlen, &ev), -1);
+    CU_ASSERT_EQUAL(ws_feed(&r, bigping, sizeof bigping, data, sizeof data, &dlen, &ev), -1);
     uint8_t badop[] = {0x83, 0x80, 0, 0, 0, 0};
     memset(&r, 0, sizeof r);
-    CU_ASSERT_EQUAL(api_ws_feed(&r, badop, sizeof badop, data, sizeof data, &dlen, &ev), -1);
+    CU_ASSERT_EQUAL(ws_feed(&r, badop, sizeof badop, data, sizeof data, &dlen, &ev), -1);
     uint8_t h[10];
-    CU_ASSERT_EQUAL(api_ws_header(h, 2, 5), 2);
+    CU_ASSERT_EQUAL(ws_header(h, 2, 5), 2);
     CU_ASSERT_EQUAL(h[0], 0x82);
-    CU_ASSERT_EQUAL(api_ws_header(h, 2, 300), 4);
-    CU_ASSERT_EQUAL(api_ws_header(h, 2, 1 << 20), 10);
+    CU_ASSERT_EQUAL(ws_header(h, 2, 300), 4);
+    CU_ASSERT_EQUAL(ws_header(h, 2, 1 << 20), 10);
 }
 
 /* ---- the view-only filter ---- */
 
-static long feed_all(api_rfb_filter *f, const uint8_t *in, size_t n, uint8_t *out, bool bytewise)
+static long feed_all(rfb_filter *f, const uint8_t *in, size_t n, uint8_t *out, bool bytewise)
 {
     long total = 0;
     for (size_t off = 0; off < n;) {
         size_t k = bytewise ? 1 : n - off;
-        long m = api_rfb_filter_feed(f, in + off, k, out + total);
+        long m = rfb_filter_feed(f, in + off, k, out + total);
         if (m < 0)
             return -1;
         total += m;
@@ -465,7 +468,7 @@ static void test_rfb_filter(void)
         uint8_t req[10] = {3, 1, 0, 0, 0, 0, 5, 0, 3, 0x20};
         memcpy(in + n, req, 10);
         n += 10;                                 /* FramebufferUpdateRequest: passes */
-        api_rfb_filter f = {0};
+        rfb_filter f = {0};
         long m = feed_all(&f, in, n, out, bytewise);
         CU_ASSERT_FATAL(m > 0);
         size_t o = 0;
@@ -484,22 +487,22 @@ static void test_rfb_filter(void)
         CU_ASSERT_EQUAL(f.dropped, 3);
     }
     /* RFB 3.3: no security byte from the client */
-    api_rfb_filter f = {0};
+    rfb_filter f = {0};
     uint8_t out[64];
-    CU_ASSERT_EQUAL(api_rfb_filter_feed(&f, (const uint8_t *)"RFB 003.003\n\x00", 13, out), 13);
+    CU_ASSERT_EQUAL(rfb_filter_feed(&f, (const uint8_t *)"RFB 003.003\n\x00", 13, out), 13);
     CU_ASSERT_EQUAL(out[12], 1);
     /* what no view-only viewer may send */
     const char *bad[] = {"HTTP/1.1 200", "RFB 003.008\n\x02", "RFB 003.008\n\x01\x01\xff\x00",
                          "RFB 003.008\n\x01\x01\x07"};
     const size_t badlen[] = {12, 13, 16, 15};
     for (size_t i = 0; i < ARRAY_LEN(bad); i++) {
-        api_rfb_filter g = {0};
-        CU_ASSERT_EQUAL(api_rfb_filter_feed(&g, (const uint8_t *)bad[i], badlen[i], out), -1);
+        rfb_filter g = {0};
+        CU_ASSERT_EQUAL(rfb_filter_feed(&g, (const uint8_t *)bad[i], badlen[i], out), -1);
     }
     /* SetEncodings with more entries than a message may gather: refused */
-    api_rfb_filter g = {0};
+    rfb_filter g = {0};
     uint8_t big[] = {'R', 'F', 'B', ' ', '0', '0', '3', '.', '0', '0', '8', '\n', 1, 1, 2, 0, 0xff, 0xff};
-    CU_ASSERT_EQUAL(api_rfb_filter_feed(&g, big, sizeof big, out), -1);
+    CU_ASSERT_EQUAL(rfb_filter_feed(&g, big, sizeof big, out), -1);
 }
 
 /* ---- tar ---- */

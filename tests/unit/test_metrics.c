@@ -8,11 +8,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "envmgr/base/png.h"
 #include "envmgr/base/sha256.h"
+#include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
 #include "evaluator/getters.h"
 #include "evaluator/metrics.h"
@@ -83,17 +85,18 @@ static json_t *opts(const char *json)
     return json ? json_loads(json, 0, NULL) : NULL;
 }
 
-/* Run func and check the score (and, when given, the exact reason). Steals result, expected, options. */
-static void expect_score_ctx(const metric_ctx *ctx, const char *func, json_t *result, json_t *expected,
-                             json_t *options, double want, const char *want_reason)
+/* Run func and check the outcome (METRIC_SCORED or METRIC_EVALUATOR_ERROR), the score and, when
+ * given, the exact reason. Steals result, expected, options. */
+static void expect_outcome(const metric_ctx *ctx, const char *func, json_t *result, json_t *expected,
+                           json_t *options, int want_rc, double want, const char *want_reason)
 {
     double score = -1;
     char *reason = NULL;
     em_err err = {0};
     int rc = metric_run(ctx, func, result, expected, options, &score, &reason, &err);
-    CU_ASSERT_EQUAL(rc, 0);
-    if (rc < 0)
-        fprintf(stderr, "\n  %s: error %s\n", func, err.msg);
+    if (rc != want_rc)
+        fprintf(stderr, "\n  %s: outcome %d (want %d): %s\n", func, rc, want_rc, rc < 0 ? err.msg : reason);
+    CU_ASSERT_EQUAL(rc, want_rc);
     CU_ASSERT_PTR_NOT_NULL(reason);
     if (fabs(score - want) > 1e-9 || (want_reason && reason && strcmp(reason, want_reason)))
         fprintf(stderr, "\n  %s: score %g (want %g)\n  reason: %s\n  want:   %s\n", func, score, want,
@@ -107,11 +110,24 @@ static void expect_score_ctx(const metric_ctx *ctx, const char *func, json_t *re
     json_decref(options);
 }
 
+static void expect_score_ctx(const metric_ctx *ctx, const char *func, json_t *result, json_t *expected,
+                             json_t *options, double want, const char *want_reason)
+{
+    expect_outcome(ctx, func, result, expected, options, METRIC_SCORED, want, want_reason);
+}
+
 static void expect_score(const char *func, json_t *result, json_t *expected, json_t *options, double want,
                          const char *want_reason)
 {
     metric_ctx ctx = {.task_dir = task_dir(), .artifact_dir = art_dir(), .agent_exit = "done"};
     expect_score_ctx(&ctx, func, result, expected, options, want, want_reason);
+}
+
+/* An evaluator_error: no score (0), the reason says what failed. */
+static void expect_error(const char *func, json_t *result, json_t *expected, json_t *options, const char *want_reason)
+{
+    metric_ctx ctx = {.task_dir = task_dir(), .artifact_dir = art_dir(), .agent_exit = "done"};
+    expect_outcome(&ctx, func, result, expected, options, METRIC_EVALUATOR_ERROR, 0, want_reason);
 }
 
 /* ---- metrics ---- */
@@ -286,22 +302,22 @@ static void test_compare_images(void)
     write_png(d, 4, 4, 0x336699, 1, 2, 0x33669e); /* one pixel differs by 5 in blue */
     write_png(small, 2, 2, 0x336699, -1, -1, 0);
     write_text(notpng, "GIF89a", 0644);
-    expect_score("compare_images", file_art(a), file_art(b), NULL, 1,
-                 "compare_images: 0 of 16 pixels differ (0.0000%, allowed 0.0000%)");
-    expect_score("compare_images", file_art(a), file_art(c), NULL, 0,
-                 "compare_images: 1 of 16 pixels differ (6.2500%, allowed 0.0000%)");
-    expect_score("compare_images", file_art(a), file_art(c), opts("{\"max_diff_fraction\": 0.1}"), 1, NULL);
-    expect_score("compare_images", file_art(a), file_art(d), NULL, 0, NULL);
-    expect_score("compare_images", file_art(a), file_art(d), opts("{\"tolerance\": 5}"), 1, NULL);
-    expect_score("compare_images", file_art(a), file_art(small), NULL, 0, "compare_images: sizes differ: 4x4 vs 2x2");
+    expect_score("compare_images_exact", file_art(a), file_art(b), NULL, 1,
+                 "compare_images_exact: 0 of 16 pixels differ (0.0000%, allowed 0.0000%)");
+    expect_score("compare_images_exact", file_art(a), file_art(c), NULL, 0,
+                 "compare_images_exact: 1 of 16 pixels differ (6.2500%, allowed 0.0000%)");
+    expect_score("compare_images_exact", file_art(a), file_art(c), opts("{\"max_diff_fraction\": 0.1}"), 1, NULL);
+    expect_score("compare_images_exact", file_art(a), file_art(d), NULL, 0, NULL);
+    expect_score("compare_images_exact", file_art(a), file_art(d), opts("{\"tolerance\": 5}"), 1, NULL);
+    expect_score("compare_images_exact", file_art(a), file_art(small), NULL, 0, "compare_images_exact: sizes differ: 4x4 vs 2x2");
     /* a screenshot artifact's region is compared, not the whole image */
     json_t *region = json_pack("{s:s,s:s,s:[iiii]}", "type", "file", "path", c, "region", 2, 0, 2, 2);
-    expect_score("compare_images", region, file_art(small), NULL, 1, NULL);
+    expect_score("compare_images_exact", region, file_art(small), NULL, 1, NULL);
     region = json_pack("{s:s,s:s,s:[iiii]}", "type", "file", "path", c, "region", 3, 3, 2, 2);
-    expect_score("compare_images", region, file_art(small), NULL, 0,
-                 "compare_images: result: region is outside the 4x4 image");
-    expect_score("compare_images", file_art(notpng), file_art(a), NULL, 0, NULL);
-    expect_score("compare_images", text_art("x"), file_art(a), NULL, 0, "compare_images: result: not a file artifact");
+    expect_score("compare_images_exact", region, file_art(small), NULL, 0,
+                 "compare_images_exact: result: region is outside the 4x4 image");
+    expect_score("compare_images_exact", file_art(notpng), file_art(a), NULL, 0, NULL);
+    expect_score("compare_images_exact", text_art("x"), file_art(a), NULL, 0, "compare_images_exact: result: not a file artifact");
     free(a);
     free(b);
     free(c);
@@ -325,8 +341,8 @@ static void test_metric_api(void)
     double score = 5;
     char *reason = NULL;
     em_err err = {0};
-    CU_ASSERT_EQUAL(metric_run(NULL, "compare_table", NULL, NULL, NULL, &score, &reason, &err), -1);
-    CU_ASSERT_STRING_EQUAL(err.msg, "metric: unknown metric `compare_table`");
+    CU_ASSERT_EQUAL(metric_run(NULL, "compare_tables", NULL, NULL, NULL, &score, &reason, &err), -1);
+    CU_ASSERT_STRING_EQUAL(err.msg, "metric: unknown metric `compare_tables`");
     CU_ASSERT_EQUAL(err.code, EM_EXIT_USAGE);
     CU_ASSERT_PTR_NULL(reason);
     CU_ASSERT_EQUAL(metric_run(NULL, NULL, NULL, NULL, NULL, &score, &reason, &err), -1);
@@ -334,16 +350,23 @@ static void test_metric_api(void)
     expect_score("fuzzy_match", text_art("a"), json_art("\"a\""), opts("{\"threshold\": \"x\"}"), 0,
                  "fuzzy_match: options.threshold: expected a number, got string");
     CU_ASSERT_TRUE(metric_known("exact_match"));
-    CU_ASSERT_FALSE(metric_known("compare_table"));
+    CU_ASSERT_FALSE(metric_known("compare_tables"));
+    /* the registry's metrics: compare_table takes an optional expected value, compare_pdfs needs one */
+    CU_ASSERT_TRUE(metric_known("compare_table"));
+    CU_ASSERT_TRUE(metric_needs_result("compare_table"));
+    CU_ASSERT_FALSE(metric_needs_expected("compare_table"));
+    CU_ASSERT_TRUE(metric_needs_expected("compare_pdfs"));
+    CU_ASSERT_TRUE(metric_known("compare_images"));       /* OSWorld's, the script's */
+    CU_ASSERT_TRUE(metric_known("compare_images_exact")); /* envmgr's, in C */
     CU_ASSERT_FALSE(metric_needs_expected("infeasible"));
     CU_ASSERT_FALSE(metric_needs_result("infeasible"));
     CU_ASSERT_TRUE(metric_needs_result("script"));
     CU_ASSERT_FALSE(metric_needs_expected("script"));
     json_t *o = opts("{\"tolerance\": 3, \"max_diff_fraction\": 0.5}");
-    CU_ASSERT_EQUAL(metric_check_options("compare_images", o, &err), 0);
+    CU_ASSERT_EQUAL(metric_check_options("compare_images_exact", o, &err), 0);
     json_decref(o);
     o = opts("{\"tolerance\": 3.5}");
-    CU_ASSERT_EQUAL(metric_check_options("compare_images", o, &err), -1);
+    CU_ASSERT_EQUAL(metric_check_options("compare_images_exact", o, &err), -1);
     CU_ASSERT_STRING_EQUAL(err.msg, "tolerance: expected an integer, got number");
     json_decref(o);
     o = opts("{\"path\": \"x.py\", \"anything\": [1]}"); /* script options pass through */
@@ -382,33 +405,59 @@ static void test_script_example(void)
 
 static void test_script_protocol(void)
 {
-    /* a script shipped with the task; cwd is the artifact folder, the environment is small */
-    char *s = task_script("half.sh", "#!/bin/sh\n"
-                                     "cat >/dev/null\n"
-                                     "[ \"$(pwd -P)\" = \"$ENVMGR_ARTIFACT_DIR\" ] || exit 9\n"
-                                     "[ -n \"$ENVMGR_TASK_DIR\" ] || exit 8\n"
-                                     "[ -z \"$SECRET_TOKEN\" ] || exit 7\n"
-                                     "echo '{\"score\": 0.5, \"reason\": \"half\"}'\n");
+    /* a script shipped with the task runs in the sandbox: cwd a private /tmp, a small environment,
+     * none of the host's folders (the task folder included) */
+    char *probe = xasprintf("#!/bin/sh\n"
+                            "cat >/dev/null\n"
+                            "[ \"$(pwd -P)\" = /tmp ] || exit 9\n"
+                            "[ \"$HOME\" = /tmp ] || exit 8\n"
+                            "[ -z \"$SECRET_TOKEN\" ] || exit 7\n"
+                            "[ -e '%s' ] && exit 6\n"
+                            "[ -e '%s' ] && exit 5\n"
+                            "echo '{\"score\": 0.5, \"reason\": \"half\"}'\n",
+                            task_dir(), art_dir());
+    char *s = task_script("half.sh", probe);
     setenv("SECRET_TOKEN", "x", 1);
     expect_score("script", text_art("x"), NULL, opts("{\"path\": \"half.sh\"}"), 0.5, "script `half.sh`: \"half\"");
     unsetenv("SECRET_TOKEN");
     free(s);
+    free(probe);
 
+    /* a file artifact is read-only in the sandbox at /in/<side>/<n>.<ext>; a missing one is null */
+    char *f = in_task("data.csv");
+    write_text(f, "a,b\n", 0600);
+    s = task_script("paths.sh", "#!/bin/sh\n"
+                                "in=$(cat)\n"
+                                "case \"$in\" in *'\"path\":\"/in/result/0.csv\"'*) ;; *) exit 9;; esac\n"
+                                "case \"$in\" in *'\"expected\":{\"path\":null'*|*'\"path\":null'*) ;; *) exit 8;; esac\n"
+                                "[ \"$(cat /in/result/0.csv)\" = a,b ] || exit 7\n"
+                                "echo x >> /in/result/0.csv 2>/dev/null && exit 6\n"
+                                "echo '{\"score\": 1, \"reason\": \"ok\"}'\n");
+    expect_score("script", file_art(f), json_pack("{s:s,s:s}", "type", "file", "path", "/nonexistent/b.csv"),
+                 opts("{\"path\": \"paths.sh\"}"), 1, "script `paths.sh`: \"ok\"");
+    free(s);
+    free(f);
+
+    /* anything but {"score": 0..1} after exit 0 is an evaluator_error, never a score */
     s = task_script("junk.sh", "#!/bin/sh\necho 'score: 1'\n");
-    expect_score("script", text_art("x"), NULL, opts("{\"path\": \"junk.sh\"}"), 0,
+    expect_error("script", text_art("x"), NULL, opts("{\"path\": \"junk.sh\"}"),
                  "script `junk.sh`: expected {\"score\": 0..1, \"reason\": \"...\"} on stdout");
     free(s);
     s = task_script("big.sh", "#!/bin/sh\necho '{\"score\": 2}'\n");
-    expect_score("script", text_art("x"), NULL, opts("{\"path\": \"big.sh\"}"), 0,
+    expect_error("script", text_art("x"), NULL, opts("{\"path\": \"big.sh\"}"),
                  "script `big.sh`: score must be a number in 0..1");
+    free(s);
+    s = task_script("refuses.sh", "#!/bin/sh\necho '{\"error\": \"cannot read the result\"}'\nexit 3\n");
+    expect_error("script", text_art("x"), NULL, opts("{\"path\": \"refuses.sh\"}"),
+                 "script `refuses.sh`: cannot read the result");
     free(s);
     s = task_script("fails.sh", "#!/bin/sh\necho 'Traceback (most recent call last):' >&2\n"
                                 "echo 'KeyError: result' >&2\nexit 3\n");
-    expect_score("script", text_art("x"), NULL, opts("{\"path\": \"fails.sh\"}"), 0,
+    expect_error("script", text_art("x"), NULL, opts("{\"path\": \"fails.sh\"}"),
                  "script `fails.sh`: exited with status 3: KeyError: result");
     free(s);
     s = task_script("chatty.sh", "#!/bin/sh\nhead -c 70000 /dev/zero | tr '\\0' x\n");
-    expect_score("script", text_art("x"), NULL, opts("{\"path\": \"chatty.sh\"}"), 0,
+    expect_error("script", text_art("x"), NULL, opts("{\"path\": \"chatty.sh\"}"),
                  "script `chatty.sh`: printed more than 65536 bytes");
     free(s);
     /* a script that never reads its (large) input must not SIGPIPE us */
@@ -419,52 +468,46 @@ static void test_script_protocol(void)
     expect_score("script", text_art(huge), NULL, opts("{\"path\": \"deaf.sh\"}"), 1, NULL);
     free(huge);
     free(s);
-    /* not executable, missing, escaping the folders */
+    /* not executable, missing, escaping the folders: the task is broken, there is no score */
     s = task_script("noexec.sh", "#!/bin/sh\necho '{\"score\": 1}'\n");
     chmod(s, 0644);
-    expect_score("script", text_art("x"), NULL, opts("{\"path\": \"noexec.sh\"}"), 0,
+    expect_error("script", text_art("x"), NULL, opts("{\"path\": \"noexec.sh\"}"),
                  "script `noexec.sh`: not an executable file");
     free(s);
     char *want = xasprintf("script `nope.py`: not found in %s/evaluator/scripts or the task folder", ENVMGR_SOURCE_DIR);
-    expect_score("script", text_art("x"), NULL, opts("{\"path\": \"nope.py\"}"), 0, want);
+    expect_error("script", text_art("x"), NULL, opts("{\"path\": \"nope.py\"}"), want);
     free(want);
-    expect_score("script", text_art("x"), NULL, opts("{\"path\": \"../artifacts/x.sh\"}"), 0,
+    expect_error("script", text_art("x"), NULL, opts("{\"path\": \"../artifacts/x.sh\"}"),
                  "script `../artifacts/x.sh`: `../artifacts/x.sh` must not contain `..`");
-    expect_score("script", text_art("x"), NULL, opts("{\"path\": \"/bin/true\"}"), 0, NULL);
+    expect_error("script", text_art("x"), NULL, opts("{\"path\": \"/bin/true\"}"), NULL);
+}
+
+/* Whether a process whose command line matches the pattern still runs. Write the pattern so it
+ * does not match itself ("slee[p] 31"): the shell running pgrep has it in its command line. */
+static bool process_alive(const char *needle)
+{
+    char *cmd = xasprintf("pgrep -f -- '%s' >/dev/null", needle);
+    int rc = system(cmd);
+    free(cmd);
+    return rc == 0;
 }
 
 static void test_script_timeout(void)
 {
-    /* the whole process group dies at the deadline, background children included */
-    char *pidfile = xasprintf("%s/bg.pid", art_dir());
-    char *body = xasprintf("#!/bin/sh\nsleep 30 &\necho $! > '%s'\nsleep 30\n", pidfile);
-    char *s = task_script("slow.sh", body);
+    /* the whole sandbox dies at the deadline, background children included */
+    char *s = task_script("slow.sh", "#!/bin/sh\nsleep 31.25 &\nsleep 31.5\n");
     double t0 = now_ms();
-    expect_score("script", text_art("x"), NULL, opts("{\"path\": \"slow.sh\", \"timeout_s\": 0.5}"), 0,
+    expect_error("script", text_art("x"), NULL, opts("{\"path\": \"slow.sh\", \"timeout_s\": 0.5}"),
                  "script `slow.sh`: timed out after 0.5 s");
     CU_ASSERT(now_ms() - t0 < 5000);
-    char *pid_text = NULL;
-    size_t len;
-    em_err err = {0};
-    CU_ASSERT_EQUAL_FATAL(read_file_capped(pidfile, 64, &pid_text, &len, &err), 0);
-    pid_t bg = (pid_t)atoi(pid_text);
-    CU_ASSERT(bg > 0);
-    /* killed: SIGKILL lands asynchronously, and the process may stay a zombie until init reaps it */
-    char *stat = xasprintf("/proc/%d/stat", (int)bg);
     bool gone = false;
     for (int i = 0; i < 200 && !gone; i++) {
-        char *st = NULL;
-        gone = read_file_capped(stat, 4096, &st, &len, &err) < 0 || strstr(st, ") Z ") != NULL;
-        free(st);
+        gone = !process_alive("slee[p] 31.25") && !process_alive("slee[p] 31.5");
         if (!gone)
             sleep_ms(10);
     }
     CU_ASSERT_TRUE(gone);
-    free(stat);
-    free(pid_text);
     free(s);
-    free(body);
-    free(pidfile);
 }
 
 /* ---- getters, through an env that records calls ---- */
@@ -479,15 +522,17 @@ typedef struct rec {
     const char *out; /* canned exec output */
     size_t out_len;
     int exit_code;
+    unsigned flags; /* of the last exec */
     const char *file; /* canned file contents; NULL: read fails */
     size_t file_len;
 } rec;
 
-static int rec_exec(void *ctx, const char *const *argv, double timeout_s, size_t out_cap, char **out, size_t *out_len,
-                    int *exit_code, em_err *err)
+static int rec_exec(void *ctx, const char *const *argv, unsigned flags, double timeout_s, size_t out_cap, char **out,
+                    size_t *out_len, int *exit_code, em_err *err)
 {
     rec *r = ctx;
     r->exec_calls++;
+    r->flags = flags;
     for (r->argc = 0; argv[r->argc] && r->argc < 16; r->argc++)
         snprintf(r->argv[r->argc], sizeof r->argv[0], "%s", argv[r->argc]);
     r->timeout = timeout_s;
@@ -613,7 +658,8 @@ static void test_getters_host_side(void)
     free(link);
     getter_fails(&ops, "{\"type\": \"local_file\", \"path\": \"files\"}", "local_file: `files` is not a regular file");
     getter_fails(&ops, "{\"type\": \"cache_file\", \"path\": \"files/none.txt\"}",
-                 "cache_file: `files/none.txt`: No such file or directory");
+                 "cache_file `files/none.txt`: not in the episode's cache (nothing saved it there) nor in the task "
+                 "folder");
     CU_ASSERT_EQUAL(r.exec_calls + r.read_calls + r.shot_calls, 0); /* host-side getters never touch the env */
 
     /* host-side getters need no env at all */
@@ -691,11 +737,11 @@ static void test_getters_guest_side(void)
     CU_ASSERT_STRING_EQUAL(art_str(art, "value"), "a\xef\xbf\xbd" "b\xef\xbf\xbd");
     json_decref(art);
 
-    /* list_directory: find with NUL-separated names, sorted */
+    /* list_directory_names (list_directory's first shape): find with NUL-separated names, sorted */
     r.exit_code = 0;
     r.out = "b.txt\0a b\0.hidden\0";
     r.out_len = 18;
-    art = run_getter(&ops, "{\"type\": \"list_directory\", \"path\": \"/home/user\"}", &err);
+    art = run_getter(&ops, "{\"type\": \"list_directory_names\", \"path\": \"/home/user\"}", &err);
     CU_ASSERT_STRING_EQUAL(r.argv[0], "find");
     CU_ASSERT_STRING_EQUAL(r.argv[2], "/home/user");
     CU_ASSERT_STRING_EQUAL(r.argv[8], "%f\\0");
@@ -704,8 +750,55 @@ static void test_getters_guest_side(void)
     json_decref(want_art);
     json_decref(art);
     r.exit_code = 1;
-    getter_fails(&ops, "{\"type\": \"list_directory\", \"path\": \"/nope\"}",
+    getter_fails(&ops, "{\"type\": \"list_directory_names\", \"path\": \"/nope\"}",
                  "list_directory `/nope`: find exited with status 1");
+
+    /* list_directory: OSWorld's tree from `find -printf %Y%P\0`, children sorted by name */
+    r.exit_code = 0;
+    r.out = "fb.txt\0dsub\0fsub/x.jpg\0dsub/deep\0fa.txt\0";
+    r.out_len = 40;
+    art = run_getter(&ops, "{\"type\": \"list_directory\", \"path\": \"~/Desktop/\"}", &err);
+    CU_ASSERT_STRING_EQUAL(r.argv[4], "/home/user/Desktop");
+    want_art = json_loads("{\"type\": \"json\", \"value\": {\"type\": \"directory\", \"name\": \"Desktop\", \"children\": ["
+                          "{\"type\": \"file\", \"name\": \"a.txt\"}, {\"type\": \"file\", \"name\": \"b.txt\"},"
+                          "{\"type\": \"directory\", \"name\": \"sub\", \"children\": [{\"type\": \"directory\", \"name\": "
+                          "\"deep\", \"children\": []}, {\"type\": \"file\", \"name\": \"x.jpg\"}]}]}}", 0, NULL);
+    CU_ASSERT_TRUE(json_equal(art, want_art));
+    json_decref(want_art);
+    json_decref(art);
+    r.exit_code = 3;
+    getter_fails(&ops, "{\"type\": \"list_directory\", \"path\": \"/etc/passwd\"}",
+                 "list_directory `/etc/passwd`: not a directory");
+
+    /* getter commands run as the desktop user; as_root is envmgr's way to ask for root */
+    r.exit_code = 0;
+    r.out = "x";
+    r.out_len = 1;
+    art = run_getter(&ops, "{\"type\": \"vm_command_line\", \"command\": \"id\", \"shell\": \"true\"}", &err);
+    CU_ASSERT_EQUAL(r.flags, 0);
+    json_decref(art);
+    art = run_getter(&ops, "{\"type\": \"vm_command_line\", \"command\": \"id\", \"as_root\": true}", &err);
+    CU_ASSERT_EQUAL(r.flags, EM_EXEC_ROOT);
+    json_decref(art);
+    /* vm_command_error: the command's stderr through a wrapper */
+    art = run_getter(&ops, "{\"type\": \"vm_command_error\", \"command\": [\"ls\", \"/x\"]}", &err);
+    CU_ASSERT_STRING_EQUAL(r.argv[2], "\"$@\" 2>&1 >/dev/null");
+    CU_ASSERT_STRING_EQUAL(r.argv[4], "ls");
+    json_decref(art);
+
+    /* vm_screen_size from the env; vm_window_size from xdotool's geometry */
+    art = run_getter(&ops, "{\"type\": \"vm_screen_size\"}", &err);
+    want_art = json_loads("{\"type\": \"json\", \"value\": {\"width\": 1280, \"height\": 800}}", 0, NULL);
+    CU_ASSERT_TRUE(json_equal(art, want_art));
+    json_decref(want_art);
+    json_decref(art);
+    r.out = "WINDOW=1\nX=0\nY=0\nWIDTH=640\nHEIGHT=480\nSCREEN=0\n";
+    r.out_len = strlen(r.out);
+    art = run_getter(&ops, "{\"type\": \"vm_window_size\", \"app_class_name\": \"vlc\"}", &err);
+    want_art = json_loads("{\"type\": \"json\", \"value\": {\"width\": 640, \"height\": 480}}", 0, NULL);
+    CU_ASSERT_TRUE(json_equal(art, want_art));
+    json_decref(want_art);
+    json_decref(art);
 
     /* vm_window_title */
     r.exit_code = 0;
@@ -741,8 +834,7 @@ static void test_getters_guest_side(void)
     em_env_ops partial = {.ctx = &r};
     getter_fails(&partial, "{\"type\": \"vm_window_title\"}", "vm_window_title: no env to run it in");
     getter_fails(&ops, "{\"type\": \"nope\"}",
-                 "getter: type: unknown getter `nope` (supported: vm_file, vm_command_line, rule, cache_file, "
-                 "local_file, screenshot, list_directory, vm_window_title, egress_log)");
+                 "getter: type: unknown getter `nope`");
 }
 
 static void test_safe_name(void)
@@ -926,6 +1018,121 @@ static void test_score_with_script(void)
     json_decref(d);
 }
 
+static const char *status_of(json_t *j)
+{
+    return json_string_value(json_object_get(j, "status"));
+}
+
+static void test_score_evaluator_error(void)
+{
+    /* a crashing script is no score: "and" stops there, "or" can still be decided by a later 1 */
+    rec r = {.out = "yes", .out_len = 3};
+    em_env_ops ops = rec_ops(&r);
+    char *s = task_script("crash.sh", "#!/bin/sh\necho 'boom' >&2\nexit 1\n");
+#define CRASH "{\"path\": \"crash.sh\"}"
+    json_t *d = expect_eval(&ops, "{\"func\": \"script\", \"result\": " CMD ", \"options\": " CRASH "}", "done", 0,
+                            "script `crash.sh`: exited with status 1: boom");
+    CU_ASSERT_STRING_EQUAL(status_of(d), "evaluator_error");
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(d, "evaluator_error")),
+                           "script `crash.sh`: exited with status 1: boom");
+    CU_ASSERT_STRING_EQUAL(status_of(detail(d, 0)), "evaluator_error");
+    json_decref(d);
+
+    /* and / or around the crash: the evaluator, the score, the reason, the status */
+    static const struct {
+        const char *evaluator;
+        double score;
+        const char *reason, *status;
+    } cases[] = {
+        {"{\"func\": [\"exact_match\", \"script\", \"exact_match\"], \"result\": [" CMD ", " CMD ", " CMD
+         "], \"expected\": [" R_TRUE ", null, " R_TRUE "], \"options\": [{}, " CRASH ", {}]}",
+         0, "and: metric 2 of 3: script `crash.sh`: exited with status 1: boom", "evaluator_error"},
+        /* and: an earlier 0 decided before the script ran */
+        {"{\"func\": [\"exact_match\", \"script\"], \"result\": [" CMD ", " CMD "], \"expected\": [" R_FALSE
+         ", null], \"options\": [{}, " CRASH "]}",
+         0, NULL, "scored"},
+        /* or: a later 1 decides; without one, the task is an evaluator_error */
+        {"{\"func\": [\"script\", \"exact_match\"], \"conj\": \"or\", \"result\": [" CMD ", " CMD
+         "], \"expected\": [null, " R_TRUE "], \"options\": [" CRASH ", {}]}",
+         1, "or: metric 2 of 2 decided: exact_match: result equals \"yes\"", "scored"},
+        {"{\"func\": [\"script\", \"exact_match\"], \"conj\": \"or\", \"result\": [" CMD ", " CMD
+         "], \"expected\": [null, " R_FALSE "], \"options\": [" CRASH ", {}]}",
+         0, "or: metric 1 of 2: script `crash.sh`: exited with status 1: boom", "evaluator_error"},
+    };
+    for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+        d = expect_eval(&ops, cases[i].evaluator, "done", cases[i].score, cases[i].reason);
+        CU_ASSERT_STRING_EQUAL(status_of(d), cases[i].status);
+        if (i == 0)
+            CU_ASSERT_TRUE(json_is_true(json_object_get(detail(d, 2), "skipped")));
+        json_decref(d);
+    }
+#undef CRASH
+    free(s);
+}
+
+/* OSWorld's vm_file multi/gives, `~`, cache_file reading the episode's cache, rule_relativeTime. */
+static void test_getters_osworld(void)
+{
+    rec r = {0};
+    em_env_ops ops = rec_ops(&r);
+    em_err err = {0};
+    r.file = "data";
+    r.file_len = 4;
+    json_t *art = run_getter(&ops, "{\"type\": \"vm_file\", \"path\": \"~/Desktop/a.txt\", \"dest\": \"a.txt\"}", &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(art);
+    CU_ASSERT_STRING_EQUAL(r.path, "/home/user/Desktop/a.txt");
+    json_decref(art);
+    /* multi with two gives: a list artifact */
+    art = run_getter(&ops, "{\"type\": \"vm_file\", \"multi\": true, \"path\": [\"/a\", \"/b\", \"/c\"], \"dest\": "
+                           "[\"m1\", \"m2\", \"m3\"], \"gives\": [0, 2]}", &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(art);
+    CU_ASSERT_STRING_EQUAL(art_str(art, "type"), "list");
+    json_t *items = json_object_get(art, "items");
+    CU_ASSERT_EQUAL(json_array_size(items), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(json_string_value(json_object_get(json_array_get(items, 1), "path")), "/m3"));
+    CU_ASSERT_EQUAL(r.read_calls, 4);
+    json_decref(art);
+    /* a file the guest lacks is null in the list (OSWorld's None), an error alone */
+    r.file = NULL;
+    art = run_getter(&ops, "{\"type\": \"vm_file\", \"multi\": true, \"path\": [\"/a\", \"/b\"], \"dest\": [\"n1\", "
+                           "\"n2\"], \"gives\": [0, 1]}", &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(art);
+    CU_ASSERT_TRUE(json_is_null(json_array_get(json_object_get(art, "items"), 0)));
+    json_decref(art);
+
+    /* cache_file: what execute's stdout (or a vm_file dest) left in the episode's cache */
+    char *p = xasprintf("%s/wmctrl.out", art_dir());
+    CU_ASSERT_EQUAL(write_file_atomic(p, "win\n", 4, 0644, &err), 0);
+    art = run_getter(&ops, "{\"type\": \"cache_file\", \"path\": \"wmctrl.out\"}", &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(art);
+    CU_ASSERT_STRING_EQUAL(art_str(art, "path"), p);
+    json_decref(art);
+    free(p);
+
+    /* rule_relativeTime: "tomorrow" in the host's local calendar */
+    art = run_getter(&ops, "{\"type\": \"rule_relativeTime\", \"rules\": {\"relativeTime\": {\"from\": \"tomorrow\"}, "
+                           "\"expected\": {\"time\": \"{Year}-{Month0D}-{Day0D} {DoW}\"}}}", &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(art);
+    time_t now = time(NULL);
+    struct tm tm;
+    localtime_r(&now, &tm);
+    tm.tm_hour = 12;
+    tm.tm_mday += 1;
+    mktime(&tm);
+    char want[64];
+    strftime(want, sizeof want, "%Y-%m-%d %a", &tm);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(
+                               json_object_get(json_object_get(art, "value"), "expected"), "time")), want);
+    json_decref(art);
+    art = run_getter(&ops, "{\"type\": \"rule_relativeTime\", \"rules\": {\"relativeTime\": {\"from\": \"next Monday\", "
+                           "\"to\": \"next Friday\"}, \"expected\": {\"from\": \"{DoW}\", \"to\": \"{DoW}\"}}}", &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(art);
+    json_t *exp = json_object_get(json_object_get(art, "value"), "expected");
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(exp, "from")), "Mon");
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(exp, "to")), "Fri");
+    json_decref(art);
+}
+
 static CU_TestInfo tests[] = {
     {"exact_match", test_exact_match},
     {"check_include_exclude", test_include_exclude},
@@ -934,7 +1141,7 @@ static CU_TestInfo tests[] = {
     {"fuzzy_match", test_fuzzy_match},
     {"compare_text_file", test_compare_text_file},
     {"check_direct_json_object", test_direct_json_object},
-    {"compare_images", test_compare_images},
+    {"compare_images_exact", test_compare_images},
     {"infeasible", test_infeasible},
     {"metric_run API", test_metric_api},
     {"script: the example file_contains.py", test_script_example},
@@ -942,11 +1149,13 @@ static CU_TestInfo tests[] = {
     {"script: timeout kills the process group", test_script_timeout},
     {"getters: rule, local_file, cache_file, refusals", test_getters_host_side},
     {"getters: guest side through recorded ops", test_getters_guest_side},
+    {"getters: OSWorld's multi, ~, cache_file, relative time", test_getters_osworld},
     {"getters: safe artifact names", test_safe_name},
     {"score: one metric", test_score_single},
     {"score: and / or", test_score_and_or},
     {"score: failures and FAIL", test_score_failures},
     {"score: script end to end", test_score_with_script},
+    {"score: evaluator_error is no score", test_score_evaluator_error},
     CU_TEST_INFO_NULL,
 };
 

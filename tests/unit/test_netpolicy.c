@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "envmgr/net/netpolicy.h"
+#include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
 #include "envmgr/vm/vm.h"
 #include "evaluator/task.h"
@@ -142,8 +143,15 @@ static void test_match(void)
     p.mode = NETPOLICY_ALLOWLIST;
     CU_ASSERT_EQUAL(netpolicy_add(&p, "example.org:443", &err), 0);
     CU_ASSERT_EQUAL(netpolicy_add(&p, "*.debian.org:80", &err), 0);
-    CU_ASSERT_EQUAL(netpolicy_add(&p, "127.0.0.1:8080", &err), 0);
-    CU_ASSERT_EQUAL(netpolicy_add(&p, "[2001:db8::1]:443", &err), 0);
+    /* not public: a task may not name them (the operator may, --allow-private) */
+    CU_ASSERT_EQUAL(netpolicy_add(&p, "127.0.0.1:8080", &err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "127.0.0.1 is a loopback address: only the operator may allow it"));
+    CU_ASSERT_EQUAL(netpolicy_add(&p, "[::ffff:127.0.0.1]:8080", &err), -1);
+    CU_ASSERT_EQUAL(netpolicy_add(&p, "169.254.169.254:80", &err), -1);
+    CU_ASSERT_EQUAL(netpolicy_add(&p, "[fe80::1]:80", &err), -1);
+    CU_ASSERT_EQUAL(netpolicy_add_private(&p, "localhost:80", &err), -1); /* the operator names addresses */
+    CU_ASSERT_EQUAL(netpolicy_add_private(&p, "127.0.0.1:8080", &err), 0);
+    CU_ASSERT_EQUAL(netpolicy_add_private(&p, "[2001:db8::1]:443", &err), 0);
     CU_ASSERT_EQUAL(netpolicy_add(&p, "EXAMPLE.org:443", &err), 0); /* a duplicate: dropped */
     CU_ASSERT_EQUAL(p.nrules, 4);
     struct {
@@ -233,7 +241,7 @@ static void test_json_and_files(void)
     p.max_conn_per_min = 30;
     CU_ASSERT_EQUAL(netpolicy_add(&p, "db.example:5432", &err), 0);
     CU_ASSERT_EQUAL(netpolicy_add(&p, "*.example.org:443", &err), 0);
-    CU_ASSERT_EQUAL(netpolicy_add(&p, "127.0.0.1:7777", &err), 0);
+    CU_ASSERT_EQUAL(netpolicy_add_private(&p, "127.0.0.1:7777", &err), 0);
     CU_ASSERT_EQUAL(netpolicy_add(&p, "db.example:6379", &err), 0);
     json_t *j = netpolicy_to_json(&p);
     CU_ASSERT_EQUAL(netpolicy_from_json(j, &q, &err), 0);
@@ -312,7 +320,7 @@ static void test_guest_blocks(void)
     p.mode = NETPOLICY_ALLOWLIST;
     CU_ASSERT_EQUAL(netpolicy_add(&p, "db.example:5432", &err), 0);
     CU_ASSERT_EQUAL(netpolicy_add(&p, "db.example:6379", &err), 0);
-    CU_ASSERT_EQUAL(netpolicy_add(&p, "127.0.0.1:7777", &err), 0);
+    CU_ASSERT_EQUAL(netpolicy_add_private(&p, "127.0.0.1:7777", &err), 0);
     CU_ASSERT_EQUAL(netpolicy_add(&p, "*.example.org:443", &err), 0);
     _cleanup_free_ char *hosts = netpolicy_hosts_block(&p), *envb = netpolicy_environment_block();
     CU_ASSERT_PTR_NOT_NULL(strstr(hosts, "\n10.0.2.101\tdb.example\n"));
@@ -341,12 +349,12 @@ static void test_for_task(void)
     em_err err = {0};
     task *t = NULL;
     const char *json = "{\"id\": \"net\", \"instruction\": \"x\", \"evaluator\": {\"func\": \"infeasible\"},"
-                       " \"network\": {\"mode\": \"allowlist\", \"allow\": [\"Example.com:443\", \"[::1]:53\"]}}";
+                       " \"network\": {\"mode\": \"allowlist\", \"allow\": [\"Example.com:443\", \"[2606:4700::1111]:53\"]}}";
     CU_ASSERT_EQUAL_FATAL(task_parse(json, strlen(json), NULL, &t, &err), 0);
     netpolicy cur, out;
     netpolicy_init(&cur);
     cur.max_bytes_out = 5;
-    CU_ASSERT_EQUAL(netpolicy_for_task(&cur, t, &out, &err), 0);
+    netpolicy_for_task(&cur, &t->net, &out);
     CU_ASSERT_EQUAL(out.mode, NETPOLICY_ALLOWLIST);
     CU_ASSERT_EQUAL(out.nrules, 2);
     CU_ASSERT_STRING_EQUAL(out.rules[0].host.name, "example.com");
@@ -354,15 +362,30 @@ static void test_for_task(void)
     CU_ASSERT_EQUAL(out.max_bytes_out, 5); /* the env's limits stay */
     /* an env opened with --unsafe-open-network stays open */
     cur.mode = NETPOLICY_OPEN;
-    CU_ASSERT_EQUAL(netpolicy_for_task(&cur, t, &out, &err), 0);
+    netpolicy_for_task(&cur, &t->net, &out);
     CU_ASSERT_EQUAL(out.mode, NETPOLICY_OPEN);
     task_free(t);
     const char *none = "{\"id\": \"n\", \"instruction\": \"x\", \"evaluator\": {\"func\": \"infeasible\"}}";
     CU_ASSERT_EQUAL_FATAL(task_parse(none, strlen(none), NULL, &t, &err), 0);
     cur.mode = NETPOLICY_ALLOWLIST;
-    CU_ASSERT_EQUAL(netpolicy_for_task(&cur, t, &out, &err), 0);
+    netpolicy_for_task(&cur, &t->net, &out);
     CU_ASSERT_EQUAL(out.mode, NETPOLICY_NONE);
     CU_ASSERT_EQUAL(out.nrules, 0);
+    /* the operator's private rules outlive every task's section, and survive a save and load */
+    netpolicy_init(&cur);
+    CU_ASSERT_EQUAL(netpolicy_add_private(&cur, "127.0.0.1:8080", &err), 0);
+    netpolicy_for_task(&cur, &t->net, &out);
+    CU_ASSERT_EQUAL_FATAL(out.nrules, 1);
+    CU_ASSERT_TRUE(out.rules[0].private_ok);
+    json_t *j = netpolicy_to_json(&out);
+    netpolicy back;
+    CU_ASSERT_EQUAL(netpolicy_from_json(j, &back, &err), 0); /* mode none with only the operator's rules */
+    CU_ASSERT_TRUE(netpolicy_equal(&out, &back));
+    json_decref(j);
+    /* a file cannot smuggle a private rule in as a plain entry */
+    j = json_pack("{s:s, s:[s]}", "mode", "allowlist", "allow", "127.0.0.1:8080");
+    CU_ASSERT_EQUAL(netpolicy_from_json(j, &back, &err), -1);
+    json_decref(j);
     task_free(t);
     netpolicy_mode m;
     CU_ASSERT_EQUAL(netpolicy_mode_parse("open", &m, &err), -1);

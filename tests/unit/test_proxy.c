@@ -19,6 +19,7 @@
 #include "envmgr/net/egress_log.h"
 #include "envmgr/net/proxy.h"
 #include "envmgr/net/proxy_http.h"
+#include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
 #include "evaluator/getters.h"
 #include "helpers/cunit_main.h"
@@ -293,7 +294,10 @@ static void fixture_start(fixture *f, const char *const *allow, void (*tweak)(pr
     proxy_config_defaults(&cfg);
     cfg.policy.mode = NETPOLICY_ALLOWLIST;
     for (size_t i = 0; allow && allow[i]; i++)
-        CU_ASSERT_EQUAL_FATAL(netpolicy_add(&cfg.policy, allow[i], &err), 0);
+        /* the test servers live on 127.0.0.1: address rules are the operator's (--allow-private) */
+        CU_ASSERT_EQUAL_FATAL(strchr("0123456789[", allow[i][0]) ? netpolicy_add_private(&cfg.policy, allow[i], &err)
+                                                                 : netpolicy_add(&cfg.policy, allow[i], &err),
+                              0);
     snprintf(cfg.env_name, sizeof cfg.env_name, "unit");
     cfg.log = f->log;
     cfg.head_timeout_ms = 400;

@@ -20,9 +20,10 @@
 #include "envmgr/suite/results_log.h"
 #include "envmgr/base/sha256.h"
 #include "envmgr/suite/suite.h"
-#include "envmgr/env/suite_gc.h"
+#include "envmgr/env/gc.h"
 #include "envmgr/suite/suite_host.h"
 #include "envmgr/suite/suite_worker.h"
+#include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
 #include "helpers/cunit_main.h"
 
@@ -89,7 +90,7 @@ static void test_load_data_suite(void)
 {
     em_err err = {0};
     suite *s = NULL;
-    CU_ASSERT_EQUAL_FATAL(suite_load(DATA_SUITE, 1, 1, &s, &err), 0);
+    CU_ASSERT_EQUAL_FATAL(suite_load(DATA_SUITE, 1, 1, false, &s, &err), 0);
     CU_ASSERT_EQUAL_FATAL(s->ntasks, 4);
     CU_ASSERT_EQUAL(s->total, 4);
     const char *ids[] = {"count-files", "kernel-name", "slow-marker", "terminal-echo"};
@@ -102,7 +103,7 @@ static void test_load_data_suite(void)
     }
     /* The index lists the same tasks: same ids, same domains, same order. */
     suite *x = NULL;
-    CU_ASSERT_EQUAL_FATAL(suite_load(DATA_SUITE "/test_all.json", 1, 1, &x, &err), 0);
+    CU_ASSERT_EQUAL_FATAL(suite_load(DATA_SUITE "/test_all.json", 1, 1, false, &x, &err), 0);
     CU_ASSERT_EQUAL_FATAL(x->ntasks, 4);
     for (size_t i = 0; i < 4; i++) {
         CU_ASSERT_STRING_EQUAL(x->tasks[i].id, ids[i]);
@@ -112,9 +113,9 @@ static void test_load_data_suite(void)
     suite_free(x);
     /* Shards: disjoint, together the whole, the same every time. */
     suite *a = NULL, *b = NULL, *a2 = NULL;
-    CU_ASSERT_EQUAL_FATAL(suite_load(DATA_SUITE, 1, 2, &a, &err), 0);
-    CU_ASSERT_EQUAL_FATAL(suite_load(DATA_SUITE, 2, 2, &b, &err), 0);
-    CU_ASSERT_EQUAL_FATAL(suite_load(DATA_SUITE, 1, 2, &a2, &err), 0);
+    CU_ASSERT_EQUAL_FATAL(suite_load(DATA_SUITE, 1, 2, false, &a, &err), 0);
+    CU_ASSERT_EQUAL_FATAL(suite_load(DATA_SUITE, 2, 2, false, &b, &err), 0);
+    CU_ASSERT_EQUAL_FATAL(suite_load(DATA_SUITE, 1, 2, false, &a2, &err), 0);
     CU_ASSERT_EQUAL(a->ntasks + b->ntasks, 4);
     CU_ASSERT(a->total == 4 && b->total == 4);
     CU_ASSERT_STRING_EQUAL(a->tasks[0].id, "count-files");
@@ -151,7 +152,7 @@ static void test_load_errors_and_flat_domains(void)
     put(p2, text);
     em_err err = {0};
     suite *s = NULL;
-    CU_ASSERT_EQUAL_FATAL(suite_load(dir, 1, 1, &s, &err), 0);
+    CU_ASSERT_EQUAL_FATAL(suite_load(dir, 1, 1, false, &s, &err), 0);
     CU_ASSERT_EQUAL_FATAL(s->ntasks, 2);
     CU_ASSERT_STRING_EQUAL(s->tasks[0].id, "a-task");
     CU_ASSERT_STRING_EQUAL(s->tasks[0].domain, "inner");
@@ -160,16 +161,22 @@ static void test_load_errors_and_flat_domains(void)
     /* Two files, one id: refused, naming both. */
     snprintf(text, sizeof text, TASK_JSON, "b-task");
     put(p2, text);
-    CU_ASSERT_EQUAL(suite_load(dir, 1, 1, &s, &err), -1);
+    CU_ASSERT_EQUAL(suite_load(dir, 1, 1, false, &s, &err), -1);
     CU_ASSERT_EQUAL(err.code, EM_EXIT_USAGE);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "used twice"));
-    /* A bad task fails the load, before any VM. */
+    /* A bad task fails a --strict load, before any VM; without --strict it stays, unsupported, with why. */
     put(p2, "{\"id\":\"c\"}");
     em_err e2 = {0};
-    CU_ASSERT_EQUAL(suite_load(dir, 1, 1, &s, &e2), -1);
+    CU_ASSERT_EQUAL(suite_load(dir, 1, 1, true, &s, &e2), -1);
     CU_ASSERT_PTR_NOT_NULL(strstr(e2.msg, "two.json"));
+    CU_ASSERT_EQUAL_FATAL(suite_load(dir, 1, 1, false, &s, &e2), 0);
+    CU_ASSERT_EQUAL_FATAL(s->ntasks, 2);
+    CU_ASSERT_EQUAL(suite_unsupported(s), 1);
+    CU_ASSERT_STRING_EQUAL(s->tasks[1].id, "c");
+    CU_ASSERT_STRING_EQUAL(s->tasks[1].unsupported, "instruction: missing");
+    suite_free(s);
     em_err e3 = {0};
-    CU_ASSERT_EQUAL(suite_load("/nonexistent/suite", 1, 1, &s, &e3), -1);
+    CU_ASSERT_EQUAL(suite_load("/nonexistent/suite", 1, 1, false, &s, &e3), -1);
 }
 
 static void test_keys_and_dirs(void)
@@ -346,6 +353,42 @@ static size_t count(const char *hay, const char *needle)
     return n;
 }
 
+/* An evaluator_error is counted apart: not a pass, not a 0 in the mean; JUnit calls it an error. */
+static void test_evaluator_errors(void)
+{
+    const char *ids[] = {"a", "b", "c"}, *doms[] = {"x", "x", "x"};
+    json_t *meta = meta_for(ids, doms, 3, 1);
+    json_t *lines = json_array();
+    json_array_append_new(lines, line("a", "x", 0, 1, true, 10, 4, "done", ""));
+    json_array_append_new(lines, line("b", "x", 0, 0, true, 20, 6, "done", ""));
+    json_t *broken = line("c", "x", 0, 0, true, 30, 2, "done", "compare_table: timed out after 180 s");
+    json_object_set_new(broken, "status", json_string("evaluator_error"));
+    json_array_append_new(lines, broken);
+    json_t *final = results_final(lines);
+    json_t *s = report_summary(meta, final);
+    json_t *all = json_object_get(s, "all");
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(all, "episodes")), 3);
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(all, "evaluator_errors")), 1);
+    CU_ASSERT_DOUBLE_EQUAL(json_number_value(json_object_get(all, "pass_rate")), 0.5, 1e-9);
+    CU_ASSERT_DOUBLE_EQUAL(json_number_value(json_object_get(all, "mean_score")), 0.5, 1e-9);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    report_print_table(f, s);
+    fclose(f);
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "1 ended in evaluator_error"));
+    free(buf);
+    char *xml = report_junit(meta, final, "/runs/r1");
+    CU_ASSERT_PTR_NOT_NULL(strstr(xml, "tests=\"3\" failures=\"1\" errors=\"1\" skipped=\"0\""));
+    CU_ASSERT_EQUAL(count(xml, "<error "), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(xml, "evaluator_error (done): compare_table: timed out after 180 s"));
+    free(xml);
+    json_decref(s);
+    json_decref(final);
+    json_decref(lines);
+    json_decref(meta);
+}
+
 static void test_xml_escape(void)
 {
     char *e = report_xml_escape("a<b>&\"c'\x01\x1b\t\n\xef\xbf\xbe");
@@ -487,6 +530,57 @@ static void make_shard(const char *dir, int k, int n, const char *const *ids, si
         append(fd, line(ids[i], "d", 0, 1, true, 1, 1, "done", ""));
     }
     close(fd);
+}
+
+/* Unsupported tasks: neither a pass nor a 0 in the summary, skipped in JUnit, apart in compare. */
+static void test_unsupported(void)
+{
+    const char *ids[] = {"a", "u"}, *doms[] = {"x", "x"};
+    json_t *meta = meta_for(ids, doms, 2, 1);
+    json_t *lines = json_array();
+    json_array_append_new(lines, line("a", "x", 0, 1, true, 10, 4, "done", ""));
+    json_array_append_new(lines, line("u", "x", 0, 0, true, 0, 0, "unsupported", "unknown metric `m`"));
+    json_t *final = results_final(lines);
+    json_t *s = report_summary(meta, final);
+    json_t *all = json_object_get(s, "all");
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(all, "unsupported")), 1);
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(all, "episodes")), 1);
+    CU_ASSERT_DOUBLE_EQUAL(json_number_value(json_object_get(all, "pass_rate")), 1.0, 1e-9);
+    CU_ASSERT_DOUBLE_EQUAL(json_number_value(json_object_get(all, "mean_score")), 1.0, 1e-9);
+    CU_ASSERT(json_is_true(json_object_get(s, "complete")));
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    report_print_table(f, s);
+    fclose(f);
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "1 unsupported (not scored"));
+    free(buf);
+    char *xml = report_junit(meta, final, "/runs/r1");
+    CU_ASSERT_PTR_NOT_NULL(strstr(xml, "skipped=\"1\""));
+    CU_ASSERT_PTR_NOT_NULL(strstr(xml, "<skipped message=\"unsupported: unknown metric `m`\"/>"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(xml, "failures=\"0\""));
+    free(xml);
+    /* compare: a task unsupported in the new run is listed apart, never a regression */
+    json_t *nl = json_array();
+    json_array_append_new(nl, line("a", "x", 0, 0, true, 10, 4, "unsupported", "getter `g` needs an app"));
+    json_array_append_new(nl, line("u", "x", 0, 1, true, 10, 4, "done", ""));
+    json_t *nf = results_final(nl);
+    f = open_memstream(&buf, &len);
+    report_cmp c;
+    report_compare(final, nf, 1e-9, f, &c);
+    fclose(f);
+    CU_ASSERT_EQUAL(c.regressed, 0);
+    CU_ASSERT_EQUAL(c.now_unsupported, 1);
+    CU_ASSERT_EQUAL(c.now_supported, 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "UNSUPPORTED  a"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "unsupported (not scored): 0 in both, 1 now, 1 no longer"));
+    free(buf);
+    json_decref(nf);
+    json_decref(nl);
+    json_decref(s);
+    json_decref(final);
+    json_decref(lines);
+    json_decref(meta);
 }
 
 static void test_merge(void)
@@ -738,7 +832,7 @@ static void test_chan(void)
     close(sv2[0]);
     close(sv[0]);
     free(c.buf);
-    json_t *r = suite_synth_result("t", "env_error", "qemu died", 1.5);
+    json_t *r = suite_synth_result("t", EXIT_ENV_ERROR, "qemu died", 1.5);
     CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(r, "exit_cause")), "env_error");
     CU_ASSERT_EQUAL(json_number_value(json_object_get(r, "score")), 0.0);
     json_decref(r);
@@ -755,8 +849,10 @@ static CU_TestInfo tests[] = {
     {"p50 and passing", test_p50},
     {"summary by domain and the table", test_summary},
     {"XML escaping", test_xml_escape},
+    {"evaluator_error: counted apart in the summary, a JUnit error", test_evaluator_errors},
     {"junit.xml", test_junit},
     {"summary.json and junit.xml written from a run directory", test_write_all},
+    {"unsupported tasks in summary, JUnit and compare", test_unsupported},
     {"compare: regressions first", test_compare},
     {"merge of shards", test_merge},
     {"default number of envs", test_default_envs},

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
 #include "evaluator/task.h"
 #include "tests/unit/helpers/cunit_main.h"
@@ -122,7 +123,7 @@ static const char *FULL =
     " \"related_apps\": [\"os\", \"gedit\"],\n"
     " \"image\": \"desktop-2\",\n"
     " \"network\": {\"mode\": \"allowlist\", \"allow\": [\"Example.COM:443\", \"*.debian.org:80\", "
-    "\"10.0.2.2:8080\", \"[::1]:53\"]},\n"
+    "\"93.184.216.34:8080\", \"[2606:4700::1111]:53\"]},\n"
     " \"limits\": {\"max_steps\": 30, \"step_timeout_s\": 20.5, \"episode_timeout_s\": 300},\n"
     " \"config\": [\n"
     "  {\"type\": \"execute\", \"parameters\": {\"command\": [\"bash\", \"-c\", \"echo hi\"], \"timeout\": 30}},\n"
@@ -170,17 +171,17 @@ static void test_full_task(void)
     CU_ASSERT_STRING_EQUAL(t->related_apps[1], "gedit");
     CU_ASSERT_EQUAL(t->nwarnings, 0); /* trajectory and snapshot are known OSWorld fields */
 
-    CU_ASSERT_EQUAL(t->net_mode, NET_ALLOWLIST);
-    CU_ASSERT_EQUAL_FATAL(t->nallow, 4);
-    CU_ASSERT_EQUAL(t->allow[0].kind, HOST_NAME);
-    CU_ASSERT_STRING_EQUAL(t->allow[0].host, "example.com");
-    CU_ASSERT_EQUAL(t->allow[0].port, 443);
-    CU_ASSERT_EQUAL(t->allow[1].kind, HOST_WILDCARD);
-    CU_ASSERT_STRING_EQUAL(t->allow[1].host, "*.debian.org");
-    CU_ASSERT_EQUAL(t->allow[2].kind, HOST_IPV4);
-    CU_ASSERT_EQUAL(t->allow[2].port, 8080);
-    CU_ASSERT_EQUAL(t->allow[3].kind, HOST_IPV6);
-    CU_ASSERT_STRING_EQUAL(t->allow[3].host, "::1");
+    CU_ASSERT_EQUAL(t->net.mode, NETPOLICY_ALLOWLIST);
+    CU_ASSERT_EQUAL_FATAL(t->net.nrules, 4);
+    CU_ASSERT_EQUAL(t->net.rules[0].host.kind, NETHOST_NAME);
+    CU_ASSERT_STRING_EQUAL(t->net.rules[0].host.name, "example.com");
+    CU_ASSERT_EQUAL(t->net.rules[0].port, 443);
+    CU_ASSERT_EQUAL(t->net.rules[1].host.kind, NETHOST_WILDCARD);
+    CU_ASSERT_STRING_EQUAL(t->net.rules[1].host.name, "*.debian.org");
+    CU_ASSERT_EQUAL(t->net.rules[2].host.kind, NETHOST_IPV4);
+    CU_ASSERT_EQUAL(t->net.rules[2].port, 8080);
+    CU_ASSERT_EQUAL(t->net.rules[3].host.kind, NETHOST_IPV6);
+    CU_ASSERT_STRING_EQUAL(t->net.rules[3].host.name, "2606:4700::1111");
 
     CU_ASSERT_EQUAL(t->max_steps, 30);
     CU_ASSERT_DOUBLE_EQUAL(t->step_timeout_s, 20.5, 1e-9);
@@ -269,8 +270,8 @@ static void test_defaults(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(t);
     CU_ASSERT_STRING_EQUAL(t->image, "desktop");
     CU_ASSERT_PTR_NULL(t->source);
-    CU_ASSERT_EQUAL(t->net_mode, NET_NONE);
-    CU_ASSERT_EQUAL(t->nallow, 0);
+    CU_ASSERT_EQUAL(t->net.mode, NETPOLICY_NONE);
+    CU_ASSERT_EQUAL(t->net.nrules, 0);
     CU_ASSERT_EQUAL(t->max_steps, 15);
     CU_ASSERT_DOUBLE_EQUAL(t->step_timeout_s, 60, 1e-9);
     CU_ASSERT_DOUBLE_EQUAL(t->episode_timeout_s, 600, 1e-9);
@@ -286,13 +287,13 @@ static void test_defaults(void)
     /* allow given without a mode means allowlist; an explicit empty allowlist denies everything */
     char *s = with_field("network", "{\"allow\": [\"example.org:80\"]}");
     t = parse_ok(s);
-    CU_ASSERT_EQUAL(t->net_mode, NET_ALLOWLIST);
+    CU_ASSERT_EQUAL(t->net.mode, NETPOLICY_ALLOWLIST);
     task_free(t);
     free(s);
     s = with_field("network", "{\"mode\": \"allowlist\"}");
     t = parse_ok(s);
-    CU_ASSERT_EQUAL(t->net_mode, NET_ALLOWLIST);
-    CU_ASSERT_EQUAL(t->nallow, 0);
+    CU_ASSERT_EQUAL(t->net.mode, NETPOLICY_ALLOWLIST);
+    CU_ASSERT_EQUAL(t->net.nrules, 0);
     task_free(t);
     free(s);
 }
@@ -315,7 +316,8 @@ static void test_top_level_errors(void)
     field_err("instruction", "\"\"", "instruction: empty");
     field_err("instruction", "[\"x\"]", "instruction: expected a string, got array");
     field_err("snapshot", "1", "snapshot: expected a string, got integer");
-    field_err("source", "true", "source: expected a string, got boolean");
+    field_err("source", "true", "source: expected a string or an array of strings, got boolean");
+    field_err("source", "[\"a\", 1]", "source[1]: expected a string, got integer");
     field_err("related_apps", "\"os\"", "related_apps: expected an array of strings, got string");
     field_err("related_apps", "[\"os\", 1]", "related_apps[1]: expected a string, got integer");
     field_err("image", "\"../etc\"", "image: `../etc` must not start with '.' or '-'");
@@ -366,8 +368,12 @@ static void test_config_errors(void)
     field_err("config", "{}", "config: expected an array of steps, got object");
     field_err("config", "[7]", "config[0]: expected an object, got integer");
     field_err("config", "[{\"parameters\": {}}]", "config[0].type: missing");
-    field_err_prefix("config", "[{\"type\": \"chrome_open_tabs\", \"parameters\": {}}]",
-                     "config[0].type: unsupported step type `chrome_open_tabs` (supported: execute, command,");
+    field_err("config", "[{\"type\": \"chrome_open_tabs\", \"parameters\": {}}]",
+              "config[0].parameters.urls_to_open: missing");
+    field_err("config", "[{\"type\": \"frobnicate\", \"parameters\": {}}]",
+              "config[0].type: unknown setup step `frobnicate`");
+    field_err("config", "[{\"type\": \"googledrive\", \"parameters\": {}}]",
+              "config[0].type: setup step `googledrive` needs a Google account");
     field_err("config", "[{\"type\": \"execute\", \"parameters\": []}]",
               "config[0].parameters: expected an object, got array");
     field_err("config", "[{\"type\": \"execute\", \"parameters\": {\"command\": 5}}]",
@@ -377,7 +383,7 @@ static void test_config_errors(void)
     field_err("config", "[{\"type\": \"execute\", \"parameters\": {\"command\": []}}]",
               "config[0].parameters.command: empty");
     field_err("config", "[{\"type\": \"execute\", \"parameters\": {\"command\": \"ls\", \"shell\": \"yes\"}}]",
-              "config[0].parameters.shell: expected true or false, got string");
+              "config[0].parameters.shell: expected true or false, got `yes`");
     field_err("config", "[{\"type\": \"execute\", \"parameters\": {\"command\": \"ls\", \"timeout\": 0}}]",
               "config[0].parameters.timeout: 0 is out of range (> 0 and <= 3600)");
     field_err("config", "[{\"type\": \"launch\", \"parameters\": {}}]", "config[0].parameters.command: missing");
@@ -413,10 +419,10 @@ static void test_config_errors(void)
               want);
     free(want);
     field_err("config",
-              "[{\"type\": \"download\", \"parameters\": {\"files\": [{\"url\": \"https://example.com/a.docx\", "
+              "[{\"type\": \"download\", \"parameters\": {\"files\": [{\"url\": \"ftp://example.com/a.docx\", "
               "\"path\": \"/x\"}]}}]",
-              "config[0].parameters.files[0].url: only file:// URLs or files shipped with the task are supported "
-              "(the guest has no internet)");
+              "config[0].parameters.files[0].url: `ftp://example.com/a.docx`: only http(s) URLs, file:// URLs and files "
+              "shipped with the task are supported");
     want = xasprintf("config[0].parameters.files[1].url: `/etc/passwd` is outside the task folder `%s`", task_dir());
     field_err("config",
               "[{\"type\": \"download\", \"parameters\": {\"files\": [{\"url\": \"files/a\", \"path\": \"/a\"}, "
@@ -452,7 +458,7 @@ static void test_evaluator_errors(void)
     field_err("evaluator", "{}", "evaluator.func: missing");
     field_err("evaluator", "{\"func\": 1}", "evaluator.func: expected a string or an array of strings, got integer");
     field_err("evaluator", "{\"func\": []}", "evaluator.func: empty");
-    field_err("evaluator", "{\"func\": \"compare_table\"}", "evaluator.func: unknown metric `compare_table`");
+    field_err("evaluator", "{\"func\": \"compare_tables\"}", "evaluator.func: unknown metric `compare_tables`");
     field_err("evaluator", "{\"func\": [\"infeasible\", \"nope\"]}", "evaluator.func[1]: unknown metric `nope`");
     field_err("evaluator", "{\"func\": [\"infeasible\", 3]}", "evaluator.func[1]: expected a string, got integer");
     field_err("evaluator", "{\"func\": \"infeasible\", \"conj\": \"xor\"}",
@@ -483,12 +489,13 @@ static void test_evaluator_errors(void)
               "evaluator.result.type: missing");
     field_err_prefix("evaluator",
                      "{\"func\": \"exact_match\", \"result\": {\"type\": \"accessibility_tree\"}, \"expected\": {}}",
-                     "evaluator.result.type: unknown getter `accessibility_tree` (supported: vm_file,");
+                     "evaluator.result.type: getter `accessibility_tree` needs an app: ");
+    field_err("evaluator", "{\"func\": \"exact_match\", \"result\": {\"type\": \"frob\"}, \"expected\": {}}",
+              "evaluator.result.type: unknown getter `frob`");
     field_err("evaluator",
               "{\"func\": \"compare_text_file\", \"result\": {\"type\": \"vm_file\", \"path\": \"/a\"}, \"expected\": "
-              "{\"type\": \"cloud_file\", \"path\": \"https://x\"}}",
-              "evaluator.expected.type: getter `cloud_file` is not supported (tasks get no internet); ship the file "
-              "with the task and use `local_file`");
+              "{\"type\": \"cloud_file\", \"path\": \"ftp://x/y\"}}",
+              "evaluator.expected.path: `ftp://x/y`: only http(s) URLs or files shipped with the task");
     field_err("evaluator",
               "{\"func\": \"compare_text_file\", \"result\": {\"type\": \"vm_file\"}, \"expected\": {\"type\": "
               "\"local_file\", \"path\": \"a\"}}",
@@ -506,7 +513,7 @@ static void test_evaluator_errors(void)
               "\"expected\": {\"type\": \"rule\", \"rules\": 1}}",
               "evaluator.result.path: `tmp` must be an absolute guest path");
     field_err("evaluator",
-              "{\"func\": \"compare_images\", \"result\": {\"type\": \"screenshot\", \"region\": [0, 0, 10]}, "
+              "{\"func\": \"compare_images_exact\", \"result\": {\"type\": \"screenshot\", \"region\": [0, 0, 10]}, "
               "\"expected\": {\"type\": \"local_file\", \"path\": \"a.png\"}}",
               "evaluator.result.region: expected [x, y, w, h], got an array of another size");
     /* options */
@@ -528,6 +535,20 @@ static void test_evaluator_errors(void)
               "evaluator.options[1].type: expected one of str list , got `dict`");
     field_err("evaluator", "{\"func\": \"script\", \"result\": {\"type\": \"vm_window_title\"}}",
               "evaluator.options.path: missing");
+    /* evaluator-script metrics: the registry's options, typed and required */
+    field_err("evaluator",
+              "{\"func\": \"compare_table\", \"result\": {\"type\": \"vm_file\", \"path\": \"/a.xlsx\"}}",
+              "evaluator.options.rules: missing");
+    field_err("evaluator",
+              "{\"func\": \"compare_table\", \"result\": {\"type\": \"vm_file\", \"path\": \"/a.xlsx\"}, "
+              "\"options\": {\"rules\": {}}}",
+              "evaluator.options.rules: expected a list, got object");
+    field_err("evaluator",
+              "{\"func\": \"compare_docx_files\", \"result\": {\"type\": \"vm_file\", \"path\": \"/a.docx\"}, "
+              "\"expected\": {\"type\": \"local_file\", \"path\": \"b.docx\"}, \"options\": {\"ignore_case\": 1}}",
+              "evaluator.options.ignore_case: expected true or false, got integer");
+    field_err("evaluator", "{\"func\": \"compare_pdfs\", \"result\": {\"type\": \"vm_file\", \"path\": \"/a.pdf\"}}",
+              "evaluator.expected: missing (metric `compare_pdfs` needs an expected value)");
     field_err("evaluator",
               "{\"func\": \"script\", \"result\": {\"type\": \"vm_window_title\"}, \"options\": {\"path\": \"a\", "
               "\"timeout_s\": 0}}",
@@ -562,7 +583,20 @@ static void test_network_limits_solution_errors(void)
               "network.allow[0]: `::1:53`: IPv6 addresses go in brackets ([::1]:443)");
     field_err("network", "{\"allow\": [\"[::g]:53\"]}", "network.allow[0]: `[::g]:53`: not a valid IPv6 address");
     field_err("network", "{\"allow\": [\"[::1]\"]}", "network.allow[0]: `[::1]`: expected [IPv6]:port");
-    field_err("network", "{\"allow\": [\"300.1.1.1:80\"]}", "network.allow[0]: `300.1.1.1:80`: not a valid IPv4 address");
+    /* a task never opens the host, a private network or a metadata service to the guest */
+    field_err("network", "{\"allow\": [\"127.0.0.1:7480\"]}",
+              "network.allow[0]: `127.0.0.1:7480`: 127.0.0.1 is a loopback address: only the operator may allow it "
+              "(--allow-private)");
+    field_err("network", "{\"allow\": [\"a.com:443\", \"10.0.2.2:8080\"]}",
+              "network.allow[1]: `10.0.2.2:8080`: 10.0.2.2 is a private address: only the operator may allow it "
+              "(--allow-private)");
+    field_err("network", "{\"allow\": [\"169.254.169.254:80\"]}",
+              "network.allow[0]: `169.254.169.254:80`: 169.254.169.254 is a link-local address: only the operator "
+              "may allow it (--allow-private)");
+    field_err("network", "{\"allow\": [\"[::1]:53\"]}",
+              "network.allow[0]: `[::1]:53`: ::1 is a loopback address: only the operator may allow it "
+              "(--allow-private)");
+    field_err("network", "{\"allow\": [\"300.1.1.1:80\"]}", "network.allow[0]: `300.1.1.1:80`: not a canonical dotted-quad IPv4 address");
 
     field_err("limits", "5", "limits: expected an object, got integer");
     field_err("limits", "{\"max_steps\": 0}", "limits.max_steps: 0 is out of range (1..1000)");
@@ -597,12 +631,13 @@ static void test_warnings(void)
                        " \"evaluator\": {\"func\": \"infeasible\", \"bar\": []}}";
     task *t = parse_ok(text);
     CU_ASSERT_PTR_NOT_NULL_FATAL(t);
-    CU_ASSERT_EQUAL_FATAL(t->nwarnings, 5);
+    CU_ASSERT_EQUAL_FATAL(t->nwarnings, 4); /* stdout is OSWorld's execute parameter (cache_file reads it) */
     CU_ASSERT_STRING_EQUAL(t->warnings[0], "unknown field `foo` ignored");
     CU_ASSERT_STRING_EQUAL(t->warnings[1], "unknown field `config[0].note` ignored");
-    CU_ASSERT_STRING_EQUAL(t->warnings[2], "unknown field `config[0].parameters.stdout` ignored");
-    CU_ASSERT_STRING_EQUAL(t->warnings[3], "unknown field `config[1].parameters.files[0].mode` ignored");
-    CU_ASSERT_STRING_EQUAL(t->warnings[4], "unknown field `evaluator.bar` ignored");
+    CU_ASSERT_STRING_EQUAL(t->warnings[2], "unknown field `config[1].parameters.files[0].mode` ignored");
+    CU_ASSERT_STRING_EQUAL(t->warnings[3], "unknown field `evaluator.bar` ignored");
+    CU_ASSERT_STRING_EQUAL(t->config[0].stdout_name, "log");
+    CU_ASSERT(t->osworld_proxy);
     /* unknown fields are kept in the document */
     CU_ASSERT_EQUAL(json_integer_value(json_object_get(t->json, "foo")), 1);
     task_free(t);
@@ -700,36 +735,36 @@ static void test_path_inside(void)
     char *f = xasprintf("%s/files/real.txt", d);
     write_text(f, "x");
 
-    CU_ASSERT_EQUAL(task_path_inside(d, "files/real.txt", true, &abs, &err), 0);
+    CU_ASSERT_EQUAL(path_inside(d, "files/real.txt", true, &abs, &err), 0);
     CU_ASSERT_STRING_EQUAL(abs, f);
     free(abs);
-    CU_ASSERT_EQUAL(task_path_inside(d, f, true, &abs, &err), 0); /* absolute, inside */
+    CU_ASSERT_EQUAL(path_inside(d, f, true, &abs, &err), 0); /* absolute, inside */
     CU_ASSERT_STRING_EQUAL(abs, f);
     free(abs);
-    CU_ASSERT_EQUAL(task_path_inside(d, "files/not-yet.txt", false, &abs, &err), 0);
+    CU_ASSERT_EQUAL(path_inside(d, "files/not-yet.txt", false, &abs, &err), 0);
     free(abs);
-    CU_ASSERT_EQUAL(task_path_inside(d, "files/not-yet.txt", true, &abs, &err), -1);
+    CU_ASSERT_EQUAL(path_inside(d, "files/not-yet.txt", true, &abs, &err), -1);
     CU_ASSERT_STRING_EQUAL(err.msg, "`files/not-yet.txt`: No such file or directory");
     CU_ASSERT_PTR_NULL(abs);
-    CU_ASSERT_EQUAL(task_path_inside(d, "a/../b", false, &abs, &err), -1);
+    CU_ASSERT_EQUAL(path_inside(d, "a/../b", false, &abs, &err), -1);
     CU_ASSERT_STRING_EQUAL(err.msg, "`a/../b` must not contain `..`");
-    CU_ASSERT_EQUAL(task_path_inside(d, "..", false, &abs, &err), -1);
-    CU_ASSERT_EQUAL(task_path_inside(d, "", false, &abs, &err), -1);
-    CU_ASSERT_EQUAL(task_path_inside(d, d, false, &abs, &err), -1); /* the folder itself is not a file in it */
+    CU_ASSERT_EQUAL(path_inside(d, "..", false, &abs, &err), -1);
+    CU_ASSERT_EQUAL(path_inside(d, "", false, &abs, &err), -1);
+    CU_ASSERT_EQUAL(path_inside(d, d, false, &abs, &err), -1); /* the folder itself is not a file in it */
     /* "..x" is a fine name */
-    CU_ASSERT_EQUAL(task_path_inside(d, "..x", false, &abs, &err), 0);
+    CU_ASSERT_EQUAL(path_inside(d, "..x", false, &abs, &err), 0);
     free(abs);
     /* a symlink out of the folder is caught once resolved */
     char *link = xasprintf("%s/files/escape", d);
     unlink(link);
     CU_ASSERT_EQUAL_FATAL(symlink("/etc/hostname", link), 0);
-    CU_ASSERT_EQUAL(task_path_inside(d, "files/escape", false, &abs, &err), 0); /* lexically fine */
+    CU_ASSERT_EQUAL(path_inside(d, "files/escape", false, &abs, &err), 0); /* lexically fine */
     free(abs);
-    CU_ASSERT_EQUAL(task_path_inside(d, "files/escape", true, &abs, &err), -1);
+    CU_ASSERT_EQUAL(path_inside(d, "files/escape", true, &abs, &err), -1);
     CU_ASSERT_STRING_EQUAL(err.msg, "`files/escape` resolves outside the task folder");
     /* a sibling folder sharing the prefix is outside */
     char *sib = xasprintf("%s-evil/x", d);
-    CU_ASSERT_EQUAL(task_path_inside(d, sib, false, &abs, &err), -1);
+    CU_ASSERT_EQUAL(path_inside(d, sib, false, &abs, &err), -1);
     free(sib);
     free(link);
     free(f);
@@ -824,6 +859,140 @@ static void test_step_type_names(void)
     CU_ASSERT_STRING_EQUAL(task_step_type_name((task_step_type)99), "?");
 }
 
+/* OSWorld's syntax beyond the first version: new step types, execute's parameters, flags spelt
+ * as strings, source lists, http(s) assets, multi vm_file, placeholders. */
+static void test_osworld_syntax(void)
+{
+    const char *text =
+        "{\"id\": \"ow\", \"instruction\": \"x\", \"source\": [\"a\", \"b\"], \"proxy\": \"true\", \"fixed_ip\": false,"
+        " \"possibility_of_env_change\": \"low\", \"related_apps\": [\"os\"],"
+        " \"config\": ["
+        "  {\"type\": \"execute\", \"parameters\": {\"command\": \"echo {CLIENT_PASSWORD} | sudo -S true\","
+        "   \"shell\": \"true\", \"stdout\": \"out.txt\", \"stderr\": \"err.txt\", \"until\": {\"returncode\": 0},"
+        "   \"check\": true}},"
+        "  {\"type\": \"download\", \"parameters\": {\"files\": [{\"url\": \"https://example.com/a.docx\", \"path\":"
+        "   \"~/a.docx\"}]}},"
+        "  {\"type\": \"execute_with_verification\", \"parameters\": {\"command\": [\"true\"], \"verification\":"
+        "   {\"window_exists\": \"Terminal\"}, \"max_wait_time\": 5, \"check_interval\": 0.5}},"
+        "  {\"type\": \"chrome_open_tabs\", \"parameters\": {\"urls_to_open\": [\"https://example.com\"]}},"
+        "  {\"type\": \"chrome_close_tabs\", \"parameters\": {\"urls_to_close\": [\"https://example.com\"]}},"
+        "  {\"type\": \"change_wallpaper\", \"parameters\": {\"path\": \"~/w.png\"}},"
+        "  {\"type\": \"tidy_desktop\", \"parameters\": {}},"
+        "  {\"type\": \"update_browse_history\", \"parameters\": {\"history\": [{\"url\": \"https://e.org\", "
+        "   \"title\": \"E\", \"visit_time_from_now_in_seconds\": 3600}]}},"
+        "  {\"type\": \"proxy\", \"parameters\": {}},"
+        "  {\"type\": \"act\", \"parameters\": {\"action_seq\": [{\"action_type\": \"CLICK\", \"x\": 1, \"y\": 2},"
+        "   \"pyautogui.press('enter')\"]}}"
+        " ],"
+        " \"evaluator\": {\"func\": [\"exact_match\", \"exact_match\"],"
+        "  \"result\": [{\"type\": \"vm_file\", \"multi\": true, \"path\": [\"~/a\", \"/b\"], \"dest\": [\"a\", \"b\"],"
+        "    \"gives\": [0, 1]}, {\"type\": \"vm_command_line\", \"command\": \"id -un\", \"shell\": \"false\"}],"
+        "  \"expected\": [{\"type\": \"cloud_file\", \"path\": \"http://example.com/e.txt\", \"dest\": \"e.txt\"},"
+        "    {\"type\": \"rule\", \"rules\": {\"expected\": \"user\\n\"}}]}}";
+    task *t = parse_ok(text);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+    CU_ASSERT_EQUAL(t->nwarnings, 0);
+    CU_ASSERT_STRING_EQUAL(t->source, "a, b");
+    CU_ASSERT(t->osworld_proxy);
+    CU_ASSERT_EQUAL_FATAL(t->nconfig, 10);
+    CU_ASSERT(t->config[0].shell);
+    CU_ASSERT(t->config[0].check);
+    CU_ASSERT_STRING_EQUAL(t->config[0].stdout_name, "out.txt");
+    CU_ASSERT_STRING_EQUAL(t->config[0].stderr_name, "err.txt");
+    CU_ASSERT_PTR_NOT_NULL(t->config[0].until);
+    CU_ASSERT_PTR_NULL(t->config[1].files[0].host_path);
+    CU_ASSERT_STRING_EQUAL(t->config[1].files[0].url, "https://example.com/a.docx");
+    CU_ASSERT_EQUAL(t->config[2].type, STEP_EXECUTE_WITH_VERIFICATION);
+    CU_ASSERT_DOUBLE_EQUAL(t->config[2].seconds, 5, 1e-9);
+    CU_ASSERT_EQUAL(t->config[3].nurls, 1);
+    CU_ASSERT_EQUAL(t->config[7].type, STEP_UPDATE_BROWSE_HISTORY);
+    CU_ASSERT_EQUAL(t->config[8].type, STEP_PROXY);
+    CU_ASSERT_EQUAL(json_array_size(t->config[9].actions), 2);
+    size_t n;
+    const char **urls = task_asset_urls(t, &n);
+    CU_ASSERT_EQUAL_FATAL(n, 2);
+    CU_ASSERT_STRING_EQUAL(urls[0], "https://example.com/a.docx");
+    CU_ASSERT_STRING_EQUAL(urls[1], "http://example.com/e.txt");
+    free(urls);
+
+    /* {CLIENT_PASSWORD} is the image user's password; without one it stays as written */
+    em_err err = {0};
+    CU_ASSERT_EQUAL_FATAL(task_substitute_screen(t, 1280, 800, &err), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(t->config[0].argv[2], "{CLIENT_PASSWORD}"));
+    task_vars v = {.screen_w = 1280, .screen_h = 800, .client_password = "a much longer secret"};
+    CU_ASSERT_EQUAL_FATAL(task_substitute(t, &v, &err), 0);
+    CU_ASSERT_STRING_EQUAL(t->config[0].argv[2], "echo a much longer secret | sudo -S true");
+    task_free(t);
+
+    /* the new parameters are checked too */
+    field_err("config", "[{\"type\": \"execute\", \"parameters\": {\"command\": \"ls\", \"stdout\": \"../x\"}}]",
+              "config[0].parameters.stdout: `../x` must be a plain file name (no `/`, not starting with `.`)");
+    field_err("config", "[{\"type\": \"execute\", \"parameters\": {\"command\": \"ls\", \"until\": {\"exit\": 0}}}]",
+              "config[0].parameters.until.exit: unknown field");
+    field_err("config", "[{\"type\": \"act\", \"parameters\": {\"action_seq\": [\"os.system('x')\"]}}]",
+              "config[0].parameters.action_seq[0]: pyautogui: line 1: `os.system('x')` is not in the supported subset");
+    field_err("config", "[{\"type\": \"execute_with_verification\", \"parameters\": {\"command\": \"x\", "
+                        "\"verification\": {\"window\": \"a\"}}}]",
+              "config[0].parameters.verification.window: unknown field");
+    field_err("evaluator", "{\"func\": \"exact_match\", \"result\": {\"type\": \"vm_file\", \"multi\": true, \"path\": "
+                           "[\"/a\"], \"dest\": [\"a\"], \"gives\": [1]}, \"expected\": {\"type\": \"rule\", \"rules\": {}}}",
+              "evaluator.result.gives[0]: expected an index in 0..0");
+    field_err("evaluator", "{\"func\": \"exact_match\", \"result\": {\"type\": \"rule_relativeTime\", \"rules\": "
+                           "{\"relativeTime\": {\"from\": \"someday\"}, \"expected\": {\"time\": \"{Year}\"}}}, "
+                           "\"expected\": {\"type\": \"rule\", \"rules\": {}}}",
+              "evaluator.result.rules.relativeTime.from: expected one of OSWorld's day phrases (\"tomorrow\", \"next "
+              "Monday\", ...)");
+}
+
+/* `envmgr task check` sees every problem of a file, one line each, not only the first. */
+static void test_check_every_problem(void)
+{
+    char *path = xasprintf("%s/many.json", task_dir());
+    write_text(path, "{\"id\": \"bad id!\", \"instruction\": \"\", \"config\": [{\"type\": \"googledrive\"},"
+                     " {\"type\": \"sleep\", \"parameters\": {\"seconds\": 1}}, {\"type\": \"nope\"}],"
+                     " \"evaluator\": {\"func\": [\"no_such_metric\", \"exact_match\"],"
+                     " \"result\": [{\"type\": \"vlc_config\"}, {\"type\": \"vm_screen_size\"}],"
+                     " \"expected\": [{\"type\": \"rule\", \"rules\": 1}, {\"type\": \"cloud_file\", \"path\": "
+                     "\"https://h/x\", \"dest\": \"x\"}]}}");
+    task_check_result r;
+    CU_ASSERT_EQUAL(task_check_file(path, &r), -1);
+    const char *want[] = {
+        "id: `bad id!` must be 1 to 128 characters of A-Z a-z 0-9 . _ -",
+        "instruction: empty",
+        "config[0].type: setup step `googledrive` needs a Google account",
+        "config[2].type: unknown setup step `nope`",
+        "evaluator.func[0]: unknown metric `no_such_metric`",
+        "evaluator.result[0].type: getter `vlc_config` needs an app: VLC (the apps image)",
+    };
+    CU_ASSERT_EQUAL_FATAL(r.nproblems, ARRAY_LEN(want));
+    for (size_t i = 0; i < ARRAY_LEN(want); i++) {
+        if (strcmp(r.problems[i], want[i]))
+            fprintf(stderr, "\n  got:  %s\n  want: %s\n", r.problems[i], want[i]);
+        CU_ASSERT_STRING_EQUAL(r.problems[i], want[i]);
+    }
+    CU_ASSERT_PTR_NULL(r.id);
+    CU_ASSERT_EQUAL_FATAL(r.nurls, 1);
+    CU_ASSERT_STRING_EQUAL(r.urls[0], "https://h/x");
+    task_check_result_free(&r);
+
+    write_text(path, "{\"id\": \"ok\", \"instruction\": \"x\", \"evaluator\": {\"func\": \"infeasible\"}}");
+    CU_ASSERT_EQUAL(task_check_file(path, &r), 0);
+    CU_ASSERT_EQUAL(r.nproblems, 0);
+    CU_ASSERT_STRING_EQUAL(r.id, "ok");
+    task_check_result_free(&r);
+    write_text(path, "{\"id\": ");
+    CU_ASSERT_EQUAL(task_check_file(path, &r), -1);
+    CU_ASSERT_EQUAL_FATAL(r.nproblems, 1);
+    CU_ASSERT_EQUAL(strncmp(r.problems[0], "task: invalid JSON", 18), 0);
+    task_check_result_free(&r);
+    free(path);
+
+    size_t n;
+    const task_piece *pieces = task_setup_pieces(&n);
+    CU_ASSERT(n > 15);
+    CU_ASSERT_STRING_EQUAL(pieces[0].name, "execute");
+}
+
 static CU_TestInfo tests[] = {
     {"a full valid task", test_full_task},
     {"defaults", test_defaults},
@@ -838,6 +1007,8 @@ static CU_TestInfo tests[] = {
     {"paths stay inside the task folder", test_path_inside},
     {"suites: folders and OSWorld indexes", test_list_dir},
     {"step type names", test_step_type_names},
+    {"OSWorld's syntax: new steps, parameters, assets, placeholders", test_osworld_syntax},
+    {"task check: every problem of a file", test_check_every_problem},
     CU_TEST_INFO_NULL,
 };
 

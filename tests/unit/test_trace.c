@@ -211,6 +211,10 @@ static void test_append_refusals(void)
          "evaluation.exit_cause must be one of"},
         {"{\"type\":\"evaluation\",\"score\":1,\"reason\":\"\",\"exit_cause\":\"done\",\"artifacts\":{\"f\":\"x\"}}",
          "evaluation.artifacts.f must be 64 lowercase hex digits"},
+        {"{\"type\":\"evaluation\",\"score\":0,\"reason\":\"\",\"exit_cause\":\"done\",\"status\":\"broken\"}",
+         "evaluation.status must be one of scored, evaluator_error, not_evaluated"},
+        {"{\"type\":\"evaluation\",\"score\":0,\"reason\":\"\",\"exit_cause\":\"done\",\"status\":\"evaluator_error\"}",
+         "evaluation.evaluator_error"},
     };
     em_err err;
     for (size_t i = 0; i < ARRAY_LEN(cases); i++) {

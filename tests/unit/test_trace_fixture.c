@@ -9,6 +9,7 @@
 
 #include "envmgr/base/png.h"
 #include "envmgr/base/sha256.h"
+#include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
 #include "helpers/cunit_main.h"
 #include "recorder/trace.h"

@@ -16,8 +16,11 @@ import json
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from envmgr_client import EnvmgrEnv  # noqa: E402
+try:
+    from envmgr_client import EnvmgrEnv  # installed: pip install ./clients/python
+except ImportError:  # run from a checkout
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+    from envmgr_client import EnvmgrEnv
 
 
 class ScriptedAgent:

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
 
 static char tmpdir[256];

@@ -7,14 +7,18 @@
  *  - golden states in the cache whose image manifest no longer exists (each
  *    holds a guest-RAM file of the image's memory size), unless a QEMU still
  *    maps it or a builder holds its lock. */
-#ifndef ENVMGR_SUITE_GC_H
-#define ENVMGR_SUITE_GC_H
+#ifndef ENVMGR_ENV_GC_H
+#define ENVMGR_ENV_GC_H
 
 #include <stdbool.h>
 #include <stdio.h>
 #include <sys/types.h>
 
 #include "envmgr/base/err.h"
+
+/* Envs a suite process owns are named SUITE_ENV_PREFIX "<owner pid>-<k>": gc needs the name
+ * to tell whose they are, so the convention lives here, below the suite layer. */
+#define SUITE_ENV_PREFIX "suite-"
 
 typedef struct gc_opts {
     bool all_suite;    /* suite envs even when their owner still runs */

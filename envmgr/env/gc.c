@@ -1,4 +1,4 @@
-#include "envmgr/env/suite_gc.h"
+#include "envmgr/env/gc.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -17,7 +17,7 @@
 #include "envmgr/env/env.h"
 #include "envmgr/base/paths.h"
 #include "envmgr/base/sha256.h"
-#include "envmgr/suite/suite.h"
+#include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
 #include "envmgr/vm/vm.h"
 
@@ -44,7 +44,7 @@ static char *read_proc(pid_t pid, const char *what, size_t *len)
 {
     _cleanup_free_ char *path = xasprintf("/proc/%d/%s", (int)pid, what);
     char *text = NULL;
-    if (read_file_capped(path, 1 << 20, &text, len, NULL) < 0)
+    if (read_file_capped(path, JSON_DOC_MAX, &text, len, NULL) < 0)
         return NULL;
     return text;
 }
@@ -301,7 +301,7 @@ static int gc_goldens(const gc_opts *o, FILE *log, gc_stats *st, em_err *err)
             snprintf(why, sizeof why, "an unfinished build");
         } else {
             _cleanup_free_ char *meta = xasprintf("%s/golden.json", dir), *text = NULL;
-            if (read_file_capped(meta, 1 << 20, &text, NULL, NULL) < 0)
+            if (read_file_capped(meta, JSON_DOC_MAX, &text, NULL, NULL) < 0)
                 continue; /* not a golden state envmgr wrote */
             json_t *j = json_loads(text, 0, NULL);
             const char *sha = json_string_value(json_object_get(j, "image_sha256"));

@@ -3,8 +3,9 @@
  * screen updates through and drops every input message. QEMU's VNC server has
  * no view-only mode, so the filtering happens here, on the client → server
  * stream, which is small and simple to parse (RFC 6143 §7.5). */
+#include "envmgr/view/relay.h"
+
 #include <errno.h>
-#include <gcrypt.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,136 +13,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "envmgr/api/api_int.h"
-#include "envmgr/base/base64.h"
-#include "envmgr/base/sha256.h"
 #include "envmgr/base/util.h"
-
-/* ---- websocket ---- */
-
-int api_ws_accept(const char *key, char out[29])
-{
-    static const char guid[] = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
-    size_t kl = strlen(key);
-    if (kl == 0 || kl > 64)
-        return -1;
-    char buf[64 + sizeof guid];
-    memcpy(buf, key, kl);
-    memcpy(buf + kl, guid, sizeof guid - 1);
-    unsigned char digest[20];
-    crypto_init();
-    gcry_md_hash_buffer(GCRY_MD_SHA1, digest, buf, kl + sizeof guid - 1);
-    char *b64 = base64_encode(digest, sizeof digest);
-    snprintf(out, 29, "%s", b64);
-    free(b64);
-    return 0;
-}
-
-size_t api_ws_header(uint8_t out[10], int opcode, uint64_t len)
-{
-    out[0] = (uint8_t)(0x80 | (opcode & 0x0f));
-    if (len < 126) {
-        out[1] = (uint8_t)len;
-        return 2;
-    }
-    if (len <= 0xffff) {
-        out[1] = 126;
-        out[2] = (uint8_t)(len >> 8);
-        out[3] = (uint8_t)len;
-        return 4;
-    }
-    out[1] = 127;
-    for (int i = 0; i < 8; i++)
-        out[2 + i] = (uint8_t)(len >> (56 - 8 * i));
-    return 10;
-}
-
-long api_ws_feed(api_ws_parser *p, const uint8_t *in, size_t n, uint8_t *data, size_t cap, size_t *data_len,
-                 api_ws_event *event)
-{
-    size_t used = 0;
-    *event = API_WS_DATA;
-    while (used < n) {
-        if (p->need_hdr == 0) { /* start of a frame */
-            p->hdr_len = 0;
-            p->need_hdr = 2;
-        }
-        if (p->hdr_len < p->need_hdr) {
-            p->hdr[p->hdr_len++] = in[used++];
-            if (p->hdr_len == 2) {
-                uint8_t b0 = p->hdr[0], b1 = p->hdr[1];
-                if (b0 & 0x70)
-                    return -1; /* reserved bits: no extension was negotiated */
-                if (!(b1 & 0x80))
-                    return -1; /* client frames must be masked */
-                int len7 = b1 & 0x7f;
-                p->need_hdr = 2 + (len7 == 126 ? 2 : len7 == 127 ? 8 : 0) + 4;
-            }
-            if (p->hdr_len < p->need_hdr)
-                continue;
-            /* the whole header is in */
-            uint8_t b0 = p->hdr[0], b1 = p->hdr[1];
-            int len7 = b1 & 0x7f;
-            uint64_t len = (uint64_t)len7;
-            size_t off = 2;
-            if (len7 == 126) {
-                len = ((uint64_t)p->hdr[2] << 8) | p->hdr[3];
-                off = 4;
-            } else if (len7 == 127) {
-                len = 0;
-                for (int i = 0; i < 8; i++)
-                    len = (len << 8) | p->hdr[2 + i];
-                off = 10;
-                if (len >> 63)
-                    return -1;
-            }
-            memcpy(p->mask, p->hdr + off, 4);
-            p->mask_pos = 0;
-            p->opcode = b0 & 0x0f;
-            p->fin = b0 & 0x80;
-            p->payload_left = len;
-            p->ctl_len = 0;
-            bool control = p->opcode & 0x08;
-            if (control && (len > 125 || !p->fin))
-                return -1;
-            if (!(p->opcode <= 2 || p->opcode == 8 || p->opcode == 9 || p->opcode == 10))
-                return -1;
-            if (len == 0) {
-                p->need_hdr = 0;
-                if (p->opcode == 8 || p->opcode == 9) {
-                    *event = p->opcode == 8 ? API_WS_CLOSE : API_WS_PING;
-                    return (long)used;
-                }
-            }
-            continue;
-        }
-        /* payload */
-        size_t avail = n - used;
-        size_t take = avail < p->payload_left ? avail : (size_t)p->payload_left;
-        bool control = p->opcode & 0x08;
-        if (!control && take > cap - *data_len)
-            take = cap - *data_len;
-        if (take == 0)
-            return (long)used; /* data buffer full: the caller drains it and calls again */
-        for (size_t i = 0; i < take; i++) {
-            uint8_t c = in[used + i] ^ p->mask[p->mask_pos++ & 3];
-            if (control)
-                p->ctl[p->ctl_len++] = c;
-            else
-                data[(*data_len)++] = c;
-        }
-        used += take;
-        p->payload_left -= take;
-        if (p->payload_left == 0) {
-            p->need_hdr = 0;
-            if (p->opcode == 8 || p->opcode == 9) {
-                *event = p->opcode == 8 ? API_WS_CLOSE : API_WS_PING;
-                return (long)used;
-            }
-        }
-    }
-    return (long)used;
-}
+#include "envmgr/view/websocket.h"
 
 /* ---- the view-only RFB filter ---- */
 
@@ -166,7 +39,7 @@ static uint32_t be32(const uint8_t *p)
 }
 
 /* Bytes the message in f->buf needs in all (0: not known yet), or -1 for a type no viewer may send. */
-static long msg_size(const api_rfb_filter *f)
+static long msg_size(const rfb_filter *f)
 {
     switch (f->buf[0]) {
     case 0: return 20;  /* SetPixelFormat */
@@ -180,7 +53,7 @@ static long msg_size(const api_rfb_filter *f)
     }
 }
 
-long api_rfb_filter_feed(api_rfb_filter *f, const uint8_t *in, size_t n, uint8_t *out)
+long rfb_filter_feed(rfb_filter *f, const uint8_t *in, size_t n, uint8_t *out)
 {
     size_t used = 0, o = 0;
     while (used < n) {
@@ -265,14 +138,14 @@ long api_rfb_filter_feed(api_rfb_filter *f, const uint8_t *in, size_t n, uint8_t
 static int send_ws(int fd, int opcode, const uint8_t *p, size_t n)
 {
     uint8_t h[10];
-    size_t hl = api_ws_header(h, opcode, n);
+    size_t hl = ws_header(h, opcode, n);
     em_err e;
     if (send_full(fd, h, hl, &e) < 0)
         return -1;
     return n ? send_full(fd, p, n, &e) : 0;
 }
 
-void api_relay(int client_fd, bool ws, const char *vnc_sock, bool view_only, const volatile int *stop)
+void view_relay(int client_fd, bool ws, const char *vnc_sock, bool view_only, const atomic_int *stop)
 {
     em_err err;
     int vnc = unix_connect(vnc_sock, 5000, &err);
@@ -286,9 +159,9 @@ void api_relay(int client_fd, bool ws, const char *vnc_sock, bool view_only, con
         return;
     }
     uint8_t *in = xmalloc(RELAY_BUF), *data = xmalloc(RELAY_BUF);
-    uint8_t *out = xmalloc(RELAY_BUF + sizeof(((api_rfb_filter *)0)->buf)); /* a message gathered over reads */
-    api_ws_parser wp = {0};
-    api_rfb_filter rf = {0};
+    uint8_t *out = xmalloc(RELAY_BUF + sizeof(((rfb_filter *)0)->buf)); /* a message gathered over reads */
+    ws_parser wp = {0};
+    rfb_filter rf = {0};
     struct pollfd pf[2] = {{.fd = client_fd, .events = POLLIN}, {.fd = vnc, .events = POLLIN}};
     bool open = true;
     while (open && !*stop && !interrupted()) {
@@ -314,17 +187,17 @@ void api_relay(int client_fd, bool ws, const char *vnc_sock, bool view_only, con
                 const uint8_t *payload = in + off;
                 size_t plen = (size_t)k - off;
                 if (ws) {
-                    api_ws_event ev;
-                    long used = api_ws_feed(&wp, in + off, (size_t)k - off, data, RELAY_BUF, &dlen, &ev);
+                    ws_event ev;
+                    long used = ws_feed(&wp, in + off, (size_t)k - off, data, RELAY_BUF, &dlen, &ev);
                     if (used < 0) {
                         open = false;
                         break;
                     }
                     off += (size_t)used;
-                    if (ev == API_WS_CLOSE) {
+                    if (ev == WS_CLOSE) {
                         send_ws(client_fd, 8, wp.ctl, wp.ctl_len >= 2 ? 2 : 0);
                         open = false;
-                    } else if (ev == API_WS_PING) {
+                    } else if (ev == WS_PING) {
                         send_ws(client_fd, 10, wp.ctl, wp.ctl_len);
                     }
                     payload = data;
@@ -335,7 +208,7 @@ void api_relay(int client_fd, bool ws, const char *vnc_sock, bool view_only, con
                 if (!plen)
                     continue;
                 if (view_only) {
-                    long m = api_rfb_filter_feed(&rf, payload, plen, out);
+                    long m = rfb_filter_feed(&rf, payload, plen, out);
                     if (m < 0) {
                         open = false;
                         break;
@@ -352,42 +225,4 @@ void api_relay(int client_fd, bool ws, const char *vnc_sock, bool view_only, con
     free(in);
     free(data);
     free(out);
-}
-
-/* ---- tar ---- */
-
-int api_tar_header(uint8_t h[512], const char *name, uint64_t size, long mtime)
-{
-    memset(h, 0, 512);
-    size_t n = strlen(name);
-    const char *base = name;
-    if (n > 99) { /* ustar: prefix (155) '/' name (100) */
-        const char *slash = NULL;
-        for (const char *p = name; *p; p++)
-            if (*p == '/' && (size_t)(p - name) <= 155 && strlen(p + 1) <= 99)
-                slash = slash ? slash : p;
-        if (!slash)
-            return -1;
-        memcpy(h + 345, name, (size_t)(slash - name));
-        base = slash + 1;
-    }
-    memcpy(h, base, strlen(base));
-    snprintf((char *)h + 100, 8, "%07o", 0644);
-    snprintf((char *)h + 108, 8, "%07o", 0);
-    snprintf((char *)h + 116, 8, "%07o", 0);
-    if (size > 077777777777ull)
-        return -1;
-    snprintf((char *)h + 124, 12, "%011llo", (unsigned long long)size);
-    unsigned long long mt = mtime > 0 ? (unsigned long long)mtime : 0;
-    snprintf((char *)h + 136, 12, "%011llo", mt > 077777777777ull ? 077777777777ull : mt);
-    h[156] = '0';
-    memcpy(h + 257, "ustar", 6);
-    memcpy(h + 263, "00", 2);
-    memset(h + 148, ' ', 8);
-    unsigned sum = 0;
-    for (int i = 0; i < 512; i++)
-        sum += h[i];
-    snprintf((char *)h + 148, 8, "%06o", sum);
-    h[155] = ' ';
-    return 0;
 }

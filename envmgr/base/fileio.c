@@ -1,0 +1,218 @@
+/* Files: capped reads that a hostile file cannot hang or bloat, atomic replacement, trees, and
+ * paths kept inside a folder. One implementation for every caller (traces, tasks, run dirs). */
+#include "envmgr/base/fileio.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "envmgr/base/util.h"
+
+int mkdir_p(const char *path, mode_t mode, em_err *err)
+{
+    _cleanup_free_ char *copy = xstrdup(path);
+    for (char *p = copy + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(copy, mode) < 0 && errno != EEXIST)
+            return em_fail_errno(err, "mkdir `%s`", copy);
+        *p = '/';
+    }
+    if (mkdir(copy, mode) < 0 && errno != EEXIST)
+        return em_fail_errno(err, "mkdir `%s`", copy);
+    return 0;
+}
+
+static int remove_at(int parent, const char *name, em_err *err)
+{
+    if (unlinkat(parent, name, 0) == 0 || errno == ENOENT)
+        return 0;
+    if (errno != EISDIR && errno != EPERM)
+        return em_fail_errno(err, "unlink `%s`", name);
+    int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return em_fail_errno(err, "open `%s`", name);
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        close(fd);
+        return em_fail_errno(err, "opendir `%s`", name);
+    }
+    int rc = 0;
+    struct dirent *de;
+    while (rc == 0 && (de = readdir(d))) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+            continue;
+        rc = remove_at(dirfd(d), de->d_name, err);
+    }
+    closedir(d);
+    if (rc == 0 && unlinkat(parent, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+        return em_fail_errno(err, "rmdir `%s`", name);
+    return rc;
+}
+
+int remove_tree(const char *path, em_err *err)
+{
+    return remove_at(AT_FDCWD, path, err);
+}
+
+int read_file_flags(const char *path, size_t max, int flags, char **out, size_t *len, em_err *err)
+{
+    *out = NULL;
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below. */
+    int oflags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | ((flags & FILE_NOFOLLOW) ? O_NOFOLLOW : 0);
+    _cleanup_close_ int fd = open(path, oflags);
+    if (fd < 0 && errno == ELOOP && (flags & FILE_NOFOLLOW))
+        return em_fail_input(err, "`%s` is a symbolic link (refused)", path);
+    if (fd < 0)
+        return em_fail_errno(err, "open `%s`", path);
+    struct stat st;
+    if (fstat(fd, &st) < 0)
+        return em_fail_errno(err, "stat `%s`", path);
+    if (!S_ISREG(st.st_mode))
+        return em_fail_input(err, "`%s` is not a regular file", path);
+    if ((uintmax_t)st.st_size > max)
+        return em_fail_input(err, "`%s` is %lld bytes, more than the limit of %zu", path, (long long)st.st_size,
+                             max);
+    /* Read to EOF rather than trusting st_size: the file may change under us. */
+    size_t cap = (size_t)st.st_size + 1, n = 0;
+    _cleanup_free_ char *buf = xmalloc(cap + 1);
+    for (;;) {
+        if (n == cap) {
+            if (cap > max)
+                return em_fail_input(err, "`%s` grew past the limit of %zu bytes", path, max);
+            cap = cap * 2 > max + 1 ? max + 1 : cap * 2;
+            buf = xrealloc(buf, cap + 1);
+        }
+        ssize_t r = read(fd, buf + n, cap - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return em_fail_errno(err, "read `%s`", path);
+        if (r == 0)
+            break;
+        n += (size_t)r;
+    }
+    if (n > max)
+        return em_fail_input(err, "`%s` grew past the limit of %zu bytes", path, max);
+    buf[n] = '\0';
+    *out = buf;
+    buf = NULL;
+    if (len)
+        *len = n;
+    return 0;
+}
+
+int read_file_capped(const char *path, size_t max, char **out, size_t *len, em_err *err)
+{
+    return read_file_flags(path, max, 0, out, len, err);
+}
+
+/* The directory part of path ("." when there is none), for fsync after a rename. */
+static int open_parent(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        return open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (slash == path)
+        return open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    char dir[PATH_MAX];
+    if ((size_t)(slash - path) >= sizeof dir)
+        return errno = ENAMETOOLONG, -1;
+    memcpy(dir, path, (size_t)(slash - path));
+    dir[slash - path] = '\0';
+    return open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+}
+
+int write_file_atomic(const char *path, const void *data, size_t len, mode_t mode, em_err *err)
+{
+    /* Unique across processes and threads; O_EXCL|O_NOFOLLOW: never write through a planted file or link. */
+    static atomic_uint counter;
+    _cleanup_free_ char *tmp =
+        xasprintf("%s.tmp.%d.%u", path, (int)getpid(), atomic_fetch_add(&counter, 1));
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+    if (fd < 0)
+        return em_fail_errno(err, "create `%s`", tmp);
+    if (write_full(fd, data, len, err) < 0 || fsync(fd) < 0) {
+        if (err && !err->msg[0])
+            em_fail_errno(err, "fsync `%s`", tmp);
+        close(fd);
+        unlink(tmp);
+        return em_prefix(err, "write `%s`: ", path);
+    }
+    close(fd);
+    if (rename(tmp, path) < 0) {
+        em_fail_errno(err, "rename `%s` to `%s`", tmp, path);
+        unlink(tmp);
+        return -1;
+    }
+    /* The rename is durable only once the directory entry is. */
+    _cleanup_close_ int dfd = open_parent(path);
+    if (dfd < 0 || fsync(dfd) < 0)
+        return em_fail_errno(err, "fsync the folder of `%s`", path);
+    return 0;
+}
+
+static bool has_dotdot(const char *p)
+{
+    for (const char *s = p; *s;) {
+        const char *e = strchr(s, '/');
+        size_t n = e ? (size_t)(e - s) : strlen(s);
+        if (n == 2 && s[0] == '.' && s[1] == '.')
+            return true;
+        if (!e)
+            break;
+        s = e + 1;
+    }
+    return false;
+}
+
+static bool under(const char *dir, const char *p)
+{
+    size_t n = strlen(dir);
+    if (n == 1 && dir[0] == '/')
+        return p[0] == '/' && p[1] != '\0';
+    return strncmp(p, dir, n) == 0 && p[n] == '/' && p[n + 1] != '\0';
+}
+
+int path_inside(const char *dir, const char *p, bool must_exist, char **abs, em_err *err)
+{
+    *abs = NULL;
+    if (!p || !*p)
+        return em_fail_input(err, "an empty path");
+    if (has_dotdot(p))
+        return em_fail_input(err, "`%.200s` must not contain `..`", p);
+    _cleanup_free_ char *joined = NULL;
+    if (p[0] == '/') {
+        if (!under(dir, p))
+            return em_fail_input(err, "`%.200s` is outside the task folder `%.200s`", p, dir);
+        joined = xstrdup(p);
+    } else {
+        joined = xasprintf("%s/%s", dir, p);
+    }
+    if (!must_exist) {
+        *abs = joined;
+        joined = NULL;
+        return 0;
+    }
+    _cleanup_free_ char *real_dir = realpath(dir, NULL);
+    if (!real_dir)
+        return em_fail_errno(err, "task folder `%.200s`", dir);
+    char *real = realpath(joined, NULL);
+    if (!real)
+        return em_fail_errno(err, "`%.200s`", p);
+    if (!under(real_dir, real)) {
+        free(real);
+        return em_fail_input(err, "`%.200s` resolves outside the task folder", p);
+    }
+    *abs = real;
+    return 0;
+}

@@ -1,0 +1,34 @@
+/* Files: capped reads, atomic writes, trees, paths inside a folder. */
+#ifndef ENVMGR_BASE_FILEIO_H
+#define ENVMGR_BASE_FILEIO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "envmgr/base/err.h"
+
+/* mkdir -p with mode for every created component. */
+int mkdir_p(const char *path, mode_t mode, em_err *err);
+/* rm -rf without following symbolic links; a missing path is fine. */
+int remove_tree(const char *path, em_err *err);
+
+/* The largest JSON document envmgr reads whole from its own state and metadata files. */
+#define JSON_DOC_MAX ((size_t)1 << 20)
+
+#define FILE_NOFOLLOW 1 /* refuse a symbolic link as the last component */
+/* Read a regular file whole into *out (NUL-terminated one past *len; free()). The open does not
+ * block (a FIFO is refused, not waited on), and a file over max bytes, or growing past it while
+ * read, is an input error, never a truncation. */
+int read_file_flags(const char *path, size_t max, int flags, char **out, size_t *len, em_err *err);
+int read_file_capped(const char *path, size_t max, char **out, size_t *len, em_err *err);
+/* Replace path with data: a unique temp file (O_EXCL|O_NOFOLLOW) beside it, fsync, rename, fsync
+ * of the folder. */
+int write_file_atomic(const char *path, const void *data, size_t len, mode_t mode, em_err *err);
+
+/* p (relative to dir, or absolute under it) as an absolute path inside dir. `..` components are
+ * refused; with must_exist the path is resolved (symbolic links included) and must stay inside
+ * dir's real path. *abs is malloc'd. */
+int path_inside(const char *dir, const char *p, bool must_exist, char **abs, em_err *err);
+
+#endif

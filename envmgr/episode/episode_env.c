@@ -1,0 +1,69 @@
+/* episode_env over a real env: VNC frames and input, QEMU restore, the guest agent. */
+#include "envmgr/episode/episode_env.h"
+
+#include "envmgr/env/guest_ops.h"
+#include "envmgr/episode/setup.h"
+#include "envmgr/vm/vm.h"
+#include "envmgr/vm/vnc.h"
+
+static int op_frame(void *ctx, const uint8_t **px, uint64_t *hash, em_err *err)
+{
+    env *e = ctx;
+    vnc_session *v;
+    if (env_frame(e, px, err) < 0 || env_vnc(e, &v, err) < 0)
+        return -1;
+    *hash = vnc_frame_hash(v);
+    return 0;
+}
+
+static int op_act(void *ctx, const action *a, em_err *err) { return env_act(ctx, a, err); }
+
+static int op_settle(void *ctx, double settle_ms, double max_ms, settle_info *info, em_err *err)
+{
+    return screen_settle(ctx, settle_ms, max_ms, info, err);
+}
+
+static int op_reset(void *ctx, em_err *err)
+{
+    env_timings tm;
+    return env_reset(ctx, &tm, err);
+}
+
+static int op_network(void *ctx, netpolicy *cur, em_err *err) { return env_network(ctx, cur, err); }
+
+static int op_set_network(void *ctx, const netpolicy *p, bool *changed, em_err *err)
+{
+    return env_set_network(ctx, p, changed, err);
+}
+
+static int op_setup_step(void *ctx, const task *t, const task_step *s, const char *cache_dir, json_t **detail,
+                         em_err *err)
+{
+    return setup_run_step(ctx, t, s, cache_dir, detail, err);
+}
+
+static void op_guest_ops(void *ctx, em_env_ops *ops) { guest_ops_bind(ctx, ops); }
+
+static int op_hold(void *ctx, bool hold, em_err *err) { return env_hold(ctx, hold, err); }
+
+static int op_guest_off(void *ctx, bool *off, em_err *err) { return vm_guest_shut_down(env_dir(ctx), off, err); }
+
+void episode_env_bind(env *e, episode_env *out)
+{
+    *out = (episode_env){.ctx = e,
+                         .width = env_width(e),
+                         .height = env_height(e),
+                         .accel = env_accel(e),
+                         .image_sha256 = env_image_sha256(e),
+                         .dir = env_dir(e),
+                         .frame = op_frame,
+                         .act = op_act,
+                         .settle = op_settle,
+                         .reset = op_reset,
+                         .network = op_network,
+                         .set_network = op_set_network,
+                         .setup_step = op_setup_step,
+                         .guest_ops = op_guest_ops,
+                         .hold = op_hold,
+                         .guest_off = op_guest_off};
+}

@@ -1,0 +1,49 @@
+/* What an episode needs of its env, as a table of operations: the real env (episode_env_bind)
+ * in production, scripted fakes in the unit tests that check the episode rules (step limits,
+ * timeouts, exit causes, refusals) without a QEMU. */
+#ifndef ENVMGR_EPISODE_ENV_H
+#define ENVMGR_EPISODE_ENV_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "envmgr/action/actions.h"
+#include "envmgr/base/err.h"
+#include "envmgr/env/env.h"
+#include "envmgr/episode/setup.h"
+#include "envmgr/net/netpolicy.h"
+#include "evaluator/env_ops.h"
+#include "evaluator/task.h"
+
+typedef struct episode_env {
+    void *ctx;
+    int width, height;
+    const char *accel;        /* "kvm", "tcg" */
+    const char *image_sha256; /* of the image manifest */
+    const char *dir;          /* the env's run directory (its egress log lives there) */
+    /* A fresh frame (RGBX, width*4 stride, valid until the next call) and a hash of its pixels. */
+    int (*frame)(void *ctx, const uint8_t **px, uint64_t *hash, em_err *err);
+    int (*act)(void *ctx, const action *a, em_err *err);
+    /* Wait for the screen and the guest to settle after an action (never an error when they do
+     * not); *info says how it ended (may be NULL). */
+    int (*settle)(void *ctx, double settle_ms, double max_ms, settle_info *info, em_err *err);
+    int (*reset)(void *ctx, em_err *err);
+    int (*network)(void *ctx, netpolicy *cur, em_err *err);
+    int (*set_network)(void *ctx, const netpolicy *p, bool *changed, em_err *err);
+    /* One setup or postconfig step; *detail gets facts for the trace; cache_dir is the episode's
+     * cache (setup.h: 0, SETUP_FAILED or -1). */
+    int (*setup_step)(void *ctx, const task *t, const task_step *s, const char *cache_dir, json_t **detail,
+                      em_err *err);
+    /* The evaluator's view of the env. */
+    void (*guest_ops)(void *ctx, em_env_ops *ops);
+    /* Pause the guest while the agent thinks (true) or resume it (false); may be NULL. */
+    int (*hold)(void *ctx, bool hold, em_err *err);
+    /* Has the guest powered itself off? */
+    int (*guest_off)(void *ctx, bool *off, em_err *err);
+} episode_env;
+
+/* The operations of a real env. */
+void episode_env_bind(env *e, episode_env *out);
+
+#endif

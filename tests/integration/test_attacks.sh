@@ -1,0 +1,169 @@
+#!/usr/bin/env bash
+# The attack suite: each case plays a hostile guest (root included), task file, trace or HTTP client
+# against one boundary, says what it tried, and checks that the boundary held (docs/security.md
+# lists boundary -> enforcement -> this test). Everything runs in network and mount namespaces of
+# its own with only loopback, so a broken boundary cannot send a packet off this machine.
+# Prints `attacks: N passed, N failed`.
+SUITE=attacks
+if [ -z "${ENVMGR_ATTACK_NS:-}" ]; then
+    if ! unshare --net --mount true 2>/dev/null; then
+        echo "FAIL this suite needs network namespaces (unshare --net --mount; run as root or with user namespaces)"
+        echo "attacks: 0 passed, 1 failed"
+        exit 1
+    fi
+    exec unshare --net --mount -- env ENVMGR_ATTACK_NS=1 bash "$0" "$@"
+fi
+ip link set lo up || { echo "FAIL ip link set lo up"; echo "attacks: 0 passed, 1 failed"; exit 1; }
+source "$(dirname "$0")/lib.sh"
+
+SERVERS=()
+stop_servers() { for p in "${SERVERS[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; }
+trap 'stop_servers; cleanup' EXIT
+tried() { echo "---- tried: $*"; }
+check "the namespace has only loopback" test "$(ip -o link | wc -l)" = 1
+
+# A TCP listener that logs every connection (host side; IPv4 or IPv6 loopback).
+cat >"$T/listen.py" <<'EOF'
+import socket, sys
+fam = socket.AF_INET6 if ":" in sys.argv[1] else socket.AF_INET
+s = socket.socket(fam)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind((sys.argv[1], int(sys.argv[2])))
+s.listen(16)
+log = open(sys.argv[3], "a", buffering=1)
+while True:
+    c, a = s.accept()
+    log.write("connection from %s\n" % (a,))
+    try:
+        c.sendall(b"HTTP/1.0 200 OK\r\n\r\nhost listener reached\n")
+    finally:
+        c.close()
+EOF
+listen_on() { python3 "$T/listen.py" "$1" "$2" "$3" & SERVERS+=($!); wait_until 10 test -e /proc/$!/fd; sleep 0.3; }
+
+# --- 1. IPv6 past restrict=on (issue 11, reproduced on a real guest before the fix) ------------------
+A=at-net
+: >"$T/v6.log"
+listen_on ::1 3128 "$T/v6.log"
+"$ENVMGR" up --name $A --accel tcg --allow example.com:443 >/dev/null 2>&1 || bad "up $A (allowlist)"
+tried "guest root adds fec0:0:a00:264::5 (bytes 4-7 spell the proxy's guestfwd address 10.0.2.100) and curls [fec0::2]:3128, which slirp maps to the host's [::1]:3128"
+gexec $A sh -c 'ip -6 addr add fec0:0:a00:264::5/64 dev ens5 nodad; ip -6 route add fec0::2/128 dev ens5 src fec0:0:a00:264::5' >/dev/null 2>&1
+out=$("$ENVMGR" exec $A --timeout 30 -- curl -6 -sS --interface fec0:0:a00:264::5 --noproxy '*' -m 6 'http://[fec0::2]:3128/' 2>&1)
+check "1 held: the guest's IPv6 request got nothing" bash -c "! echo \"\$1\" | grep -q 'host listener reached'" _ "$out"
+check "1 held: the host's [::1]:3128 saw no connection" test ! -s "$T/v6.log"
+check "1 held: QEMU runs its netdev with ipv6=off" bash -c "tr '\\0' ' ' </proc/\$(cat '$ENVMGR_RUN_DIR/$A/qemu.pid')/cmdline | grep -q 'restrict=on,ipv6=off'"
+tried "20 ICMPv6 echoes from the guest (each one used to add a line to qemu.log: a log flood)"
+before=$(wc -l <"$ENVMGR_RUN_DIR/$A/qemu.log")
+"$ENVMGR" exec $A --timeout 40 -- sh -c 'ping -6 -c 20 -i 0.2 -W 1 fec0::2; ping -6 -c 5 -W 1 -I ens5 ff02::1' >/dev/null 2>&1
+after=$(wc -l <"$ENVMGR_RUN_DIR/$A/qemu.log")
+check "1 held: IPv6 and ICMPv6 from the guest leave nothing on the host (qemu.log $before -> $after lines)" test "$before" = "$after"
+"$ENVMGR" down $A >/dev/null 2>&1
+
+# --- 8. a task or an API request opening the host to the guest -----------------------------------
+cat >"$T/open-host.json" <<'EOF'
+{"id": "open-host", "instruction": "x", "evaluator": {"func": "infeasible"},
+ "network": {"mode": "allowlist", "allow": ["127.0.0.1:7480"]}}
+EOF
+tried "a task file allowing 127.0.0.1:7480 (envmgr's own API)"
+out=$("$ENVMGR" up --name at-task --accel tcg --task "$T/open-host.json" 2>&1); rc=$?
+check "8 held: refused at load with exit 2, naming the operator's --allow-private" \
+    bash -c "[ $rc = 2 ] && echo \"\$1\" | grep -q 'loopback address: only the operator may allow it (--allow-private)'" _ "$out"
+check "8 held: no env was created" test ! -e "$ENVMGR_RUN_DIR/at-task"
+"$ENVMGR" serve --listen 127.0.0.1:0 --token-file "$T/token" >"$T/serve.out" 2>&1 &
+SERVERS+=($!)
+wait_until 30 grep -q 'listening on' "$T/serve.out"
+URL=$(sed -n 's/.*listening on \(http[^ ]*\).*/\1/p' "$T/serve.out" | head -1)
+PORT=${URL##*:}
+tried "an API client with the token creates an env whose inline task allows the API's own port ($PORT)"
+code=$(curl -s -o "$T/api.out" -w '%{http_code}' -H "Authorization: Bearer $(cat "$T/token")" \
+    -d "{\"task\": {\"id\": \"x\", \"instruction\": \"x\", \"evaluator\": {\"func\": \"infeasible\"}, \"network\": {\"allow\": [\"127.0.0.1:$PORT\"]}}}" \
+    "$URL/v1/envs")
+check "8 held: 400, not an env that reaches the API ($code)" test "$code" = 400
+check "8 held: the answer names the field" grep -q 'network.allow\[0\]' "$T/api.out"
+for a in 10.0.2.2:80 169.254.169.254:80 '[::1]:80' '[fe80::1]:80'; do
+    code=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $(cat "$T/token")" \
+        -d "{\"task\": {\"id\": \"x\", \"instruction\": \"x\", \"evaluator\": {\"func\": \"infeasible\"}, \"network\": {\"allow\": [\"$a\"]}}}" \
+        "$URL/v1/envs")
+    check "8 held: an inline task allowing $a is refused ($code)" test "$code" = 400
+done
+stop_servers; SERVERS=()
+
+# --- 3. a hostile trace directory name must not reach a shell ----------------------------------------
+E=at-replay
+"$ENVMGR" up --name $E --accel tcg >/dev/null 2>&1 || bad "up $E"
+cp "$ROOT/tests/data/tasks/terminal-echo.json" "$T/task.json"
+cat >"$T/nosy-agent" <<'EOF'
+#!/usr/bin/env python3
+# what an agent can see of envmgr: its environment and its open files, then the scripted agent
+import os
+fds = []
+for fd in sorted(os.listdir("/proc/self/fd"), key=int):
+    try:
+        fds.append("%s %s" % (fd, os.readlink("/proc/self/fd/" + fd)))
+    except OSError:
+        pass  # the listing's own descriptor, already closed
+with open(os.environ["NOSY_OUT"], "w") as f:
+    f.write("%d\n" % ("ENVMGR_TRACE_KEY" in os.environ))
+    f.write("".join(l + "\n" for l in fds))
+os.execv(os.environ["NOSY_NEXT"], [os.environ["NOSY_NEXT"]])
+EOF
+chmod +x "$T/nosy-agent"
+tried "an agent looking for the trace key (set for this run) and for envmgr's open files"
+NOSY_OUT="$T/agent-saw" NOSY_NEXT="$ROOT/tasks/agents/scripted" ENVMGR_TRACE_KEY=attack-suite-key \
+    "$ENVMGR" run "$T/task.json" --env $E --agent "$T/nosy-agent" --out "$T/rec" >/dev/null 2>&1
+check "3: a trace was recorded" test -s "$T/rec/trace/trace.jsonl"
+check "4 held: the agent did not get ENVMGR_TRACE_KEY" test "$(head -1 "$T/agent-saw")" = 0
+check "4 held: the agent holds only its stdio (fds: $(tail -n +2 "$T/agent-saw" | cut -d' ' -f1 | tr '\n' ' '))" \
+    test "$(tail -n +2 "$T/agent-saw" | cut -d' ' -f1 | tr '\n' ' ')" = "0 1 2 "
+check "4 held: the recording verifies with the key the agent never saw" \
+    env ENVMGR_TRACE_KEY=attack-suite-key "$ENVMGR" trace verify "$T/rec/trace"
+marker=/tmp/envmgr-pwned-$$
+evil="$T/x'\$(touch\${IFS}$marker)'"
+mkdir -p "$evil" && cp -r "$T/rec/trace" "$evil/t"
+rm -f "$T/task.json" # the replay must not need (or read) the host's task file
+tried "replay of a trace in a directory named $(basename "$evil")/t"
+ENVMGR_TRACE_KEY=attack-suite-key "$ENVMGR" replay "$evil/t" --env $E --out "$T/rp" --fast >"$T/rp.out" 2>&1; rc=$?
+check "3 held: nothing ran the directory name as shell ($marker absent)" test ! -e "$marker"
+check "3 held: the replay ran from the task the trace carries (exit $rc)" \
+    grep -q 'score: recorded' "$T/rp.out"
+check "3 held: the task came from the trace, checked by its hash" test -s "$T/rp/task.json"
+rm -f "$marker"
+"$ENVMGR" down $E >/dev/null 2>&1
+
+# --- 9. a guest that powers itself off, and guest bytes that are not UTF-8 ---------------------------
+cat >"$T/poweroff.json" <<'EOF'
+{"id": "poweroff", "instruction": "x",
+ "config": [{"type": "execute", "parameters": {"command": "printf 'bad \\377\\376 bytes\\n' >&2; (sleep 3; echo password | sudo -S poweroff -f) >/dev/null 2>&1 &", "shell": true}}],
+ "limits": {"max_steps": 8, "step_timeout_s": 30, "episode_timeout_s": 180},
+ "evaluator": {"func": "exact_match", "result": {"type": "vm_command_line", "command": "echo x"},
+               "expected": {"type": "rule", "rules": {"expected": "x\n"}}}}
+EOF
+cat >"$T/waiter" <<'EOF'
+#!/bin/sh
+while read obs; do echo '{"action_type": "WAIT", "seconds": 4}'; done
+EOF
+chmod +x "$T/waiter"
+E=at-off
+"$ENVMGR" up --name $E --accel tcg >/dev/null 2>&1 || bad "up $E"
+tried "setup writes invalid UTF-8 on stderr, then the guest becomes root (sudo) and powers itself off mid-episode"
+"$ENVMGR" run "$T/poweroff.json" --env $E --agent "$T/waiter" --out "$T/off" >"$T/off.out" 2>&1; rc=$?
+cause=$(python3 -c "import json; print(json.load(open('$T/off/result.json'))['exit_cause'])" 2>/dev/null)
+check "9 held: the episode was recorded, not abandoned (exit $rc)" test -s "$T/off/result.json"
+check "9 held: it ended as guest_shutdown, a scored outcome, not an env error ($cause)" test "$cause" = guest_shutdown
+check "9 held: the trace with the non-UTF-8 setup output verifies" "$ENVMGR" trace verify "$T/off/trace"
+check "9 held: the env is still there and a reset brings the guest back" \
+    bash -c "'$ENVMGR' reset $E >/dev/null && '$ENVMGR' exec $E -- true"
+"$ENVMGR" down $E >/dev/null 2>&1
+
+# --- 10. a squatted run root --------------------------------------------------------------------------
+tried "a run root created by someone else, and one anyone can write into"
+mkdir -p "$T/squat" && chmod 777 "$T/squat"
+out=$(ENVMGR_RUN_DIR="$T/squat" "$ENVMGR" up --name sq 2>&1); rc=$?
+check "10 held: a world-writable run root is refused" bash -c "[ $rc != 0 ] && echo \"\$1\" | grep -q 'writable by everyone'" _ "$out"
+mkdir -p "$T/squat2" && chmod 700 "$T/squat2" && chown nobody "$T/squat2"
+out=$(ENVMGR_RUN_DIR="$T/squat2" "$ENVMGR" up --name sq 2>&1); rc=$?
+check "10 held: a run root owned by another user is refused" bash -c "[ $rc != 0 ] && echo \"\$1\" | grep -q 'belongs to uid'" _ "$out"
+check "10 held: no QEMU was started there" no_qemu_under "$T/squat"
+
+check "nothing of this suite is left running" no_qemu_under "$ENVMGR_RUN_DIR/"
+finish

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# make layers: passes on the tree, and fails, naming file and include, on planted upward and
+# sideways includes in a copy of it.
+set -u
+. "$(dirname "$0")/lib.sh"
+root=$(cd "$(dirname "$0")/../.." && pwd)
+tmp=$(mktemp -d /tmp/envmgr-layers.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+
+if out=$("$root/scripts/check-layers" "$root"); then ok "the tree keeps the layer order ($(echo "$out" | tail -1))"
+else bad "the tree breaks the layer order: $out"; fi
+
+plant() { # plant FILE INCLUDE -> output of the check on a copy with the include added
+    rm -rf "$tmp/t" && mkdir -p "$tmp/t"
+    cp -r "$root/envmgr" "$root/recorder" "$root/evaluator" "$tmp/t/"
+    printf '#include "%s"\n' "$2" >> "$tmp/t/$1"
+    "$root/scripts/check-layers" "$tmp/t"
+}
+out=$(plant envmgr/base/util.c envmgr/vm/vm.h); rc=$?
+if [ $rc -ne 0 ] && echo "$out" | grep -q 'envmgr/base/util.c:[0-9]*: #include "envmgr/vm/vm.h": upward'; then
+    ok "an upward include (base -> vm) fails, naming the file and the include"
+else bad "upward include not caught (rc $rc): $out"; fi
+out=$(plant recorder/trace_writer.c envmgr/vm/qmp.h); rc=$?
+if [ $rc -ne 0 ] && echo "$out" | grep -q 'recorder/trace_writer.c:[0-9]*: #include "envmgr/vm/qmp.h": sideways'; then
+    ok "a sideways include (recorder -> vm, one layer) fails"
+else bad "sideways include not caught (rc $rc): $out"; fi
+out=$(plant evaluator/task.c envmgr/episode/episode.h); rc=$?
+if [ $rc -ne 0 ] && echo "$out" | grep -q 'upward, evaluator/ (layer 3) may not include envmgr/episode/'; then
+    ok "evaluator including episode (a circle in the making) fails"
+else bad "evaluator -> episode not caught (rc $rc): $out"; fi
+out=$(plant envmgr/cli/main.c envmgr/base/nonexistent.h); rc=$?
+if [ $rc -ne 0 ] && echo "$out" | grep -q 'no such project header'; then ok "an include of a missing header fails"
+else bad "missing header not caught: $out"; fi
+rm -rf "$tmp/t" && mkdir -p "$tmp/t" && cp -r "$root/envmgr" "$root/recorder" "$root/evaluator" "$tmp/t/"
+mkdir -p "$tmp/t/envmgr/newfolder"
+out=$("$root/scripts/check-layers" "$tmp/t"); rc=$?
+if [ $rc -ne 0 ] && echo "$out" | grep -q 'envmgr/newfolder/: folder has no layer'; then ok "a folder without a layer fails"
+else bad "folder without a layer not caught: $out"; fi
+finish

@@ -1,0 +1,497 @@
+/* The episode rules without a QEMU: a scripted env behind the episode_env seam, real traces,
+ * real evaluation, real stdio agents. Step limits, timeouts, exit causes, refusals, env
+ * failures, setup failures, the network policy handed to the env. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "envmgr/base/fileio.h"
+#include "envmgr/base/util.h"
+#include "envmgr/episode/episode.h"
+#include "envmgr/episode/episode_env.h"
+#include "helpers/cunit_main.h"
+#include "recorder/trace.h"
+
+#define W 64
+#define H 48
+#define SHA0 "0000000000000000000000000000000000000000000000000000000000000000"
+
+typedef struct fake {
+    uint8_t px[W * H * 4];
+    uint64_t hash;
+    int acts, resets, setups, set_networks;
+    action_type last;
+    bool fail_act, fail_setup, power_off_on_act, off;
+    netpolicy net;
+} fake;
+
+static int f_frame(void *ctx, const uint8_t **px, uint64_t *hash, em_err *err)
+{
+    fake *f = ctx;
+    *px = f->px;
+    *hash = f->hash;
+    return 0;
+}
+
+static int f_act(void *ctx, const action *a, em_err *err)
+{
+    fake *f = ctx;
+    if (f->fail_act)
+        return em_fail(err, "vnc: the connection to QEMU closed");
+    f->acts++;
+    f->last = a->type;
+    f->off |= f->power_off_on_act;
+    f->hash++; /* every action changes the screen */
+    f->px[(f->hash % (W * H)) * 4] ^= 0xff;
+    return 0;
+}
+
+static int f_settle(void *ctx, double settle_ms, double max_ms, settle_info *info, em_err *err)
+{
+    if (info)
+        *info = (settle_info){.ms = 1, .settled = true, .why = "settled"};
+    return 0;
+}
+static int f_reset(void *ctx, em_err *err)
+{
+    ((fake *)ctx)->resets++;
+    return 0;
+}
+static int f_network(void *ctx, netpolicy *cur, em_err *err)
+{
+    *cur = ((fake *)ctx)->net;
+    return 0;
+}
+static int f_set_network(void *ctx, const netpolicy *p, bool *changed, em_err *err)
+{
+    fake *f = ctx;
+    f->set_networks++;
+    *changed = !netpolicy_equal(&f->net, p);
+    f->net = *p;
+    return 0;
+}
+static int f_setup(void *ctx, const task *t, const task_step *s, const char *cache_dir, json_t **detail, em_err *err)
+{
+    fake *f = ctx;
+    f->setups++;
+    return f->fail_setup ? em_fail(err, "execute: exited with status 1") : 0;
+}
+/* The guest answers every command with "hi\n". */
+static int g_exec(void *ctx, const char *const *argv, unsigned flags, double timeout_s, size_t out_cap, char **out,
+                  size_t *out_len, int *exit_code, em_err *err)
+{
+    *out = xstrdup("hi\n");
+    *out_len = 3;
+    *exit_code = 0;
+    return 0;
+}
+static void f_guest_ops(void *ctx, em_env_ops *ops)
+{
+    *ops = (em_env_ops){.ctx = ctx, .exec = g_exec, .screen_w = W, .screen_h = H};
+}
+
+static int f_guest_off(void *ctx, bool *off, em_err *err)
+{
+    *off = ((fake *)ctx)->off;
+    return 0;
+}
+
+static episode_env fake_env(fake *f)
+{
+    memset(f, 0, sizeof *f);
+    netpolicy_init(&f->net);
+    return (episode_env){.ctx = f, .width = W, .height = H, .accel = "tcg", .image_sha256 = SHA0, .dir = test_tmpdir(),
+                         .frame = f_frame, .act = f_act, .settle = f_settle, .reset = f_reset,
+                         .network = f_network, .set_network = f_set_network, .setup_step = f_setup,
+                         .guest_ops = f_guest_ops, .guest_off = f_guest_off};
+}
+
+static task *make_task(const char *extra)
+{
+    char json[2048];
+    snprintf(json, sizeof json,
+             "{\"id\": \"unit\", \"instruction\": \"say hi\", %s%s"
+             "\"evaluator\": {\"func\": \"exact_match\", \"result\": {\"type\": \"vm_command_line\", \"command\": "
+             "\"echo hi\"}, \"expected\": {\"type\": \"rule\", \"rules\": {\"expected\": \"hi\\n\"}}}}",
+             extra ? extra : "", extra ? ", " : "");
+    task *t = NULL;
+    em_err err = {0};
+    if (task_parse(json, strlen(json), test_tmpdir(), &t, &err) < 0)
+        fprintf(stderr, "task: %s\n", err.msg);
+    return t;
+}
+
+static int out_n;
+static episode_opts opts(void)
+{
+    static char dir[512];
+    snprintf(dir, sizeof dir, "%s/ep%d", test_tmpdir(), ++out_n);
+    return (episode_opts){.out_dir = dir, .fresh = true, .settle_ms = 0};
+}
+
+static episode_step_out step(episode *ep, const char *reply_json)
+{
+    json_t *reply = json_loads(reply_json, 0, NULL);
+    episode_step_out out;
+    em_err err = {0};
+    CU_ASSERT_EQUAL(episode_step(ep, reply, 5, &out, &err), 0);
+    json_decref(reply);
+    return out;
+}
+
+static json_t *finish(episode *ep)
+{
+    json_t *res = NULL;
+    em_err err = {0};
+    int rc = episode_finish(ep, EXIT_NONE, &res, &err);
+    if (rc < 0)
+        fprintf(stderr, "episode_finish: %s\n", err.msg);
+    CU_ASSERT_EQUAL(rc, 0);
+    return res;
+}
+
+static void test_done_scores(void)
+{
+    fake f;
+    episode_env ev = fake_env(&f);
+    task *t = make_task(NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+    episode_opts o = opts();
+    episode *ep;
+    em_err err = {0};
+    CU_ASSERT_EQUAL_FATAL(episode_begin_with(&ev, t, NULL, SHA0, &o, &ep, &err), 0);
+    CU_ASSERT_EQUAL(f.resets, 0); /* fresh env, same (none) network: no reset */
+    episode_step_out so = step(ep, "{\"action_type\": \"CLICK\", \"x\": 10, \"y\": 10}");
+    CU_ASSERT_FALSE(so.ended);
+    CU_ASSERT_EQUAL(so.actions, 1);
+    CU_ASSERT_EQUAL(f.acts, 1);
+    CU_ASSERT_EQUAL(f.last, ACT_CLICK);
+    so = step(ep, "{\"action_type\": \"DONE\"}");
+    CU_ASSERT_TRUE(so.ended);
+    CU_ASSERT_EQUAL(episode_exit_cause(ep), EXIT_DONE);
+    CU_ASSERT_EQUAL(f.acts, 1); /* DONE never reaches the guest */
+    _cleanup_free_ char *trace_dir = xstrdup(episode_trace_dir(ep));
+    json_t *res = finish(ep);
+    CU_ASSERT_DOUBLE_EQUAL(json_number_value(json_object_get(res, "score")), 1.0, 1e-9);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(res, "exit_cause")), "done");
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(res, "status")), "scored");
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(res, "steps")), 2);
+    json_decref(res);
+    json_t *report = NULL;
+    CU_ASSERT_EQUAL(trace_verify(trace_dir, &report, &err), 0); /* the recording holds together */
+    json_decref(report);
+    task_free(t);
+}
+
+static void test_fail_and_infeasible(void)
+{
+    fake f;
+    episode_env ev = fake_env(&f);
+    em_err err = {0};
+    /* FAIL on a feasible task scores 0 even when the metric would pass (OSWorld's rule) */
+    task *t = make_task(NULL);
+    episode_opts o = opts();
+    episode *ep;
+    CU_ASSERT_EQUAL_FATAL(episode_begin_with(&ev, t, NULL, SHA0, &o, &ep, &err), 0);
+    CU_ASSERT_TRUE(step(ep, "{\"action_type\": \"FAIL\"}").ended);
+    CU_ASSERT_EQUAL(episode_exit_cause(ep), EXIT_FAIL);
+    json_t *res = finish(ep);
+    CU_ASSERT_DOUBLE_EQUAL(json_number_value(json_object_get(res, "score")), 0.0, 1e-9);
+    json_decref(res);
+    task_free(t);
+    /* FAIL on an infeasible task is the right answer */
+    const char *inf = "{\"id\": \"inf\", \"instruction\": \"impossible\", \"evaluator\": {\"func\": \"infeasible\"}}";
+    CU_ASSERT_EQUAL_FATAL(task_parse(inf, strlen(inf), test_tmpdir(), &t, &err), 0);
+    o = opts();
+    CU_ASSERT_EQUAL_FATAL(episode_begin_with(&ev, t, NULL, SHA0, &o, &ep, &err), 0);
+    step(ep, "{\"action_type\": \"FAIL\"}");
+    res = finish(ep);
+    CU_ASSERT_DOUBLE_EQUAL(json_number_value(json_object_get(res, "score")), 1.0, 1e-9);
+    json_decref(res);
+    task_free(t);
+}
+
+static void test_max_steps(void)
+{
+    fake f;
+    episode_env ev = fake_env(&f);
+    task *t = make_task("\"limits\": {\"max_steps\": 2}");
+    episode_opts o = opts();
+    episode *ep;
+    em_err err = {0};
+    CU_ASSERT_EQUAL_FATAL(episode_begin_with(&ev, t, NULL, SHA0, &o, &ep, &err), 0);
+    CU_ASSERT_FALSE(step(ep, "{\"action_type\": \"MOVE_TO\", \"x\": 1, \"y\": 1}").ended);
+    CU_ASSERT_TRUE(step(ep, "{\"action_type\": \"MOVE_TO\", \"x\": 2, \"y\": 2}").ended);
+    CU_ASSERT_EQUAL(episode_exit_cause(ep), EXIT_MAX_STEPS);
+    /* a reply after the end reaches nothing */
+    episode_step_out so = step(ep, "{\"action_type\": \"MOVE_TO\", \"x\": 3, \"y\": 3}");
+    CU_ASSERT_TRUE(so.ended);
+    CU_ASSERT_EQUAL(so.actions, 0);
+    CU_ASSERT_EQUAL(f.acts, 2);
+    json_t *res = finish(ep);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(res, "exit_cause")), "max_steps");
+    CU_ASSERT_DOUBLE_EQUAL(json_number_value(json_object_get(res, "score")), 1.0, 1e-9); /* still evaluated */
+    json_decref(res);
+    task_free(t);
+}
+
+static void test_refusals_and_pyautogui(void)
+{
+    fake f;
+    episode_env ev = fake_env(&f);
+    task *t = make_task(NULL);
+    episode_opts o = opts();
+    episode *ep;
+    em_err err = {0};
+    CU_ASSERT_EQUAL_FATAL(episode_begin_with(&ev, t, NULL, SHA0, &o, &ep, &err), 0);
+    episode_step_out so = step(ep, "{\"action_type\": \"CLICK\", \"x\": 1000, \"y\": 5}");
+    CU_ASSERT_TRUE(so.refused);
+    CU_ASSERT_FALSE(so.ended);
+    CU_ASSERT_PTR_NOT_NULL(strstr(so.error, "action.x"));
+    CU_ASSERT_EQUAL(f.acts, 0);
+    so = step(ep, "{\"pyautogui\": \"import os\\nos.system('rm -rf /')\"}");
+    CU_ASSERT_TRUE(so.refused);
+    CU_ASSERT_EQUAL(f.acts, 0);
+    /* one valid reply of two actions: both run; a bad second action refuses the whole reply */
+    so = step(ep, "{\"pyautogui\": \"pyautogui.click(10, 10)\\npyautogui.press('enter')\"}");
+    CU_ASSERT_FALSE(so.refused);
+    CU_ASSERT_EQUAL(so.actions, 2);
+    CU_ASSERT_EQUAL(f.last, ACT_PRESS);
+    so = step(ep, "{\"pyautogui\": \"pyautogui.click(10, 10)\\npyautogui.click(9999, 1)\"}");
+    CU_ASSERT_TRUE(so.refused);
+    CU_ASSERT_EQUAL(f.acts, 2);
+    CU_ASSERT_EQUAL(episode_steps(ep), 4); /* refused replies count as steps */
+    json_decref(finish(ep));
+    task_free(t);
+}
+
+static void test_env_failure(void)
+{
+    fake f;
+    episode_env ev = fake_env(&f);
+    task *t = make_task(NULL);
+    episode_opts o = opts();
+    episode *ep;
+    em_err err = {0};
+    CU_ASSERT_EQUAL_FATAL(episode_begin_with(&ev, t, NULL, SHA0, &o, &ep, &err), 0);
+    f.fail_act = true;
+    episode_step_out so = step(ep, "{\"action_type\": \"CLICK\", \"x\": 1, \"y\": 1}");
+    CU_ASSERT_TRUE(so.ended);
+    CU_ASSERT_EQUAL(episode_exit_cause(ep), EXIT_ENV_ERROR);
+    CU_ASSERT_PTR_NOT_NULL(strstr(so.error, "connection to QEMU closed"));
+    json_t *res = finish(ep);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(res, "exit_cause")), "env_error");
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(res, "status")), "not_evaluated");
+    CU_ASSERT_PTR_NOT_NULL(strstr(json_string_value(json_object_get(res, "reason")), "not evaluated"));
+    json_decref(res);
+    task_free(t);
+}
+
+static void test_guest_shutdown(void)
+{
+    fake f;
+    episode_env ev = fake_env(&f);
+    task *t = make_task(NULL);
+    episode_opts o = opts();
+    episode *ep;
+    em_err err = {0};
+    CU_ASSERT_EQUAL_FATAL(episode_begin_with(&ev, t, NULL, SHA0, &o, &ep, &err), 0);
+    f.power_off_on_act = true; /* the agent's click powers the guest off */
+    episode_step_out so = step(ep, "{\"action_type\": \"CLICK\", \"x\": 1, \"y\": 1}");
+    CU_ASSERT_TRUE(so.ended);
+    CU_ASSERT_EQUAL(episode_exit_cause(ep), EXIT_GUEST_SHUTDOWN);
+    json_t *res = finish(ep);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(res, "exit_cause")), "guest_shutdown");
+    CU_ASSERT_DOUBLE_EQUAL(json_number_value(json_object_get(res, "score")), 0.0, 1e-9); /* scored, not an env error */
+    CU_ASSERT_PTR_NOT_NULL(strstr(json_string_value(json_object_get(res, "reason")), "guest shut down"));
+    json_decref(res);
+    task_free(t);
+}
+
+static void test_evaluator_error(void)
+{
+    /* an evaluator script that crashes: result.json and the trace say evaluator_error, not a score */
+    _cleanup_free_ char *script = xasprintf("%s/crashes.sh", test_tmpdir());
+    FILE *fp = fopen(script, "w");
+    fputs("#!/bin/sh\necho 'parser exploded' >&2\nexit 1\n", fp);
+    fclose(fp);
+    chmod(script, 0755);
+    static const char json[] = "{\"id\": \"unit\", \"instruction\": \"x\", \"evaluator\": {\"func\": \"script\", "
+                               "\"result\": {\"type\": \"vm_command_line\", \"command\": \"echo hi\"}, "
+                               "\"options\": {\"path\": \"crashes.sh\"}}}";
+    task *t = NULL;
+    em_err err = {0};
+    CU_ASSERT_EQUAL_FATAL(task_parse(json, strlen(json), test_tmpdir(), &t, &err), 0);
+    fake f;
+    episode_env ev = fake_env(&f);
+    episode_opts o = opts();
+    episode *ep;
+    CU_ASSERT_EQUAL_FATAL(episode_begin_with(&ev, t, NULL, SHA0, &o, &ep, &err), 0);
+    step(ep, "{\"action_type\": \"DONE\"}");
+    _cleanup_free_ char *trace_dir = xstrdup(episode_trace_dir(ep));
+    json_t *res = finish(ep);
+    const char *want = "script `crashes.sh`: exited with status 1: parser exploded";
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(res, "status")), "evaluator_error");
+    const char *got = json_string_value(json_object_get(res, "evaluator_error"));
+    if (!got || strcmp(got, want))
+        fprintf(stderr, "\n  evaluator_error: %s\n", got ? got : "(none)");
+    CU_ASSERT_STRING_EQUAL(got, want);
+    CU_ASSERT_DOUBLE_EQUAL(json_number_value(json_object_get(res, "score")), 0, 1e-9);
+    json_decref(res);
+    json_t *report = NULL;
+    CU_ASSERT_EQUAL(trace_verify(trace_dir, &report, &err), 0); /* the schema takes the new fields */
+    json_decref(report);
+    _cleanup_free_ char *trace_file = xasprintf("%s/trace.jsonl", trace_dir), *text = NULL;
+    size_t len;
+    CU_ASSERT_EQUAL_FATAL(read_file_capped(trace_file, 1 << 20, &text, &len, &err), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "\"status\":\"evaluator_error\""));
+    task_free(t);
+}
+
+static void test_setup_failure_and_network(void)
+{
+    fake f;
+    episode_env ev = fake_env(&f);
+    task *t = make_task("\"config\": [{\"type\": \"execute\", \"parameters\": {\"command\": [\"false\"]}}], "
+                        "\"network\": {\"allow\": [\"example.com:443\"]}");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+    f.fail_setup = true;
+    episode_opts o = opts();
+    episode *ep;
+    em_err err = {0};
+    CU_ASSERT_EQUAL_FATAL(episode_begin_with(&ev, t, NULL, SHA0, &o, &ep, &err), 0);
+    CU_ASSERT_EQUAL(f.setups, 1);
+    CU_ASSERT_EQUAL(episode_exit_cause(ep), EXIT_ENV_ERROR);
+    CU_ASSERT_PTR_NOT_NULL(strstr(episode_reason(ep), "config[0] (execute)"));
+    /* the task's allowlist went to the env, and a changed policy restarts even a fresh env */
+    CU_ASSERT_EQUAL(f.set_networks, 1);
+    CU_ASSERT_EQUAL(f.net.mode, NETPOLICY_ALLOWLIST);
+    CU_ASSERT_EQUAL(f.net.nrules, 1);
+    CU_ASSERT_EQUAL(f.resets, 1);
+    CU_ASSERT_TRUE(step(ep, "{\"action_type\": \"CLICK\", \"x\": 1, \"y\": 1}").ended);
+    CU_ASSERT_EQUAL(f.acts, 0);
+    json_decref(finish(ep));
+    task_free(t);
+}
+
+static void test_episode_timeout_and_evaluated(void)
+{
+    fake f;
+    episode_env ev = fake_env(&f);
+    task *t = make_task("\"limits\": {\"episode_timeout_s\": 0.2}");
+    episode_opts o = opts();
+    episode *ep;
+    em_err err = {0};
+    CU_ASSERT_EQUAL_FATAL(episode_begin_with(&ev, t, NULL, SHA0, &o, &ep, &err), 0);
+    sleep_ms(300);
+    CU_ASSERT_TRUE(step(ep, "{\"action_type\": \"MOVE_TO\", \"x\": 1, \"y\": 1}").ended);
+    CU_ASSERT_EQUAL(episode_exit_cause(ep), EXIT_TIMEOUT);
+    json_decref(finish(ep));
+    task_free(t);
+    /* evaluated on request while still running (the HTTP API's evaluate) */
+    t = make_task(NULL);
+    o = opts();
+    CU_ASSERT_EQUAL_FATAL(episode_begin_with(&ev, t, NULL, SHA0, &o, &ep, &err), 0);
+    json_t *res = NULL;
+    CU_ASSERT_EQUAL(episode_finish(ep, EXIT_EVALUATED, &res, &err), 0);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(res, "exit_cause")), "evaluated");
+    json_decref(res);
+    task_free(t);
+}
+
+/* A stdio agent written as a shell script into the scratch dir. */
+static const char *agent(const char *name, const char *body)
+{
+    static char path[512];
+    snprintf(path, sizeof path, "%s/%s.sh", test_tmpdir(), name);
+    FILE *fp = fopen(path, "w");
+    fprintf(fp, "#!/bin/sh\n%s\n", body);
+    fclose(fp);
+    chmod(path, 0755);
+    return path;
+}
+
+static json_t *run_agent(const char *cmd, const char *limits, int *acts)
+{
+    fake f;
+    episode_env ev = fake_env(&f);
+    task *t = make_task(limits);
+    _cleanup_free_ char *task_path = xasprintf("%s/task.json", test_tmpdir());
+    FILE *fp = fopen(task_path, "w");
+    fputs("{}", fp);
+    fclose(fp);
+    episode_opts o = opts();
+    o.agent_cmd = cmd;
+    json_t *res = NULL;
+    em_err err = {0};
+    int rc = episode_run_with(&ev, t, task_path, &o, &res, &err);
+    CU_ASSERT_EQUAL(rc, 0);
+    if (acts)
+        *acts = f.acts;
+    task_free(t);
+    return res;
+}
+
+static const char *cause_of(json_t *res) { return json_string_value(json_object_get(res, "exit_cause")); }
+
+static void test_stdio_agents(void)
+{
+    int acts;
+    json_t *res = run_agent(agent("done", "read obs; echo '{\"action_type\": \"CLICK\", \"x\": 3, \"y\": 4}'; "
+                                           "read obs; echo '{\"action_type\": \"DONE\"}'; read obs"),
+                            NULL, &acts);
+    CU_ASSERT_STRING_EQUAL(cause_of(res), "done");
+    CU_ASSERT_EQUAL(acts, 1);
+    CU_ASSERT_DOUBLE_EQUAL(json_number_value(json_object_get(res, "score")), 1.0, 1e-9);
+    json_decref(res);
+
+    res = run_agent(agent("crash", "exit 3"), NULL, NULL);
+    CU_ASSERT_STRING_EQUAL(cause_of(res), "agent_error");
+    CU_ASSERT_PTR_NOT_NULL(strstr(json_string_value(json_object_get(res, "reason")), "status 3"));
+    json_decref(res);
+
+    res = run_agent(agent("garbage", "read obs; echo 'this is not json'; sleep 5"), NULL, NULL);
+    CU_ASSERT_STRING_EQUAL(cause_of(res), "agent_error");
+    json_decref(res);
+
+    double t0 = now_ms();
+    res = run_agent(agent("slow", "read obs; sleep 30"), "\"limits\": {\"step_timeout_s\": 0.5}", NULL);
+    CU_ASSERT_STRING_EQUAL(cause_of(res), "timeout");
+    CU_ASSERT(now_ms() - t0 < 10000); /* the hung agent was stopped, not waited for */
+    json_decref(res);
+
+    res = run_agent(agent("busy", "while read obs; do echo '{\"action_type\": \"MOVE_TO\", \"x\": 1, \"y\": 1}'; done"),
+                    "\"limits\": {\"max_steps\": 3}", &acts);
+    CU_ASSERT_STRING_EQUAL(cause_of(res), "max_steps");
+    CU_ASSERT_EQUAL(acts, 3);
+    json_decref(res);
+
+    /* a refused reply is answered with the reason in the next observation */
+    res = run_agent(agent("learns", "read obs; echo '{\"action_type\": \"JUMP\"}'; read obs; "
+                                    "case \"$obs\" in *JUMP*) echo '{\"action_type\": \"DONE\"}';; "
+                                    "*) echo '{\"action_type\": \"FAIL\"}';; esac; read obs"),
+                    NULL, NULL);
+    CU_ASSERT_STRING_EQUAL(cause_of(res), "done");
+    json_decref(res);
+}
+
+static CU_TestInfo tests[] = {
+    {"DONE ends the episode and the metric scores it", test_done_scores},
+    {"FAIL scores 0, except on infeasible tasks", test_fail_and_infeasible},
+    {"the step limit ends the episode; later replies reach nothing", test_max_steps},
+    {"refused replies reach nothing; pyautogui replies run whole or not at all", test_refusals_and_pyautogui},
+    {"an env failure ends the episode as env_error, not evaluated", test_env_failure},
+    {"a crashing evaluator script is evaluator_error in result.json and the trace", test_evaluator_error},
+    {"a failed setup step ends it before it begins; the allowlist reaches the env", test_setup_failure_and_network},
+    {"a guest that powers off ends the episode as guest_shutdown, scored 0", test_guest_shutdown},
+    {"the episode timeout, and evaluate while running", test_episode_timeout_and_evaluated},
+    {"stdio agents: done, crash, garbage, hang, step limit, refusal feedback", test_stdio_agents},
+    CU_TEST_INFO_NULL,
+};
+
+int main(void)
+{
+    return run_suite("episode", tests);
+}
