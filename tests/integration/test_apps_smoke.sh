@@ -14,6 +14,10 @@
 #     a cell; the a11y tree of the Calc window names its cells and shows the
 #     typed text; the Chromium tree names its tabs; DevTools inside the guest
 #     lists the tabs; VLC's HTTP interface answers inside the guest;
+#   * envmgr's own getters (`envmgr task get`, evaluator/getters*.c) give OSWorld's
+#     shapes on the real apps: tabs, active tab, address bar, profile settings,
+#     the a11y tree, VLC's status and config, the terminal, desktop shortcuts,
+#     the wallpaper, and VS Code's absence as an error naming it;
 #   * `envmgr down` leaves no QEMU.
 # Prints `apps-smoke: N passed, N failed` (`0 passed, 0 failed` when skipped).
 . "$(dirname "$0")/lib.sh"
@@ -34,6 +38,12 @@ gu() { gx runuser -u user -- env DISPLAY=:0 HOME=/home/user USER=user XDG_RUNTIM
           DBUS_SESSION_BUS_ADDRESS=unix:path=/run/user/1000/bus "$@"; }
 launch() { gu sh -c 'cd ~ && setsid -f "$@" </dev/null >/dev/null 2>&1' sh "$@"; }
 pyj() { /usr/bin/python3 -c "import json, sys; d = json.load(sys.stdin); $1"; }
+# get SPEC: envmgr's own getter (evaluator/getters*.c) on this env, its artifact's value as JSON
+get() { "$ENVMGR" task get "$E" "$1" --out "$T/artifacts" | pyj 'print(json.dumps(d.get("value", d)))'; }
+# getcheck WHAT SPEC PYTHON-ASSERTIONS-ON-d: the getter's value passes them
+getcheck() { local out; out=$(get "$2"); check "getter $1" pyj "$3" <<<"$out"; }
+# geterr WHAT SPEC PATTERN: the getter fails with a message matching PATTERN
+geterr() { local out; out=$("$ENVMGR" task get "$E" "$2" 2>&1 >/dev/null); check "getter $1 ($out)" grep -q "$3" <<<"$out"; }
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
 
@@ -130,6 +140,16 @@ sleep 5
 out=$(gx envmgr-guest chrome-tabs)
 check "chrome-tabs over DevTools inside the guest: both tabs" \
     pyj 'assert sorted(t["title"] for t in d["tabs"]) == ["Smoke One", "Smoke Two"], d' <<<"$out"
+out=$(get '{"type": "open_tabs_info"}')
+check "getter open_tabs_info: [{title, url}] of both tabs" \
+    pyj 'assert sorted(t["title"] for t in d) == ["Smoke One", "Smoke Two"] and all(set(t) == {"title", "url"} for t in d), d' <<<"$out"
+getcheck "active_tab_info: title, url and the page's HTML" '{"type": "active_tab_info"}' 'assert d["title"].startswith("Smoke") and d["url"].startswith("data:") and "</html>" in d["content"], d'
+getcheck "active_url_from_accessTree: the address bar's text" '{"type": "active_url_from_accessTree", "goto_prefix": ""}' 'assert isinstance(d, str) and "Smoke" in d, d'
+getcheck "default_search_engine from the profile" '{"type": "default_search_engine"}' 'assert isinstance(d, str) and d, d'
+getcheck "bookmarks: the roots" '{"type": "bookmarks"}' 'assert isinstance(d, (dict, list)), d'
+getcheck "history: rows of the History database" '{"type": "history"}' 'assert d is None or isinstance(d, list), d'
+getcheck "vm_screen_size: 1920x1080" '{"type": "vm_screen_size"}' 'assert d == {"width": 1920, "height": 1080}, d'
+geterr "vscode_config: a run-time error naming VS Code" '{"type": "vscode_config"}' 'needs VS Code'
 check "DevTools listens on 127.0.0.1 only" sh -c "gx ss -ltn | grep ':1337 ' | grep -q '127.0.0.1:1337'"
 t=$(now)
 GX_TIMEOUT=120 gx envmgr-guest a11y-tree --scope focused >"$T/chrome-tree.json"
@@ -147,6 +167,7 @@ pyautogui.write('typed by pyautogui'); pyautogui.press('enter'); time.sleep(1)
 " >/dev/null
 t=$(now)
 GX_TIMEOUT=120 gx envmgr-guest a11y-tree --scope focused >"$T/calc-tree.json"
+getcheck "accessibility_tree: OSWorld's XML with Calc's cells" '{"type": "accessibility_tree"}' 'assert "<table-cell" in d and "typed by pyautogui" in d, d[:300]'
 check "Calc a11y tree ($(since "$t") s incl. exec; $(pyj 'print(d["nodes"], "nodes,", d["elapsed_s"], "s in the guest")' <"$T/calc-tree.json")): cells named, A1 and typed text read" \
     pyj 'import xml.etree.ElementTree as E; r = E.fromstring(d["AT"]); cells = {e.get("name"): (e.text or "") for e in r.iter("table-cell")}; assert cells.get("A1") == "alpha", list(cells.items())[:5]; assert cells.get("C3") == "typed by pyautogui", cells.get("C3")' <"$T/calc-tree.json"
 shot "$E" "$SHOTS/calc-typed.png"
@@ -176,6 +197,11 @@ echo "     gimp tree: $(pyj 'print(d["nodes"], "nodes,", d["elapsed_s"], "s")' <
 close_all
 start vlc 120 '"vlc" in " ".join(w["class"]).lower()' vlc
 check "vlc-status: VLC's HTTP interface answers inside the guest" sh -c "gx envmgr-guest vlc-status | grep -q '<state>stopped</state>'"
+get '{"type": "vlc_playing_info", "dest": "status.xml"}' >/dev/null
+check "getter vlc_playing_info: status.xml saved under dest" grep -q '<state>stopped</state>' "$T/artifacts/status.xml"
+get '{"type": "vlc_config", "dest": "vlcrc"}' >/dev/null
+check "getter vlc_config: the user's vlcrc" grep -q 'extraintf' "$T/artifacts/vlcrc"
+getcheck "default_video_player: vlc.desktop" '{"type": "default_video_player"}' 'assert d == "vlc.desktop", d'
 GX_TIMEOUT=120 gx envmgr-guest a11y-tree --scope focused >"$T/vlc-tree.json"
 echo "     vlc tree: $(pyj 'print(d["nodes"], "nodes,", d["elapsed_s"], "s")' <"$T/vlc-tree.json")"
 close_all
@@ -188,7 +214,15 @@ GX_TIMEOUT=60 gu python3 -c "import pyautogui, time; pyautogui.write('echo smoke
 out=$(GX_TIMEOUT=120 gx envmgr-guest terminal-output)
 check "terminal-output reads gnome-terminal's text (pyautogui typed the command)" \
     pyj 'assert "smoke-42" in (d["output"] or ""), d' <<<"$out"
+getcheck "vm_terminal_output: the same text" '{"type": "vm_terminal_output"}' 'assert "smoke-42" in d, d'
 close_all
+gx sh -c 'printf "[Desktop Entry]\nName=Smoke\nExec=true\nType=Application\n" >/home/user/Desktop/smoke.desktop'
+getcheck "shortcuts_on_desktop: {name: text}" '{"type": "shortcuts_on_desktop"}' 'assert "Name=Smoke" in d["smoke.desktop"], d'
+geterr "vm_wallpaper: a plain-colour desktop is a clear error" '{"type": "vm_wallpaper", "dest": "w.png"}' 'the desktop has no background image'
+gu xfconf-query -c xfce4-desktop -p /backdrop/screen0/monitor0/workspace0/last-image -n -t string -s /usr/share/icons/hicolor/48x48/apps/vlc.png >/dev/null 2>&1
+get '{"type": "vm_wallpaper", "dest": "wallpaper.png"}' >/dev/null
+check "getter vm_wallpaper: the background image file under dest" cmp -s "$T/artifacts/wallpaper.png" <(gx cat /usr/share/icons/hicolor/48x48/apps/vlc.png)
+
 
 # ---------------------------------------------------------------- down
 "$ENVMGR" down "$E" >/dev/null 2>&1
