@@ -54,6 +54,8 @@ def main():
     ap.add_argument("--width", type=int, required=True)
     ap.add_argument("--height", type=int, required=True)
     ap.add_argument("--memory-mb", type=int, required=True)
+    ap.add_argument("--ready-timeout-s", type=int, default=400,
+                    help="how long a cold boot may take to a ready desktop (envmgr's golden state build)")
     ap.add_argument("--user")
     ap.add_argument("--password")
     ap.add_argument("--toolbelt", type=int, choices=(0, 1), default=0)
@@ -69,7 +71,7 @@ def main():
         "suite": a.suite,
         "input_key": a.input_key,
         "boot": dict(BOOT_FILES, append=a.append, width=a.width, height=a.height,
-                     memory_mb=a.memory_mb),
+                     memory_mb=a.memory_mb, ready_timeout_s=a.ready_timeout_s),
         "files": {f: file_info(os.path.join(a.outdir, f)) for f in
                   ("disk.qcow2", "vmlinuz", "initrd.img")},
         "packages": read_packages(a.packages),
