@@ -24,6 +24,8 @@ static const char usage[] =
     "  --env NAME      use this existing env (reverted after the run); default: a temporary env\n"
     "  --out DIR       default: ./envmgr-out/<task id> (one task) or ./envmgr-out (a folder)\n"
     "  --settle-ms MS  after each action wait for two identical frames MS apart (default 300)\n"
+    "  --observation screenshot|a11y_tree|screenshot_a11y_tree  what each observation holds (OSWorld's\n"
+    "                  names; the tree needs an image with the guest toolbelt: `apps`)\n"
     "  --allow-private A:P  the temporary env may reach this loopback/private address when a task's\n"
     "                  allowlist applies (the operator's choice; tasks cannot; repeatable)\n"
     CLI_ASSET_USAGE;
@@ -31,6 +33,7 @@ static const char usage[] =
 typedef struct run_args {
     const char *agent, *env_name, *out, *record, *accel;
     double settle_ms;
+    obs_kind observation;
     netpolicy priv; /* the operator's --allow-private rules (mode none until a task opens an allowlist) */
     bool has_priv;
 } run_args;
@@ -43,7 +46,7 @@ static int one(env *e, bool fresh, const char *path, const char *out_dir, const 
         return -1;
     int rc = episode_prepare_task(e, t, err);
     episode_opts o = {.agent_cmd = a->agent, .out_dir = out_dir, .trace_dir = a->record, .fresh = fresh,
-                      .settle_ms = a->settle_ms};
+                      .settle_ms = a->settle_ms, .observation = a->observation};
     if (rc == 0)
         rc = episode_run(e, t, path, &o, res, err);
     task_free(t);
@@ -62,7 +65,7 @@ int cmd_run(int argc, char **argv)
                                          {"accel", required_argument, 0, 'A'}, {"settle-ms", required_argument, 0, 's'},
                                          {"allow-private", required_argument, 0, 'P'},
                                          {"offline", no_argument, 0, 'O'},     {"asset-mirror", required_argument, 0, 'm'},
-                                         {0, 0, 0, 0}};
+                                         {"observation", required_argument, 0, 'B'}, {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "a:e:o:r:", opts, NULL)) != -1) {
         switch (c) {
@@ -79,6 +82,10 @@ int cmd_run(int argc, char **argv)
             if (netpolicy_add_private(&a.priv, optarg, &err) < 0)
                 return cli_usage_error(usage, "--allow-private: %s", err.msg);
             a.has_priv = true;
+            break;
+        case 'B':
+            if (obs_kind_parse(optarg, &a.observation, &err) < 0)
+                return cli_usage_error(usage, "--%s", err.msg);
             break;
         case 'O':
         case 'm':

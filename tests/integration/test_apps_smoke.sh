@@ -224,6 +224,29 @@ get '{"type": "vm_wallpaper", "dest": "wallpaper.png"}' >/dev/null
 check "getter vm_wallpaper: the background image file under dest" cmp -s "$T/artifacts/wallpaper.png" <(gx cat /usr/share/icons/hicolor/48x48/apps/vlc.png)
 
 
+# ---------------------------------------------------------------- observations with the tree
+# an episode on this env whose agent reads the a11y_tree observation: the tree is a file of OSWorld's
+# XML, the trace stores and verifies it, the HTML export shows it
+cat >"$T/tree-task.json" <<'EOF2'
+{"id": "apps-tree-observation", "instruction": "Nothing to do here: give up.", "image": "apps",
+ "evaluator": {"func": "infeasible"}}
+EOF2
+cat >"$T/tree-agent" <<'EOF2'
+#!/bin/sh
+read -r obs
+f=$(printf '%s' "$obs" | /usr/bin/python3 -c 'import json, sys; print(json.load(sys.stdin).get("accessibility_tree", ""))')
+if [ -n "$f" ] && grep -q '<desktop-frame' "$f"; then echo '{"action_type": "FAIL"}'; else echo '{"action_type": "DONE"}'; fi
+read -r obs
+EOF2
+chmod +x "$T/tree-agent"
+t=$(now)
+"$ENVMGR" run "$T/tree-task.json" --env "$E" --agent "$T/tree-agent" --observation a11y_tree --out "$T/tree-run" >"$T/tree-run.log" 2>&1
+check "envmgr run --observation a11y_tree: the agent read OSWorld's XML ($(since "$t") s)" \
+    grep -q '"score": *1' "$T/tree-run/result.json"
+check "the trace stores and verifies the tree" sh -c "\"\$0\" trace verify '$T/tree-run/trace' | grep -q a11y_trees" "$ENVMGR"
+"$ENVMGR" trace export "$T/tree-run/trace" --html "$T/tree-html" >/dev/null 2>&1
+check "the HTML export shows the tree" grep -q 'accessibility tree observed' "$T/tree-html/index.html"
+
 # ---------------------------------------------------------------- down
 "$ENVMGR" down "$E" >/dev/null 2>&1
 check "envmgr down: no QEMU of this env left" no_qemu_under "$ENVMGR_RUN_DIR/$E"
