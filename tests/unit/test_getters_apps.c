@@ -167,6 +167,15 @@ static void test_getters_shapes(void)
     CU_ASSERT_PTR_NULL(run_spec(&c, "{\"type\": \"vscode_config\", \"path\": \"x\", \"dest\": \"y\"}", &err));
     CU_ASSERT_STRING_EQUAL(err.msg, "vscode_config: needs VS Code, which this image does not have (no `code` command)");
 
+    c = (canned){.out = "vlc.desktop\nmpv.desktop\nmpv.desktop\nvlc.desktop\n\nvlc.desktop\n"};
+    art = run_spec(&c, "{\"type\": \"default_video_player\"}", &err);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(art, "value")), "vlc.desktop");
+    json_decref(art);
+    c = (canned){.out = ""};
+    art = run_spec(&c, "{\"type\": \"default_video_player\"}", &err);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(art, "value")), "unknown"); /* as OSWorld */
+    json_decref(art);
+
     json_t *bad = json_loads("{\"type\": \"gimp_config_file\", \"file_name\": \"../x\", \"dest\": \"d\"}", 0, NULL);
     CU_ASSERT_EQUAL(getter_check(bad, &err), -1);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "file_name"));
