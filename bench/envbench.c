@@ -136,7 +136,9 @@ int main(int argc, char **argv)
     }
     if (rc == 0) {
         snprintf(v, sizeof v, "p50 %.0f ms, p99 %.0f ms", pct(r, resets, 50), pct(r, resets, 99));
-        line("reset (n=20, until the guest runs)", v);
+        char what[64];
+        snprintf(what, sizeof what, "reset (n=%d, until the guest runs)", resets);
+        line(what, v);
         snprintf(v, sizeof v, "p50 %.0f ms, p99 %.0f ms", pct(rs, resets, 50), pct(rs, resets, 99));
         line("reset + first fresh frame over VNC", v);
     }
