@@ -1,6 +1,7 @@
 # envmgr — build, image, tests, benchmarks.
 #   make            bin/envmgr
 #   make image      the desktop guest image (cached; does nothing when inputs are unchanged)
+#   make image-apps the apps guest image (Chromium, LibreOffice, GIMP, VLC, Thunderbird; cached)
 #   make test       unit tests (CUnit) + integration tests on real QEMU guests
 #   make asan       the same tests with AddressSanitizer + UBSan
 #   make valgrind   unit tests and the CLI integration tests under valgrind
@@ -41,7 +42,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 TEST_HELPER_SRC := $(wildcard tests/unit/helpers/*.c)
 TEST_HELPER_OBJ := $(TEST_HELPER_SRC:%.c=$(BUILD)/%.o)
 
-.PHONY: all image test unit integration asan valgrind bench fuzz clean distclean demo registry layers man install uninstall metric-docs osworld-doc
+.PHONY: all image image-apps test test-apps unit integration asan valgrind bench fuzz clean distclean demo registry layers man install uninstall metric-docs osworld-doc
 all: $(BIN)/envmgr
 
 $(BUILD)/%.o: %.c
@@ -78,6 +79,9 @@ $(BUILD)/bench/%: bench/%.c $(LIB)
 
 image:
 	$(MAKE) -C vm-images image
+
+image-apps:
+	$(MAKE) -C vm-images image-apps
 
 # Man pages: generated from `envmgr --help` and `envmgr CMD --help`, so they follow the CLI.
 man: $(BUILD)/man/envmgr.1
@@ -117,6 +121,11 @@ layers:
 # The whole suite: unit tests, then integration tests on real guests (builds the image if needed).
 test: layers all $(UNIT_BIN) $(TOOLS) image
 	@tests/run-all.sh $(UNIT_BIN)
+
+# The apps image's tests (tasks/apps with the scripted and null agents, the smoke test of every app):
+# too long for `make test`'s CI budget (the image alone takes 6-10 min to build here), so apart.
+test-apps: layers all $(TOOLS) image-apps
+	@ENVMGR_APPS=1 ENVMGR_TESTS="apps_smoke apps_tasks" tests/run-all.sh --integration-only
 
 integration: all $(TOOLS) image
 	@tests/run-all.sh --integration-only

@@ -1,10 +1,11 @@
 /* envmgr benchmark: prints figures, never pass/fail.
- *   envbench [--resets N] [--shots N] [--cold]
+ *   envbench [--resets N] [--shots N] [--cold] [--image NAME]
  * Measures on one env (through the library, as the episode runner and the
  * HTTP API use it): reset p50/p99, screenshot p50/p99 (envmgr's live VNC
  * path vs QMP screendump of the same env), new env from the golden state,
  * memory (PSS) and CPU of an idle env; with --cold, a cold boot to a ready
- * desktop and the golden state creation in a scratch cache. */
+ * desktop and the golden state creation in a scratch cache. --image: another image than the
+ * small desktop (bench/apps_bench.sh measures the apps image with it). */
 #include <getopt.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -84,9 +85,11 @@ static int die(const em_err *err)
 int main(int argc, char **argv)
 {
     int resets = 20, shots = 50, cold = 0;
+    const char *image = "desktop";
     static const struct option opts[] = {{"resets", required_argument, 0, 'r'},
                                          {"shots", required_argument, 0, 's'},
                                          {"cold", no_argument, 0, 'c'},
+                                         {"image", required_argument, 0, 'i'},
                                          {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -96,6 +99,8 @@ int main(int argc, char **argv)
             shots = atoi(optarg);
         else if (c == 'c')
             cold = 1;
+        else if (c == 'i')
+            image = optarg;
         else
             return 2;
     }
@@ -105,7 +110,7 @@ int main(int argc, char **argv)
     em_err err = {0};
     char name[64];
     snprintf(name, sizeof name, "bench-%d", (int)getpid());
-    env_up_opts o = {.name = name, .image = "desktop", .accel = getenv("ENVMGR_ACCEL") ? getenv("ENVMGR_ACCEL") : "auto"};
+    env_up_opts o = {.name = name, .image = image, .accel = getenv("ENVMGR_ACCEL") ? getenv("ENVMGR_ACCEL") : "auto"};
     env *e;
     env_timings t;
     double t0 = now_ms();
@@ -114,6 +119,7 @@ int main(int argc, char **argv)
     snprintf(accel_label, sizeof accel_label, "%s", env_accel(e)); /* env_close frees the original */
     char v[128];
     snprintf(v, sizeof v, "%.0f ms", now_ms() - t0 - t.golden_ms);
+    printf("image %s (%dx%d)\n", image, env_width(e), env_height(e));
     line("new env from the golden state, ready", v);
     int rc = 0;
 
@@ -130,7 +136,9 @@ int main(int argc, char **argv)
     }
     if (rc == 0) {
         snprintf(v, sizeof v, "p50 %.0f ms, p99 %.0f ms", pct(r, resets, 50), pct(r, resets, 99));
-        line("reset (n=20, until the guest runs)", v);
+        char what[64];
+        snprintf(what, sizeof what, "reset (n=%d, until the guest runs)", resets);
+        line(what, v);
         snprintf(v, sizeof v, "p50 %.0f ms, p99 %.0f ms", pct(rs, resets, 50), pct(rs, resets, 99));
         line("reset + first fresh frame over VNC", v);
     }
@@ -190,7 +198,9 @@ int main(int argc, char **argv)
     if (rc == 0) {
         double p1 = pct(s1, shots, 50), p2 = pct(s2, shots, 50);
         snprintf(v, sizeof v, "p50 %.1f ms, p99 %.1f ms", p1, pct(s1, shots, 99));
-        line("screenshot envmgr (1280x800 PNG, fresh frame)", v);
+        char what[64];
+        snprintf(what, sizeof what, "screenshot envmgr (%dx%d PNG, fresh frame)", env_width(e), env_height(e));
+        line(what, v);
         snprintf(v, sizeof v, "p50 %.1f ms, p99 %.1f ms", pct(s3, shots, 50), pct(s3, shots, 99));
         line("  same, always re-encoding (no frame reuse)", v);
         snprintf(v, sizeof v, "p50 %.1f ms, p99 %.1f ms", p2, pct(s2, shots, 99));
@@ -271,7 +281,7 @@ int main(int argc, char **argv)
             return 1;
         setenv("ENVMGR_CACHE_DIR", tmpl, 1);
         manifest *m;
-        _cleanup_free_ char *idir = paths_image_dir("desktop");
+        _cleanup_free_ char *idir = paths_image_dir(image);
         golden *g = NULL;
         if (manifest_load(idir, &m, &err) == 0) {
             double s = now_ms();

@@ -12,3 +12,4 @@ trap 'rm -rf "$ENVMGR_RUN_DIR"' EXIT
 "$root/bench/suite_bench.sh" || echo "suite_bench: a suite run failed (see above)"
 "$root/build/bench/sandbox_bench" ${ENVMGR_SANDBOX_BENCH_ARGS:-} || echo "sandbox_bench: the evaluator sandbox did not run (see above)"
 "$root/bench/assets_bench.sh" || echo "assets_bench: failed (see above)"
+"$root/bench/apps_bench.sh" || echo "apps_bench: failed (see above)"

@@ -24,7 +24,7 @@ enum {
 typedef struct em_env_ops {
     void *ctx;
     /* Run argv (no shell unless argv says so) in the guest as the desktop user, with its HOME,
-     * its home as working directory, DISPLAY=:0 and the session's D-Bus address, as OSWorld's
+     * its home as working directory, DISPLAY=:0, XDG_RUNTIME_DIR and the session's D-Bus address, as OSWorld's
      * in-guest server runs getter commands (flags EM_EXEC_ROOT: as root with DISPLAY=:0); at
      * most out_cap bytes of stdout come back; exit_code is -1 when the command was killed or
      * timed out. */

@@ -4,6 +4,7 @@
  * host file system. */
 #include "envmgr/base/json_type.h"
 #include "getters.h"
+#include "getter_call.h"
 
 #include <errno.h>
 #include <math.h>
@@ -22,14 +23,6 @@
 #include "envmgr/base/sbuf.h"
 #include "envmgr/base/utf8.h"
 #include "envmgr/base/util.h"
-
-/* What one getter run sees. */
-typedef struct getter_call {
-    const em_env_ops *ops;
-    const task *t;
-    const char *artifact_dir; /* also the episode's cache (OSWorld's cache_dir) */
-    const char *task_dir;
-} getter_call;
 
 #define WINDOW_TITLE_TIMEOUT_S 10.0
 #define LIST_DIRECTORY_MAX 10000
@@ -66,7 +59,7 @@ char *getter_safe_name(const char *name)
 
 /* ---- static checks ---- */
 
-static int check_nonempty_string(json_t *spec, const char *key, bool required, em_err *err)
+int getter_check_string(json_t *spec, const char *key, bool required, em_err *err)
 {
     json_t *v = json_object_get(spec, key);
     if (!v)
@@ -78,8 +71,7 @@ static int check_nonempty_string(json_t *spec, const char *key, bool required, e
     return 0;
 }
 
-/* true, or the string "true" (some OSWorld files spell flags so) */
-static bool flag_true(json_t *v)
+bool getter_flag_true(json_t *v)
 {
     return json_is_true(v) || (json_is_string(v) && !strcasecmp(json_string_value(v), "true"));
 }
@@ -150,7 +142,7 @@ static int check_multi(json_t *spec, bool cloud, em_err *err)
     if (!flag_valid(multi))
         return em_fail_input(err, "multi: expected true or false, got %s", json_type_name(multi));
     size_t n = 1;
-    if (flag_true(multi)) {
+    if (getter_flag_true(multi)) {
         if (!json_is_array(p) || !json_array_size(p))
             return em_fail_input(err, "path: expected a non-empty array with multi, got %s", p ? json_type_name(p) : "nothing");
         n = json_array_size(p);
@@ -163,7 +155,7 @@ static int check_multi(json_t *spec, bool cloud, em_err *err)
             if (di && (!json_is_string(di) || !json_string_length(di)))
                 return em_fail_input(err, "dest[%zu]: expected a non-empty string", i);
         }
-    } else if (check_nonempty_string(spec, "path", true, err) < 0 || check_nonempty_string(spec, "dest", false, err) < 0) {
+    } else if (getter_check_string(spec, "path", true, err) < 0 || getter_check_string(spec, "dest", false, err) < 0) {
         return -1;
     }
     json_t *g = json_object_get(spec, "gives"), *v;
@@ -175,12 +167,12 @@ static int check_multi(json_t *spec, bool cloud, em_err *err)
         if (!json_is_integer(v) || json_integer_value(v) < 0 || (size_t)json_integer_value(v) >= n)
             return em_fail_input(err, "gives[%zu]: expected an index in 0..%zu", i, n - 1);
     }
-    if (cloud && !flag_true(multi)) {
+    if (cloud && !getter_flag_true(multi)) {
         const char *u = json_string_value(p);
         if (strstr(u, "://") && !asset_url_is_remote(u))
             return em_fail_input(err, "path: `%.200s`: only http(s) URLs or files shipped with the task", u);
     }
-    for (i = 0; cloud && flag_true(multi) && i < n; i++) {
+    for (i = 0; cloud && getter_flag_true(multi) && i < n; i++) {
         const char *u = json_string_value(json_array_get(p, i));
         if (strstr(u, "://") && !asset_url_is_remote(u))
             return em_fail_input(err, "path[%zu]: `%.200s`: only http(s) URLs or files shipped with the task", i, u);
@@ -194,11 +186,11 @@ static int check_rule(json_t *spec, em_err *err)
 {
     return json_object_get(spec, "rules") ? 0 : em_fail_input(err, "rules: missing");
 }
-static int check_nothing(json_t *spec, em_err *err) { return 0; }
+int getter_check_nothing(json_t *spec, em_err *err) { return 0; }
 
 static int check_host_file(json_t *spec, em_err *err)
 {
-    if (check_nonempty_string(spec, "path", true, err) < 0)
+    if (getter_check_string(spec, "path", true, err) < 0)
         return -1;
     const char *p = json_string_value(json_object_get(spec, "path"));
     for (const char *s = p; (s = strstr(s, "..")); s += 2)
@@ -209,7 +201,7 @@ static int check_host_file(json_t *spec, em_err *err)
 
 static int check_guest_dir(json_t *spec, em_err *err)
 {
-    if (check_nonempty_string(spec, "path", true, err) < 0)
+    if (getter_check_string(spec, "path", true, err) < 0)
         return -1;
     const char *p = json_string_value(json_object_get(spec, "path"));
     return p[0] == '/' || p[0] == '~' ? 0 : em_fail_input(err, "path: `%.200s` must be an absolute guest path", p);
@@ -226,7 +218,7 @@ static int check_egress(json_t *spec, em_err *err)
 
 static int check_window_size(json_t *spec, em_err *err)
 {
-    return check_nonempty_string(spec, "app_class_name", true, err);
+    return getter_check_string(spec, "app_class_name", true, err);
 }
 
 static const char *const relative_days[] = {"tomorrow", "5th next month", "10th next month", "11th next month",
@@ -264,7 +256,6 @@ static int check_relative_time(json_t *spec, em_err *err)
     return 0;
 }
 
-typedef int (*getter_fn)(const getter_call *gc, json_t *spec, json_t **art, em_err *err);
 static int run_vm_file(const getter_call *gc, json_t *spec, json_t **art, em_err *err);
 static int run_cloud_file(const getter_call *gc, json_t *spec, json_t **art, em_err *err);
 static int run_command_line(const getter_call *gc, json_t *spec, json_t **art, em_err *err);
@@ -283,37 +274,32 @@ static int run_window_size(const getter_call *gc, json_t *spec, json_t **art, em
 static int run_egress_log(const getter_call *gc, json_t *spec, json_t **art, em_err *err);
 
 /* Every getter envmgr runs: the dispatch, and the table docs/osworld.md is generated from. */
-static const struct {
-    const char *name;
-    int (*check)(json_t *spec, em_err *err);
-    getter_fn run;
-    const char *note;
-} getters[] = {
-    {"vm_file", check_vm_file, run_vm_file,
+static const getter_def getters[] = {
+    {"vm_file", check_vm_file, run_vm_file, true,
      "guest file into the episode's cache under `dest`; `~` is the desktop user's home; `multi` and `gives` as "
      "OSWorld (a list artifact, null for a file missing in the guest)"},
-    {"cloud_file", check_cloud_file, run_cloud_file,
+    {"cloud_file", check_cloud_file, run_cloud_file, true,
      "http(s) URL fetched on the host through the asset cache (pinned by assets.lock.json); `multi`, `gives`"},
-    {"vm_command_line", check_command, run_command_line,
+    {"vm_command_line", check_command, run_command_line, false,
      "as the desktop user with its HOME, cwd and session (envmgr's `as_root: true` for root); stdout"},
-    {"vm_command_error", check_command, run_command_error, "the same, stderr"},
-    {"rule", check_rule, run_rule, ""},
-    {"rule_relativeTime", check_relative_time, run_relative_time,
+    {"vm_command_error", check_command, run_command_error, false, "the same, stderr"},
+    {"rule", check_rule, run_rule, false, ""},
+    {"rule_relativeTime", check_relative_time, run_relative_time, false,
      "OSWorld's day phrases and {DoW} {Month} {DayD} ... formats, from the host's local date"},
-    {"time_diff_range", check_nothing, run_time_diff_range, "the spec's diff_range_in_minutes"},
-    {"cache_file", check_host_file, run_cache_file,
+    {"time_diff_range", getter_check_nothing, run_time_diff_range, false, "the spec's diff_range_in_minutes"},
+    {"cache_file", check_host_file, run_cache_file, false,
      "a file of the episode's cache (execute's stdout/stderr, vm_file/cloud_file dests); else the task folder"},
-    {"local_file", check_host_file, run_local_file, "envmgr's own: a file shipped in the task folder"},
-    {"screenshot", check_region, run_screenshot, "envmgr's own"},
-    {"list_directory", check_guest_dir, run_list_directory,
+    {"local_file", check_host_file, run_local_file, false, "envmgr's own: a file shipped in the task folder"},
+    {"screenshot", check_region, run_screenshot, true, "envmgr's own"},
+    {"list_directory", check_guest_dir, run_list_directory, false,
      "OSWorld's tree {type, name, children}, children sorted by name"},
-    {"list_directory_names", check_guest_dir, run_list_names,
+    {"list_directory_names", check_guest_dir, run_list_names, false,
      "envmgr's own: the sorted names in one folder (list_directory's earlier shape)"},
-    {"vm_window_title", check_nothing, run_window_title, "envmgr's own"},
-    {"vm_screen_size", check_nothing, run_screen_size, "{width, height} of the env's screen"},
-    {"vm_window_size", check_window_size, run_window_size,
+    {"vm_window_title", getter_check_nothing, run_window_title, false, "envmgr's own"},
+    {"vm_screen_size", getter_check_nothing, run_screen_size, false, "{width, height} of the env's screen"},
+    {"vm_window_size", check_window_size, run_window_size, false,
      "{width, height} of the first window of app_class_name (xdotool)"},
-    {"egress_log", check_egress, run_egress_log, "envmgr's own"},
+    {"egress_log", check_egress, run_egress_log, false, "envmgr's own"},
 };
 
 /* OSWorld's getters envmgr does not run, and why: the load refusal names the piece. */
@@ -322,85 +308,84 @@ static const struct {
     const char *why;
 } getters_refused[] = {
     {"googledrive_file", "needs a Google account"},
-    {"accessibility_tree", "needs an app: the apps image's AT-SPI accessibility tree"},
-    {"vm_terminal_output", "needs an app: GNOME Terminal read through AT-SPI (the apps image)"},
-    {"vm_wallpaper", "needs an app: the apps image's desktop settings"},
     {"content_from_vm_file", "needs an xlsx reader in the evaluator sandbox (the evaluator-scripts work)"},
     {"replay", "not implemented by OSWorld either"},
-    {"conference_city_in_order", "needs an app: LibreOffice Calc (the apps image)"},
-    {"audio_in_slide", "needs an app: LibreOffice Impress (the apps image)"},
-    {"background_image_in_slide", "needs an app: LibreOffice Impress (the apps image)"},
-    {"gimp_config_file", "needs an app: GIMP (the apps image)"},
-    {"vlc_config", "needs an app: VLC (the apps image)"},
-    {"vlc_playing_info", "needs an app: VLC (the apps image)"},
-    {"default_video_player", "needs an app: VLC (the apps image)"},
-    {"vscode_config", "needs an app: VS Code (the apps image)"},
-    {"active_tab_html_parse", "needs an app: Chrome (the apps image)"},
-    {"active_tab_info", "needs an app: Chrome (the apps image)"},
-    {"active_tab_url_parse", "needs an app: Chrome (the apps image)"},
-    {"active_url_from_accessTree", "needs an app: Chrome (the apps image)"},
-    {"bookmarks", "needs an app: Chrome (the apps image)"},
-    {"chrome_appearance_mode_ui", "needs an app: Chrome (the apps image)"},
-    {"chrome_font_size", "needs an app: Chrome (the apps image)"},
-    {"chrome_language", "needs an app: Chrome (the apps image)"},
-    {"cookie_data", "needs an app: Chrome (the apps image)"},
-    {"data_delete_automacally", "needs an app: Chrome (the apps image)"},
-    {"default_search_engine", "needs an app: Chrome (the apps image)"},
-    {"enable_do_not_track", "needs an app: Chrome (the apps image)"},
-    {"enable_enhanced_safety_browsing", "needs an app: Chrome (the apps image)"},
-    {"enable_safe_browsing", "needs an app: Chrome (the apps image)"},
-    {"enabled_experiments", "needs an app: Chrome (the apps image)"},
-    {"find_installed_extension_name", "needs an app: Chrome (the apps image)"},
-    {"find_unpacked_extension_path", "needs an app: Chrome (the apps image)"},
-    {"gotoRecreationPage_and_get_html_content", "needs an app: Chrome (the apps image)"},
-    {"history", "needs an app: Chrome (the apps image)"},
-    {"info_from_website", "needs an app: Chrome (the apps image)"},
-    {"new_startup_page", "needs an app: Chrome (the apps image)"},
-    {"number_of_search_results", "needs an app: Chrome (the apps image)"},
-    {"open_tabs_info", "needs an app: Chrome (the apps image)"},
-    {"page_info", "needs an app: Chrome (the apps image)"},
-    {"pdf_from_url", "needs an app: Chrome (the apps image)"},
-    {"profile_name", "needs an app: Chrome (the apps image)"},
-    {"shortcuts_on_desktop", "needs an app: Chrome (the apps image)"},
-    {"url_dashPart", "needs an app: Chrome (the apps image)"},
-    {"url_path_parse", "needs an app: Chrome (the apps image)"},
+    {"conference_city_in_order", "reads a CSV file on OSWorld's host, not in the guest"},
+    {"audio_in_slide", "needs pptx unpacking in the evaluator sandbox (not done yet)"},
+    {"background_image_in_slide", "needs pptx unpacking in the evaluator sandbox (not done yet)"},
+    {"active_tab_html_parse", "needs a browser-side element query (not done yet)"},
+    {"chrome_appearance_mode_ui", "not among OSWorld's getters: nothing to follow"},
+    {"enable_safe_browsing", "not among OSWorld's getters: nothing to follow"},
+    {"gotoRecreationPage_and_get_html_content", "drives the live web from OSWorld's host (playwright)"},
+    {"info_from_website", "drives the live web from OSWorld's host (playwright)"},
+    {"number_of_search_results", "drives the live web from OSWorld's host (playwright)"},
+    {"page_info", "drives the live web from OSWorld's host (playwright)"},
+    {"pdf_from_url", "drives the live web from OSWorld's host (playwright)"},
+    {"url_path_parse", "not among OSWorld's getters: nothing to follow"},
 };
+
+static const getter_def *core_defs(size_t *n)
+{
+    *n = ARRAY_LEN(getters);
+    return getters;
+}
+
+/* The getter tables, in lookup order: this file's, the apps', the browser's. */
+static const getter_def *(*const tables[])(size_t *n) = {core_defs, getter_app_defs, getter_chrome_defs};
+
+#define GETTER_PIECES_MAX 128
 
 const getter_piece *getter_pieces(size_t *n)
 {
-    static getter_piece v[ARRAY_LEN(getters) + ARRAY_LEN(getters_refused)];
+    static getter_piece v[GETTER_PIECES_MAX];
     size_t k = 0;
-    for (size_t i = 0; i < ARRAY_LEN(getters); i++)
-        v[k++] = (getter_piece){getters[i].name, "supported", getters[i].note};
-    for (size_t i = 0; i < ARRAY_LEN(getters_refused); i++)
+    for (size_t t = 0; t < ARRAY_LEN(tables); t++) {
+        size_t m;
+        const getter_def *d = tables[t](&m);
+        for (size_t i = 0; i < m && k < GETTER_PIECES_MAX; i++)
+            v[k++] = (getter_piece){d[i].name, "supported", d[i].note};
+    }
+    for (size_t i = 0; i < ARRAY_LEN(getters_refused) && k < GETTER_PIECES_MAX; i++)
         v[k++] = (getter_piece){getters_refused[i].name, getters_refused[i].why, "refused at load"};
     *n = k;
     return v;
 }
 
-static int getter_index(json_t *spec, em_err *err)
+static const getter_def *getter_find(json_t *spec, em_err *err)
 {
-    if (!json_is_object(spec))
-        return em_fail_input(err, "type: the spec must be an object, got %s", spec ? json_type_name(spec) : "nothing");
+    if (!json_is_object(spec)) {
+        em_fail_input(err, "type: the spec must be an object, got %s", spec ? json_type_name(spec) : "nothing");
+        return NULL;
+    }
     json_t *tj = json_object_get(spec, "type");
-    if (!tj)
-        return em_fail_input(err, "type: missing");
-    if (!json_is_string(tj))
-        return em_fail_input(err, "type: expected a string, got %s", json_type_name(tj));
+    if (!tj || !json_is_string(tj)) {
+        if (!tj)
+            em_fail_input(err, "type: missing");
+        else
+            em_fail_input(err, "type: expected a string, got %s", json_type_name(tj));
+        return NULL;
+    }
     const char *type = json_string_value(tj);
-    for (size_t i = 0; i < ARRAY_LEN(getters); i++)
-        if (!strcmp(getters[i].name, type))
-            return (int)i;
+    for (size_t t = 0; t < ARRAY_LEN(tables); t++) {
+        size_t m;
+        const getter_def *d = tables[t](&m);
+        for (size_t i = 0; i < m; i++)
+            if (!strcmp(d[i].name, type))
+                return &d[i];
+    }
     for (size_t i = 0; i < ARRAY_LEN(getters_refused); i++)
-        if (!strcmp(getters_refused[i].name, type))
-            return em_fail_input(err, "type: getter `%s` %s", type, getters_refused[i].why);
-    return em_fail_input(err, "type: unknown getter `%.64s`", type);
+        if (!strcmp(getters_refused[i].name, type)) {
+            em_fail_input(err, "type: getter `%s` %s", type, getters_refused[i].why);
+            return NULL;
+        }
+    em_fail_input(err, "type: unknown getter `%.64s`", type);
+    return NULL;
 }
 
 int getter_check(json_t *spec, em_err *err)
 {
-    int i = getter_index(spec, err);
-    return i < 0 ? -1 : getters[i].check(spec, err);
+    const getter_def *d = getter_find(spec, err);
+    return d ? d->check(spec, err) : -1;
 }
 
 /* ---- artifacts ---- */
@@ -421,7 +406,7 @@ static int need(const em_env_ops *ops, const void *fn, const char *type, em_err 
 static const char **command_argv(json_t *spec, bool stderr_only)
 {
     json_t *cmd = json_object_get(spec, "command");
-    bool shell = flag_true(json_object_get(spec, "shell"));
+    bool shell = getter_flag_true(json_object_get(spec, "shell"));
     size_t n = json_is_array(cmd) ? json_array_size(cmd) : 1;
     const char **argv = xcalloc(n + 8, sizeof *argv);
     size_t k = 0;
@@ -453,9 +438,26 @@ char *getter_guest_path(const char *p)
     return xstrdup(p);
 }
 
+int getter_save_bytes(const getter_call *gc, const char *type, const char *dest, const char *data, size_t len,
+                      json_t **art, em_err *err)
+{
+    _cleanup_free_ char *name = getter_safe_name(dest), *host = NULL;
+    if (!gc->artifact_dir || !*gc->artifact_dir)
+        return em_fail(err, "%s: no artifact folder", type);
+    if (mkdir_p(gc->artifact_dir, 0700, err) < 0)
+        return em_prefix(err, "%s: ", type);
+    host = xasprintf("%s/%s", gc->artifact_dir, name);
+    if (write_file_atomic(host, data ? data : "", len, 0600, err) < 0)
+        return em_prefix(err, "%s: ", type);
+    char sha[SHA256_HEX_LEN + 1];
+    sha256_hex(data ? data : "", len, sha);
+    *art = file_artifact(host, sha, len);
+    return 0;
+}
+
 /* One guest file into the cache under dest. missing_ok: a file the guest lacks gives NULL (as
  * OSWorld's None) instead of an error. */
-static int fetch_vm_file(const getter_call *gc, const char *path_in, const char *dest, bool missing_ok, json_t **art,
+int getter_fetch_vm_file(const getter_call *gc, const char *path_in, const char *dest, bool missing_ok, json_t **art,
                          em_err *err)
 {
     const em_env_ops *ops = gc->ops;
@@ -467,7 +469,7 @@ static int fetch_vm_file(const getter_call *gc, const char *path_in, const char 
         const char *slash = strrchr(path, '/');
         dest = slash ? slash + 1 : path;
     }
-    _cleanup_free_ char *data = NULL, *name = getter_safe_name(dest), *host = NULL;
+    _cleanup_free_ char *data = NULL;
     size_t len = 0;
     if (ops->read_file(ops->ctx, path, GETTER_FILE_CAP, &data, &len, err) < 0) {
         if (missing_ok && strstr(err->msg, "No such file"))
@@ -476,14 +478,8 @@ static int fetch_vm_file(const getter_call *gc, const char *path_in, const char 
     }
     if (len > GETTER_FILE_CAP)
         return em_fail(err, "vm_file `%.200s`: %zu bytes, more than the limit of %u", path, len, GETTER_FILE_CAP);
-    if (mkdir_p(gc->artifact_dir, 0700, err) < 0)
-        return em_prefix(err, "vm_file: ");
-    host = xasprintf("%s/%s", gc->artifact_dir, name);
-    if (write_file_atomic(host, data ? data : "", len, 0600, err) < 0)
-        return em_prefix(err, "vm_file: ");
-    char sha[SHA256_HEX_LEN + 1];
-    sha256_hex(data ? data : "", len, sha);
-    *art = file_artifact(host, sha, len);
+    if (getter_save_bytes(gc, "vm_file", dest, data, len, art, err) < 0)
+        return -1;
     json_object_set_new(*art, "guest_path", getter_text_json(path, strlen(path)));
     return 0;
 }
@@ -541,7 +537,7 @@ static int cloud_item(const getter_call *gc, const char *src, const char *dest, 
 static int run_multi(const getter_call *gc, json_t *spec, item_fn fetch_item, json_t **art, em_err *err)
 {
     json_t *p = json_object_get(spec, "path"), *d = json_object_get(spec, "dest");
-    if (!flag_true(json_object_get(spec, "multi")))
+    if (!getter_flag_true(json_object_get(spec, "multi")))
         return fetch_item(gc, json_string_value(p), json_string_value(d), false, art, err);
     size_t n = json_array_size(p);
     json_t **items = xcalloc(n, sizeof *items);
@@ -578,7 +574,7 @@ static int run_multi(const getter_call *gc, json_t *spec, item_fn fetch_item, js
 
 static int run_vm_file(const getter_call *gc, json_t *spec, json_t **art, em_err *err)
 {
-    return run_multi(gc, spec, fetch_vm_file, art, err);
+    return run_multi(gc, spec, getter_fetch_vm_file, art, err);
 }
 
 static int run_cloud_file(const getter_call *gc, json_t *spec, json_t **art, em_err *err)
@@ -586,19 +582,25 @@ static int run_cloud_file(const getter_call *gc, json_t *spec, json_t **art, em_
     return run_multi(gc, spec, cloud_item, art, err);
 }
 
-static int exec_capped(const em_env_ops *ops, const char *type, const char *const *argv, unsigned flags,
-                       double timeout, char **out, size_t *len, int *code, em_err *err)
+int getter_exec(const em_env_ops *ops, const char *type, const char *const *argv, unsigned flags, double timeout,
+                size_t cap, char **out, size_t *len, int *code, em_err *err)
 {
     *out = NULL;
     *len = 0;
     *code = -1;
     if (need(ops, ops ? (const void *)ops->exec : NULL, type, err) < 0)
         return -1;
-    if (ops->exec(ops->ctx, argv, flags, timeout, GETTER_OUTPUT_CAP, out, len, code, err) < 0)
+    if (ops->exec(ops->ctx, argv, flags, timeout, cap, out, len, code, err) < 0)
         return em_prefix(err, "%s: ", type);
-    if (*len > GETTER_OUTPUT_CAP)
-        *len = GETTER_OUTPUT_CAP; /* a misbehaving env does not get to hand us more */
+    if (*len > cap)
+        *len = cap; /* a misbehaving env does not get to hand us more */
     return 0;
+}
+
+static int exec_capped(const em_env_ops *ops, const char *type, const char *const *argv, unsigned flags,
+                       double timeout, char **out, size_t *len, int *code, em_err *err)
+{
+    return getter_exec(ops, type, argv, flags, timeout, GETTER_OUTPUT_CAP, out, len, code, err);
 }
 
 static int run_command(const getter_call *gc, json_t *spec, bool stderr_only, json_t **art, em_err *err)
@@ -1059,15 +1061,13 @@ int getter_run(const em_env_ops *ops, const task *t, json_t *spec, const char *a
                json_t **artifact, em_err *err)
 {
     *artifact = NULL;
-    int i = getter_index(spec, err);
-    if (i < 0 || getters[i].check(spec, err) < 0)
+    const getter_def *d = getter_find(spec, err);
+    if (!d || d->check(spec, err) < 0)
         return em_prefix(err, "getter: ");
     if (!task_dir && t)
         task_dir = t->dir;
-    const char *type = getters[i].name;
-    bool writes = getters[i].run == run_vm_file || getters[i].run == run_screenshot || getters[i].run == run_cloud_file;
-    if (writes && (!artifact_dir || !*artifact_dir))
-        return em_fail(err, "%s: no artifact folder", type);
+    if (d->writes && (!artifact_dir || !*artifact_dir))
+        return em_fail(err, "%s: no artifact folder", d->name);
     getter_call gc = {.ops = ops, .t = t, .artifact_dir = artifact_dir, .task_dir = task_dir};
-    return getters[i].run(&gc, spec, artifact, err);
+    return d->run(&gc, spec, artifact, err);
 }

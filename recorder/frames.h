@@ -1,6 +1,6 @@
-/* Internal: the content-addressed frame store, dir/frames/<sha256>.png.
- * A name is only ever built from 64 checked lowercase hex digits, so no
- * frame name can point outside frames/. */
+/* Internal: the trace's content-addressed stores: frames (dir/frames/<sha256>.png) and
+ * accessibility trees (dir/a11y/<sha256>.xml), one blob per distinct content. A name is only
+ * ever built from 64 checked lowercase hex digits, so no blob name can point outside its folder. */
 #ifndef ENVMGR_RECORDER_FRAMES_H
 #define ENVMGR_RECORDER_FRAMES_H
 
@@ -9,16 +9,32 @@
 
 #include "envmgr/base/err.h"
 
-/* dir/frames/<sha>.png, or NULL when sha is not 64 lowercase hex digits. */
+/* One store: its folder in the trace, the file name's extension, what errors call a blob, the
+ * largest blob it accepts. */
+typedef struct blob_kind {
+    const char *subdir, *ext, *what;
+    size_t max;
+} blob_kind;
+
+extern const blob_kind BLOB_FRAME; /* frames/<sha>.png */
+extern const blob_kind BLOB_A11Y;  /* a11y/<sha>.xml */
+
+/* dir/<subdir>/<sha><ext>, or NULL when sha is not 64 lowercase hex digits. */
+char *blob_path(const char *dir, const blob_kind *k, const char *sha);
+/* Store bytes under their sha256 unless a file of that name and size is there. */
+int blob_store(const char *dir, const blob_kind *k, const void *data, size_t len, char out_sha[65], em_err *err);
+/* Whether the blob exists as a regular file (for the writer: cheap, no hashing). */
+bool blob_exist(const char *dir, const blob_kind *k, const char *sha);
+/* Read a blob (regular file, no symlink, within k->max) and check that its bytes hash to its name. */
+int blob_load(const char *dir, const blob_kind *k, const char *sha, char **data, size_t *len, em_err *err);
+/* blob_load, then write the bytes to dest (temp file + rename). */
+int blob_copy_to(const char *dir, const blob_kind *k, const char *sha, const char *dest, em_err *err);
+
+/* The frame store's names for the above. */
 char *frames_path(const char *dir, const char *sha);
-/* Store PNG bytes under their sha256 unless a file of that name and size is there. */
 int frames_store_png(const char *dir, const void *png, size_t len, char out_sha[65], em_err *err);
-/* Whether frames/<sha>.png exists as a regular file (for the writer: cheap, no hashing). */
 bool frames_exist(const char *dir, const char *sha);
-/* Read frames/<sha>.png (regular file, no symlink, within TRACE_MAX_FRAME_BYTES)
- * and check that its bytes hash to its name. */
 int frames_load(const char *dir, const char *sha, char **data, size_t *len, em_err *err);
-/* frames_load, then write the bytes to dest (temp file + rename). */
 int frames_copy_to(const char *dir, const char *sha, const char *dest, em_err *err);
 
 #endif

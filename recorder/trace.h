@@ -21,6 +21,7 @@
 #define TRACE_FORMAT 1
 #define TRACE_FILE "trace.jsonl"
 #define TRACE_FRAMES_DIR "frames"
+#define TRACE_A11Y_DIR "a11y" /* accessibility trees of a11y_tree observations, <sha256>.xml */
 /* The HMAC key: any bytes, 1 to TRACE_KEY_MAX of them. */
 #define TRACE_KEY_ENV "ENVMGR_TRACE_KEY"
 #define TRACE_KEY_MAX 4096
@@ -31,6 +32,7 @@
 #define TRACE_MAX_LINES 100000              /* header and trailer included */
 #define TRACE_TASK_TEXT_MAX ((size_t)256 << 10) /* the task file carried in the header (replay's task) */
 #define TRACE_MAX_FRAME_BYTES ((size_t)64 << 20)
+#define TRACE_MAX_A11Y_BYTES ((size_t)16 << 20)
 
 /* ---- writing ------------------------------------------------------------ */
 
@@ -52,6 +54,9 @@ int trace_add_frame_rgb(trace_writer *w, const uint8_t *rgbx, int width, int hei
                         char out_sha[65], em_err *err);
 /* Copy an existing PNG file in (content-addressed the same way). */
 int trace_add_frame_file(trace_writer *w, const char *png_path, char out_sha[65], em_err *err);
+/* An accessibility tree (OSWorld's XML, as observed) into dir/a11y/<sha256>.xml, content-addressed
+ * like frames; a step names it in `a11y_tree`. At most TRACE_MAX_A11Y_BYTES. */
+int trace_add_a11y(trace_writer *w, const char *xml, size_t len, char out_sha[65], em_err *err);
 
 /* Append one line: a "setup", "step", "egress" or "evaluation" object
  * (borrowed; must not carry "prev"). The writer adds "prev", fills in a

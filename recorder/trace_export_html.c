@@ -59,16 +59,38 @@ static void html_json(page *p, json_t *v)
     html(p, s);
 }
 
-static int copy_frame(page *p, const char *sha, em_err *err)
+static int copy_blob(page *p, const blob_kind *k, const char *sha, em_err *err)
 {
     if (json_object_get(p->copied, sha))
         return 0;
-    _cleanup_free_ char *dest = frames_path(p->out_dir, sha);
+    _cleanup_free_ char *dest = blob_path(p->out_dir, k, sha), *sub = xasprintf("%s/%s", p->out_dir, k->subdir);
     if (!dest)
-        return em_fail_input(err, "bad frame name");
-    if (frames_copy_to(trace_dir(p->t), sha, dest, err) < 0)
+        return em_fail_input(err, "bad %s name", k->what);
+    if (mkdir_p(sub, 0755, err) < 0 || blob_copy_to(trace_dir(p->t), k, sha, dest, err) < 0)
         return -1;
     json_object_set_new(p->copied, sha, json_true());
+    return 0;
+}
+
+#define A11Y_SHOWN (64u << 10) /* bytes of a tree shown inline; the whole file is linked */
+
+/* The step's accessibility tree (a11y_tree observations): linked, and its start shown. */
+static int a11y_details(page *p, const char *sha, em_err *err)
+{
+    _cleanup_free_ char *data = NULL;
+    size_t len;
+    if (copy_blob(p, &BLOB_A11Y, sha, err) < 0 || blob_load(trace_dir(p->t), &BLOB_A11Y, sha, &data, &len, err) < 0)
+        return -1;
+    sbuf_printf(&p->b, "<details><summary>accessibility tree observed (%zu bytes, <a href=\"" TRACE_A11Y_DIR
+                       "/%s.xml\">XML</a>)</summary><pre>", len, sha);
+    if (len > A11Y_SHOWN) {
+        size_t cut = A11Y_SHOWN;
+        while (cut > 0 && ((unsigned char)data[cut] & 0xC0) == 0x80)
+            cut--; /* at a character's start */
+        data[cut] = '\0';
+    }
+    html(p, data);
+    sbuf_printf(&p->b, "%s</pre></details>", len > A11Y_SHOWN ? "\n..." : "");
     return 0;
 }
 
@@ -160,7 +182,7 @@ static int frame_figure(page *p, const char *sha, const char *label, json_t *act
     if (!sha) {
         sbuf_printf(b, "<div class=\"missing\">no frame %s</div>", label);
     } else {
-        if (copy_frame(p, sha, err) < 0)
+        if (copy_blob(p, &BLOB_FRAME, sha, err) < 0)
             return -1;
         sbuf_printf(b, "<div class=\"shot\"><img src=\"frames/%s.png\" width=\"%d\" height=\"%d\" loading=\"lazy\" "
                        "alt=\"screen %s\">",
@@ -270,7 +292,11 @@ static int step_article(page *p, size_t i, em_err *err)
                      err) < 0 ||
         frame_figure(p, json_string_value(json_object_get(s, "frame_after")), "after", NULL, err) < 0)
         return em_prefix(err, "step %zu: ", i);
-    sbuf_puts(b, "</div><details><summary>action as executed</summary><pre>");
+    sbuf_puts(b, "</div>");
+    const char *tree = json_string_value(json_object_get(s, "a11y_tree"));
+    if (tree && a11y_details(p, tree, err) < 0)
+        return em_prefix(err, "step %zu: ", i);
+    sbuf_puts(b, "<details><summary>action as executed</summary><pre>");
     html_json(p, action);
     sbuf_puts(b, "</pre></details></article>\n");
     return 0;

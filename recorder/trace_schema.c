@@ -228,7 +228,8 @@ static int check_step(ctx *c, size_t expected)
         get_number(c, "agent_ms", true, 0, MAX_MS) < 0 || get_number(c, "action_ms", true, 0, MAX_MS) < 0 ||
         get_number(c, "t", true, 0, MAX_MS / 1000) < 0 ||
         get_string(c, "error", false, 0, TRACE_MAX_TEXT, TEXT_FREE, &error) < 0 ||
-        get_sha(c, "frame_before", true, NULL) < 0 || get_sha(c, "frame_after", !error, NULL) < 0)
+        get_sha(c, "frame_before", true, NULL) < 0 || get_sha(c, "frame_after", !error, NULL) < 0 ||
+        get_sha(c, "a11y_tree", false, NULL) < 0)
         return -1;
     return 0;
 }

@@ -46,6 +46,7 @@ typedef struct scan_result {
     int trailer_line;
     size_t trailer_off; /* bytes before the trailer */
     json_t *frames;     /* sha → first line */
+    json_t *trees;      /* accessibility trees: sha → first line */
     trace_schema schema;
 } scan_result;
 
@@ -76,6 +77,7 @@ static int scan_lines(const char *data, size_t len, scan_result *res, em_err *er
         if (type == TL_STEP) {
             note_frame(res->frames, obj, "frame_before", scan.lineno);
             note_frame(res->frames, obj, "frame_after", scan.lineno);
+            note_frame(res->trees, obj, "a11y_tree", scan.lineno);
         }
         if (type == TL_TRAILER) {
             res->trailer = obj;
@@ -124,15 +126,15 @@ static int check_hmac(const char *data, const scan_result *res, const char **sta
     return rc;
 }
 
-static int check_frames(const char *dir, json_t *frames, em_err *err)
+static int check_blobs(const char *dir, const blob_kind *k, json_t *blobs, em_err *err)
 {
     const char *sha;
     json_t *line;
-    json_object_foreach(frames, sha, line) {
+    json_object_foreach(blobs, sha, line) {
         _cleanup_free_ char *data = NULL;
         size_t len;
-        if (frames_load(dir, sha, &data, &len, err) < 0)
-            return em_prefix(err, TRACE_FILE " line %d: frame %s: ", (int)json_integer_value(line), sha);
+        if (blob_load(dir, k, sha, &data, &len, err) < 0)
+            return em_prefix(err, TRACE_FILE " line %d: %s %s: ", (int)json_integer_value(line), k->what, sha);
     }
     return 0;
 }
@@ -144,7 +146,7 @@ int trace_verify(const char *dir, json_t **report, em_err *err)
     size_t len;
     if (trace_load(dir, &data, &len, err) < 0)
         return em_prefix(err, "verify `%s`: ", dir);
-    scan_result res = {.frames = json_object()};
+    scan_result res = {.frames = json_object(), .trees = json_object()};
     const char *hmac_status = NULL;
     int rc = scan_lines(data, len, &res, err);
     if (rc == 0 && !res.trailer)
@@ -160,14 +162,19 @@ int trace_verify(const char *dir, json_t **report, em_err *err)
     if (rc == 0)
         rc = check_hmac(data, &res, &hmac_status, err);
     if (rc == 0)
-        rc = check_frames(dir, res.frames, err);
+        rc = check_blobs(dir, &BLOB_FRAME, res.frames, err);
+    if (rc == 0)
+        rc = check_blobs(dir, &BLOB_A11Y, res.trees, err);
     if (rc == 0) {
         *report = json_pack("{s:b, s:i, s:i, s:i, s:i, s:i, s:s, s:s, s:s, s:b}", "ok", 1, "lines",
                             res.schema.lines, "setups", (int)res.schema.setups, "steps", (int)res.schema.steps,
                             "egress", (int)res.schema.egress, "frames", (int)json_object_size(res.frames), "chain",
                             "ok", "sha256", "ok", "hmac", hmac_status, "complete", 1);
+        if (json_object_size(res.trees))
+            json_object_set_new(*report, "a11y_trees", json_integer((json_int_t)json_object_size(res.trees)));
     }
     json_decref(res.trailer);
     json_decref(res.frames);
+    json_decref(res.trees);
     return rc < 0 ? em_prefix(err, "verify `%s`: ", dir) : 0;
 }

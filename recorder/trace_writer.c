@@ -119,6 +119,10 @@ static int check_line(trace_writer *w, json_t *obj, trace_schema *next, trace_li
                                       "add it with trace_add_frame_rgb or trace_add_frame_file first",
                                  fields[f], sha, w->dir);
     }
+    const char *tree = json_string_value(json_object_get(obj, "a11y_tree"));
+    if (tree && !blob_exist(w->dir, &BLOB_A11Y, tree))
+        return em_fail_input(err, "trace: refusing to write: step.a11y_tree %s is not in `%s/" TRACE_A11Y_DIR "`: "
+                                  "add it with trace_add_a11y first", tree, w->dir);
     return 0;
 }
 
@@ -258,6 +262,11 @@ int trace_add_frame_file(trace_writer *w, const char *png_path, char out_sha[65]
     if (len < sizeof sig || memcmp(data, sig, sizeof sig))
         return em_fail_input(err, "trace: frame: `%s` is not a PNG file", png_path);
     return frames_store_png(w->dir, data, len, out_sha, err) < 0 ? em_prefix(err, "trace: ") : 0;
+}
+
+int trace_add_a11y(trace_writer *w, const char *xml, size_t len, char out_sha[65], em_err *err)
+{
+    return blob_store(w->dir, &BLOB_A11Y, xml, len, out_sha, err) < 0 ? em_prefix(err, "trace: ") : 0;
 }
 
 static const char *const append_types[] = {"setup", "step", "egress", "evaluation"};

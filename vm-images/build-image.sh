@@ -6,8 +6,9 @@
 #   build-image.sh --prune NAME  delete cached builds of NAME with another key
 #
 # Input key = sha256 over: a format version, the host mirror URLs, and the
-# path and contents of every recipe file (this script, lib/, NAME/ including
-# its packages.list).  A complete build lives in
+# path and contents of every recipe file (this script, lib/, toolbelt/, NAME/
+# and every layer NAME/image.conf lists in LAYERS, with their packages.list).
+# A complete build lives in
 #     ${ENVMGR_IMAGE_CACHE:-/var/cache/envmgr/images}/NAME-<key[0:16]>/
 # and is complete exactly when its manifest.json exists: the recipe writes
 # the manifest last (atomically), and the directory itself only appears by
@@ -40,6 +41,10 @@ fi
 CACHE=$(realpath -m -- "${ENVMGR_IMAGE_CACHE:-/var/cache/envmgr/images}")
 # shellcheck source-path=SCRIPTDIR source=desktop/image.conf
 . "$HERE/$NAME/image.conf"
+for layer in ${LAYERS:-}; do
+    [[ $layer =~ ^[a-z0-9][a-z0-9-]*$ ]] && [ -d "$HERE/$layer" ] ||
+        die "$NAME/image.conf: LAYERS: no recipe directory '$layer'"
+done
 
 # The mirror the host's apt uses, unless ENVMGR_MIRROR (and
 # ENVMGR_SECURITY_MIRROR, empty for none) override it.
@@ -59,7 +64,8 @@ input_key() {
             "$FORMAT" "$NAME" "$MIRROR" "$SECURITY_MIRROR"
         # sha256sum prints "hash  path": paths count too (a renamed file
         # lands elsewhere in the guest).  Sorted for a stable order.
-        (cd "$HERE" && find build-image.sh lib "$NAME" \
+        # shellcheck disable=SC2046  # layer names are [a-z0-9-]
+        (cd "$HERE" && find build-image.sh lib toolbelt $(printf '%s\n' "$NAME" ${LAYERS:-} | sort -u) \
             \( -name __pycache__ -o -name '*.pyc' -o -name '*~' -o -name '.*.swp' \) -prune \
             -o -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum)
     } | sha256sum | cut -d' ' -f1

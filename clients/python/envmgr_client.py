@@ -103,14 +103,23 @@ class EnvmgrEnv:
     resolves inside its --task-root). action_space is "computer_13" (actions
     are dicts) or "pyautogui" (actions are code strings, or "DONE", "FAIL",
     "WAIT"); both are accepted either way, it only documents the agent's kind.
+    observation_type is OSWorld's: "screenshot" (default), "a11y_tree" or
+    "screenshot_a11y_tree"; with a tree, obs["accessibility_tree"] is OSWorld's
+    XML (the image needs the guest toolbelt: image="apps").
     The env is created at once and deleted by close() (or the with-block).
     """
 
-    def __init__(self, url, token=None, image=None, task_config=None, action_space="computer_13", timeout=600):
+    OBSERVATION_TYPES = ("screenshot", "a11y_tree", "screenshot_a11y_tree")
+
+    def __init__(self, url, token=None, image=None, task_config=None, action_space="computer_13", timeout=600,
+                 observation_type="screenshot"):
         if action_space not in ("computer_13", "pyautogui"):
             raise ValueError("action_space: expected computer_13 or pyautogui")
+        if observation_type not in self.OBSERVATION_TYPES:
+            raise ValueError("observation_type: expected one of " + ", ".join(self.OBSERVATION_TYPES))
         self.api = Client(url, token, timeout)
         self.action_space = action_space
+        self.observation_type = observation_type
         body = {}
         if image:
             body["image"] = image
@@ -126,6 +135,8 @@ class EnvmgrEnv:
     def reset(self, task_config=None, seed=None, options=None):
         """Restore the golden state, run the task's setup; returns the first observation."""
         body = {} if task_config is None else {"task": task_config}
+        if self.observation_type != "screenshot":
+            body["observation"] = self.observation_type
         r = self.api.request("POST", self._path("reset"), body)
         return self._obs(r["observation"])
 
@@ -158,7 +169,7 @@ class EnvmgrEnv:
         return self.api.request("GET", self._path("screenshot"), raw=True)
 
     def trace(self, path):
-        """Save the episode's trace (a tar of trace.jsonl and frames/) to path."""
+        """Save the episode's trace (a tar of trace.jsonl, frames/ and a11y/) to path."""
         data = self.api.request("GET", self._path("trace"), raw=True)
         with open(path, "wb") as f:
             f.write(data)
@@ -186,8 +197,9 @@ class EnvmgrEnv:
             "width": o.get("width"),
             "height": o.get("height"),
             "screenshot_sha256": o.get("screenshot_sha256"),
-            # DesktopEnv's other keys, so agents that read them keep working
-            "accessibility_tree": None,
+            "accessibility_tree": o.get("accessibility_tree"),  # OSWorld's XML, with a tree observation
+            "a11y_tree_sha256": o.get("a11y_tree_sha256"),
+            # DesktopEnv's other key, so agents that read it keep working
             "terminal": None,
         }
 

@@ -17,6 +17,7 @@
 #include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
 #include "envmgr/vm/manifest.h"
+#include "recorder/trace.h"
 
 #define FREEFORM_TASK                                                                                                  \
     "{\"id\": \"freeform\", \"instruction\": \"freeform session (no task)\", \"config\": [], \"evaluator\": {\"func\": \"infeasible\"},"       \
@@ -233,7 +234,7 @@ static json_t *observe(api_request *q, api_env *ae, em_err *err, double *env_ms)
                             t && !ae->freeform ? t->instruction : "", "screenshot_sha256", sha, "width", env_width(ae->e), "height",
                             env_height(ae->e));
     const char *mode = api_query(q, "screenshot");
-    if (!mode || strcmp(mode, "none") != 0) {
+    if (obs_has_screenshot(ae->observation) && (!mode || strcmp(mode, "none") != 0)) {
         _cleanup_free_ char *path = xasprintf("%s/frames/%s.png", episode_trace_dir(ae->ep), sha), *png = NULL;
         size_t len;
         if (read_file_capped(path, 64 << 20, &png, &len, err) < 0) {
@@ -244,6 +245,18 @@ static json_t *observe(api_request *q, api_env *ae, em_err *err, double *env_ms)
         json_object_set_new(obs, "screenshot", json_string(b64));
         free(b64);
         api_metrics_add(&q->s->metrics, &q->s->metrics.screenshots, 1);
+    }
+    const char *tree = episode_observed_tree(ae->ep);
+    if (tree) { /* observation a11y_tree / screenshot_a11y_tree: OSWorld's XML, as the trace holds it */
+        _cleanup_free_ char *path = xasprintf("%s/" TRACE_A11Y_DIR "/%s.xml", episode_trace_dir(ae->ep), tree);
+        _cleanup_free_ char *xml = NULL;
+        size_t len;
+        if (read_file_capped(path, TRACE_MAX_A11Y_BYTES, &xml, &len, err) < 0) {
+            json_decref(obs);
+            return NULL;
+        }
+        json_object_set_new(obs, "accessibility_tree", json_stringn(xml, len));
+        json_object_set_new(obs, "a11y_tree_sha256", json_string(tree));
     }
     ae->last_obs_ms = now_ms();
     return obs;
@@ -434,8 +447,13 @@ void api_h_reset(api_request *q, api_reply *r)
 {
     api_server *s = q->s;
     api_error ae_;
-    if (api_check_fields(q->body, " task ", &ae_) < 0)
+    if (api_check_fields(q->body, " task observation ", &ae_) < 0)
         return api_reply_error(r, &ae_);
+    obs_kind kind = OBS_SCREENSHOT;
+    json_t *jobs = json_object_get(q->body, "observation");
+    em_err oerr = {0};
+    if (jobs && !json_is_null(jobs) && obs_kind_parse(json_string_value(jobs), &kind, &oerr) < 0)
+        return reply_fail(r, 400, "observation", oerr.msg);
     api_env *ae = lock_env(q, r);
     if (!ae)
         return;
@@ -481,7 +499,9 @@ void api_h_reset(api_request *q, api_reply *r)
     ae->episodes++;
     _cleanup_free_ char *out = xasprintf("%s/%s/%d", s->cfg.out_dir, ae->id, ae->episodes);
     remove_tree(out, NULL); /* a previous server's leftovers under the same id */
-    episode_opts o = {.agent_cmd = "http-api", .out_dir = out, .fresh = true, .settle_ms = s->cfg.settle_ms};
+    ae->observation = kind;
+    episode_opts o = {.agent_cmd = "http-api", .out_dir = out, .fresh = true, .settle_ms = s->cfg.settle_ms,
+                      .observation = kind};
     double t1 = now_ms();
     episode *ep = NULL;
     rc = episode_begin(ae->e, ae->t, ae->task_path, ae->task_sha, &o, &ep, &err);

@@ -138,6 +138,7 @@ typedef struct api_env {
     char *task_path;
     char task_sha[65];
     episode *ep;          /* the running episode (NULL before the first reset or after evaluate) */
+    obs_kind observation; /* what its observations hold (the reset's "observation") */
     int episodes;         /* episodes started */
     char *trace_dir;      /* the last episode's trace */
     json_t *last_result;  /* the last evaluation */

@@ -143,11 +143,31 @@ static void tar_add(tar_stream *t, const char *path, const char *name, const str
     t->files[t->n++] = (tar_file){xstrdup(path), xstrdup(name), (uint64_t)st->st_size, (long)st->st_mtime};
 }
 
+/* The files <sha256><ext> of one content-addressed store of the trace: no temp files, no links. */
+static void add_store(tar_stream *t, const char *trace_dir, const char *sub, const char *ext)
+{
+    _cleanup_free_ char *dir = xasprintf("%s/%s", trace_dir, sub);
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *de;
+    struct stat st;
+    while ((de = readdir(d))) {
+        size_t n = strlen(de->d_name);
+        if (n != 64 + strlen(ext) || strcmp(de->d_name + 64, ext))
+            continue;
+        _cleanup_free_ char *p = xasprintf("%s/%s", dir, de->d_name), *name = xasprintf("trace/%s/%s", sub, de->d_name);
+        if (lstat(p, &st) == 0 && S_ISREG(st.st_mode))
+            tar_add(t, p, name, &st);
+    }
+    closedir(d);
+}
+
 struct MHD_Response *api_tar_response(const char *trace_dir, em_err *err)
 {
     tar_stream *t = xcalloc(1, sizeof *t);
     t->fd = -1;
-    _cleanup_free_ char *jsonl = xasprintf("%s/trace.jsonl", trace_dir), *frames = xasprintf("%s/frames", trace_dir);
+    _cleanup_free_ char *jsonl = xasprintf("%s/trace.jsonl", trace_dir);
     struct stat st;
     if (lstat(jsonl, &st) < 0 || !S_ISREG(st.st_mode)) {
         tar_free(t);
@@ -155,19 +175,8 @@ struct MHD_Response *api_tar_response(const char *trace_dir, em_err *err)
         return NULL;
     }
     tar_add(t, jsonl, "trace/trace.jsonl", &st);
-    DIR *d = opendir(frames);
-    if (d) {
-        struct dirent *de;
-        while ((de = readdir(d))) {
-            size_t n = strlen(de->d_name);
-            if (n != 68 || strcmp(de->d_name + 64, ".png")) /* <sha256>.png only: no temp files, no links */
-                continue;
-            _cleanup_free_ char *p = xasprintf("%s/%s", frames, de->d_name), *name = xasprintf("trace/frames/%s", de->d_name);
-            if (lstat(p, &st) == 0 && S_ISREG(st.st_mode))
-                tar_add(t, p, name, &st);
-        }
-        closedir(d);
-    }
+    add_store(t, trace_dir, "frames", ".png");
+    add_store(t, trace_dir, "a11y", ".xml"); /* the accessibility trees of a11y_tree observations */
     uint64_t total = 1024;
     for (size_t i = 0; i < t->n; i++)
         total += 512 + (t->files[i].size + 511) / 512 * 512;

@@ -16,7 +16,7 @@
 static const char usage[] =
     "usage: envmgr run TASK.json|SUITE_DIR --agent CMD [--env NAME] [--out DIR] [--record DIR]\n"
     "                  [--accel auto|kvm|tcg] [--settle-ms MS] [--probe-late MS] [--allow-private ADDR:PORT]...\n"
-    "                  [--offline] [--asset-mirror PREFIX=DIR|URL]...\n"
+    "                  [--observation KIND] [--offline] [--asset-mirror PREFIX=DIR|URL]...\n"
     "  Run episodes: restore the clean snapshot, run the task's setup, let the agent act\n"
     "  (docs/agent-protocol.md), run postconfig and the evaluator, revert. Prints the score and\n"
     "  writes OUT/result.json and the trace (OUT/trace, or --record DIR). A folder runs its tasks\n"
@@ -27,6 +27,8 @@ static const char usage[] =
     "                  and disk) for MS (default 300), at most the task's limits.settle_max_s\n"
     "  --probe-late MS a measurement: after each observation let the guest run MS longer and count\n"
     "                  the observations that changed (result.json late_probe; the agent sees the later one)\n"
+    "  --observation screenshot|a11y_tree|screenshot_a11y_tree  what each observation holds (OSWorld's\n"
+    "                  names; the tree needs an image with the guest toolbelt: `apps`)\n"
     "  --allow-private A:P  the temporary env may reach this loopback/private address when a task's\n"
     "                  allowlist applies (the operator's choice; tasks cannot; repeatable)\n"
     CLI_ASSET_USAGE;
@@ -34,6 +36,7 @@ static const char usage[] =
 typedef struct run_args {
     const char *agent, *env_name, *out, *record, *accel;
     double settle_ms, late_probe_ms;
+    obs_kind observation;
     netpolicy priv; /* the operator's --allow-private rules (mode none until a task opens an allowlist) */
     bool has_priv;
 } run_args;
@@ -46,7 +49,7 @@ static int one(env *e, bool fresh, const char *path, const char *out_dir, const 
         return -1;
     int rc = episode_prepare_task(e, t, err);
     episode_opts o = {.agent_cmd = a->agent, .out_dir = out_dir, .trace_dir = a->record, .fresh = fresh,
-                      .settle_ms = a->settle_ms, .late_probe_ms = a->late_probe_ms};
+                      .settle_ms = a->settle_ms, .late_probe_ms = a->late_probe_ms, .observation = a->observation};
     if (rc == 0)
         rc = episode_run(e, t, path, &o, res, err);
     task_free(t);
@@ -65,7 +68,8 @@ int cmd_run(int argc, char **argv)
                                          {"accel", required_argument, 0, 'A'}, {"settle-ms", required_argument, 0, 's'},
                                          {"allow-private", required_argument, 0, 'P'},
                                          {"offline", no_argument, 0, 'O'},     {"asset-mirror", required_argument, 0, 'm'},
-                                         {"probe-late", required_argument, 0, 'L'}, {0, 0, 0, 0}};
+                                         {"probe-late", required_argument, 0, 'L'},
+                                         {"observation", required_argument, 0, 'B'}, {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "a:e:o:r:", opts, NULL)) != -1) {
         switch (c) {
@@ -86,6 +90,10 @@ int cmd_run(int argc, char **argv)
             if (netpolicy_add_private(&a.priv, optarg, &err) < 0)
                 return cli_usage_error(usage, "--allow-private: %s", err.msg);
             a.has_priv = true;
+            break;
+        case 'B':
+            if (obs_kind_parse(optarg, &a.observation, &err) < 0)
+                return cli_usage_error(usage, "--%s", err.msg);
             break;
         case 'O':
         case 'm':

@@ -15,7 +15,7 @@ static const char usage[] =
     "usage: envmgr suite run SUITE --agent CMD --out DIR [--envs N] [--resume] [--shard K/N] [--repeat R]\n"
     "                        [--retries N] [--accel auto|kvm|tcg] [--settle-ms MS] [--watchdog S]\n"
     "                        [--watchdog-margin S] [--progress auto|line|plain] [--strict] [--offline]\n"
-    "                        [--asset-mirror PREFIX=DIR|URL]...\n"
+    "                        [--asset-mirror PREFIX=DIR|URL]... [--observation KIND]\n"
     "       envmgr suite compare BASE_DIR NEW_DIR [--tolerance T]\n"
     "       envmgr suite merge --out DIR SHARD_DIR...\n"
     "       envmgr suite list SUITE [--shard K/N] [--strict]\n"
@@ -34,6 +34,7 @@ static const char usage[] =
     "    --watchdog S      kill an env whose episode is still running after S s (default: the task's\n"
     "                      episode_timeout_s + --watchdog-margin, 300 s)\n"
     "    --progress MODE   auto (a progress line on a terminal), line, or plain log lines\n"
+    "    --observation KIND  screenshot (default), a11y_tree or screenshot_a11y_tree (docs/agent-protocol.md)\n"
     "    --strict          refuse the whole suite when a task does not load; without it such a task is\n"
     "                      recorded as `unsupported` with its reason and counted apart from scores\n"
     CLI_ASSET_USAGE
@@ -72,6 +73,7 @@ static int cmd_suite_run(int argc, char **argv)
                                          {"retries", required_argument, 0, 't'},
                                          {"accel", required_argument, 0, 'A'},
                                          {"settle-ms", required_argument, 0, 'S'},
+                                         {"observation", required_argument, 0, 'B'},
                                          {"watchdog", required_argument, 0, 'w'},
                                          {"watchdog-margin", required_argument, 0, 'W'},
                                          {"progress", required_argument, 0, 'p'},
@@ -117,6 +119,12 @@ static int cmd_suite_run(int argc, char **argv)
             if (parse_double(optarg, &o.settle_ms) < 0 || o.settle_ms < 0 || o.settle_ms > 10000)
                 return cli_usage_error(usage, "--settle-ms: expected 0..10000, got `%s`", optarg);
             break;
+        case 'B': {
+            em_err oerr = {0};
+            if (obs_kind_parse(optarg, &o.observation, &oerr) < 0)
+                return cli_usage_error(usage, "--%s", oerr.msg);
+            break;
+        }
         case 'w':
             if (parse_seconds(optarg, "--watchdog", &o.watchdog_s))
                 return EM_EXIT_USAGE;

@@ -17,6 +17,7 @@ static const char usage[] =
     "usage: envmgr task check PATH... [--json]\n"
     "       envmgr task fetch SUITE|TASK... [--parallel N] [--lock FILE] [--offline] [--asset-mirror P=T]...\n"
     "       envmgr task pieces [--json]\n"
+    "       envmgr task get NAME SPEC [--out DIR]\n"
     "  check   load every task without a VM: PATH is a task file, a folder of tasks, or an OSWorld index\n"
     "          ({\"domain\": [\"id\", ...]}, e.g. test_all.json, with its examples folder). Prints every\n"
     "          problem of each file (`file: json.path: problem`, one line each), then how many load and\n"
@@ -33,6 +34,7 @@ static const char usage[] =
     "    --asset-mirror PREFIX=DIR|URL   fetch URLs starting with PREFIX from DIR/<rest> or URL<rest>\n"
     "  pieces  OSWorld's setup step types, getters and metrics and what envmgr does with each (the\n"
     "          tables docs/osworld.md is generated from)\n"
+    "  get     run one getter spec on a running env and print its artifact (`task get --help`)\n"
     "environment: ENVMGR_ASSET_MAX_BYTES, ENVMGR_ASSET_TIMEOUT_S, ENVMGR_ASSET_CA_FILE (a PEM bundle)\n";
 
 int cli_asset_option(const char *use, int offline, const char *mirror)
@@ -329,6 +331,7 @@ static int cmd_task_pieces(int argc, char **argv)
 int cmd_task(int argc, char **argv)
 {
     static const cli_command subs[] = {
-        {"check", "", cmd_task_check}, {"fetch", "", cmd_task_fetch}, {"pieces", "", cmd_task_pieces}};
+        {"check", "", cmd_task_check}, {"fetch", "", cmd_task_fetch}, {"pieces", "", cmd_task_pieces},
+        {"get", "", cmd_task_get}};
     return cli_dispatch(argc, argv, usage, "task", subs, sizeof subs / sizeof *subs);
 }

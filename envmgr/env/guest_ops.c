@@ -34,8 +34,12 @@ int guest_ops_run(env *e, const char *const *argv, int as_user, int detach, doub
         /* The session bus lives wherever dbus-launch put it: take its address from the running session. */
         full[k++] = "sh";
         full[k++] = "-c";
-        full[k++] = "cd \"$HOME\" 2>/dev/null; s=$(pgrep -u " GUEST_DESKTOP_USER " -x xfce4-session | head -n 1); "
-                    "[ -n \"$s\" ] && a=$(tr '\\0' '\\n' </proc/$s/environ | sed -n 's/^DBUS_SESSION_BUS_ADDRESS=//p') && "
+        /* XDG_RUNTIME_DIR too (gio, gsettings, xdg-open and pactl find the user's services there);
+         * without a session address, the user bus of dbus-user-session in it. */
+        full[k++] = "cd \"$HOME\" 2>/dev/null; a=; r=/run/user/$(id -u); [ -d \"$r\" ] && export XDG_RUNTIME_DIR=\"$r\"; "
+                    "s=$(pgrep -u " GUEST_DESKTOP_USER " -x xfce4-session | head -n 1); "
+                    "[ -n \"$s\" ] && a=$(tr '\\0' '\\n' </proc/$s/environ | sed -n 's/^DBUS_SESSION_BUS_ADDRESS=//p'); "
+                    "[ -z \"$a\" ] && [ -S \"$r/bus\" ] && a=unix:path=$r/bus; "
                     "[ -n \"$a\" ] && export DBUS_SESSION_BUS_ADDRESS=\"$a\"; exec \"$@\"";
         full[k++] = "sh";
     }

@@ -37,6 +37,8 @@ struct episode {
     int actions;    /* actions executed */
     double t_start, reset_ms, setup_ms, agent_ms, action_ms;
     char before[65];       /* the frame the next reply acts on */
+    char tree[65];         /* the accessibility tree observed with it ("" when none, or recorded already) */
+    char tree_seen[65];    /* the last observation's tree, for episode_observed_tree */
     bool have_last;        /* last_sha names the frame whose pixels hash to last_hash */
     uint64_t last_hash;
     char last_sha[65];
@@ -288,6 +290,10 @@ static int record_step(run *r, json_t *act_json, const char *source, double agen
         json_object_set_new(line, "frame_after", json_string(after));
     if (error)
         json_object_set_new(line, "error", json_string(error));
+    if (r->tree[0]) { /* the tree the agent saw, on the first step line of its reply */
+        json_object_set_new(line, "a11y_tree", json_string(r->tree));
+        r->tree[0] = '\0';
+    }
     int rc = trace_append(r->tw, line, err);
     json_decref(line);
     return rc;
@@ -364,12 +370,20 @@ static int probe_late(run *r, em_err *err)
 
 int episode_observe(episode *ep, char sha[65], em_err *err)
 {
-    if (frame_sha(ep, ep->before, err) < 0 || (ep->o.late_probe_ms > 0 && probe_late(ep, err) < 0) ||
-        hold_guest(ep, true, err) < 0)
+    ep->tree[0] = ep->tree_seen[0] = '\0';
+    if (frame_sha(ep, ep->before, err) < 0 || (ep->o.late_probe_ms > 0 && probe_late(ep, err) < 0))
+        return -1;
+    /* the tree is read while the guest still runs (its AT-SPI bus answers), right after the frame */
+    if (obs_has_tree(ep->o.observation) && obs_fetch_tree(&ep->ev, ep->tw, ep->tree, err) < 0)
+        return -1;
+    memcpy(ep->tree_seen, ep->tree, sizeof ep->tree);
+    if (hold_guest(ep, true, err) < 0)
         return -1;
     memcpy(sha, ep->before, 65);
     return 0;
 }
+
+const char *episode_observed_tree(const episode *ep) { return ep->tree_seen[0] ? ep->tree_seen : NULL; }
 
 int episode_step(episode *r, json_t *reply, double agent_ms, episode_step_out *out, em_err *err)
 {
@@ -472,9 +486,14 @@ static int agent_loop(run *r, const char *task_path, em_err *err)
             set_end(r, EXIT_ENV_ERROR, aerr.msg);
             break;
         }
-        _cleanup_free_ char *shot = xasprintf("%s/" TRACE_FRAMES_DIR "/%s.png", trace_writer_dir(r->tw), before);
-        json_t *obs = json_pack("{s:i, s:s, s:s, s:i, s:i}", "step", r->steps, "instruction", r->t->instruction,
-                                "screenshot", shot, "width", r->ev.width, "height", r->ev.height);
+        json_t *obs = json_pack("{s:i, s:s, s:i, s:i}", "step", r->steps, "instruction", r->t->instruction,
+                                "width", r->ev.width, "height", r->ev.height);
+        if (obs_has_screenshot(r->o.observation))
+            json_object_set_new(obs, "screenshot", json_sprintf("%s/" TRACE_FRAMES_DIR "/%s.png",
+                                                                trace_writer_dir(r->tw), before));
+        if (r->tree_seen[0])
+            json_object_set_new(obs, "accessibility_tree", json_sprintf("%s/" TRACE_A11Y_DIR "/%s.xml",
+                                                                        trace_writer_dir(r->tw), r->tree_seen));
         if (refusal[0]) {
             json_object_set_new(obs, "error", json_string(refusal));
             refusal[0] = '\0';
@@ -654,6 +673,7 @@ int episode_begin_with(const episode_env *ev, const task *t, const char *task_pa
         }
     }
     json_object_set_new(hdr, "settle_ms", json_real(o->settle_ms));
+    json_object_set_new(hdr, "observation", json_string(obs_kind_name(o->observation)));
     json_object_set_new(hdr, "pause_while_thinking", json_boolean(t->pause_while_thinking && ev->hold));
     if (t->osworld_proxy) /* OSWorld's "proxy": true: the task wants the web; `network` is the answer */
         json_object_set_new(hdr, "osworld_proxy", json_true());

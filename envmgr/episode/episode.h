@@ -9,6 +9,7 @@
 
 #include "envmgr/base/exit_cause.h"
 #include "envmgr/env/env.h"
+#include "envmgr/episode/observation.h"
 #include "evaluator/task.h"
 
 typedef struct episode_opts {
@@ -20,6 +21,7 @@ typedef struct episode_opts {
     double settle_ms;       /* after each action, wait for a still screen and an idle guest this long */
     double late_probe_ms;   /* > 0: a measurement: after each observation let the guest run this long
                              * and count the observations a later frame contradicts (late_change) */
+    obs_kind observation;   /* what each observation holds (observation.h); default the screen */
 } episode_opts;
 
 /* An episode driven step by step (the HTTP API's reset/step/evaluate), with
@@ -48,6 +50,9 @@ int episode_begin_with(const struct episode_env *ev, const task *t, const char *
 /* A fresh frame: stored in the trace, kept as the frame the next reply acts
  * on. sha (65 bytes) names it; the PNG is trace_dir/frames/<sha>.png. */
 int episode_observe(episode *ep, char sha[65], em_err *err);
+/* The accessibility tree the last observation read (observation a11y_tree or
+ * screenshot_a11y_tree): its sha256, the file trace_dir/a11y/<sha>.xml; NULL otherwise. */
+const char *episode_observed_tree(const episode *ep);
 /* One reply: a computer_13 action object or {"pyautogui": code}. agent_ms is
  * how long the agent took (recorded). Returns -1 only when the trace cannot
  * be written or on interrupt; refusals and env failures come back in *out. */

@@ -30,6 +30,7 @@
 #include <stdbool.h>
 
 #include "envmgr/base/err.h"
+#include "envmgr/episode/observation.h"
 #include "envmgr/suite/suite.h"
 
 #define SUITE_EXIT_INTERRUPTED 130
@@ -45,6 +46,7 @@ typedef struct pool_opts {
     int repeat;              /* episodes per task, >= 1 */
     int retries;             /* retries of an episode that ended in env_error */
     double settle_ms;
+    obs_kind observation;    /* what the agent's observations hold (observation.h) */
     double watchdog_s;       /* > 0: this per-episode limit instead of timeout + margin */
     double watchdog_margin_s;
     bool resume;

@@ -109,7 +109,8 @@ static json_t *worker_episode(const suite_worker_ctx *w, env *e, bool *fresh, js
         task_free(t);
         return suite_synth_result(task_id, EXIT_TASK_ERROR, err.msg, (now_ms() - t0) / 1000);
     }
-    episode_opts eo = {.agent_cmd = w->o->agent, .out_dir = out, .fresh = *fresh, .settle_ms = w->o->settle_ms};
+    episode_opts eo = {.agent_cmd = w->o->agent, .out_dir = out, .fresh = *fresh, .settle_ms = w->o->settle_ms,
+                        .observation = w->o->observation};
     json_t *res = NULL;
     int rc = episode_run(e, t, path, &eo, &res, &err);
     task_free(t);

@@ -21,7 +21,6 @@
 #include "envmgr/vm/vnc.h"
 
 #define GOLDEN_FORMAT "golden-v1"
-#define BOOT_TIMEOUT_MS 400000.0   /* a cold boot under TCG takes ~80 s; leave room for a loaded host */
 #define STABLE_FOR_MS 3000.0       /* the screen must not change for this long */
 #define BUILD_LOCK_WAIT_MS (30 * 60 * 1000.0) /* a cold boot under TCG takes minutes, not this */
 #define MIGRATE_TIMEOUT_MS 60000.0
@@ -105,7 +104,8 @@ static int wait_desktop_ready(const char *dir, const manifest *m, double deadlin
         }
         if (now_ms() > deadline) {
             guest_close(g);
-            return em_fail(err, "the desktop session did not report ready (/tmp/.envmgr-desktop-ready)");
+            return em_fail(err, "the desktop session did not report ready (/tmp/.envmgr-desktop-ready) within %d s "
+                                   "(the manifest's boot.ready_timeout_s)", m->ready_timeout_s);
         }
         sleep_ms(1000);
     }
@@ -269,7 +269,7 @@ static int build(const manifest *m, const char *accel, const char *final_dir, co
     if (rc == 0)
         rc = vm_spawn(&spec, &pid, err);
     if (rc == 0) {
-        rc = wait_desktop_ready(run, m, now_ms() + BOOT_TIMEOUT_MS, &px, &py, err);
+        rc = wait_desktop_ready(run, m, now_ms() + m->ready_timeout_s * 1000.0, &px, &py, err); /* the manifest's */
         t_ready = now_ms();
     }
     if (rc == 0)

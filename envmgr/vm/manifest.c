@@ -81,8 +81,9 @@ int manifest_load(const char *image_dir, manifest **out, em_err *err)
     m->append = xstrdup(append ? append : "root=/dev/vda rw console=ttyS0 quiet");
     if (get_int_field(boot, "width", 320, 7680, MANIFEST_DEFAULT_WIDTH, &m->width) < 0 ||
         get_int_field(boot, "height", 200, 4320, MANIFEST_DEFAULT_HEIGHT, &m->height) < 0 ||
-        get_int_field(boot, "memory_mb", 256, 65536, 1024, &m->memory_mb) < 0) {
-        em_fail_input(err, "manifest `%s`: boot.width/height/memory_mb: out of range", path);
+        get_int_field(boot, "memory_mb", 256, 65536, 1024, &m->memory_mb) < 0 ||
+        get_int_field(boot, "ready_timeout_s", 10, 7200, MANIFEST_DEFAULT_READY_TIMEOUT_S, &m->ready_timeout_s) < 0) {
+        em_fail_input(err, "manifest `%s`: boot.width/height/memory_mb/ready_timeout_s: out of range", path);
         goto fail;
     }
     if (!json_is_object(json_object_get(m->json, "files"))) {

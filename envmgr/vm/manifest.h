@@ -11,6 +11,10 @@
 /* Screen size of an image whose manifest does not say (the small desktop's). */
 #define MANIFEST_DEFAULT_WIDTH 1280
 #define MANIFEST_DEFAULT_HEIGHT 800
+/* How long a cold boot may take to reach a ready desktop when the manifest does not say
+ * (boot.ready_timeout_s): a cold boot of the small image under TCG takes ~80-120 s; room for a
+ * loaded host. */
+#define MANIFEST_DEFAULT_READY_TIMEOUT_S 400
 
 typedef struct manifest {
     char *dir;         /* absolute image directory */
@@ -18,6 +22,7 @@ typedef struct manifest {
     char *kernel, *initrd, *disk; /* absolute paths */
     char *append;
     int width, height, memory_mb;
+    int ready_timeout_s; /* boot.ready_timeout_s: cold boot to a ready desktop, at most */
     char sha256[SHA256_HEX_LEN + 1]; /* of manifest.json itself: names the image exactly */
     json_t *json;
 } manifest;

@@ -43,3 +43,11 @@ finish() {
 gexec() { local e=$1; shift; "$ENVMGR" exec "$e" -- env DISPLAY=:0 "$@"; }
 act() { "$ENVMGR" act "$1" "$2"; }
 shot() { "$ENVMGR" screenshot "$1" "$2"; }
+# score_of DIR ID: the score of task ID's final result line in a suite run's DIR/results.jsonl
+score_of() { python3 -c "
+import json,sys
+s='missing'
+for line in open(sys.argv[1]+'/results.jsonl'):
+    r=json.loads(line)
+    if r.get('task_id')==sys.argv[2] and r.get('final', True): s=r['score']
+print(s)" "$1" "$2"; }

@@ -9,14 +9,6 @@ SUITE_DIR=$ROOT/tasks/demo
 AG=$ROOT/tasks/agents
 [ -d "$SUITE_DIR" ] && [ -x "$AG/scripted" ] || { bad "tasks/demo and tasks/agents exist"; finish; exit 1; }
 
-# score_of DIR ID: the final result line of that task in DIR/results.jsonl
-score_of() { python3 -c "
-import json,sys
-s='missing'
-for line in open(sys.argv[1]+'/results.jsonl'):
-    r=json.loads(line)
-    if r.get('task_id')==sys.argv[2] and r.get('final', True): s=r['score']
-print(s)" "$1" "$2"; }
 infeasible() { python3 -c "
 import json,sys
 t=json.load(open(sys.argv[1])); f=t['evaluator']['func']

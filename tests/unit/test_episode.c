@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "envmgr/base/fileio.h"
+#include "envmgr/base/sha256.h"
 #include "envmgr/base/util.h"
 #include "envmgr/episode/episode.h"
 #include "envmgr/episode/episode_env.h"
@@ -78,10 +79,20 @@ static int f_setup(void *ctx, const task *t, const task_step *s, const char *cac
     f->setups++;
     return f->fail_setup ? em_fail(err, "execute: exited with status 1") : 0;
 }
-/* The guest answers every command with "hi\n". */
+#define FAKE_TREE "<desktop-frame><application name=\"Fake\"><push-button name=\"OK\"/></application></desktop-frame>"
+/* The guest answers every command with "hi\n", and the toolbelt's a11y-tree with a small tree. */
 static int g_exec(void *ctx, const char *const *argv, unsigned flags, double timeout_s, size_t out_cap, char **out,
                   size_t *out_len, int *exit_code, em_err *err)
 {
+    for (size_t i = 0; argv[i]; i++)
+        if (!strcmp(argv[i], "a11y-tree")) {
+            json_t *a = json_pack("{s:s, s:i}", "AT", FAKE_TREE, "nodes", 3);
+            *out = json_dumps(a, JSON_COMPACT);
+            json_decref(a);
+            *out_len = strlen(*out);
+            *exit_code = 0;
+            return 0;
+        }
     *out = xstrdup("hi\n");
     *out_len = 3;
     *exit_code = 0;
@@ -413,6 +424,8 @@ static const char *agent(const char *name, const char *body)
     return path;
 }
 
+static obs_kind run_observation; /* what run_agent's observations hold */
+
 static json_t *run_agent(const char *cmd, const char *limits, int *acts)
 {
     fake f;
@@ -424,6 +437,7 @@ static json_t *run_agent(const char *cmd, const char *limits, int *acts)
     fclose(fp);
     episode_opts o = opts();
     o.agent_cmd = cmd;
+    o.observation = run_observation;
     json_t *res = NULL;
     em_err err = {0};
     int rc = episode_run_with(&ev, t, task_path, &o, &res, &err);
@@ -477,7 +491,66 @@ static void test_stdio_agents(void)
     json_decref(res);
 }
 
+/* Observations with the accessibility tree: read right after the frame, stored in the trace's
+ * a11y/ store, named by the first step line of the reply, checked by verify; the stdio agent gets
+ * its path (and no screenshot for a11y_tree alone). */
+static void test_a11y_observations(void)
+{
+    fake f;
+    episode_env ev = fake_env(&f);
+    task *t = make_task(NULL);
+    episode_opts o = opts();
+    o.observation = OBS_SCREENSHOT_A11Y_TREE;
+    episode *ep;
+    em_err err = {0};
+    CU_ASSERT_EQUAL_FATAL(episode_begin_with(&ev, t, NULL, SHA0, &o, &ep, &err), 0);
+    char sha[65];
+    CU_ASSERT_EQUAL_FATAL(episode_observe(ep, sha, &err), 0);
+    const char *tree = episode_observed_tree(ep);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(tree);
+    char tsha[65];
+    sha256_hex(FAKE_TREE, strlen(FAKE_TREE), tsha);
+    CU_ASSERT_STRING_EQUAL(tree, tsha);
+    step(ep, "{\"pyautogui\": \"pyautogui.click(3, 4); pyautogui.click(5, 6)\"}");
+    step(ep, "{\"action_type\": \"DONE\"}");
+    _cleanup_free_ char *trace_dir = xstrdup(episode_trace_dir(ep));
+    json_decref(finish(ep));
+    _cleanup_free_ char *jsonl = xasprintf("%s/trace.jsonl", trace_dir), *text = NULL;
+    size_t len;
+    CU_ASSERT_EQUAL_FATAL(read_file_capped(jsonl, 1 << 20, &text, &len, &err), 0);
+    char *first = strstr(text, "\"a11y_tree\"");
+    CU_ASSERT_PTR_NOT_NULL(first);                     /* the reply's first action names the tree */
+    CU_ASSERT_PTR_NULL(first ? strstr(first + 1, "\"a11y_tree\"") : NULL); /* its second does not */
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "\"observation\":\"screenshot_a11y_tree\""));
+    json_t *report = NULL;
+    CU_ASSERT_EQUAL(trace_verify(trace_dir, &report, &err), 0);
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(report, "a11y_trees")), 1);
+    json_decref(report);
+    /* a changed tree is caught */
+    _cleanup_free_ char *xml = xasprintf("%s/" TRACE_A11Y_DIR "/%s.xml", trace_dir, tsha);
+    CU_ASSERT_EQUAL(write_file_atomic(xml, "<x/>", 4, 0644, &err), 0);
+    CU_ASSERT_EQUAL(trace_verify(trace_dir, &report, &err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "accessibility tree"));
+    task_free(t);
+
+    run_observation = OBS_A11Y_TREE;
+    json_t *res = run_agent(agent("tree", "read obs; case \"$obs\" in *screenshot\\\":*) echo '{\"action_type\": \"FAIL\"}';; "
+                                          "*accessibility_tree*.xml*) echo '{\"action_type\": \"DONE\"}';; "
+                                          "*) echo '{\"action_type\": \"FAIL\"}';; esac; read obs"),
+                            NULL, NULL);
+    run_observation = OBS_SCREENSHOT;
+    CU_ASSERT_STRING_EQUAL(cause_of(res), "done");
+    json_decref(res);
+
+    obs_kind k;
+    CU_ASSERT_EQUAL(obs_kind_parse("screenshot_a11y_tree", &k, &err), 0);
+    CU_ASSERT_EQUAL(k, OBS_SCREENSHOT_A11Y_TREE);
+    CU_ASSERT_EQUAL(obs_kind_parse("som", &k, &err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "expected screenshot, a11y_tree or screenshot_a11y_tree"));
+}
+
 static CU_TestInfo tests[] = {
+    {"a11y_tree observations: recorded, verified, sent", test_a11y_observations},
     {"DONE ends the episode and the metric scores it", test_done_scores},
     {"FAIL scores 0, except on infeasible tasks", test_fail_and_infeasible},
     {"the step limit ends the episode; later replies reach nothing", test_max_steps},

@@ -71,6 +71,7 @@ static void test_load_and_verify(void)
     CU_ASSERT_EQUAL_FATAL(manifest_load(dir, &m, &err), 0);
     CU_ASSERT_EQUAL(m->width, 1280);
     CU_ASSERT_EQUAL(m->memory_mb, 1024);
+    CU_ASSERT_EQUAL(m->ready_timeout_s, MANIFEST_DEFAULT_READY_TIMEOUT_S); /* not in this manifest */
     CU_ASSERT_PTR_NOT_NULL(strstr(m->kernel, "/img/vmlinuz"));
     CU_ASSERT_EQUAL(manifest_verify(m, 1, &err), 0);
     manifest_free(m);
@@ -104,6 +105,13 @@ static void test_bad_manifests(void)
     put("manifest.json", "{\"boot\":{\"kernel\":\"k\",\"initrd\":\"i\",\"disk\":\"d\",\"width\":5},\"files\":{}}");
     CU_ASSERT_EQUAL(manifest_load(dir, &m, &err), -1);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "width"));
+    put("manifest.json", "{\"boot\":{\"kernel\":\"k\",\"initrd\":\"i\",\"disk\":\"d\",\"ready_timeout_s\":5},\"files\":{}}");
+    CU_ASSERT_EQUAL(manifest_load(dir, &m, &err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "ready_timeout_s"));
+    put("manifest.json", "{\"boot\":{\"kernel\":\"k\",\"initrd\":\"i\",\"disk\":\"d\",\"ready_timeout_s\":900},\"files\":{}}");
+    CU_ASSERT_EQUAL_FATAL(manifest_load(dir, &m, &err), 0); /* the apps image's: a longer cold boot */
+    CU_ASSERT_EQUAL(m->ready_timeout_s, 900);
+    manifest_free(m);
     put("manifest.json", "{not json");
     CU_ASSERT_EQUAL(manifest_load(dir, &m, &err), -1);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "invalid JSON"));

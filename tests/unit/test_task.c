@@ -488,8 +488,8 @@ static void test_evaluator_errors(void)
     field_err("evaluator", "{\"func\": \"exact_match\", \"result\": {}, \"expected\": {}}",
               "evaluator.result.type: missing");
     field_err_prefix("evaluator",
-                     "{\"func\": \"exact_match\", \"result\": {\"type\": \"accessibility_tree\"}, \"expected\": {}}",
-                     "evaluator.result.type: getter `accessibility_tree` needs an app: ");
+                     "{\"func\": \"exact_match\", \"result\": {\"type\": \"page_info\"}, \"expected\": {}}",
+                     "evaluator.result.type: getter `page_info` drives the live web from OSWorld's host");
     field_err("evaluator", "{\"func\": \"exact_match\", \"result\": {\"type\": \"frob\"}, \"expected\": {}}",
               "evaluator.result.type: unknown getter `frob`");
     field_err("evaluator",
@@ -951,7 +951,7 @@ static void test_check_every_problem(void)
     write_text(path, "{\"id\": \"bad id!\", \"instruction\": \"\", \"config\": [{\"type\": \"googledrive\"},"
                      " {\"type\": \"sleep\", \"parameters\": {\"seconds\": 1}}, {\"type\": \"nope\"}],"
                      " \"evaluator\": {\"func\": [\"no_such_metric\", \"exact_match\"],"
-                     " \"result\": [{\"type\": \"vlc_config\"}, {\"type\": \"vm_screen_size\"}],"
+                     " \"result\": [{\"type\": \"page_info\"}, {\"type\": \"vm_screen_size\"}],"
                      " \"expected\": [{\"type\": \"rule\", \"rules\": 1}, {\"type\": \"cloud_file\", \"path\": "
                      "\"https://h/x\", \"dest\": \"x\"}]}}");
     task_check_result r;
@@ -962,7 +962,7 @@ static void test_check_every_problem(void)
         "config[0].type: setup step `googledrive` needs a Google account",
         "config[2].type: unknown setup step `nope`",
         "evaluator.func[0]: unknown metric `no_such_metric`",
-        "evaluator.result[0].type: getter `vlc_config` needs an app: VLC (the apps image)",
+        "evaluator.result[0].type: getter `page_info` drives the live web from OSWorld's host (playwright)",
     };
     CU_ASSERT_EQUAL_FATAL(r.nproblems, ARRAY_LEN(want));
     for (size_t i = 0; i < ARRAY_LEN(want); i++) {

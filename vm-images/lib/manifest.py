@@ -3,6 +3,7 @@
 
 Usage: manifest.py OUTDIR PACKAGES-TSV --name N --suite S --input-key K
                    --append A --width W --height H --memory-mb M
+                   [--user U --password P] [--toolbelt 0|1 --accessibility 0|1]
 
 PACKAGES-TSV holds "name<TAB>version" lines (dpkg-query in the image).
 Every file under "files" is hashed here; `envmgr image verify` recomputes and
@@ -53,6 +54,12 @@ def main():
     ap.add_argument("--width", type=int, required=True)
     ap.add_argument("--height", type=int, required=True)
     ap.add_argument("--memory-mb", type=int, required=True)
+    ap.add_argument("--ready-timeout-s", type=int, default=400,
+                    help="how long a cold boot may take to a ready desktop (envmgr's golden state build)")
+    ap.add_argument("--user")
+    ap.add_argument("--password")
+    ap.add_argument("--toolbelt", type=int, choices=(0, 1), default=0)
+    ap.add_argument("--accessibility", type=int, choices=(0, 1), default=0)
     a = ap.parse_args()
     if len(a.input_key) != 64 or any(c not in "0123456789abcdef" for c in a.input_key):
         raise SystemExit("manifest.py: --input-key must be a sha256 hex digest")
@@ -64,11 +71,20 @@ def main():
         "suite": a.suite,
         "input_key": a.input_key,
         "boot": dict(BOOT_FILES, append=a.append, width=a.width, height=a.height,
-                     memory_mb=a.memory_mb),
+                     memory_mb=a.memory_mb, ready_timeout_s=a.ready_timeout_s),
         "files": {f: file_info(os.path.join(a.outdir, f)) for f in
                   ("disk.qcow2", "vmlinuz", "initrd.img")},
         "packages": read_packages(a.packages),
     }
+    if a.user:
+        # The desktop user and its password (sudo asks for it): tasks type it.
+        manifest["user"] = {"name": a.user, "password": a.password or ""}
+    if a.toolbelt:
+        # The guest-side CLI the getters call through the guest agent (JSON
+        # out), and whether an AT-SPI accessibility bus runs in the session.
+        manifest["toolbelt"] = {"cli": "/usr/local/bin/envmgr-guest",
+                                "python_modules": ["pyautogui", "envmgr_guest"],
+                                "accessibility": bool(a.accessibility)}
     final = os.path.join(a.outdir, "manifest.json")
     tmp = final + ".tmp"
     with open(tmp, "w", encoding="utf-8") as f:

@@ -29,6 +29,17 @@ class ClientTest(unittest.TestCase):
     def test_health_needs_no_token(self):
         self.assertEqual(Client(URL, "x" * 20).health()["status"], "ok")
 
+    def test_observation_types(self):
+        with self.assertRaises(ValueError):
+            EnvmgrEnv(URL, TOKEN, observation_type="som")   # refused before any request
+        with self.assertRaises(EnvmgrError) as cm:
+            env = EnvmgrEnv(URL, TOKEN)
+            try:
+                env.api.request("POST", env._path("reset"), {"observation": "som"})
+            finally:
+                env.close()
+        self.assertEqual((cm.exception.status, cm.exception.field), (400, "observation"))
+
     def test_wrong_token_is_401(self):
         with self.assertRaises(EnvmgrError) as cm:
             Client(URL, "wrong-token-0123456789").envs()

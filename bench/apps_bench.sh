@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# make bench, apps section: the apps image's figures (TCG). Runs when ENVMGR_APPS=1 or when the apps
+# image of the current recipe is cached (it never builds one otherwise). Figures, not pass/fail:
+#   build time and size (its build.log), then envbench on it (new env, reset, screenshot at 1920x1080,
+#   idle CPU and PSS, cold boot to golden), then per app: start to window mapped, and the focused
+#   window's accessibility tree dump (envmgr-guest a11y-tree): time, nodes, cost per node.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+ENVMGR=${ENVMGR_BIN:-$root/bin/envmgr}
+key=$("$root/vm-images/build-image.sh" --key apps 2>/dev/null | cut -c1-16)
+cache=${ENVMGR_IMAGE_CACHE:-/var/cache/envmgr/images}/apps-$key
+if [ "${ENVMGR_APPS:-0}" != 1 ] && [ ! -f "$cache/manifest.json" ]; then
+    echo "apps bench: skipped (no cached apps image for this recipe; ENVMGR_APPS=1 builds it: make image-apps)"
+    exit 0
+fi
+t=$(date +%s.%N)
+make -s -C "$root/vm-images" image-apps >/dev/null || { echo "apps bench: the apps image does not build"; exit 1; }
+row() { printf '%-44s %-28s [%s]\n' "$1" "$2" tcg; }
+out=$root/vm-images/out/apps
+echo "apps image ($(basename "$(readlink -f "$out")"))"
+row "image build (build.log total)" "$(awk '$1 == "total" {print $2, $3}' "$out/build.log")"
+row "image disk.qcow2 (zstd) / packages" "$(du -m "$out/disk.qcow2" | cut -f1) MB / $(awk '$1 == "packages" {print $2}' "$out/build.log")"
+"$root/build/bench/envbench" --image apps --resets 10 --shots 20 ${ENVMGR_APPS_BENCH_COLD:---cold}
+
+E=apps-bench-$$
+gx() { "$ENVMGR" exec "$E" --timeout "${GX_TIMEOUT:-120}" -- "$@"; }
+trap '"$ENVMGR" down "$E" >/dev/null 2>&1' EXIT
+"$ENVMGR" up --name "$E" --image apps >/dev/null || { echo "apps bench: envmgr up --image apps failed"; exit 1; }
+now() { date +%s.%N; }
+# app NAME PYTHON-CONDITION-ON-w CMD...: start it as the user, time until its window maps, then the tree
+app() {
+    local name=$1 cond=$2 t0 t1 ok=
+    shift 2
+    gx runuser -u user -- env DISPLAY=:0 HOME=/home/user XDG_RUNTIME_DIR=/run/user/1000 \
+        DBUS_SESSION_BUS_ADDRESS=unix:path=/run/user/1000/bus sh -c 'cd ~ && setsid -f "$@" </dev/null >/dev/null 2>&1' sh "$@"
+    t0=$(now)
+    for _ in $(seq 240); do
+        if gx envmgr-guest windows 2>/dev/null | /usr/bin/python3 -c \
+            "import json, sys; d = json.load(sys.stdin); sys.exit(0 if any($cond for w in d['windows']) else 1)"; then
+            ok=1; break
+        fi
+        sleep 0.5
+    done
+    t1=$(now)
+    if [ -z "$ok" ]; then row "$name: start to window" "no window in 120 s"; return; fi
+    row "$name: start to window" "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f s", b - a }')"
+    sleep "${SETTLE:-10}"
+    gx envmgr-guest a11y-tree --scope focused | /usr/bin/python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+n, s = d.get("nodes", 0), d.get("elapsed_s", 0)
+print("%-44s %-28s [tcg]" % (sys.argv[1] + ": a11y tree (focused window)",
+      "%.2f s, %d nodes, %.1f ms/node" % (s, n, 1000.0 * s / max(n, 1))))' "$name"
+    gx sh -c 'DISPLAY=:0 wmctrl -lx | awk "\$3 !~ /xfdesktop|xfce4-panel/ {print \$1}" | while read -r w; do DISPLAY=:0 wmctrl -i -c $w; done' >/dev/null 2>&1
+    sleep 3
+    gx pkill -u user -f 'chromium|soffice|gimp|vlc|thunderbird|gnome-terminal' >/dev/null 2>&1
+    sleep 2
+}
+app chromium '"chromium" in [c.lower() for c in w["class"]]' google-chrome --remote-debugging-port=1337 about:blank
+app calc '"calc" in w["title"].lower() or "untitled" in w["title"].lower()' libreoffice --calc
+app writer '"writer" in w["title"].lower() or "untitled" in w["title"].lower()' libreoffice --writer
+app impress '"impress" in w["title"].lower() or "untitled" in w["title"].lower()' libreoffice --impress
+SETTLE=15 app gimp '"gnu image" in w["title"].lower()' gimp
+app vlc '"vlc" in " ".join(w["class"]).lower()' vlc
+app thunderbird '"thunderbird" in " ".join(w["class"]).lower()' thunderbird
+app terminal '"terminal" in " ".join(w["class"]).lower()' gnome-terminal
+row "apps bench total" "$(awk -v a="$t" -v b="$(now)" 'BEGIN { printf "%.0f s", b - a }')"

@@ -1,0 +1,269 @@
+/* OSWorld's browser getters, read inside the guest by the toolbelt (`envmgr-guest chrome-*`:
+ * DevTools on the guest's 127.0.0.1, the profile's Preferences, Local State, Bookmarks, History
+ * and Cookies) and from the accessibility tree (the address bar). Result shapes are OSWorld's,
+ * and so are its defaults where it has them (a profile that cannot be read gives the value
+ * OSWorld returns then). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "envmgr/base/util.h"
+#include "evaluator/getter_call.h"
+#include "evaluator/getter_parse.h"
+#include "evaluator/getters.h"
+
+static int run_open_tabs(const getter_call *gc, json_t *spec, json_t **art, em_err *err)
+{
+    const char *args[] = {"chrome-tabs", NULL};
+    json_auto_t *a = NULL;
+    if (toolbelt_run(gc, "open_tabs_info", args, &a, err) < 0)
+        return -1;
+    json_t *tabs = json_array(), *t;
+    size_t i;
+    json_array_foreach(json_object_get(a, "tabs"), i, t)
+    {
+        json_t *title = json_object_get(t, "title"), *url = json_object_get(t, "url");
+        json_array_append_new(tabs, json_pack("{s:O, s:O}", "title", json_is_string(title) ? title : json_string(""),
+                                              "url", json_is_string(url) ? url : json_string("")));
+    }
+    *art = getter_json_artifact(tabs);
+    return 0;
+}
+
+static int run_active_tab(const getter_call *gc, json_t *spec, json_t **art, em_err *err)
+{
+    const char *args[] = {"chrome-active-tab", "--content", NULL};
+    json_auto_t *a = NULL;
+    if (toolbelt_run(gc, "active_tab_info", args, &a, err) < 0)
+        return -1;
+    json_t *act = json_object_get(a, "active");
+    *art = getter_json_artifact(json_is_object(act)
+                                    ? json_pack("{s:O?, s:O?, s:O?}", "title", json_object_get(act, "title"), "url",
+                                                json_object_get(act, "url"), "content", json_object_get(act, "content"))
+                                    : json_null());
+    return 0;
+}
+
+/* The active tab's URL as OSWorld reads it: goto_prefix (default "https://") and the address
+ * bar's text from the accessibility tree; *url NULL when the tree has no address bar. */
+static int address_bar_url(const getter_call *gc, const char *type, json_t *spec, char **url, em_err *err)
+{
+    const char *args[] = {"a11y-tree", NULL};
+    json_auto_t *a = NULL;
+    *url = NULL;
+    if (toolbelt_run(gc, type, args, &a, err) < 0)
+        return -1;
+    json_t *at = json_object_get(a, "AT");
+    _cleanup_free_ char *bar = a11y_address_bar(json_string_value(at) ?: "", json_string_length(at));
+    const char *prefix = json_string_value(json_object_get(spec, "goto_prefix"));
+    if (bar)
+        *url = xasprintf("%s%s", prefix ? prefix : "https://", bar);
+    return 0;
+}
+
+static int run_url_from_tree(const getter_call *gc, json_t *spec, json_t **art, em_err *err)
+{
+    _cleanup_free_ char *url = NULL;
+    if (address_bar_url(gc, "active_url_from_accessTree", spec, &url, err) < 0)
+        return -1;
+    *art = url ? getter_text_artifact(url) : getter_json_artifact(NULL);
+    return 0;
+}
+
+static int check_url_parse(json_t *spec, em_err *err)
+{
+    json_t *k = json_object_get(spec, "parse_keys"), *r = json_object_get(spec, "replace"), *v;
+    size_t i;
+    if (!json_is_array(k))
+        return em_fail_input(err, "parse_keys: expected an array of strings");
+    json_array_foreach(k, i, v) if (!json_is_string(v)) return em_fail_input(err, "parse_keys[%zu]: expected a string", i);
+    if (r && !json_is_object(r))
+        return em_fail_input(err, "replace: expected an object {old key: new key}");
+    return 0;
+}
+
+static int run_url_parse(const getter_call *gc, json_t *spec, json_t **art, em_err *err)
+{
+    _cleanup_free_ char *url = NULL;
+    if (address_bar_url(gc, "active_tab_url_parse", spec, &url, err) < 0)
+        return -1;
+    *art = getter_json_artifact(
+        url ? url_query_pick(url, json_object_get(spec, "parse_keys"), json_object_get(spec, "replace")) : NULL);
+    return 0;
+}
+
+static int check_dash(json_t *spec, em_err *err)
+{
+    const char *rt = json_string_value(json_object_get(spec, "returnType"));
+    if (!json_is_integer(json_object_get(spec, "partIndex")))
+        return em_fail_input(err, "partIndex: expected an integer");
+    if (!rt || (strcmp(rt, "string") && strcmp(rt, "json")))
+        return em_fail_input(err, "returnType: expected \"string\" or \"json\"");
+    if (!strcmp(rt, "json") && getter_check_string(spec, "key", true, err) < 0)
+        return -1;
+    return 0;
+}
+
+static int run_dash(const getter_call *gc, json_t *spec, json_t **art, em_err *err)
+{
+    _cleanup_free_ char *url = NULL;
+    if (address_bar_url(gc, "url_dashPart", spec, &url, err) < 0)
+        return -1;
+    long idx = (long)json_integer_value(json_object_get(spec, "partIndex"));
+    _cleanup_free_ char *part = url ? url_dash_part(url, idx, getter_flag_true(json_object_get(spec, "needDeleteId")))
+                                    : NULL;
+    if (url && !part)
+        return em_fail(err, "url_dashPart: `%.200s` has no part %ld", url, idx);
+    if (!part)
+        *art = getter_json_artifact(NULL);
+    else if (!strcmp(json_string_value(json_object_get(spec, "returnType")), "string"))
+        *art = getter_text_artifact(part);
+    else
+        *art = getter_json_artifact(json_pack("{s:s}", json_string_value(json_object_get(spec, "key")), part));
+    return 0;
+}
+
+/* ---- the profile's settings (`envmgr-guest chrome-prefs`) ---- */
+
+enum pref_shape {
+    PREF_RAW,         /* the value as it is */
+    PREF_TRUE_FALSE,  /* "true" / "false" */
+    PREF_NOT_NULL,    /* "true" when the setting exists */
+    PREF_EXT_PATHS,   /* the extensions' paths */
+    PREF_EXT_NAMES,   /* the extensions' names */
+};
+
+/* One getter per setting: where it is in chrome-prefs' answer, its shape, and OSWorld's value
+ * when the profile cannot be read (JSON text; several of OSWorld's are "Google", kept as they are). */
+static const struct {
+    const char *getter, *key;
+    enum pref_shape shape;
+    const char *fallback;
+} prefs[] = {
+    {"default_search_engine", "default_search_engine", PREF_RAW, "\"Google\""},
+    {"enable_do_not_track", "enable_do_not_track", PREF_TRUE_FALSE, "\"false\""},
+    {"profile_name", "profile_name", PREF_RAW, "null"},
+    {"chrome_language", "language", PREF_RAW, "\"en-US\""},
+    {"chrome_font_size", "font_size", PREF_RAW, "{\"default_fixed_font_size\": 13, \"default_font_size\": 16}"},
+    {"enabled_experiments", "enabled_experiments", PREF_RAW, "[]"},
+    {"enable_enhanced_safety_browsing", "enhanced_safe_browsing", PREF_TRUE_FALSE, "\"Google\""},
+    {"new_startup_page", "new_startup_page", PREF_TRUE_FALSE, "\"Google\""},
+    {"data_delete_automacally", "default_content_setting_values", PREF_NOT_NULL, "\"Google\""},
+    {"find_unpacked_extension_path", "extensions", PREF_EXT_PATHS, "\"Google\""},
+    {"find_installed_extension_name", "extensions", PREF_EXT_NAMES, "\"Google\""},
+};
+
+static json_t *pref_value(json_t *answer, const char *key, enum pref_shape shape)
+{
+    json_t *v = json_object_get(answer, key), *e, *out;
+    size_t i;
+    switch (shape) {
+    case PREF_TRUE_FALSE:
+        return json_string(json_is_true(v) ? "true" : "false");
+    case PREF_NOT_NULL:
+        return json_string(v && !json_is_null(v) ? "true" : "false");
+    case PREF_EXT_PATHS:
+    case PREF_EXT_NAMES:
+        out = json_array();
+        json_array_foreach(v, i, e)
+        {
+            json_t *x = json_object_get(e, shape == PREF_EXT_PATHS ? "path" : "name");
+            if (json_is_string(x))
+                json_array_append(out, x);
+        }
+        return out;
+    default:
+        return v ? json_incref(v) : json_null();
+    }
+}
+
+static int run_pref(const getter_call *gc, json_t *spec, json_t **art, em_err *err)
+{
+    const char *type = json_string_value(json_object_get(spec, "type"));
+    size_t p = 0;
+    while (p < ARRAY_LEN(prefs) - 1 && strcmp(prefs[p].getter, type))
+        p++;
+    const char *args[] = {"chrome-prefs", NULL};
+    json_auto_t *a = NULL;
+    int rc = toolbelt_run(gc, prefs[p].getter, args, &a, err);
+    if (rc == TOOLBELT_REPORTED) { /* no profile: OSWorld's value for that case */
+        em_err_clear(err);
+        *art = getter_json_artifact(json_loads(prefs[p].fallback, JSON_DECODE_ANY, NULL));
+        return 0;
+    }
+    if (rc < 0)
+        return -1;
+    json_t *v = pref_value(a, prefs[p].key, prefs[p].shape);
+    *art = json_is_string(v) ? json_pack("{s:s, s:o}", "type", "text", "value", v) : getter_json_artifact(v);
+    return 0;
+}
+
+/* Bookmarks' roots ([] without a profile, as OSWorld); History's and Cookies' rows (null). */
+static int run_profile_data(const getter_call *gc, const char *type, const char *sub, const char *member,
+                            const char *fallback, json_t **art, em_err *err)
+{
+    const char *args[] = {sub, NULL};
+    json_auto_t *a = NULL;
+    int rc = toolbelt_run(gc, type, args, &a, err);
+    if (rc == TOOLBELT_REPORTED) {
+        em_err_clear(err);
+        *art = getter_json_artifact(json_loads(fallback, JSON_DECODE_ANY, NULL));
+        return 0;
+    }
+    if (rc < 0)
+        return -1;
+    json_t *v = json_object_get(a, member);
+    *art = getter_json_artifact(v ? json_incref(v) : json_null());
+    return 0;
+}
+
+static int run_bookmarks(const getter_call *gc, json_t *spec, json_t **art, em_err *err)
+{
+    return run_profile_data(gc, "bookmarks", "chrome-bookmarks", "roots", "[]", art, err);
+}
+
+static int run_history(const getter_call *gc, json_t *spec, json_t **art, em_err *err)
+{
+    return run_profile_data(gc, "history", "chrome-history", "rows", "null", art, err);
+}
+
+static int run_cookies(const getter_call *gc, json_t *spec, json_t **art, em_err *err)
+{
+    return run_profile_data(gc, "cookie_data", "chrome-cookies", "rows", "null", art, err);
+}
+
+#define PREFS_NOTE "from the profile's Preferences / Local State (`envmgr-guest chrome-prefs`); OSWorld's value when it cannot be read"
+
+static const getter_def defs[] = {
+    {"open_tabs_info", getter_check_nothing, run_open_tabs, false,
+     "[{title, url}] of the open tabs, over DevTools inside the guest (127.0.0.1)"},
+    {"active_tab_info", getter_check_nothing, run_active_tab, false,
+     "{title, url, content} of the visible tab, over DevTools inside the guest (the page is not reloaded, "
+     "unlike OSWorld); null without one"},
+    {"active_url_from_accessTree", getter_check_nothing, run_url_from_tree, false,
+     "goto_prefix + the address bar's text, from the accessibility tree; null without one"},
+    {"active_tab_url_parse", check_url_parse, run_url_parse, false,
+     "parse_keys of the address bar URL's query (first values, parse_qs decoding), renamed by replace"},
+    {"url_dashPart", check_dash, run_dash, false, "partIndex of the address bar URL split at `/`, as string or {key: part}"},
+    {"bookmarks", getter_check_nothing, run_bookmarks, false, "the Bookmarks file's roots; [] without one"},
+    {"history", getter_check_nothing, run_history, false,
+     "[url, title, last_visit_time] rows of the History database (read from a copy); null without one"},
+    {"cookie_data", getter_check_nothing, run_cookies, false,
+     "the rows of the Cookies database's cookies table (read from a copy); null without one"},
+    {"default_search_engine", getter_check_nothing, run_pref, false, PREFS_NOTE},
+    {"enable_do_not_track", getter_check_nothing, run_pref, false, PREFS_NOTE},
+    {"profile_name", getter_check_nothing, run_pref, false, PREFS_NOTE},
+    {"chrome_language", getter_check_nothing, run_pref, false, PREFS_NOTE},
+    {"chrome_font_size", getter_check_nothing, run_pref, false, PREFS_NOTE},
+    {"enabled_experiments", getter_check_nothing, run_pref, false, PREFS_NOTE},
+    {"enable_enhanced_safety_browsing", getter_check_nothing, run_pref, false, PREFS_NOTE},
+    {"new_startup_page", getter_check_nothing, run_pref, false, PREFS_NOTE},
+    {"data_delete_automacally", getter_check_nothing, run_pref, false, PREFS_NOTE},
+    {"find_unpacked_extension_path", getter_check_nothing, run_pref, false, PREFS_NOTE},
+    {"find_installed_extension_name", getter_check_nothing, run_pref, false, PREFS_NOTE},
+};
+
+const getter_def *getter_chrome_defs(size_t *n)
+{
+    *n = ARRAY_LEN(defs);
+    return defs;
+}

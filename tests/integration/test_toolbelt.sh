@@ -1,0 +1,172 @@
+#!/bin/bash
+# The guest toolbelt (vm-images/toolbelt) on the host, under Xvfb, cheap
+# enough for CI (no guest):
+#   * pyautogui against a real X client that records the events it gets
+#     (tests/tools/xrecorder.py): clicks, buttons, wheel, drags, typing with
+#     shift, characters the keymap lacks, hotkeys, FAILSAFE, PAUSE, and a
+#     `python3 -c "import pyautogui; ..."` setup command;
+#   * the accessibility dumper on a GTK 3 window over a private session bus
+#     and AT-SPI bus: the same nodes, attributes and text as a one-call-per-
+#     property pyatspi walk (tests/tools/a11y_reference.py), the caps, the
+#     envmgr-guest CLI's JSON;
+#   * envmgr-guest's X getters (screen-size, window-size, windows);
+#   * the Chrome getters against a headless Chromium (if installed): tabs over
+#     DevTools, prefs, bookmarks, history from the profile files.
+# Needs Debian's xvfb, python3-xlib, python3-pyatspi, gir1.2-gtk-3.0,
+# at-spi2-core, dbus (scripts/apt-packages.txt).  Prints
+# `toolbelt: N passed, N failed`.
+. "$(dirname "$0")/lib.sh"
+SUITE=toolbelt
+PY=/usr/bin/python3            # Debian's python: python3-xlib, gi, pyatspi
+TB=$ROOT/vm-images/toolbelt
+TOOLS=$ROOT/tests/tools
+
+for dep in Xvfb dbus-run-session gdbus; do
+    command -v "$dep" >/dev/null || { bad "missing $dep (apt-get install xvfb dbus libglib2.0-bin)"; finish; exit; }
+done
+"$PY" -c 'import Xlib, pyatspi, gi; gi.require_version("Gtk", "3.0")' 2>/dev/null ||
+    { bad "missing python3-xlib, python3-pyatspi or gir1.2-gtk-3.0"; finish; exit; }
+
+# envmgr-guest from the checkout (the installed one runs python3 -I)
+guest() { "$PY" -c 'import sys; sys.path.insert(0, sys.argv[1]); from envmgr_guest.cli import main; sys.exit(main(sys.argv[2:]))' "$TB" "$@"; }
+jq_py() { "$PY" -c "import json, sys; d = json.load(sys.stdin); $1"; }
+
+# ---------------------------------------------------------------- X server
+exec 8>"$T/xvfb.display"
+Xvfb -displayfd 8 -screen 0 1280x800x24 -nolisten tcp -noreset >"$T/xvfb.log" 2>&1 &
+XVFB=$!
+wait_until 10 test -s "$T/xvfb.display" || { bad "Xvfb did not start: $(tail -3 "$T/xvfb.log")"; finish; exit; }
+export DISPLAY=:$(head -n 1 "$T/xvfb.display")
+stop_all() { kill "$XVFB" ${REC:-} 2>/dev/null; wait 2>/dev/null; }
+trap 'stop_all; cleanup' EXIT
+
+# ---------------------------------------------------------------- pyautogui
+"$PY" "$TOOLS/xrecorder.py" 100 100 400 300 >"$T/rec.log" 2>"$T/rec.err" &
+REC=$!
+if wait_until 10 grep -q '"ready"' "$T/rec.log"; then
+    while IFS= read -r line; do
+        case $line in
+            "ok   "*) ok "pyautogui: ${line#ok   }" ;;
+            "FAIL "*) bad "pyautogui: ${line#FAIL }" ;;
+        esac
+    done < <("$PY" "$TOOLS/toolbelt_check.py" "$TB" "$T/rec.log" 2>&1)
+else
+    bad "the recorder window did not map: $(cat "$T/rec.err")"
+fi
+
+# ---------------------------------------------------------------- X getters
+out=$(guest screen-size)
+check "screen-size is 1280x800" [ "$(jq_py 'print(d["width"], d["height"])' <<<"$out")" = "1280 800" ]
+# Without a window manager there is no _NET_CLIENT_LIST: window-size and windows answer null / []
+out=$(guest window-size --class xrecorder)
+check "window-size with no window manager: null" [ "$(jq_py 'print(d)' <<<"$out")" = None ]
+check "windows answers a list" jq_py 'assert isinstance(d["windows"], list)' <<<"$(guest windows)"
+out=$(guest gimp-config --file ../../etc/passwd; echo "rc=$?")
+check "gimp-config refuses a path outside GIMP's directory" grep -q '"error".*rc=1' <<<"$(tr -d '\n' <<<"$out")"
+kill "$REC" 2>/dev/null; REC=
+
+# ---------------------------------------------------------------- accessibility
+cat >"$T/a11y.sh" <<EOF
+set -u
+unset NO_AT_BRIDGE
+gdbus call --session --dest org.a11y.Bus --object-path /org/a11y/bus \
+    --method org.freedesktop.DBus.Properties.Set org.a11y.Status IsEnabled '<true>' >/dev/null || exit 3
+"$PY" "$TOOLS/a11y_window.py" --seconds 60 >"$T/win.log" 2>&1 &
+for i in \$(seq 50); do grep -q ready "$T/win.log" && break; sleep 0.2; done
+sleep 1
+"$PY" "$TOOLS/a11y_reference.py" a11y_window.py >"$T/ref.json"
+t0=\$(date +%s.%N)
+"$PY" "$TOOLS/a11y_reference.py" a11y_window.py >/dev/null
+t1=\$(date +%s.%N)
+echo "\$t0 \$t1" >"$T/ref.time"
+"$PY" -c 'import sys; sys.path.insert(0, sys.argv[1]); from envmgr_guest.cli import main; sys.exit(main(sys.argv[2:]))' \
+    "$TB" a11y-tree >"$T/tree.json"
+"$PY" -c 'import sys; sys.path.insert(0, sys.argv[1]); from envmgr_guest.cli import main; sys.exit(main(sys.argv[2:]))' \
+    "$TB" a11y-tree --max-nodes 4 >"$T/tree4.json"
+kill %1
+EOF
+if dbus-run-session -- bash "$T/a11y.sh" >"$T/a11y.log" 2>&1; then
+    ok "a11y: session bus, AT-SPI bus and a GTK window"
+else
+    bad "a11y session: $(grep -v dbus-daemon "$T/a11y.log" | tail -5)"
+fi
+cmp_out=$("$PY" - "$T/tree.json" "$T/ref.json" <<'EOF'
+import json, sys
+import xml.etree.ElementTree as ET
+tree = json.load(open(sys.argv[1]))
+ref = [[p, [tuple(x) for x in a], t] for p, a, t in json.load(open(sys.argv[2]))]
+root = ET.fromstring(tree["AT"])
+assert root.tag == "desktop-frame", root.tag
+ours = []
+def walk(e, path):
+    p = path + [e.tag]
+    ours.append([ "/".join(p), sorted(e.attrib.items()), e.text or ""])
+    for c in e:
+        walk(c, p)
+for app in root:
+    if app.get("name") == "a11y_window.py":
+        walk(app, ["desktop-frame"])
+if ours != ref:
+    for a, b in zip(ours, ref):
+        if a != b:
+            print("first difference:\n ours %r\n ref  %r" % (a, b)); break
+    else:
+        print("node count: ours %d, reference %d" % (len(ours), len(ref)))
+    sys.exit(1)
+print("%d nodes identical; dump %.3f s" % (len(ours), tree["elapsed_s"]))
+EOF
+)
+check "a11y-tree equals the pyatspi reference walk ($cmp_out)" [ $? -eq 0 ]
+check "a11y-tree: Entry text escaped and read back" \
+    jq_py 'import xml.etree.ElementTree as E; r = E.fromstring(d["AT"]); assert any(e.text == "hello <a11y> & \"world\"" for e in r.iter("text")), "no entry text"' <"$T/tree.json"
+check "a11y-tree: namespaces as OSWorld's (st, attr, cp, doc, docattr, txt, val, act)" \
+    jq_py 'x = d["AT"][:2000]; assert all("xmlns:%s=\"https://accessibility.ubuntu.example.org/ns/%s\"" % (p, u) in x for p, u in (("st","state"),("attr","attributes"),("cp","component"),("doc","document"),("docattr","document/attributes"),("txt","text"),("val","value"),("act","action"))), x[:300]' <"$T/tree.json"
+check "a11y-tree: cell names of the GTK list" \
+    jq_py 'import xml.etree.ElementTree as E; r = E.fromstring(d["AT"]); assert [e.get("name") for e in r.iter("table-cell")] == ["a1","b1","a2","b2","a3","b3"]' <"$T/tree.json"
+check "a11y-tree --max-nodes 4: 4 nodes, truncated, well-formed" \
+    jq_py 'import xml.etree.ElementTree as E; r = E.fromstring(d["AT"]); assert d["nodes"] == 4 and "nodes" in d["truncated"] and len(list(r.iter())) == 5, (d["nodes"], d["truncated"])' <"$T/tree4.json"
+if [ -s "$T/ref.time" ]; then
+    read -r t0 t1 <"$T/ref.time"
+    echo "     (pyatspi walk $(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.3f", b-a}') s, dumper $(jq_py 'print(d["elapsed_s"])' <"$T/tree.json") s, $(jq_py 'print(d["nodes"], "nodes,", d["calls"], "calls")' <"$T/tree.json"))"
+fi
+out=$(DBUS_SESSION_BUS_ADDRESS=unix:path=$T/nobus guest a11y-tree; echo "rc=$?")
+check "a11y-tree without an accessibility bus: a JSON error, exit 1" grep -q '"error".*rc=1' <<<"$(tr -d '\n' <<<"$out")"
+
+# ---------------------------------------------------------------- chrome
+CHROME=$(command -v chromium || true)
+if [ -z "$CHROME" ]; then
+    ok "chrome getters skipped: no chromium on this host"
+else
+    PORT=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    HOMEDIR=$T/home
+    mkdir -p "$HOMEDIR/.config"
+    "$CHROME" --headless --no-sandbox --disable-gpu --no-first-run --password-store=basic \
+        --user-data-dir="$HOMEDIR/.config/google-chrome" --remote-debugging-port="$PORT" \
+        'data:text/html,<title>Tab One</title>one' >"$T/chrome.log" 2>&1 &
+    CHR=$!
+    if wait_until 60 curl -sf "http://127.0.0.1:$PORT/json/version"; then
+        curl -sf -X PUT "http://127.0.0.1:$PORT/json/new?data:text/html,<title>Tab%20Two</title>two" >/dev/null
+        sleep 2
+        out=$(guest chrome-tabs --port "$PORT")
+        check "chrome-tabs: both tabs with titles over DevTools" \
+            jq_py 'assert sorted(t["title"] for t in d["tabs"]) == ["Tab One", "Tab Two"], d' <<<"$out"
+        out=$(guest chrome-active-tab --port "$PORT" --content)
+        check "chrome-active-tab --content: a page with its HTML" \
+            jq_py 'a = d["active"]; assert a and "<title>Tab" in a["content"], d' <<<"$out"
+        out=$(guest chrome-tabs --port 9; echo "rc=$?")
+        check "chrome-tabs with nothing listening: JSON error, exit 1" grep -q '"error".*rc=1' <<<"$(tr -d '\n' <<<"$out")"
+    else
+        bad "headless chromium did not open DevTools: $(tail -3 "$T/chrome.log")"
+    fi
+    kill "$CHR" 2>/dev/null
+    wait "$CHR" 2>/dev/null
+    export ENVMGR_GUEST_HOME=$HOMEDIR
+    check "chrome-prefs from the profile files" \
+        jq_py 'assert d["default_search_engine"] and d["enable_do_not_track"] is False, d' <<<"$(guest chrome-prefs)"
+    check "chrome-history: the visited pages" \
+        jq_py 'assert d["columns"] == ["url", "title", "last_visit_time"] and isinstance(d["rows"], list), d' <<<"$(guest chrome-history)"
+    check "chrome-bookmarks answers the roots" jq_py 'assert isinstance(d["roots"], dict), d' <<<"$(guest chrome-bookmarks)"
+    unset ENVMGR_GUEST_HOME
+fi
+
+finish

@@ -1,0 +1,725 @@
+"""The accessibility tree of the desktop as XML in OSWorld's shape, read in bulk.
+
+Shape (facts taken from OSWorld's in-guest server, not its code): the root
+element is `desktop-frame`; below it one element per application, then the
+AT-SPI tree.  An element's tag is the node's role name with blanks replaced by
+'-' ("unknown" when empty).  Attributes, in this order:
+  name                       the accessible name
+  st:<state>="true"          every state set (pyatspi's STATE_X -> "x")
+  attr:<key>                 the object attributes (GetAttributes)
+  cp:screencoord, cp:size    "(x, y)" / "(w, h)" in screen coordinates, only
+                             for nodes both visible and showing
+  image="true", selection="true"   the node implements Image / Selection
+  val:value/min/max/step     for Value nodes (Python float text)
+  act:<action>_desc / _kb    per action (blanks in its name -> '-')
+The element text is the node's full text (Text interface), without U+FFFC and
+U+FFFD.  Depth is cut at 50 levels and children at 1024 per node.  Below a
+"document spreadsheet" a table's children are the cells that are showing,
+row by row (OSWorld's Calc rule).  Namespaces (prefix -> URI) are those of
+OSWorld's "ubuntu" map, all declared on the root.
+
+How it is read (OSWorld walks it with one synchronous D-Bus round trip per
+property per node, ~18 ms a node under TCG): one org.a11y.atspi.Cache.GetItems
+call per application gives every node's role, name, states, interfaces and
+place in the tree; the remaining properties (attributes, extents, text,
+value, actions) are requested for all nodes at once, asynchronously, and the
+replies collected.  Objects the application does not cache (children of
+MANAGES_DESCENDANTS nodes) are walked the same way, level by level; a
+spreadsheet's cells are found through the Table interface (the visible
+corner cells by position, then GetAccessibleAt for the rectangle between),
+never by enumerating its 2^31-1 children.
+
+Caps: node count, output bytes and wall time; when one is hit the output is
+still a well-formed tree and `truncated` says which cap was hit.
+"""
+import os
+import re
+import time
+
+NS = {
+    "st": "https://accessibility.ubuntu.example.org/ns/state",
+    "attr": "https://accessibility.ubuntu.example.org/ns/attributes",
+    "cp": "https://accessibility.ubuntu.example.org/ns/component",
+    "doc": "https://accessibility.ubuntu.example.org/ns/document",
+    "docattr": "https://accessibility.ubuntu.example.org/ns/document/attributes",
+    "txt": "https://accessibility.ubuntu.example.org/ns/text",
+    "val": "https://accessibility.ubuntu.example.org/ns/value",
+    "act": "https://accessibility.ubuntu.example.org/ns/action",
+}
+MAX_DEPTH = 50
+MAX_WIDTH = 1024
+TEXT_MAX = 100000            # characters of text kept per node
+
+IFACE = "org.a11y.atspi."
+ROOT_PATH = "/org/a11y/atspi/accessible/root"
+NULL_PATH = "/org/a11y/atspi/null"
+COORD_SCREEN = 0
+
+# AT-SPI state numbers (atspi-constants.h, the same order pyatspi uses)
+STATE_ACTIVE = 1
+STATE_FOCUSED = 12
+STATE_SHOWING = 25
+STATE_VISIBLE = 30
+STATE_MANAGES_DESCENDANTS = 31
+
+
+class A11yError(Exception):
+    pass
+
+
+# AT-SPI role names by number (atspi_role_get_name, at-spi2-core 2.46) and
+# state names by number (pyatspi's STATE_X lower-cased): fixed tables, so the
+# dumper needs no GObject introspection (seconds of imports under TCG).
+ROLE_NAMES = [
+    "invalid", "accelerator label", "alert", "animation", "arrow", "calendar", "canvas",
+    "check box", "check menu item", "color chooser", "column header", "combo box", "date editor",
+    "desktop icon", "desktop frame", "dial", "dialog", "directory pane", "drawing area",
+    "file chooser", "filler", "focus traversable", "font chooser", "frame", "glass pane",
+    "html container", "icon", "image", "internal frame", "label", "layered pane", "list",
+    "list item", "menu", "menu bar", "menu item", "option pane", "page tab", "page tab list",
+    "panel", "password text", "popup menu", "progress bar", "push button", "radio button",
+    "radio menu item", "root pane", "row header", "scroll bar", "scroll pane", "separator",
+    "slider", "spin button", "split pane", "status bar", "table", "table cell",
+    "table column header", "table row header", "tearoff menu item", "terminal", "text",
+    "toggle button", "tool bar", "tool tip", "tree", "tree table", "unknown", "viewport", "window",
+    "extended", "header", "footer", "paragraph", "ruler", "application", "autocomplete", "editbar",
+    "embedded", "entry", "chart", "caption", "document frame", "heading", "page", "section",
+    "redundant object", "form", "link", "input method window", "table row", "tree item",
+    "document spreadsheet", "document presentation", "document text", "document web",
+    "document email", "comment", "list box", "grouping", "image map", "notification", "info bar",
+    "level bar", "title bar", "block quote", "audio", "video", "definition", "article", "landmark",
+    "log", "marquee", "math", "rating", "timer", "static", "math fraction", "math root",
+    "subscript", "superscript", "description list", "description term", "description value",
+    "footnote", "content deletion", "content insertion", "mark", "suggestion", "push button menu",
+]
+STATE_NAMES = [
+    "invalid", "active", "armed", "busy", "checked", "collapsed", "defunct", "editable", "enabled",
+    "expandable", "expanded", "focusable", "focused", "has_tooltip", "horizontal", "iconified",
+    "modal", "multi_line", "multiselectable", "opaque", "pressed", "resizable", "selectable",
+    "selected", "sensitive", "showing", "single_line", "stale", "transient", "vertical", "visible",
+    "manages_descendants", "indeterminate", "required", "truncated", "animated", "invalid_entry",
+    "supports_autocompletion", "selectable_text", "is_default", "visited", "checkable",
+    "has_popup", "read_only",
+]
+
+
+def role_name(role):
+    return ROLE_NAMES[role] if 0 <= role < len(ROLE_NAMES) else ""
+
+
+def state_names():
+    """State number -> OSWorld's attribute name ("multi_line", ...)."""
+    return dict(enumerate(STATE_NAMES))
+
+
+def states_from_bits(words):
+    out = []
+    for w, word in enumerate(words):
+        for b in range(32):
+            if word & (1 << b):
+                out.append(w * 32 + b)
+    return out
+
+
+# ---------------------------------------------------------------- D-Bus
+def bus_address():
+    """The accessibility bus's address, from org.a11y.Bus on the session bus."""
+    from . import dbusraw
+    addr = os.environ.get("DBUS_SESSION_BUS_ADDRESS")
+    if not addr:
+        run = "/run/user/%d/bus" % os.getuid()
+        if not os.path.exists(run):
+            raise A11yError("no session bus (DBUS_SESSION_BUS_ADDRESS unset, no %s)" % run)
+        addr = "unix:path=" + run
+    try:
+        c = dbusraw.Connection(addr, timeout=10)
+        try:
+            return c.call("org.a11y.Bus", "/org/a11y/bus", "org.a11y.Bus", "GetAddress")[0]
+        finally:
+            c.close()
+    except (OSError, dbusraw.DBusError) as e:
+        raise A11yError("no accessibility bus: %s" % e)
+
+
+def connect(address=None):
+    from . import dbusraw
+    address = address or bus_address()
+    try:
+        return dbusraw.Connection(address, timeout=10)
+    except (OSError, dbusraw.DBusError) as e:
+        raise A11yError("cannot connect to the accessibility bus %s: %s" % (address, e))
+
+
+class Batch:
+    """Method calls sent pipelined (dbusraw) and collected by run()."""
+
+    def __init__(self, conn, deadline):
+        self.conn = conn
+        self.deadline = deadline
+        self.queue = []
+        self.calls = 0
+        self.errors = 0
+        self.timed_out = False
+
+    def call(self, ref, iface, method, args, on_reply):
+        sig, vals = args if args else ("", ())
+        if sig.startswith("(") and sig.endswith(")"):
+            sig = sig[1:-1]             # GVariant-style "(ii)" = two arguments
+        self.queue.append((ref[0], ref[1], iface, method, sig, vals, on_reply))
+
+    def run(self):
+        if self.queue:
+            try:
+                self.errors, self.timed_out = self.conn.pipeline(self.queue, self.deadline)
+            except OSError as e:
+                raise A11yError("accessibility bus: %s" % e)
+        self.calls = len(self.queue)
+        return not self.timed_out
+
+
+def _v(sig, *values):
+    return (sig, values)
+
+
+# ---------------------------------------------------------------- the tree
+class Node:
+    __slots__ = ("ref", "role", "name", "states", "ifaces", "children", "child_count",
+                 "attrs", "extents", "text", "value", "actions", "cells", "parent")
+
+    def __init__(self, ref):
+        self.ref = ref
+        self.role = 0
+        self.name = ""
+        self.states = []
+        self.ifaces = ()
+        self.children = None       # list of refs, None = not known (not cached)
+        self.child_count = 0
+        self.attrs = None
+        self.extents = None
+        self.text = None
+        self.value = None
+        self.actions = None
+        self.cells = None          # spreadsheet: refs of the showing cells
+        self.parent = None
+
+    def has(self, iface):
+        return (IFACE + iface) in self.ifaces
+
+    def state(self, s):
+        return s in self.states
+
+
+class Dumper:
+    def __init__(self, conn=None, max_nodes=10000, max_bytes=8 << 20, timeout=20.0,
+                 app_aliases=None, scope="all"):
+        self.conn = conn or connect()
+        self.max_nodes = max_nodes
+        self.max_bytes = max_bytes
+        self.deadline = time.monotonic() + timeout
+        self.nodes = {}            # ref -> Node
+        self.truncated = []
+        self.app_aliases = app_aliases or {}
+        self.scope = scope
+        self.calls = 0
+        self.errors = 0
+
+    # -- structure ---------------------------------------------------
+    def _batch(self):
+        return Batch(self.conn, self.deadline)
+
+    def _finish(self, b):
+        ok = b.run()
+        self.calls += b.calls
+        self.errors += b.errors
+        if not ok and "time" not in self.truncated:
+            self.truncated.append("time")
+        return ok
+
+    def applications(self):
+        b = self._batch()
+        out = []
+        b.call(("org.a11y.atspi.Registry", ROOT_PATH), IFACE + "Accessible", "GetChildren", None,
+               lambda v: out.extend(tuple(r) for r in v[0]))
+        self._finish(b)
+        return out
+
+    def load_caches(self, apps):
+        """One GetItems per application; returns the apps that have no cache."""
+        b = self._batch()
+        got = set()
+
+        def on_items(app, v):
+            got.add(app)
+            for item in v[0]:
+                ref, _app, parent, index, count, ifaces, name, role, _desc, states = item
+                ref = tuple(ref)
+                n = self.nodes.get(ref) or Node(ref)
+                n.role, n.name, n.ifaces = role, name, tuple(ifaces)
+                n.states = states_from_bits(states)
+                n.child_count = count
+                n.parent = tuple(parent)
+                self.nodes[ref] = n
+                self._index[ref] = index
+
+        if not hasattr(self, "_index"):
+            self._index = {}
+        for app in apps:
+            b.call((app[0], "/org/a11y/atspi/cache"), IFACE + "Cache", "GetItems", None,
+                   lambda v, app=app: on_items(app, v))
+        self._finish(b)
+        # Children lists from the parents and indexes of the cached objects.
+        kids = {}
+        for ref, n in self.nodes.items():
+            if n.parent and n.parent[1] != NULL_PATH:
+                kids.setdefault(n.parent, []).append((self._index.get(ref, 0), ref))
+        for ref, n in self.nodes.items():
+            if ref in kids:
+                n.children = [r for _, r in sorted(kids[ref])]
+            elif n.child_count == 0:
+                n.children = []
+        return [a for a in apps if a not in got]
+
+    def fetch(self, refs):
+        """Role, name, states, interfaces, child count of uncached objects."""
+        b = self._batch()
+        todo = [r for r in refs if r not in self.nodes and r[1] != NULL_PATH]
+        for ref in todo:
+            n = Node(ref)
+            self.nodes[ref] = n
+            acc = IFACE + "Accessible"
+            b.call(ref, acc, "GetRole", None, lambda v, n=n: setattr(n, "role", v[0]))
+            b.call(ref, acc, "GetState", None,
+                   lambda v, n=n: setattr(n, "states", states_from_bits(v[0])))
+            b.call(ref, acc, "GetInterfaces", None, lambda v, n=n: setattr(n, "ifaces", tuple(v[0])))
+            b.call(ref, "org.freedesktop.DBus.Properties", "GetAll", _v("(s)", acc),
+                   lambda v, n=n: (setattr(n, "name", v[0].get("Name", "")),
+                                   setattr(n, "child_count", int(v[0].get("ChildCount", 0)))))
+        self._finish(b)
+
+    def fetch_children(self, nodes):
+        """Children refs of uncached nodes (the first MAX_WIDTH of them)."""
+        unknown = [n for n in nodes if n.children is None and n.child_count < 0]
+        if unknown:
+            # The cache says -1 for MANAGES_DESCENDANTS nodes: ask.
+            b = self._batch()
+            for n in unknown:
+                b.call(n.ref, "org.freedesktop.DBus.Properties", "Get",
+                       _v("(ss)", IFACE + "Accessible", "ChildCount"),
+                       lambda v, n=n: setattr(n, "child_count", int(v[0])))
+            self._finish(b)
+        b = self._batch()
+        for n in nodes:
+            if n.children is not None:
+                continue
+            n.children = []
+            cnt = n.child_count
+            if cnt <= 0:
+                continue
+            if cnt <= MAX_WIDTH:
+                b.call(n.ref, IFACE + "Accessible", "GetChildren", None,
+                       lambda v, n=n: n.children.extend(tuple(r) for r in v[0]))
+            else:
+                slots = [None] * MAX_WIDTH
+                n.children = slots
+
+                def put(v, slots=slots, i=0):
+                    slots[i] = tuple(v[0])
+                for i in range(MAX_WIDTH):
+                    b.call(n.ref, IFACE + "Accessible", "GetChildAtIndex", _v("(i)", i),
+                           lambda v, slots=slots, i=i: slots.__setitem__(i, tuple(v[0])))
+        self._finish(b)
+        for n in nodes:
+            if n.children:
+                n.children = [r for r in n.children if r is not None]
+
+    # -- selection of what is emitted --------------------------------
+    def plan(self, app_refs):
+        """The emitted nodes as (node, depth, calc_flag) in document order,
+        within the depth, width and node caps.  Parts the applications do not
+        cache are fetched level by level, one batch per level."""
+        seen = 0
+        level = [(r, 1, None) for r in app_refs]
+        flags = {}
+        while level and time.monotonic() < self.deadline:
+            self.fetch([r for r, _, _ in level if r not in self.nodes])
+            nodes = []
+            for r, depth, flag in level:
+                n = self.nodes.get(r)
+                if n is None:
+                    continue
+                rn = role_name(n.role)
+                if not flag:
+                    if rn == "document spreadsheet":
+                        flag = "calc"
+                    elif rn == "application" and n.name == "Thunderbird":
+                        flag = "thunderbird"
+                flags[r] = (depth, flag)
+                seen += 1
+                if depth < MAX_DEPTH and not (flag == "calc" and rn == "table"):
+                    nodes.append((n, depth, flag))
+            if seen >= self.max_nodes:
+                break
+            self.fetch_children([n for n, _, _ in nodes
+                                 if n.children is None and not self._skip_children(n)])
+            level = [(c, d + 1, f) for n, d, f in nodes for c in (n.children or [])[:MAX_WIDTH]]
+        out = []
+        stack = [r for r in reversed(app_refs)]
+        while stack:
+            ref = stack.pop()
+            n = self.nodes.get(ref)
+            if n is None or ref not in flags:
+                continue
+            if len(out) >= self.max_nodes:
+                if "nodes" not in self.truncated:
+                    self.truncated.append("nodes")
+                break
+            depth, flag = flags[ref]
+            out.append((n, depth, flag))
+            if depth == MAX_DEPTH or (flag == "calc" and role_name(n.role) == "table"):
+                continue
+            for c in reversed((n.children or [])[:MAX_WIDTH]):
+                stack.append(c)
+        return out
+
+    def _skip_children(self, n):
+        # Never enumerate a spreadsheet's cells; huge managed containers get
+        # only their first MAX_WIDTH children (OSWorld's width cap).
+        return False
+
+    # -- per-node details --------------------------------------------
+    def details(self, nodes):
+        b = self._batch()
+        props = "org.freedesktop.DBus.Properties"
+        for n in nodes:
+            b.call(n.ref, IFACE + "Accessible", "GetAttributes", None,
+                   lambda v, n=n: setattr(n, "attrs", v[0]))
+            if n.state(STATE_VISIBLE) and n.state(STATE_SHOWING) and n.has("Component"):
+                b.call(n.ref, IFACE + "Component", "GetExtents", _v("(u)", COORD_SCREEN),
+                       lambda v, n=n: setattr(n, "extents", tuple(v[0])))
+            if n.has("Text"):
+                b.call(n.ref, IFACE + "Text", "GetText", _v("(ii)", 0, -1),
+                       lambda v, n=n: setattr(n, "text", v[0]))
+            if n.has("Value"):
+                b.call(n.ref, props, "GetAll", _v("(s)", IFACE + "Value"),
+                       lambda v, n=n: setattr(n, "value", v[0]))
+            if n.has("Action"):
+                # GetActions gives the localized names; the attribute names
+                # use the plain ones (GetName), like pyatspi's getName.
+                def got_actions(v, n=n, b=b):
+                    acts = [list(a) for a in v[0]]
+                    n.actions = acts
+                    for i in range(len(acts)):
+                        b.call(n.ref, IFACE + "Action", "GetName", _v("(i)", i),
+                               lambda v, a=acts[i]: a.__setitem__(0, v[0]))
+                b.call(n.ref, IFACE + "Action", "GetActions", None, got_actions)
+        self._finish(b)
+
+    def load_cells(self, tables):
+        """The showing cells of spreadsheet tables, through the Table interface."""
+        corners = {}
+        b = self._batch()
+        for t in tables:
+            if not t.extents or not t.has("Table"):
+                continue
+            x, y, w, h = t.extents
+            if w <= 2 or h <= 2:
+                continue
+            corners[t.ref] = {}
+            for key, (px, py) in (("tl", (x + 1, y + 1)), ("br", (x + w - 2, y + h - 2))):
+                b.call(t.ref, IFACE + "Component", "GetAccessibleAtPoint",
+                       _v("(iiu)", px, py, COORD_SCREEN),
+                       lambda v, t=t, key=key: corners[t.ref].__setitem__(key, tuple(v[0])))
+        self._finish(b)
+        # Row and column of the corner cells from their names ("AC47": Calc
+        # names cells by address; its child indexes overflow on wide sheets).
+        names = {}
+        b = self._batch()
+        for tref, c in corners.items():
+            for key, cref in c.items():
+                if cref[1] == NULL_PATH:
+                    continue
+                b.call(cref, "org.freedesktop.DBus.Properties", "Get",
+                       _v("(ss)", IFACE + "Accessible", "Name"),
+                       lambda v, tref=tref, key=key: names.__setitem__((tref, key), v[0]))
+        self._finish(b)
+        rc = {}
+        for (tref, key), name in names.items():
+            m = re.match(r"^\$?([A-Z]{1,3})\$?([0-9]{1,7})$", name or "")
+            if not m:
+                continue
+            col = 0
+            for ch in m.group(1):
+                col = col * 26 + (ord(ch) - 64)
+            rc[(tref, key, "Row")] = int(m.group(2)) - 1
+            rc[(tref, key, "Column")] = col - 1
+        # Cells are transient objects: the application forgets one soon after
+        # handing it out, so each chunk of rows is read right after it is
+        # fetched (all properties in one round, errors for what a cell lacks).
+        budget = max(0, self.max_nodes - len(self.nodes))
+        acc = IFACE + "Accessible"
+        for t in tables:
+            r0, c0 = rc.get((t.ref, "tl", "Row")), rc.get((t.ref, "tl", "Column"))
+            r1, c1 = rc.get((t.ref, "br", "Row")), rc.get((t.ref, "br", "Column"))
+            if None in (r0, c0, r1, c1) or r0 < 0 or c0 < 0 or r1 < r0 or c1 < c0:
+                continue
+            grid = [[None] * (c1 - c0 + 1) for _ in range(r1 - r0 + 1)]
+            t.cells = grid
+            for r in range(r0, r1 + 1):
+                if budget <= 0 or time.monotonic() >= self.deadline:
+                    if budget <= 0 and "nodes" not in self.truncated:
+                        self.truncated.append("nodes")
+                    break
+                b = self._batch()
+
+                def got(v, i, j, b=b):
+                    ref = tuple(v[0])
+                    grid[i][j] = ref
+                    n = Node(ref)
+                    self.nodes[ref] = n
+                    b.call(ref, acc, "GetRole", None, lambda v, n=n: setattr(n, "role", v[0]))
+                    b.call(ref, acc, "GetState", None,
+                           lambda v, n=n: setattr(n, "states", states_from_bits(v[0])))
+                    b.call(ref, acc, "GetInterfaces", None, lambda v, n=n: setattr(n, "ifaces", tuple(v[0])))
+                    b.call(ref, "org.freedesktop.DBus.Properties", "Get", _v("(ss)", acc, "Name"),
+                           lambda v, n=n: setattr(n, "name", v[0]))
+                    b.call(ref, acc, "GetAttributes", None, lambda v, n=n: setattr(n, "attrs", v[0]))
+                    b.call(ref, IFACE + "Component", "GetExtents", _v("(u)", COORD_SCREEN),
+                           lambda v, n=n: setattr(n, "extents", tuple(v[0])))
+                    b.call(ref, IFACE + "Text", "GetText", _v("(ii)", 0, -1),
+                           lambda v, n=n: setattr(n, "text", v[0]))
+                for c in range(c0, c1 + 1):
+                    budget -= 1
+                    b.call(t.ref, IFACE + "Table", "GetAccessibleAt", _v("(ii)", r, c),
+                           lambda v, i=r - r0, j=c - c0: got(v, i, j))
+                self._finish(b)
+                # a cell without Text answered an error: keep None
+
+    # -- output --------------------------------------------------------
+    def app_pids(self, apps):
+        """Process id of each application's connection (asked of the bus)."""
+        b = self._batch()
+        pids = {}
+        for a in apps:
+            b.call(("org.freedesktop.DBus", "/org/freedesktop/DBus"), "org.freedesktop.DBus",
+                   "GetConnectionUnixProcessID", _v("(s)", a[0]),
+                   lambda v, a=a: pids.__setitem__(a, v[0]))
+        self._finish(b)
+        return pids
+
+    def dump(self):
+        t0 = time.monotonic()
+        apps = self.applications()
+        self.focus_pid = None
+        if self.scope == "focused":
+            # The application owning X's active window (_NET_WM_PID), so only
+            # its objects are read.  (xfwm4 has an "active" window of its own.)
+            self.focus_pid = active_window_pid()
+            if self.focus_pid:
+                pids = self.app_pids(apps)
+                mine = [a for a in apps if pids.get(a) == self.focus_pid]
+                if mine:
+                    apps = mine
+        # at-spi2-atk creates an application's cache (what GetItems answers
+        # from) only once some client listens for events: listen for one,
+        # for as long as this connection lives (the registry drops the
+        # listener when we disconnect; the caches stay).
+        b = self._batch()
+        b.call(("org.a11y.atspi.Registry", "/org/a11y/atspi/registry"), IFACE + "Registry",
+               "RegisterEvent", _v("sass", "object:children-changed", [], ""), lambda v: None)
+        self._finish(b)
+        nocache = self.load_caches(apps)
+        if nocache:
+            time.sleep(0.3)             # caches being built: ask once more
+            nocache = self.load_caches(nocache)
+        if nocache:
+            for a in nocache:
+                self.nodes.pop(a, None)
+        # Application roots: the cache's root object of each app.
+        roots = [(a[0], ROOT_PATH) for a in apps]
+        t_struct = time.monotonic()
+        if self.scope == "focused":
+            roots = self._focused(roots)
+        plan = self.plan(roots)
+        self.details([n for n, _, _ in plan])
+        tables = [n for n, _, flag in plan if flag == "calc" and role_name(n.role) == "table"]
+        if tables:
+            self.load_cells(tables)
+        t_details = time.monotonic()
+        xml, emitted = self.serialize(plan)
+        return {
+            "AT": xml,
+            "nodes": emitted,
+            "applications": len(roots),
+            "truncated": self.truncated,
+            "calls": self.calls,
+            "errors": self.errors,
+            "elapsed_s": round(time.monotonic() - t0, 3),
+            "structure_s": round(t_struct - t0, 3),
+            "details_s": round(t_details - t_struct, 3),
+        }
+
+    def _focused(self, roots):
+        """Only the application with the active top-level window, and only that window."""
+        def rank(r):
+            n = self.nodes.get(r)
+            return 1 if n is not None and n.name in ("xfwm4", "xfce4-panel", "xfdesktop") else 0
+        for r in sorted(roots, key=rank):
+            n = self.nodes.get(r)
+            if n is None:
+                self.fetch([r])
+                self.fetch_children([self.nodes[r]]) if r in self.nodes else None
+                n = self.nodes.get(r)
+            if n is None:
+                continue
+            if n.children is None:
+                self.fetch_children([n])
+            kids = n.children or []
+            self.fetch([k for k in kids if k not in self.nodes])
+            active = [k for k in kids if k in self.nodes and self.nodes[k].state(STATE_ACTIVE)
+                      and self.nodes[k].state(STATE_SHOWING)]
+            if active:
+                n.children = active[:1]
+                return [r]
+        return []
+
+    def serialize(self, plan):
+        names = state_names()
+        parts = ['<desktop-frame']
+        for p, uri in NS.items():
+            parts.append(' xmlns:%s="%s"' % (p, uri))
+        parts.append('>')
+        size = sum(len(s) for s in parts)
+        open_tags = []          # (tag, depth)
+        emitted = 0
+        cell_depth_items = []
+        for n, depth, flag in self._with_cells(plan):
+            while open_tags and open_tags[-1][1] >= depth:
+                tag, _ = open_tags.pop()
+                parts.append('</%s>' % tag)
+            el = self._element(n, names)
+            if size + len(el[0]) + len(el[1]) > self.max_bytes:
+                if "bytes" not in self.truncated:
+                    self.truncated.append("bytes")
+                break
+            size += len(el[0]) + len(el[1])
+            parts.append(el[0])
+            parts.append(el[1])
+            open_tags.append((el[2], depth))
+            emitted += 1
+        while open_tags:
+            tag, _ = open_tags.pop()
+            parts.append('</%s>' % tag)
+        parts.append('</desktop-frame>')
+        return "".join(parts), emitted
+
+    def _with_cells(self, plan):
+        for n, depth, flag in plan:
+            yield n, depth, flag
+            if n.cells:
+                for row in n.cells:
+                    for ref in row:
+                        c = self.nodes.get(ref) if ref else None
+                        if c is not None and c.state(STATE_SHOWING):
+                            yield c, depth + 1, flag
+
+    def _element(self, n, names):
+        raw_role = role_name(n.role).strip()
+        tag = (raw_role or "unknown").replace(" ", "-")
+        if not _valid_name(tag):
+            tag = "unknown"
+        name = n.name
+        if raw_role == "application":
+            name = self.app_aliases.get(name, name)
+        attrs = [("name", name)]
+        for s in n.states:
+            sn = names.get(s)
+            if sn:
+                attrs.append(("st:" + sn, "true"))
+        for k, v in (n.attrs or {}).items():
+            if k and _valid_name(k):
+                attrs.append(("attr:" + k, v))
+        if n.extents and n.state(STATE_VISIBLE) and n.state(STATE_SHOWING):
+            x, y, w, h = n.extents
+            attrs.append(("cp:screencoord", "(%d, %d)" % (x, y)))
+            attrs.append(("cp:size", "(%d, %d)" % (w, h)))
+        if n.has("Image"):
+            attrs.append(("image", "true"))
+        if n.has("Selection"):
+            attrs.append(("selection", "true"))
+        if n.value:
+            for key, prop in (("value", "CurrentValue"), ("min", "MinimumValue"),
+                              ("max", "MaximumValue"), ("step", "MinimumIncrement")):
+                if prop in n.value:
+                    attrs.append(("val:" + key, str(float(n.value[prop]))))
+        for aname, desc, kb in (n.actions or ()):
+            an = aname.replace(" ", "-")
+            if _valid_name(an):
+                attrs.append(("act:%s_desc" % an, desc))
+                attrs.append(("act:%s_kb" % an, kb))
+        seen = set()
+        buf = ["<", tag]
+        for k, v in attrs:
+            if k in seen:
+                continue
+            seen.add(k)
+            buf.append(' %s="%s"' % (k, _esc_attr(v)))
+        buf.append(">")
+        text = ""
+        if n.text:
+            text = n.text[:TEXT_MAX].replace("\ufffc", "").replace("\ufffd", "")
+        return "".join(buf), _esc_text(text), tag
+
+
+def active_window_pid():
+    """_NET_WM_PID of X's _NET_ACTIVE_WINDOW, or None."""
+    try:
+        import os
+        from Xlib import X, display
+        d = display.Display(os.environ.get("DISPLAY") or ":0")
+    except Exception:        # no X: fall back to the ACTIVE state
+        return None
+    try:
+        root = d.screen().root
+        act = root.get_full_property(d.intern_atom("_NET_ACTIVE_WINDOW"), X.AnyPropertyType)
+        if not act or not len(act.value) or not act.value[0]:
+            return None
+        w = d.create_resource_object("window", act.value[0])
+        pid = w.get_full_property(d.intern_atom("_NET_WM_PID"), X.AnyPropertyType)
+        return int(pid.value[0]) if pid and len(pid.value) else None
+    except Exception:
+        return None
+    finally:
+        d.close()
+
+
+def _valid_name(s):
+    if not s or not (s[0].isalpha() or s[0] == "_"):
+        return False
+    return all(c.isalnum() or c in "-_." for c in s)
+
+
+def _clean(s):
+    # Characters XML 1.0 cannot hold are dropped (lxml would refuse them).
+    if not isinstance(s, str):
+        s = str(s)
+    return "".join(c for c in s if c in "\t\n\r" or (" " <= c <= "\ud7ff")
+                   or ("\ue000" <= c <= "\ufffd") or c >= "\U00010000")
+
+
+def _esc_attr(s):
+    s = _clean(s)
+    return (s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+            .replace('"', "&quot;").replace("\n", "&#10;").replace("\r", "&#13;")
+            .replace("\t", "&#9;"))
+
+
+def _esc_text(s):
+    s = _clean(s)
+    return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("\r", "&#13;")
+
+
+def dump(scope="all", max_nodes=10000, max_bytes=8 << 20, timeout=20.0, app_aliases=None,
+         address=None):
+    d = Dumper(connect(address), max_nodes=max_nodes, max_bytes=max_bytes, timeout=timeout,
+               app_aliases=app_aliases, scope=scope)
+    return d.dump()
