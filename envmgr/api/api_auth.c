@@ -14,6 +14,11 @@
 #include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
 
+bool api_truthy(const char *v)
+{
+    return v && (!strcmp(v, "1") || !strcmp(v, "true") || !strcmp(v, "yes"));
+}
+
 int api_token_generate(char out[65], em_err *err)
 {
     unsigned char raw[32];

@@ -91,6 +91,8 @@ int api_parse_task(json_t *spec, const char *field, const char *task_root, const
                    task **out, char **path, char sha[65], api_error *ae);
 
 /* ---- auth ---- */
+/* A query flag's value meaning yes: 1, true or yes. */
+bool api_truthy(const char *v);
 bool api_token_equal(const char *a, const char *b); /* constant time in the length of b */
 /* The Authorization header value ("Bearer T") or the Cookie header (envmgr_token=T) carries the token. */
 bool api_auth_bearer(const char *header, const char *token);

@@ -57,7 +57,7 @@ static const char page[] =
 static bool query_true(const api_request *q, const char *name)
 {
     const char *v = api_query(q, name);
-    return v && (!strcmp(v, "1") || !strcmp(v, "true") || !strcmp(v, "yes"));
+    return api_truthy(v);
 }
 
 void api_h_live_page(api_request *q, api_reply *r)

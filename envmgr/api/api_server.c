@@ -105,7 +105,7 @@ static bool authorized(api_server *s, struct MHD_Connection *c, const api_route 
     long now = (long)time(NULL);
     if (rt->id == API_R_LIVE || rt->id == API_R_LIVE_WS) {
         const char *ctl = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "control");
-        bool control = ctl && (!strcmp(ctl, "1") || !strcmp(ctl, "true") || !strcmp(ctl, "yes"));
+        bool control = api_truthy(ctl);
         if (api_live_cookie_check(cookies, s->cfg.token, rt->env, control, now))
             return true;
         const char *qt = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "token");

@@ -97,7 +97,7 @@ static int drain_egress(run *r, em_err *err)
     json_array_foreach(events, i, ev)
     {
         /* what the guest reached is always in the trace; a flood of refusals only as a count */
-        bool allowed = !strcmp(json_string_value(json_object_get(ev, "verdict")) ?: "", "allowed");
+        bool allowed = egress_event_allowed(ev);
         if (r->egress_lines >= (allowed ? EGRESS_TRACE_ALLOWED_MAX : EGRESS_TRACE_MAX)) {
             r->egress_dropped++;
             continue;

@@ -58,6 +58,11 @@ static void write_line(egress_log *l, const char *text)
     free(line);
 }
 
+bool egress_event_allowed(json_t *event)
+{
+    return !strcmp(json_string_value(json_object_get(event, "verdict")) ?: "", "allowed");
+}
+
 void egress_log_write(egress_log *l, json_t *event)
 {
     if (!l)
@@ -67,7 +72,7 @@ void egress_log_write(egress_log *l, json_t *event)
         return;
     /* allowed connections are always written (the proxy's limits bound how many there are); past
      * EGRESS_LOG_MAX the rest are only counted */
-    bool allowed = !strcmp(json_string_value(json_object_get(event, "verdict")) ?: "", "allowed");
+    bool allowed = egress_event_allowed(event);
     pthread_mutex_lock(&l->mu);
     if (l->size + strlen(text) + 1 > (allowed ? EGRESS_LOG_HARD_MAX : EGRESS_LOG_MAX) ||
         strlen(text) >= EGRESS_LINE_MAX)

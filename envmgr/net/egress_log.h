@@ -6,12 +6,15 @@
 #define ENVMGR_EGRESS_LOG_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "envmgr/base/err.h"
 
 #define EGRESS_LOG_MAX ((uint64_t)64 << 20) /* bytes per env life; later refusals are counted, not written */
+/* Was this event a connection the proxy let through (verdict "allowed")? Those are always kept. */
+bool egress_event_allowed(json_t *event);
 #define EGRESS_LOG_HARD_MAX (4 * EGRESS_LOG_MAX) /* allowed connections are written up to this */
 #define EGRESS_LINE_MAX (64u * 1024)        /* a longer line is skipped by readers */
 

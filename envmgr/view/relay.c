@@ -81,7 +81,7 @@ static long msg_size(const rfb_filter *f)
 
 /* One whole message: what QEMU gets of it, built from its parsed fields (never the viewer's bytes
  * as they came: padding is zero, flags are 0 or 1). Returns the bytes written to out. */
-static size_t rebuild(rfb_filter *f, size_t size, uint8_t *out)
+static size_t rebuild(rfb_filter *f, uint8_t *out)
 {
     const uint8_t *m = f->buf;
     switch (m[0]) {
@@ -111,7 +111,6 @@ static size_t rebuild(rfb_filter *f, size_t size, uint8_t *out)
         f->dropped++;
         if (m[0] == 6)
             f->skip = be32(m + 4);
-        (void)size;
         return 0;
     }
 }
@@ -199,7 +198,7 @@ long rfb_filter_feed(rfb_filter *f, const uint8_t *in, size_t n, uint8_t *out)
             }
             continue;
         }
-        o += rebuild(f, (size_t)size, out + o);
+        o += rebuild(f, out + o);
         f->have = 0;
     }
     return (long)o;
