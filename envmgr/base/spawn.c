@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -24,10 +25,10 @@ extern char **environ;
 
 /* What the child reports on the close-on-exec pipe. */
 enum stage { ST_NONE, ST_SETSID, ST_SETPGID, ST_PDEATHSIG, ST_PARENT_GONE, ST_NO_NEW_PRIVS, ST_RLIMIT, ST_DUP,
-             ST_CHDIR, ST_EXEC, ST_FORK, ST_SUBREAPER };
+             ST_CHDIR, ST_EXEC, ST_FORK, ST_SUBREAPER, ST_CGROUP };
 static const char *const stage_names[] = {"", "setsid", "setpgid", "PR_SET_PDEATHSIG", "its parent exited first",
                                           "PR_SET_NO_NEW_PRIVS", "setrlimit", "dup2", "chdir", "exec", "fork",
-                                          "PR_SET_CHILD_SUBREAPER"};
+                                          "PR_SET_CHILD_SUBREAPER", "joining its cgroup"};
 enum msg_kind { MSG_ERROR = 1, MSG_PID = 2 };
 typedef struct child_msg {
     int kind;
@@ -139,6 +140,18 @@ static void __attribute__((noreturn)) child_exec(const prepared *p, int msgfd, i
 {
     const spawn_opts *o = p->o;
     reset_signals();
+    if (o->njoin) {
+        char pid[24];
+        format_pid(pid, sizeof pid, getpid());
+        size_t len = strlen(pid);
+        for (size_t i = 0; i < o->njoin; i++)
+            if (write(o->join_fds[i], pid, len) != (ssize_t)len) {
+                report(msgfd, who, ST_CGROUP);
+                _exit(126);
+            }
+    }
+    if (o->flags & SPAWN_PRIVATE_FILES)
+        umask(077);
     if ((o->flags & SPAWN_SETSID) && setsid() < 0) {
         report(msgfd, who, ST_SETSID);
         _exit(126);

@@ -23,6 +23,7 @@ enum {
     SPAWN_SETSID = 1 << 0,       /* a new session (and process group): no terminal signals reach it */
     SPAWN_PGROUP = 1 << 1,       /* its own process group, so killing -pid takes what it started */
     SPAWN_NO_NEW_PRIVS = 1 << 2, /* PR_SET_NO_NEW_PRIVS; the child is not started when that fails */
+    SPAWN_PRIVATE_FILES = 1 << 3, /* umask 077: files and sockets it creates are its user's alone */
 };
 
 typedef struct spawn_rlimit {
@@ -39,6 +40,10 @@ typedef struct spawn_opts {
     int pdeathsig;             /* > 0: sent to the child when its parent dies (it is not started if the parent already has) */
     const spawn_rlimit *rlimits;
     size_t nrlimits;
+    /* Open (for writing) cgroup.procs files the child joins before anything else: it writes
+     * its own pid to each, so it never runs outside its cgroups. */
+    const int *join_fds;
+    size_t njoin;
     /* Only for spawn_detached's supervisor: a buffer argv points into that receives the
      * detached child's pid as decimal text before the supervisor execs. */
     char *pid_arg;

@@ -165,6 +165,7 @@ static int gc_run_dirs(const gc_opts *o, FILE *log, gc_stats *st, em_err *err)
             if (!o->dry_run) {
                 if (alive && vm_stop(dir, qpid, &ignored) == 0)
                     st->qemus++;
+                vm_forget(dir);
                 remove_tree(dir, NULL);
             }
             st->envs++;

@@ -24,6 +24,7 @@
 #include "envmgr/base/fileio.h"
 #include "envmgr/base/listen.h"
 #include "envmgr/base/util.h"
+#include "envmgr/vm/runas.h"
 
 #define CONTROL_MAX 512
 #define CONTROL_TIMEOUT_MS 1000.0
@@ -908,10 +909,19 @@ int proxy_serve_main(const char *dir, pid_t qemu, em_err *err)
         int n = snprintf(pidtext, sizeof pidtext, "%d\n", (int)getpid());
         rc = write_file_atomic(pidf, pidtext, (size_t)n, 0600, err);
     }
+    /* Its socket and logs are open: from here on the proxy is the env's own user, as its QEMU is
+     * (the relays QEMU starts, as that user, connect to the socket). */
+    vm_runas ra = {0};
+    if (rc == 0)
+        rc = vm_runas_read(dir, &ra, err);
+    if (rc == 0 && ra.drop && chown(sock, ra.uid, ra.gid) < 0)
+        rc = em_fail_errno(err, "chown `%s`", sock);
+    if (rc == 0)
+        rc = vm_runas_become(&ra, err);
     if (rc == 0)
         fprintf(stderr, "envmgr net serve: %s: mode %s, %zu rules, QEMU pid %d\n", cfg.env_name,
                 netpolicy_mode_name(cfg.policy.mode), cfg.policy.nrules, (int)qemu);
-    bool stop = false;
+    bool stop = false, qemu_gone = false;
     while (rc == 0 && !stop) {
         if ((rc = proxy_server_run(s, sfd, err)) < 0)
             break;
@@ -923,9 +933,14 @@ int proxy_serve_main(const char *dir, pid_t qemu, em_err *err)
             }
         }
         if (reap(qemu) && qemu > 0)
-            stop = true;
+            stop = qemu_gone = true;
     }
     proxy_server_free(s);
+    /* No allowlist env runs without its proxy. QEMU's parent-death signal does not survive its
+     * -runas drop, so the proxy ends QEMU itself (a proxy killed outright leaves a QEMU whose
+     * relays find no socket: its guest reaches nothing). */
+    if (qemu > 0 && !qemu_gone && !reap(qemu)) /* still our unreaped child: its pid is not reused */
+        kill(qemu, SIGKILL);
     reap(qemu);
     unlink(pidf);
     egress_log_close(cfg.log);

@@ -297,6 +297,7 @@ static int build(const manifest *m, const char *accel, const char *final_dir, co
     if (rc == 0 && rename(tmp, final_dir) < 0)
         rc = em_fail_errno(err, "rename `%s`", tmp);
     golden_free(g);
+    vm_forget(run);
     remove_tree(run, NULL);
     if (rc < 0) {
         remove_tree(tmp, NULL);

@@ -10,7 +10,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "envmgr/vm/cgroup.h"
 #include "envmgr/vm/qmp.h"
+#include "envmgr/vm/runas.h"
 #include "envmgr/base/fileio.h"
 #include "envmgr/base/spawn.h"
 #include "envmgr/base/util.h"
@@ -125,7 +127,7 @@ static int load_net(const char *dir, vm_net *n, em_err *err)
 }
 
 /* Every path QEMU sees is absolute: -daemonize changes its directory to /. */
-static void build_argv(const vm_spec *s, const vm_net *net, argv_builder *a)
+static void build_argv(const vm_spec *s, const vm_net *net, const vm_runas *runas, argv_builder *a)
 {
     const manifest *m = s->image;
     bool kvm = !strcmp(s->accel, "kvm");
@@ -187,9 +189,17 @@ static void build_argv(const vm_spec *s, const vm_net *net, argv_builder *a)
     /* A guest that powers off stays a stopped QEMU, so the episode records guest_shutdown (scored)
      * instead of losing its env (an env error a suite would retry). */
     arg(a, xstrdup("-no-shutdown"));
+    /* -runas: QEMU opens its files as root, then drops to the env's own user before the guest
+     * runs. That drop is set*id calls after the filter is in place, so elevateprivileges must
+     * allow them; once the user is unprivileged (no capabilities, no_new_privs) those calls can
+     * only switch among its own ids. */
+    if (runas->drop) {
+        arg(a, xstrdup("-runas"));
+        arg(a, xasprintf("%u:%u", (unsigned)runas->uid, (unsigned)runas->gid));
+    }
     arg(a, xstrdup("-sandbox"));
-    arg(a, xstrdup(net->relaxed ? "on,obsolete=deny,elevateprivileges=allow,spawn=allow,resourcecontrol=deny"
-                                : "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny"));
+    arg(a, xasprintf("on,obsolete=deny,elevateprivileges=%s,spawn=%s,resourcecontrol=deny",
+                     net->relaxed || runas->drop ? "allow" : "deny", net->relaxed ? "allow" : "deny"));
     /* No -daemonize: its fork is refused by spawn=deny; envmgr detaches QEMU itself. */
     arg(a, xstrdup("-pidfile"));
     arg(a, xasprintf("%s/" VM_PID_FILE, s->dir));
@@ -213,6 +223,39 @@ static void last_log_line(const char *dir, char *buf, size_t len)
     snprintf(buf, len, "%s", start ? start + 1 : text);
 }
 
+/* Traverse-only (0711) for a folder and its parent, so the env's user reaches a file in it by
+ * its path: QEMU reopens its overlay when a restored guest starts (`cont`), and the relays it
+ * starts connect to egress.sock. Names inside stay unlistable, and every other file there is
+ * root's and 0600 (sockets are made under umask 077). */
+static void traversable(const char *dir)
+{
+    _cleanup_free_ char *parent = xstrdup(dir);
+    char *slash = strrchr(parent, '/');
+    chmod(dir, 0711);
+    if (slash && slash != parent) {
+        *slash = '\0';
+        chmod(parent, 0711);
+    }
+}
+
+/* What the env's user must reach once QEMU dropped to it: its own overlay (owned by it) and the
+ * proxy's socket in the run directory. */
+static int share_with_runas(const vm_spec *s, const vm_runas *r, bool relays, em_err *err)
+{
+    if (!r->drop)
+        return 0;
+    if (s->incoming) {
+        if (chown(s->disk, r->uid, r->gid) < 0 || chmod(s->disk, 0600) < 0)
+            return em_fail_errno(err, "give `%s` to the env's user", s->disk);
+        _cleanup_free_ char *disk_dir = xstrdup(s->disk);
+        *strrchr(disk_dir, '/') = '\0';
+        traversable(disk_dir);
+    }
+    if (relays)
+        traversable(s->dir);
+    return 0;
+}
+
 int vm_spawn(const vm_spec *s, pid_t *pid_out, em_err *err)
 {
     vm_net net;
@@ -220,8 +263,13 @@ int vm_spawn(const vm_spec *s, pid_t *pid_out, em_err *err)
         net_free(&net);
         return em_prefix(err, "qemu: ");
     }
+    vm_runas runas;
+    if (vm_runas_acquire(s->dir, &runas, err) < 0) {
+        net_free(&net);
+        return em_prefix(err, "qemu: ");
+    }
     argv_builder a = {0};
-    build_argv(s, &net, &a);
+    build_argv(s, &net, &runas, &a);
     if (a.n >= ARGV_MAX) {
         args_free(&a);
         net_free(&net);
@@ -245,7 +293,26 @@ int vm_spawn(const vm_spec *s, pid_t *pid_out, em_err *err)
     }
     /* QEMU becomes a child of init (or of the supervisor) in its own session, so it outlives
      * this command and a Ctrl-C at the terminal does not reach it. */
-    spawn_opts qo = {.argv = (const char *const *)a.v, .fd_in = SPAWN_DEVNULL, .fd_out = logfd, .fd_err = logfd};
+    vm_cgroup_limits lim;
+    vm_cgroup_limits_for(s->image->memory_mb, &lim);
+    int cg[VM_CGROUP_MAX_FDS];
+    size_t ncg = 0;
+    if (vm_cgroup_prepare(s->dir, &lim, cg, &ncg, err) < 0) {
+        close(logfd);
+        args_free(&a);
+        net_free(&net);
+        return em_prefix(err, "qemu: ");
+    }
+    if (share_with_runas(s, &runas, net.supervisor != NULL, err) < 0) {
+        for (size_t i = 0; i < ncg; i++)
+            close(cg[i]);
+        close(logfd);
+        args_free(&a);
+        net_free(&net);
+        return em_prefix(err, "qemu: ");
+    }
+    spawn_opts qo = {.argv = (const char *const *)a.v, .fd_in = SPAWN_DEVNULL, .fd_out = logfd, .fd_err = logfd,
+                     .flags = SPAWN_PRIVATE_FILES, .join_fds = cg, .njoin = ncg};
     if (net.relaxed)
         qo.flags |= SPAWN_NO_NEW_PRIVS;
     spawn_opts so = {0};
@@ -261,11 +328,14 @@ int vm_spawn(const vm_spec *s, pid_t *pid_out, em_err *err)
         sup_argv[n] = "--qemu-pid";
         sup_argv[n + 1] = pid_arg;
         so = (spawn_opts){.argv = sup_argv, .fd_in = SPAWN_DEVNULL, .fd_out = logfd, .fd_err = logfd,
+                          .flags = SPAWN_PRIVATE_FILES, .join_fds = cg, .njoin = ncg,
                           .pid_arg = pid_arg, .pid_arg_len = sizeof pid_arg};
     }
     pid_t qemu = -1;
     int rc = spawn_detached(&qo, net.supervisor ? &so : NULL, SPAWN_TIMEOUT_MS, &qemu, err);
     close(logfd);
+    for (size_t i = 0; i < ncg; i++)
+        close(cg[i]);
     free(sup_argv);
     args_free(&a);
     net_free(&net);
@@ -331,6 +401,12 @@ bool vm_alive(pid_t pid, const char *dir)
         if (strstr(cmd + i, needle))
             return true;
     return false;
+}
+
+void vm_forget(const char *dir)
+{
+    vm_cgroup_remove(dir);
+    vm_runas_release(dir);
 }
 
 int vm_wait_gone(pid_t pid, double timeout_ms)

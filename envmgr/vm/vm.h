@@ -55,6 +55,9 @@ bool vm_alive(pid_t pid, const char *dir);
 int vm_read_pid(const char *dir, pid_t *pid, em_err *err);
 /* Ask QEMU to quit over QMP, then SIGTERM, then SIGKILL; returns when it is gone. */
 int vm_stop(const char *dir, pid_t pid, em_err *err);
+/* What a run directory holds outside itself (its cgroup, its QEMU user id): give it back once its
+ * QEMU is stopped, before the directory is removed. */
+void vm_forget(const char *dir);
 /* Wait for a pid to exit (non-child), up to timeout. 0 gone, -1 still there. */
 int vm_wait_gone(pid_t pid, double timeout_ms);
 

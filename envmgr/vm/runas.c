@@ -1,0 +1,133 @@
+#include "envmgr/vm/runas.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "envmgr/base/fileio.h"
+#include "envmgr/base/util.h"
+
+#define REGISTRY "/run/envmgr-qemu-users"
+
+static bool runas_wanted(void)
+{
+    const char *v = getenv("ENVMGR_QEMU_RUNAS");
+    return geteuid() == 0 && !(v && !strcmp(v, "off"));
+}
+
+static int parse_uid(const char *text, uid_t *uid)
+{
+    long v;
+    char buf[32];
+    snprintf(buf, sizeof buf, "%s", text);
+    buf[strcspn(buf, "\r\n")] = '\0';
+    if (parse_int(buf, VM_RUNAS_UID_BASE, (long)VM_RUNAS_UID_BASE + VM_RUNAS_UID_COUNT - 1, &v) < 0)
+        return -1;
+    *uid = (uid_t)v;
+    return 0;
+}
+
+/* The run directory a registry entry names ("" when unreadable). */
+static void entry_owner(uid_t uid, char *out, size_t len)
+{
+    _cleanup_free_ char *p = xasprintf(REGISTRY "/%u", (unsigned)uid), *text = NULL;
+    em_err ignored;
+    out[0] = '\0';
+    if (read_file_flags(p, 4096, O_NOFOLLOW, &text, NULL, &ignored) == 0)
+        snprintf(out, len, "%s", text);
+}
+
+int vm_runas_read(const char *dir, vm_runas *out, em_err *err)
+{
+    *out = (vm_runas){0};
+    _cleanup_free_ char *p = xasprintf("%s/" VM_RUNAS_FILE, dir), *text = NULL;
+    if (access(p, F_OK) != 0)
+        return 0;
+    if (read_file_flags(p, 64, O_NOFOLLOW, &text, NULL, err) < 0)
+        return -1;
+    uid_t uid;
+    if (parse_uid(text, &uid) < 0)
+        return em_fail(err, "`%s` holds no envmgr QEMU user id", p);
+    *out = (vm_runas){true, uid, (gid_t)uid};
+    return 0;
+}
+
+int vm_runas_acquire(const char *dir, vm_runas *out, em_err *err)
+{
+    *out = (vm_runas){0};
+    if (!runas_wanted())
+        return 0;
+    char owner[4096];
+    if (vm_runas_read(dir, out, err) < 0)
+        return -1;
+    if (out->drop) {
+        entry_owner(out->uid, owner, sizeof owner);
+        if (!strcmp(owner, dir))
+            return 0;
+        *out = (vm_runas){0};
+    }
+    if (mkdir_p(REGISTRY, 0700, err) < 0)
+        return em_prefix(err, "QEMU user registry: ");
+    _cleanup_close_ int lock = open(REGISTRY "/.lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (lock < 0)
+        return em_fail_errno(err, "open `%s`", REGISTRY "/.lock");
+    while (flock(lock, LOCK_EX) < 0)
+        if (errno != EINTR)
+            return em_fail_errno(err, "lock `%s`", REGISTRY "/.lock");
+    for (uid_t uid = VM_RUNAS_UID_BASE; uid < VM_RUNAS_UID_BASE + VM_RUNAS_UID_COUNT; uid++) {
+        _cleanup_free_ char *entry = xasprintf(REGISTRY "/%u", (unsigned)uid);
+        struct stat st;
+        if (lstat(entry, &st) == 0) {
+            entry_owner(uid, owner, sizeof owner);
+            _cleanup_free_ char *mark = xasprintf("%s/" VM_RUNAS_FILE, owner);
+            _cleanup_free_ char *text = NULL;
+            em_err ignored;
+            uid_t held;
+            /* Still claimed while its run directory exists and says it holds this id. */
+            if (owner[0] && strcmp(owner, dir) && read_file_flags(mark, 64, O_NOFOLLOW, &text, NULL, &ignored) == 0 &&
+                parse_uid(text, &held) == 0 && held == uid)
+                continue;
+        }
+        char text[32];
+        int n = snprintf(text, sizeof text, "%u\n", (unsigned)uid);
+        _cleanup_free_ char *mark = xasprintf("%s/" VM_RUNAS_FILE, dir);
+        if (write_file_atomic(entry, dir, strlen(dir), 0600, err) < 0 ||
+            write_file_atomic(mark, text, (size_t)n, 0600, err) < 0)
+            return em_prefix(err, "claim QEMU user %u: ", (unsigned)uid);
+        *out = (vm_runas){true, uid, (gid_t)uid};
+        return 0;
+    }
+    return em_fail(err, "all %u QEMU user ids from %u are claimed (see %s)", VM_RUNAS_UID_COUNT, VM_RUNAS_UID_BASE,
+                   REGISTRY);
+}
+
+void vm_runas_release(const char *dir)
+{
+    vm_runas r;
+    em_err ignored;
+    if (geteuid() != 0 || vm_runas_read(dir, &r, &ignored) < 0 || !r.drop)
+        return;
+    char owner[4096];
+    entry_owner(r.uid, owner, sizeof owner);
+    if (!strcmp(owner, dir)) {
+        _cleanup_free_ char *entry = xasprintf(REGISTRY "/%u", (unsigned)r.uid);
+        unlink(entry);
+    }
+}
+
+int vm_runas_become(const vm_runas *r, em_err *err)
+{
+    if (!r->drop)
+        return 0;
+    if (setgroups(1, &r->gid) < 0 || setgid(r->gid) < 0 || setuid(r->uid) < 0)
+        return em_fail_errno(err, "become QEMU user %u", (unsigned)r->uid);
+    if (setuid(0) == 0) /* must be impossible now */
+        return em_fail(err, "become QEMU user %u: root could be regained", (unsigned)r->uid);
+    return 0;
+}

@@ -1,0 +1,40 @@
+/* The user each env's QEMU and egress proxy run as when envmgr runs as root.
+ *
+ * A QEMU an attacker took over through a device bug should hold nothing but its own env. So,
+ * when envmgr is root, each env gets a user id of its own (no passwd entry: a number from
+ * VM_RUNAS_UID_BASE on, its group the same number), claimed in a registry only root can write
+ * (/run/envmgr-qemu-users/<uid> holds the run directory that owns it) and recorded in the run
+ * directory (`qemu-user`). QEMU opens its files, sockets and /dev/kvm as root and then drops to
+ * that id itself (`-runas uid:gid`, before the guest runs); the proxy drops to it once its
+ * socket and logs are open. The env's files stay root's, so the dropped QEMU can neither read
+ * nor change anything of envmgr's, of the host's or of another env. Not root: nothing to drop,
+ * QEMU runs as the operator's user. ENVMGR_QEMU_RUNAS=off (operator only) keeps QEMU as root. */
+#ifndef ENVMGR_VM_RUNAS_H
+#define ENVMGR_VM_RUNAS_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "envmgr/base/err.h"
+
+#define VM_RUNAS_FILE "qemu-user"
+#define VM_RUNAS_UID_BASE 2146435072u /* 0x7ff00000: far above login users and subuid ranges */
+#define VM_RUNAS_UID_COUNT 65536u
+
+typedef struct vm_runas {
+    bool drop; /* false: QEMU runs as envmgr's own user */
+    uid_t uid;
+    gid_t gid;
+} vm_runas;
+
+/* The id of run directory dir: the one it already holds, or a free one claimed now. */
+int vm_runas_acquire(const char *dir, vm_runas *out, em_err *err);
+/* The id dir holds (drop false when it holds none). */
+int vm_runas_read(const char *dir, vm_runas *out, em_err *err);
+/* Give dir's id back (when the run directory goes away; a stale claim is also taken over once
+ * its run directory is gone). */
+void vm_runas_release(const char *dir);
+/* Become that user for good (groups, gid, uid); for the proxy, after it opened what it needs. */
+int vm_runas_become(const vm_runas *r, em_err *err);
+
+#endif
