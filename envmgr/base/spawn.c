@@ -85,6 +85,8 @@ static int prepare(const spawn_opts *o, prepared *p, em_err *err)
     p->o = o;
     if (!o->argv || !o->argv[0])
         return em_fail(err, "spawn: no program");
+    if (o->npass > SPAWN_PASS_MAX)
+        return em_fail(err, "spawn `%s`: more than %d fds to pass", o->argv[0], SPAWN_PASS_MAX);
     if (resolve(o->argv[0], p->path, sizeof p->path, err) < 0)
         return -1;
     pthread_once(&devnull_once, open_devnull);
@@ -140,6 +142,11 @@ static void __attribute__((noreturn)) child_exec(const prepared *p, int msgfd, i
 {
     const spawn_opts *o = p->o;
     reset_signals();
+    if (o->npass) { /* passed fds go to 3, 4, ...: the message pipe must not sit there */
+        int high = fcntl(msgfd, F_DUPFD_CLOEXEC, 3 + SPAWN_PASS_MAX + 1);
+        if (high >= 0)
+            msgfd = high;
+    }
     if (o->njoin) {
         char pid[24];
         format_pid(pid, sizeof pid, getpid());
@@ -182,15 +189,16 @@ static void __attribute__((noreturn)) child_exec(const prepared *p, int msgfd, i
             _exit(126);
         }
     }
-    /* Move the sources above 2 first, so placing one cannot overwrite another. */
-    int high[3];
-    for (int i = 0; i < 3; i++)
-        if ((high[i] = fcntl(p->fds[i], F_DUPFD_CLOEXEC, 3)) < 0) {
+    /* Move the sources above every target first, so placing one cannot overwrite another. */
+    int high[3 + SPAWN_PASS_MAX];
+    size_t nfd = 3 + (o->npass < SPAWN_PASS_MAX ? o->npass : SPAWN_PASS_MAX);
+    for (size_t i = 0; i < nfd; i++)
+        if ((high[i] = fcntl(i < 3 ? p->fds[i] : o->pass_fds[i - 3], F_DUPFD_CLOEXEC, (int)nfd + 1)) < 0) {
             report(msgfd, who, ST_DUP);
             _exit(126);
         }
-    for (int i = 0; i < 3; i++)
-        if (dup2(high[i], i) < 0) {
+    for (size_t i = 0; i < nfd; i++)
+        if (dup2(high[i], (int)i) < 0) { /* dup2 clears close-on-exec on the target */
             report(msgfd, who, ST_DUP);
             _exit(126);
         }
@@ -198,9 +206,10 @@ static void __attribute__((noreturn)) child_exec(const prepared *p, int msgfd, i
         report(msgfd, who, ST_CHDIR);
         _exit(126);
     }
-    /* Nothing of the caller's but 0, 1, 2 survives the exec (the message pipe is already close-on-exec). */
-    if (close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
-        for (int fd = 3; fd < 1024; fd++)
+    /* Nothing of the caller's but 0, 1, 2 and the passed fds survives the exec (the message pipe
+     * is already close-on-exec). */
+    if (close_range((unsigned)nfd, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+        for (int fd = (int)nfd; fd < 1024; fd++)
             if (fd != msgfd)
                 close(fd);
     execve(p->path, p->argv, p->envp);

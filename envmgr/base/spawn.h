@@ -18,6 +18,7 @@
 #include "envmgr/base/err.h"
 
 #define SPAWN_DEVNULL (-1) /* as fd_in/fd_out/fd_err: /dev/null */
+#define SPAWN_PASS_MAX 4
 
 enum {
     SPAWN_SETSID = 1 << 0,       /* a new session (and process group): no terminal signals reach it */
@@ -44,6 +45,10 @@ typedef struct spawn_opts {
      * its own pid to each, so it never runs outside its cgroups. */
     const int *join_fds;
     size_t njoin;
+    /* Open fds the child gets as 3, 4, ... (e.g. a file QEMU may reopen by its /dev/fdset
+     * name once it has dropped the rights to open it by path). */
+    const int *pass_fds;
+    size_t npass;
     /* Only for spawn_detached's supervisor: a buffer argv points into that receives the
      * detached child's pid as decimal text before the supervisor execs. */
     char *pid_arg;

@@ -17,6 +17,7 @@
 #include "envmgr/base/fileio.h"
 #include "envmgr/base/paths.h"
 #include "envmgr/base/util.h"
+#include "envmgr/vm/runas.h"
 #include "envmgr/vm/vm.h"
 
 #define BLOCK_BEGIN "# envmgr egress begin (rewritten by envmgr after every restore)"
@@ -333,11 +334,13 @@ static char *relay_cmd(const char *helper, const char *sock, const char *tag)
     return xasprintf("%s 'net' 'relay' %s %s", h, s, t);
 }
 
-static json_t *vm_net_json(const char *dir, const netpolicy *p, const char *helper)
+/* The relays run as QEMU's user: with envmgr as root, the env's own user, who reaches the proxy's
+ * socket and a copy of the helper in the QEMU user registry, not the run directory. */
+static json_t *vm_net_json(const char *dir, const netpolicy *p, const char *helper, const char *relay_helper,
+                           const char *sock)
 {
-    _cleanup_free_ char *sock = xasprintf("%s/" NETPOLICY_SOCK, dir);
     json_t *fwd = json_array();
-    _cleanup_free_ char *pc = relay_cmd(helper, sock, "proxy");
+    _cleanup_free_ char *pc = relay_cmd(relay_helper, sock, "proxy");
     json_array_append_new(fwd, json_sprintf("tcp:" NETPOLICY_PROXY_ADDR ":%d-cmd:%s", NETPOLICY_PROXY_PORT, pc));
     netrelay relays[NETPOLICY_RULES_MAX];
     size_t n = netpolicy_relays(p, relays);
@@ -345,7 +348,7 @@ static json_t *vm_net_json(const char *dir, const netpolicy *p, const char *help
         char rule[NETPOLICY_HOST_MAX + 16];
         netrule_format(&relays[i].rule->host, relays[i].rule->port, rule, sizeof rule);
         _cleanup_free_ char *tag = xasprintf("tcp:%s", rule);
-        _cleanup_free_ char *cmd = relay_cmd(helper, sock, tag);
+        _cleanup_free_ char *cmd = relay_cmd(relay_helper, sock, tag);
         json_array_append_new(fwd, json_sprintf("tcp:%s:%d-cmd:%s", relays[i].alias, relays[i].rule->port, cmd));
     }
     return json_pack("{s:o, s:[s,s,s,s]}", "guestfwd", fwd, "supervisor", helper, "net", "serve", dir);
@@ -376,7 +379,12 @@ int netpolicy_save(const char *dir, const netpolicy *p, const char *helper, em_e
             return em_fail_errno(err, "network policy: remove `%s`", vmnet);
         return 0;
     }
-    json_t *v = vm_net_json(real, p, helper);
+    vm_runas ra;
+    _cleanup_free_ char *relay_helper = NULL;
+    if (vm_runas_acquire(real, &ra, err) < 0 || vm_runas_helper(&ra, helper, &relay_helper, err) < 0)
+        return em_prefix(err, "network policy: ");
+    _cleanup_free_ char *sock = ra.drop ? vm_runas_socket(&ra) : xasprintf("%s/" NETPOLICY_SOCK, real);
+    json_t *v = vm_net_json(real, p, helper, relay_helper, sock);
     rc = json_save(vmnet, v, JSON_INDENT(2), 0600, err);
     json_decref(v);
     return rc < 0 ? em_prefix(err, "network policy: ") : 0;

@@ -900,23 +900,28 @@ int proxy_serve_main(const char *dir, pid_t qemu, em_err *err)
     _cleanup_free_ char *sock = xasprintf("%s/" NETPOLICY_SOCK, dir), *pidf = xasprintf("%s/" NETPOLICY_PID_FILE, dir);
     if (egress_log_open(logpath, &cfg.log, err) < 0)
         return em_prefix(err, "net serve: ");
+    /* Run as the env's own user (as its QEMU is), the proxy listens where that user's relays reach
+     * it, and the run directory's socket name links there. */
     proxy_server *s = NULL;
-    int rc = proxy_server_new(&cfg, &s, err);
+    vm_runas ra = {0};
+    _cleanup_free_ char *listen_at = NULL;
+    int rc = vm_runas_read(dir, &ra, err);
+    if (rc == 0) {
+        listen_at = ra.drop ? vm_runas_socket(&ra) : xstrdup(sock);
+        rc = proxy_server_new(&cfg, &s, err);
+    }
     if (rc == 0)
-        rc = proxy_server_listen(s, sock, err);
+        rc = proxy_server_listen(s, listen_at, err);
+    if (rc == 0 && ra.drop && chown(listen_at, ra.uid, ra.gid) < 0)
+        rc = em_fail_errno(err, "chown `%s`", listen_at);
+    if (rc == 0 && ra.drop && (unlink(sock), symlink(listen_at, sock) < 0))
+        rc = em_fail_errno(err, "link `%s`", sock);
     if (rc == 0) {
         char pidtext[32];
         int n = snprintf(pidtext, sizeof pidtext, "%d\n", (int)getpid());
         rc = write_file_atomic(pidf, pidtext, (size_t)n, 0600, err);
     }
-    /* Its socket and logs are open: from here on the proxy is the env's own user, as its QEMU is
-     * (the relays QEMU starts, as that user, connect to the socket). */
-    vm_runas ra = {0};
-    if (rc == 0)
-        rc = vm_runas_read(dir, &ra, err);
-    if (rc == 0 && ra.drop && chown(sock, ra.uid, ra.gid) < 0)
-        rc = em_fail_errno(err, "chown `%s`", sock);
-    if (rc == 0)
+    if (rc == 0) /* its socket and logs are open: from here on, the env's user */
         rc = vm_runas_become(&ra, err);
     if (rc == 0)
         fprintf(stderr, "envmgr net serve: %s: mode %s, %zu rules, QEMU pid %d\n", cfg.env_name,

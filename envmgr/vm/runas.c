@@ -72,7 +72,8 @@ int vm_runas_acquire(const char *dir, vm_runas *out, em_err *err)
             return 0;
         *out = (vm_runas){0};
     }
-    if (mkdir_p(REGISTRY, 0700, err) < 0)
+    /* 0711: env users reach their socket and the relay binary in it; nobody lists it */
+    if (mkdir_p(REGISTRY, 0711, err) < 0 || chmod(REGISTRY, 0711) < 0)
         return em_prefix(err, "QEMU user registry: ");
     _cleanup_close_ int lock = open(REGISTRY "/.lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (lock < 0)
@@ -116,9 +117,56 @@ void vm_runas_release(const char *dir)
     char owner[4096];
     entry_owner(r.uid, owner, sizeof owner);
     if (!strcmp(owner, dir)) {
-        _cleanup_free_ char *entry = xasprintf(REGISTRY "/%u", (unsigned)r.uid);
+        _cleanup_free_ char *entry = xasprintf(REGISTRY "/%u", (unsigned)r.uid), *sock = vm_runas_socket(&r);
+        unlink(sock);
         unlink(entry);
     }
+}
+
+char *vm_runas_socket(const vm_runas *r)
+{
+    return xasprintf(REGISTRY "/%u.sock", (unsigned)r->uid);
+}
+
+static bool same_file(const struct stat *a, const struct stat *b)
+{
+    return a->st_size == b->st_size && a->st_mtim.tv_sec == b->st_mtim.tv_sec &&
+           a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+}
+
+int vm_runas_helper(const vm_runas *r, const char *helper, char **out, em_err *err)
+{
+    *out = NULL;
+    if (!r->drop) {
+        *out = xstrdup(helper);
+        return 0;
+    }
+    _cleanup_free_ char *dir = xstrdup(REGISTRY "/bin"), *target = xstrdup(REGISTRY "/bin/envmgr");
+    struct stat src, dst;
+    if (stat(helper, &src) < 0)
+        return em_fail_errno(err, "relay helper `%s`", helper);
+    if (lstat(target, &dst) == 0 && S_ISREG(dst.st_mode) && dst.st_uid == 0 && same_file(&src, &dst)) {
+        *out = xstrdup(target);
+        return 0;
+    }
+    if (mkdir_p(dir, 0755, err) < 0)
+        return em_prefix(err, "relay helper: ");
+    /* A fresh name per writer, renamed over the old copy: envs starting at once never see a half copy. */
+    _cleanup_free_ char *tmp = xasprintf("%s/.envmgr.%d", dir, (int)getpid()), *data = NULL;
+    size_t len = 0;
+    if (read_file_capped(helper, 256u << 20, &data, &len, err) < 0)
+        return em_prefix(err, "relay helper: ");
+    unlink(tmp);
+    int rc = write_file_atomic(tmp, data, len, 0755, err);
+    struct timespec times[2] = {src.st_atim, src.st_mtim};
+    if (rc == 0 && (chmod(tmp, 0755) < 0 || utimensat(AT_FDCWD, tmp, times, 0) < 0 || rename(tmp, target) < 0))
+        rc = em_fail_errno(err, "relay helper: install `%s`", target);
+    if (rc < 0) {
+        unlink(tmp);
+        return -1;
+    }
+    *out = xstrdup(target);
+    return 0;
 }
 
 int vm_runas_become(const vm_runas *r, em_err *err)

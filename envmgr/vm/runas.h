@@ -34,6 +34,14 @@ int vm_runas_read(const char *dir, vm_runas *out, em_err *err);
 /* Give dir's id back (when the run directory goes away; a stale claim is also taken over once
  * its run directory is gone). */
 void vm_runas_release(const char *dir);
+/* Where the env's egress proxy listens when it runs as r's user (caller frees): a socket in the
+ * registry, which that user can reach by path (every folder above it is root's and at least
+ * 0711) and nobody can replace; the run directory's egress.sock links to it. */
+char *vm_runas_socket(const vm_runas *r);
+/* A copy of the envmgr binary `helper` every env user can run (the relays QEMU starts run as
+ * the env's user, and the operator's copy may sit below a 0700 home): *out is `helper` itself
+ * when nothing is dropped. Caller frees. */
+int vm_runas_helper(const vm_runas *r, const char *helper, char **out, em_err *err);
 /* Become that user for good (groups, gid, uid); for the proxy, after it opened what it needs. */
 int vm_runas_become(const vm_runas *r, em_err *err);
 

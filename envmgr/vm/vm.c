@@ -153,8 +153,18 @@ static void build_argv(const vm_spec *s, const vm_net *net, const vm_runas *runa
     arg(a, xstrdup(m->initrd));
     arg(a, xstrdup("-append"));
     arg(a, xstrdup(m->append));
-    arg(a, xstrdup("-drive"));
-    arg(a, xasprintf("file=%s,if=none,id=disk0,format=qcow2,discard=unmap", s->disk));
+    if (runas->drop) { /* vm_spawn passes the disk as fds 3 (read-write) and 4 (read-only): QEMU
+                          * picks the one whose access mode matches each open */
+        arg(a, xstrdup("-add-fd"));
+        arg(a, xstrdup("fd=3,set=1"));
+        arg(a, xstrdup("-add-fd"));
+        arg(a, xstrdup("fd=4,set=1"));
+        arg(a, xstrdup("-drive"));
+        arg(a, xstrdup("file=/dev/fdset/1,if=none,id=disk0,format=qcow2,discard=unmap"));
+    } else {
+        arg(a, xstrdup("-drive"));
+        arg(a, xasprintf("file=%s,if=none,id=disk0,format=qcow2,discard=unmap", s->disk));
+    }
     arg(a, xstrdup("-device"));
     arg(a, xstrdup("virtio-blk-pci,drive=disk0"));
     arg(a, xstrdup("-device"));
@@ -223,39 +233,6 @@ static void last_log_line(const char *dir, char *buf, size_t len)
     snprintf(buf, len, "%s", start ? start + 1 : text);
 }
 
-/* Traverse-only (0711) for a folder and its parent, so the env's user reaches a file in it by
- * its path: QEMU reopens its overlay when a restored guest starts (`cont`), and the relays it
- * starts connect to egress.sock. Names inside stay unlistable, and every other file there is
- * root's and 0600 (sockets are made under umask 077). */
-static void traversable(const char *dir)
-{
-    _cleanup_free_ char *parent = xstrdup(dir);
-    char *slash = strrchr(parent, '/');
-    chmod(dir, 0711);
-    if (slash && slash != parent) {
-        *slash = '\0';
-        chmod(parent, 0711);
-    }
-}
-
-/* What the env's user must reach once QEMU dropped to it: its own overlay (owned by it) and the
- * proxy's socket in the run directory. */
-static int share_with_runas(const vm_spec *s, const vm_runas *r, bool relays, em_err *err)
-{
-    if (!r->drop)
-        return 0;
-    if (s->incoming) {
-        if (chown(s->disk, r->uid, r->gid) < 0 || chmod(s->disk, 0600) < 0)
-            return em_fail_errno(err, "give `%s` to the env's user", s->disk);
-        _cleanup_free_ char *disk_dir = xstrdup(s->disk);
-        *strrchr(disk_dir, '/') = '\0';
-        traversable(disk_dir);
-    }
-    if (relays)
-        traversable(s->dir);
-    return 0;
-}
-
 int vm_spawn(const vm_spec *s, pid_t *pid_out, em_err *err)
 {
     vm_net net;
@@ -303,16 +280,24 @@ int vm_spawn(const vm_spec *s, pid_t *pid_out, em_err *err)
         net_free(&net);
         return em_prefix(err, "qemu: ");
     }
-    if (share_with_runas(s, &runas, net.supervisor != NULL, err) < 0) {
+    /* The disk as an open fd: a restored guest's `cont` reopens it, after the drop to the env's
+     * user, who may not open it by path (nor reach its folder). */
+    int diskfd[2] = {-1, -1};
+    if (runas.drop && ((diskfd[0] = open(s->disk, O_RDWR | O_CLOEXEC)) < 0 ||
+                       (diskfd[1] = open(s->disk, O_RDONLY | O_CLOEXEC)) < 0)) {
+        em_fail_errno(err, "qemu: open `%s`", s->disk);
+        if (diskfd[0] >= 0)
+            close(diskfd[0]);
         for (size_t i = 0; i < ncg; i++)
             close(cg[i]);
         close(logfd);
         args_free(&a);
         net_free(&net);
-        return em_prefix(err, "qemu: ");
+        return -1;
     }
     spawn_opts qo = {.argv = (const char *const *)a.v, .fd_in = SPAWN_DEVNULL, .fd_out = logfd, .fd_err = logfd,
-                     .flags = SPAWN_PRIVATE_FILES, .join_fds = cg, .njoin = ncg};
+                     .flags = SPAWN_PRIVATE_FILES, .join_fds = cg, .njoin = ncg,
+                     .pass_fds = diskfd, .npass = runas.drop ? 2 : 0};
     if (net.relaxed)
         qo.flags |= SPAWN_NO_NEW_PRIVS;
     spawn_opts so = {0};
@@ -334,6 +319,9 @@ int vm_spawn(const vm_spec *s, pid_t *pid_out, em_err *err)
     pid_t qemu = -1;
     int rc = spawn_detached(&qo, net.supervisor ? &so : NULL, SPAWN_TIMEOUT_MS, &qemu, err);
     close(logfd);
+    for (size_t i = 0; i < 2; i++)
+        if (diskfd[i] >= 0)
+            close(diskfd[i]);
     for (size_t i = 0; i < ncg; i++)
         close(cg[i]);
     free(sup_argv);
