@@ -159,3 +159,22 @@ int paths_ensure_run_root(em_err *err)
         return -1;
     return paths_check_private_dir(paths_run_root(), "run root", err);
 }
+
+const char *paths_envmgr_bin(void)
+{
+    static char path[PATH_MAX];
+    const char *e = getenv("ENVMGR_HELPER_BIN");
+    if (e && *e)
+        return e;
+    if (!path[0]) {
+        ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+        const char *base = NULL;
+        if (n > 0) {
+            path[n] = '\0';
+            base = strrchr(path, '/');
+        }
+        if (!base || strcmp(base + 1, "envmgr")) /* a test program in the build tree: use the built CLI */
+            snprintf(path, sizeof path, "%.4000s/bin/envmgr", paths_data_dir());
+    }
+    return path;
+}

@@ -17,6 +17,9 @@ const char *paths_cache_root(void);
  * else <prefix>/share/envmgr for an installed <prefix>/bin/envmgr, else the checkout a build-tree
  * binary lives in. Never the path the binary was built at. */
 const char *paths_data_dir(void);
+/* The envmgr binary that helper processes (egress proxy and relays, QEMU's log keeper) run:
+ * ENVMGR_HELPER_BIN, else this program, else (a test program) the checkout's bin/envmgr. */
+const char *paths_envmgr_bin(void);
 /* ENVMGR_IMAGE_DIR, else <data>/vm-images/out. */
 const char *paths_image_root(void);
 /* Directory of an image given by name ("desktop") or path (contains '/'). Caller frees. */

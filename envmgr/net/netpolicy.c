@@ -645,21 +645,7 @@ int netpolicy_guest_setup(guest *g, const netpolicy *p, em_err *err)
 
 const char *netpolicy_helper(void)
 {
-    static char path[PATH_MAX];
-    const char *e = getenv("ENVMGR_HELPER_BIN");
-    if (e && *e)
-        return e;
-    if (!path[0]) {
-        ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
-        const char *base = NULL;
-        if (n > 0) {
-            path[n] = '\0';
-            base = strrchr(path, '/');
-        }
-        if (!base || strcmp(base + 1, "envmgr")) /* a test program in the build tree: use the built CLI */
-            snprintf(path, sizeof path, "%s/bin/envmgr", paths_data_dir());
-    }
-    return path;
+    return paths_envmgr_bin();
 }
 
 int netpolicy_control(const char *dir, const char *cmd, double timeout_ms, em_err *err)

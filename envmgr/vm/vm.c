@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "envmgr/vm/cgroup.h"
+#include "envmgr/vm/qemu_log.h"
 #include "envmgr/vm/qmp.h"
 #include "envmgr/vm/runas.h"
 #include "envmgr/base/fileio.h"
@@ -257,13 +258,6 @@ int vm_spawn(const vm_spec *s, pid_t *pid_out, em_err *err)
         _cleanup_free_ char *p = xasprintf("%s/%s", s->dir, socks[i]);
         unlink(p);
     }
-    _cleanup_free_ char *log = xasprintf("%s/" VM_LOG_FILE, s->dir);
-    int logfd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-    if (logfd < 0) {
-        args_free(&a);
-        net_free(&net);
-        return em_fail_errno(err, "qemu: open `%s`", log);
-    }
     if (getenv("ENVMGR_DEBUG")) {
         for (int i = 0; i < a.n; i++)
             fprintf(stderr, "%s%s", a.v[i], i + 1 < a.n ? " " : "\n");
@@ -274,8 +268,12 @@ int vm_spawn(const vm_spec *s, pid_t *pid_out, em_err *err)
     vm_cgroup_limits_for(s->image->memory_mb, &lim);
     int cg[VM_CGROUP_MAX_FDS];
     size_t ncg = 0;
-    if (vm_cgroup_prepare(s->dir, &lim, cg, &ncg, err) < 0) {
-        close(logfd);
+    int logfd = -1;
+    pid_t keeper = -1;
+    if (vm_cgroup_prepare(s->dir, &lim, cg, &ncg, err) < 0 ||
+        vm_log_keeper_start(s->dir, cg, ncg, &logfd, &keeper, err) < 0) {
+        for (size_t i = 0; i < ncg; i++)
+            close(cg[i]);
         args_free(&a);
         net_free(&net);
         return em_prefix(err, "qemu: ");
@@ -339,6 +337,7 @@ int vm_spawn(const vm_spec *s, pid_t *pid_out, em_err *err)
             break;
         if (!pid_running(qemu)) {
             char line[512];
+            vm_log_keeper_wait(keeper);
             last_log_line(s->dir, line, sizeof line);
             return em_fail(err, "qemu failed to start: %s", line[0] ? line : "it exited without a message");
         }
