@@ -111,7 +111,12 @@ hp=$(helper_pid $A)
 check "$A: the egress proxy runs as QEMU's parent" \
     test "$(ps -o ppid= -p "$(cat "$ENVMGR_RUN_DIR/$A/qemu.pid")" | tr -d ' ')" = "$hp"
 check "$A: run directory 0700, egress socket and log 0600" bash -c \
-    "[ \$(stat -c %a '$ENVMGR_RUN_DIR/$A') = 700 ] && [ \$(stat -c %a '$ENVMGR_RUN_DIR/$A/egress.sock') = 600 ] && [ \$(stat -c %a '$ENVMGR_RUN_DIR/$A/egress.jsonl') = 600 ]"
+    "[ \$(stat -c %a '$ENVMGR_RUN_DIR/$A') = 700 ] && [ \$(stat -L -c %a '$ENVMGR_RUN_DIR/$A/egress.sock') = 600 ] && [ \$(stat -c %a '$ENVMGR_RUN_DIR/$A/egress.jsonl') = 600 ]"
+if [ "$(id -u)" = 0 ]; then # QEMU and the proxy run as the env's own user: the socket is theirs, in root's registry
+    quid=$(awk '/^Uid:/ {print $3}' "/proc/$(cat "$ENVMGR_RUN_DIR/$A/qemu.pid")/status")
+    check "$A: the egress socket belongs to QEMU's user ($quid), in the root-owned registry" bash -c \
+        "t=\$(readlink '$ENVMGR_RUN_DIR/$A/egress.sock'); case \$t in /run/envmgr-qemu-users/*.sock) ;; *) exit 1;; esac; [ \$(stat -c %u \$t) = $quid ] && [ $quid != 0 ] && [ \$(stat -c %U:%a /run/envmgr-qemu-users) = root:711 ]"
+fi
 check "$A: /etc/environment points http_proxy and https_proxy at the proxy" \
     bash -c "'$ENVMGR' exec $A -- cat /etc/environment | grep -qx 'https_proxy=$PROXY/'"
 ECHO_ADDR=$("$ENVMGR" net show $A --json | python3 -c "
@@ -222,7 +227,10 @@ check "$A: after reset the proxy works and /etc/environment is set again" bash -
 out=$("$ENVMGR" up --name $B --accel tcg --network none --allow-private 127.0.0.1:$HTTP 2>&1); rc=$?
 [ $rc = 0 ] && ok "up $B (mode none)" || { bad "up $B: $out"; finish; exit 1; }
 cmd=$(qemu_cmdline $B)
-check "$B: every sandbox flag stays on, IPv6 off, no guestfwd" bash -c "echo \"\$1\" | grep -q -- '-netdev user,id=net0,restrict=on,ipv6=off -device' && echo \"\$1\" | grep -q 'on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny'" _ "$cmd"
+# As root, QEMU drops to the env's user itself (-runas, set*id calls after its filter is in place):
+# elevateprivileges is allowed then, and the user it ends up as has no privilege to elevate to.
+if [ "$(id -u)" = 0 ]; then elev='-runas [0-9]*:[0-9]* -sandbox on,obsolete=deny,elevateprivileges=allow'; else elev='elevateprivileges=deny'; fi
+check "$B: every sandbox flag stays on, IPv6 off, no guestfwd" bash -c "echo \"\$1\" | grep -q -- '-netdev user,id=net0,restrict=on,ipv6=off -device' && echo \"\$1\" | grep -q -- \"\$2\" && echo \"\$1\" | grep -q 'spawn=deny,resourcecontrol=deny'" _ "$cmd" "$elev"
 check "$B: no egress proxy" test ! -e "$ENVMGR_RUN_DIR/$B/egress-proxy.pid"
 check "$B: the proxy address does not answer" \
     bash -c "! '$ENVMGR' exec $B --timeout 40 -- curl -sS -m 8 -x $PROXY http://127.0.0.1:$HTTP/ok.txt >/dev/null 2>&1"

@@ -9,7 +9,9 @@
 
 #include "envmgr/net/netpolicy.h"
 #include "envmgr/base/fileio.h"
+#include "envmgr/base/paths.h"
 #include "envmgr/base/util.h"
+#include "envmgr/vm/runas.h"
 #include "envmgr/vm/vm.h"
 #include "evaluator/task.h"
 #include "helpers/cunit_main.h"
@@ -261,7 +263,9 @@ static void test_json_and_files(void)
     CU_ASSERT_STRING_EQUAL(rel[2].alias, "10.0.2.101");
     CU_ASSERT_EQUAL(rel[2].rule->port, 6379);
 
-    /* files: the policy and the QEMU extras, with quoting for libslirp's shell-like split */
+    /* files: the policy and the QEMU extras, with quoting for libslirp's shell-like split (QEMU
+     * as envmgr's own user here; the drop to an env user is checked below) */
+    setenv("ENVMGR_QEMU_RUNAS", "off", 1);
     _cleanup_free_ char *dir = xasprintf("%s/run,with 'odd' chars", test_tmpdir());
     CU_ASSERT_EQUAL_FATAL(mkdir_p(dir, 0700, &err), 0);
     CU_ASSERT_EQUAL(netpolicy_save(dir, &p, "/opt/env mgr/envmgr", &err), 0);
@@ -310,6 +314,41 @@ static void test_json_and_files(void)
     CU_ASSERT_EQUAL_FATAL(mkdir_p(deep, 0700, &err), 0);
     CU_ASSERT_EQUAL(netpolicy_save(deep, &p, "/x/envmgr", &err), -1);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "too long for a unix socket path"));
+    unsetenv("ENVMGR_QEMU_RUNAS");
+    if (geteuid() != 0)
+        return;
+    /* as root, the relays run as the env's user: a copy of the helper it can run and a socket it
+     * can reach, both in the root-owned registry, never below the run directory */
+    _cleanup_free_ char *own = xasprintf("%s/dropped", test_tmpdir()), *vmnet2 = xasprintf("%s/" VM_NET_FILE, own);
+    _cleanup_free_ char *text2 = NULL;
+    CU_ASSERT_EQUAL_FATAL(mkdir_p(own, 0700, &err), 0);
+    CU_ASSERT_EQUAL_FATAL(netpolicy_save(own, &p, paths_envmgr_bin(), &err), 0);
+    vm_runas ra;
+    CU_ASSERT_EQUAL(vm_runas_read(own, &ra, &err), 0);
+    CU_ASSERT_TRUE(ra.drop);
+    CU_ASSERT_TRUE(ra.uid >= VM_RUNAS_UID_BASE && ra.uid != 0);
+    CU_ASSERT_EQUAL_FATAL(read_file_capped(vmnet2, 1 << 20, &text2, NULL, &err), 0);
+    _cleanup_free_ char *want = xasprintf("tcp:10.0.2.100:3128-cmd:'/run/envmgr-qemu-users/bin/envmgr' 'net' 'relay' "
+                                          "'/run/envmgr-qemu-users/%u.sock' 'proxy'",
+                                          (unsigned)ra.uid);
+    v = json_loads(text2, 0, NULL);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_array_get(json_object_get(v, "guestfwd"), 0)), want);
+    json_decref(v);
+    struct stat st;
+    CU_ASSERT_EQUAL(stat("/run/envmgr-qemu-users/bin/envmgr", &st), 0);
+    CU_ASSERT_EQUAL(st.st_uid, 0);
+    CU_ASSERT_EQUAL(st.st_mode & 07777, 0755);
+    /* a second env gets another user; giving one back frees it */
+    _cleanup_free_ char *other = xasprintf("%s/dropped2", test_tmpdir());
+    CU_ASSERT_EQUAL_FATAL(mkdir_p(other, 0700, &err), 0);
+    vm_runas rb;
+    CU_ASSERT_EQUAL(vm_runas_acquire(other, &rb, &err), 0);
+    CU_ASSERT_NOT_EQUAL(rb.uid, ra.uid);
+    vm_runas again;
+    CU_ASSERT_EQUAL(vm_runas_acquire(own, &again, &err), 0);
+    CU_ASSERT_EQUAL(again.uid, ra.uid);
+    vm_runas_release(own);
+    vm_runas_release(other);
 }
 
 static void test_guest_blocks(void)

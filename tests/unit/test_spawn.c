@@ -130,6 +130,43 @@ static void test_child_environment(void)
     spawn_result_free(&r);
 }
 
+static void test_passed_and_joined_fds(void)
+{
+    /* passed fds arrive as 3, 4 (low fds of ours in the way are moved, not clobbered); a join fd
+     * gets the child's own pid before it runs; umask 077 with SPAWN_PRIVATE_FILES */
+    int a[2], b[2], join[2];
+    CU_ASSERT_EQUAL_FATAL(pipe(a), 0);
+    CU_ASSERT_EQUAL_FATAL(pipe(b), 0);
+    CU_ASSERT_EQUAL_FATAL(pipe2(join, O_CLOEXEC), 0);
+    CU_ASSERT_EQUAL(write(a[1], "first", 5), 5);
+    CU_ASSERT_EQUAL(write(b[1], "second", 6), 6);
+    close(a[1]);
+    close(b[1]);
+    int pass[2] = {b[0], a[0]}; /* crosswise: b's read end becomes 3 */
+    const char *const argv[] = {"sh", "-c", "cat <&3; echo; cat <&4; echo; umask; echo $$; ls /proc/$$/fd | tr '\\n' ' '",
+                                NULL};
+    spawn_opts o = {.argv = argv, .pass_fds = pass, .npass = 2, .join_fds = &join[1], .njoin = 1,
+                    .flags = SPAWN_PRIVATE_FILES};
+    spawn_io io = {.out_cap = 4096, .err_cap = 4096, .timeout_ms = 5000};
+    spawn_result r;
+    em_err err = {0};
+    CU_ASSERT_EQUAL_FATAL(spawn_run(&o, &io, &r, &err), 0);
+    close(join[1]);
+    char joined[32] = "";
+    CU_ASSERT(read(join[0], joined, sizeof joined - 1) > 0);
+    char want[128];
+    snprintf(want, sizeof want, "second\nfirst\n0077\n%s\n0 1 2 3 4 ", joined);
+    CU_ASSERT_STRING_EQUAL(r.out, want);
+    spawn_result_free(&r);
+    close(a[0]);
+    close(b[0]);
+    close(join[0]);
+    /* more than SPAWN_PASS_MAX is refused before anything starts */
+    int many[SPAWN_PASS_MAX + 1] = {0};
+    spawn_opts m = {.argv = argv, .pass_fds = many, .npass = SPAWN_PASS_MAX + 1};
+    CU_ASSERT_EQUAL(spawn_run(&m, &io, &r, &err), -1);
+}
+
 static pid_t ppid_of(pid_t pid)
 {
     char path[64], buf[512];
@@ -238,6 +275,7 @@ static CU_TestInfo tests[] = {
     {"output over the cap stops the child", test_output_cap},
     {"exec, PATH and chdir failures come back as errors", test_child_failures_are_errors},
     {"rlimits, cwd, envp, closed fds, default signals", test_child_environment},
+    {"passed fds, cgroup join fds and a private umask", test_passed_and_joined_fds},
     {"detached children and their supervisor", test_detached},
     {"spawning from threads while others allocate", test_threads},
     CU_TEST_INFO_NULL,
