@@ -174,7 +174,73 @@ tried "guest root writes 3 MB to its serial console (once a file in the run dire
 size=$(du -sk "$ENVMGR_RUN_DIR/$E" | cut -f1)
 check "5 held: the run directory stayed small (${size} KiB; the console is a 1 MiB ring inside QEMU)" \
     test "$size" -lt 2048
+
+QPID=$(cat "$ENVMGR_RUN_DIR/$E/qemu.pid")
+tried "QEMU made to print 6 MB (what a guest that keeps breaking a virtio device gets): written to QEMU's own stderr"
+head -c 6000000 /dev/zero | tr '\0' y >"/proc/$QPID/fd/2"
+wait_until 10 grep -q 'the rest is dropped' "$ENVMGR_RUN_DIR/$E/qemu.log"
+lsize=$(stat -c %s "$ENVMGR_RUN_DIR/$E/qemu.log")
+check "5 held: qemu.log stopped at its cap ($lsize bytes, cap 4194304 and one line saying so)" \
+    bash -c "[ $lsize -le 4194400 ] && grep -q 'the rest is dropped' '$ENVMGR_RUN_DIR/$E/qemu.log'"
+check "5 held: QEMU kept running" "$ENVMGR" exec $E -- true
+
+# Each env in a cgroup of its own (these machines mount the v1 memory, pids and cpu controllers).
+cg_dir() { local ctl=$1 pid=$2; echo "/sys/fs/cgroup/$ctl$(awk -F: -v c="$ctl" '$2 ~ "(^|,)"c"(,|$)" {print $3}' /proc/$pid/cgroup)"; }
+memdir=$(cg_dir memory $QPID); pidsdir=$(cg_dir pids $QPID); cpudir=$(cg_dir cpu $QPID)
+check "5 held: QEMU is in a cgroup of its own ($memdir)" bash -c "case '$memdir' in */envmgr/e*) ;; *) exit 1;; esac"
+guest_mib=$(tr '\0' '\n' </proc/$QPID/cmdline | awk '$0 == "-m" {getline; print; exit}')
+check "5 held: its limits are memory = guest RAM ($guest_mib MiB) + 1 GiB, 512 processes, 150% of a core" bash -c \
+    "[ \$(cat '$memdir/memory.limit_in_bytes') = $(( (guest_mib + 1024) * 1048576 )) ] && [ \$(cat '$pidsdir/pids.max') = 512 ] && [ \$(cat '$cpudir/cpu.cfs_quota_us') = 150000 ]"
+check "5 held: ls --json records the same limits" bash -c \
+    "'$ENVMGR' ls --json | python3 -c \"import json,sys; c=[x for x in json.load(sys.stdin) if x['name']=='$E'][0]['boundaries']['cgroup']; sys.exit(0 if (c['pids']['limit'], c['cpu']['limit'], c['memory']['limit']) == ('512', '150000', '$(( (guest_mib + 1024) * 1048576 ))') else 1)\""
+tried "a fork bomb inside the env's cgroup, as the env's user (what a QEMU taken over could start)"
+quid=$(awk '/^Uid:/ {print $3}' /proc/$QPID/status)
+forks=$(sh -c "echo \$\$ >'$pidsdir/cgroup.procs'; exec setpriv --reuid=$quid --regid=$quid --clear-groups python3 -c '
+import os, time
+n = 0
+try:
+    for i in range(2000):
+        if os.fork() == 0:
+            time.sleep(3); os._exit(0)
+        n += 1
+except OSError:
+    pass
+print(n)'" 2>/dev/null)
+check "5 held: it stopped at the env's process limit ($forks forks of 2000; QEMU's threads count too)" \
+    bash -c "[ -n '$forks' ] && [ '$forks' -lt 512 ] && [ '$forks' -gt 0 ]"
+
+# --- 11. QEMU (and the egress proxy) as a user of the env's own ---------------------------------------
+F=at-other
+"$ENVMGR" up --name $F --accel tcg --allow example.com:443 >/dev/null 2>&1 || bad "up $F"
+FPID=$(cat "$ENVMGR_RUN_DIR/$F/qemu.pid")
+fuid=$(awk '/^Uid:/ {print $3}' /proc/$FPID/status)
+proxy_pid=$(ps -o ppid= -p "$FPID" | tr -d ' ')
+check "11 held: QEMU runs as uid $quid, not root, with no capabilities and no_new_privs" bash -c \
+    "[ '$quid' -gt 0 ] && grep -q '^CapEff:.0000000000000000' /proc/$QPID/status && grep -q '^NoNewPrivs:.1' /proc/$QPID/status"
+check "11 held: each env has its own user ($E: $quid, $F: $fuid)" bash -c "[ '$fuid' -gt 0 ] && [ '$fuid' != '$quid' ]"
+check "11 held: the allowlist env's egress proxy runs as its env's user too" \
+    test "$(awk '/^Uid:/ {print $3}' /proc/$proxy_pid/status)" = "$fuid"
+AS_QEMU="setpriv --reuid=$quid --regid=$quid --clear-groups"
+tried "as $E's QEMU user: read its own run directory, the other env's overlay and QMP socket, write the golden RAM, signal the other QEMU"
+denied() { echo "$1" | grep -qE 'Permission denied|Operation not permitted'; }
+check "11: (control) the QEMU user runs programs at all" bash -c "cd / && $AS_QEMU cat /etc/hostname >/dev/null"
+out=$(cd / && $AS_QEMU cat "$ENVMGR_RUN_DIR/$E/env.json" 2>&1)
+check "11 held: its run directory is out of reach (env.json: $out)" bash -c "[ -s '$ENVMGR_RUN_DIR/$E/env.json' ] && denied \"\$1\"" _ "$out"
+out=$(cd / && $AS_QEMU head -c 1 "$ENVMGR_RUN_DIR/$F/overlay.qcow2" 2>&1 >/dev/null)
+check "11 held: the other env's disk is out of reach ($out)" bash -c "[ -s '$ENVMGR_RUN_DIR/$F/overlay.qcow2' ] && denied \"\$1\"" _ "$out"
+out=$(cd / && $AS_QEMU python3 -c "import socket; s=socket.socket(socket.AF_UNIX); s.connect('$ENVMGR_RUN_DIR/$F/qmp.sock')" 2>&1 | tail -1)
+check "11 held: the other env's QMP socket is out of reach ($out)" bash -c "[ -S '$ENVMGR_RUN_DIR/$F/qmp.sock' ] && denied \"\$1\"" _ "$out"
+ramfile=$(tr '\0' '\n' </proc/$QPID/cmdline | grep -o 'mem-path=[^,]*' | cut -d= -f2)
+out=$(cd / && $AS_QEMU sh -c "echo x >>'$ramfile'" 2>&1)
+check "11 held: the golden RAM every env maps cannot be written ($out)" bash -c "[ -s '$ramfile' ] && denied \"\$1\"" _ "$out"
+out=$(cd / && $AS_QEMU kill -0 $FPID 2>&1)
+check "11 held: the other env's QEMU cannot be signalled ($out)" bash -c "kill -0 $FPID && denied \"\$1\"" _ "$out"
+out=$(cd / && $AS_QEMU kill -0 $proxy_pid 2>&1)
+check "11 held: nor its proxy ($out)" bash -c "kill -0 $proxy_pid && denied \"\$1\"" _ "$out"
+"$ENVMGR" down $F >/dev/null 2>&1
 "$ENVMGR" down $E >/dev/null 2>&1
+check "11 held: down gives the users back and removes the cgroups" bash -c \
+    "! ls /run/envmgr-qemu-users/ | grep -qx '$quid' && [ ! -d '$memdir' ] && [ ! -d '$pidsdir' ]"
 
 tried "the guest writes 40 MB into its disk while the run directory is a tmpfs (host RAM)"
 SHM=$(mktemp -d /dev/shm/envmgr-at.XXXXXX)
