@@ -6,6 +6,7 @@ echo "envmgr benchmark on $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') G
 export ENVMGR_RUN_DIR=${ENVMGR_RUN_DIR:-$(mktemp -d /tmp/envmgr-bench.XXXXXX)}
 trap 'rm -rf "$ENVMGR_RUN_DIR"' EXIT
 "$root/build/bench/envbench" ${ENVMGR_BENCH_ARGS:---cold}
+"$root/bench/boundary_bench.sh" || echo "boundary_bench: failed (see above)"
 [ -d "$root/tasks/demo" ] && "$root/bench/replay_bench.sh"
 "$root/bench/step_bench.sh" || echo "step_bench: failed (see above)"
 "$root/build/bench/api_bench" ${ENVMGR_API_BENCH_ARGS:-} || echo "api_bench: the soak saw errors or leaked envs (see above)"
