@@ -22,6 +22,9 @@ typedef struct episode_opts {
     double late_probe_ms;   /* > 0: a measurement: after each observation let the guest run this long
                              * and count the observations a later frame contradicts (late_change) */
     obs_kind observation;   /* what each observation holds (observation.h); default the screen */
+    const char *const *agent_env;  /* the operator's --agent-env names passed on to the agent (NULL-terminated) */
+    bool agent_sandbox_off;        /* --agent-sandbox=off: the agent sees envmgr's run and cache folders */
+    const char *const *agent_show; /* folders the agent reads besides the frames (a replay's recorded trace) */
 } episode_opts;
 
 /* An episode driven step by step (the HTTP API's reset/step/evaluate), with
