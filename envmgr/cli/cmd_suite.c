@@ -10,6 +10,7 @@
 #include "envmgr/suite/suite.h"
 #include "envmgr/suite/suite_pool.h"
 #include "envmgr/base/util.h"
+#include "envmgr/episode/episode.h"
 
 static const char usage[] =
     "usage: envmgr suite run SUITE --agent CMD --out DIR [--envs N] [--resume] [--shard K/N] [--repeat R]\n"
@@ -184,6 +185,8 @@ static int cmd_suite_run(int argc, char **argv)
     }
     if (shard_n > 1)
         fprintf(stderr, "suite: shard %d/%d: %zu of %zu tasks\n", shard_k, shard_n, s->ntasks, s->total);
+    bool boxed; /* decided (and said) once, before the workers fork */
+    free(episode_agent_sandbox(ag.sandbox_off, &boxed));
     json_t *summary = NULL;
     int rc = suite_run(s, &o, &summary, &err);
     suite_free(s);

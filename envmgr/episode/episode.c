@@ -600,12 +600,10 @@ static void strv_free(const char *const *v)
     free((void *)v);
 }
 
-/* Whether the agent gets its sandbox, as the trace header says it: "bwrap", "off (...)" or
- * "none (why)". Said once per process on stderr when the host cannot give it. */
-static char *agent_sandbox_note(const episode_opts *o, bool *boxed)
+char *episode_agent_sandbox(bool off, bool *boxed)
 {
     *boxed = false;
-    if (o->agent_sandbox_off)
+    if (off)
         return xstrdup("off (--agent-sandbox=off)");
     char why[256] = "";
     if (!agent_sandbox_available(why, sizeof why)) {
@@ -714,7 +712,7 @@ int episode_begin_with(const episode_env *ev, const task *t, const char *task_pa
     if (o->agent_argv && o->agent_argv[0] && o->agent_argv[1])
         json_object_set_new(hdr, "agent", json_string(o->agent_argv[1])); /* envmgr's own agent, by its role */
     if (o->agent_cmd || o->agent_argv) { /* where the agent ran: in its sandbox, or why not */
-        _cleanup_free_ char *note = agent_sandbox_note(o, &r->agent_boxed);
+        _cleanup_free_ char *note = episode_agent_sandbox(o->agent_sandbox_off, &r->agent_boxed);
         json_object_set_new(hdr, "agent_sandbox", json_string(note));
     }
     json_object_set_new(hdr, "network", netpolicy_to_json(&net));

@@ -74,6 +74,11 @@ int episode_finish(episode *ep, exit_cause cause, json_t **result, em_err *err);
 /* Free without evaluating: the trace stays readable, marked incomplete. */
 void episode_abandon(episode *ep);
 
+/* Whether agents get their sandbox (agent_sandbox.h), as the trace header's agent_sandbox says it:
+ * "bwrap", "off (--agent-sandbox=off)" or "none (why)"; caller frees. Decided once per process and
+ * said once on stderr when the host cannot give it: a suite asks before it forks its workers. */
+char *episode_agent_sandbox(bool off, bool *boxed);
+
 /* Replace OSWorld's placeholders in t for env e: its screen size and its image user's password
  * ({CLIENT_PASSWORD}); task_substitute. */
 int episode_prepare_task(env *e, task *t, em_err *err);
