@@ -43,7 +43,7 @@ echo "assets: verify 4 x 32 MiB already cached (sha256 of each): $(( ($(date +%s
 task "$T/up/t.json" upload u8.bin:/tmp/u8.bin u32.bin:/tmp/u32.bin
 "$envmgr" task fetch "$T/up" >/dev/null 2>&1
 "$envmgr" up --name bench-assets --accel tcg >/dev/null || { echo "assets: upload: the env did not start"; exit 0; }
-"$envmgr" run "$T/up/t.json" --env bench-assets --agent "$root/tests/data/agents/scripted-fallback" --out "$T/out" \
+"$envmgr" run "$T/up/t.json" --env bench-assets --agent "$root/tests/data/agents/scripted-fallback --tasks $T/up/t.json" --out "$T/out" \
     --offline >/dev/null 2>&1
 python3 - "$T/out/trace/trace.jsonl" <<'PY'
 import json, sys

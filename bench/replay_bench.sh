@@ -19,7 +19,7 @@ total=0 reproduced=0 steps=0 bytes=0 rec_s=0 fast_s=0
 for t in "${tasks[@]}"; do
     id=$(basename "$t" .json)
     for k in 1 2; do
-        "$B" run "$t" --env $E --agent "$root/tasks/agents/scripted" --out "$out/$id-$k" >/dev/null 2>&1 || true
+        "$B" run "$t" --env $E --agent "$root/tasks/agents/scripted --tasks $t" --out "$out/$id-$k" >/dev/null 2>&1 || true
         [ -f "$out/$id-$k/result.json" ] || continue
         read -r s secs < <(python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(r['actions'], r['timings']['total_s'])" "$out/$id-$k/result.json")
         steps=$((steps + s)); rec_s=$(python3 -c "print($rec_s + $secs)")

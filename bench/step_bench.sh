@@ -56,7 +56,7 @@ if ! skip overhead; then
     for pause in false true; do
         for kind in click key typing; do
             task $kind $pause "$work/$kind-$pause.json"
-            "$B" run "$work/$kind-$pause.json" --env $E --agent "$AGENT --timings $work/$kind-$pause.jsonl" \
+            "$B" run "$work/$kind-$pause.json" --env $E --agent "$AGENT --tasks $work/$kind-$pause.json --timings $work/$kind-$pause.jsonl" \
                 --out "$work/out-$kind-$pause" >/dev/null 2>&1 || true
             read -r p50 p99 cnt < <(stats "$work/$kind-$pause.jsonl")
             label=$([ $pause = true ] && echo "paused" || echo "not paused")
@@ -88,7 +88,7 @@ if ! skip late && ls "$root"/tasks/demo/*.json >/dev/null 2>&1; then
     obs=0 late=0
     for t in "$root"/tasks/demo/*.json; do
         id=$(basename "$t" .json)
-        "$B" run "$t" --env $E --agent "$AGENT" --probe-late 2000 --out "$work/late-$id" >/dev/null 2>&1 || true
+        "$B" run "$t" --env $E --agent "$AGENT --tasks $t" --probe-late 2000 --out "$work/late-$id" >/dev/null 2>&1 || true
         read -r o l < <(python3 -c "
 import json; p = json.load(open('$work/late-$id/result.json')).get('late_probe', {})
 print(p.get('observations', 0), p.get('late_changes', 0))" 2>/dev/null || echo "0 0")
@@ -118,7 +118,7 @@ PY
           done ) >"$work/conc-$c.mon" &
         mon=$!
         t0=$(date +%s.%N)
-        "$B" suite run "$suite" --agent "$AGENT --think 5 --timings $work/conc-$c.jsonl" --envs "$c" \
+        "$B" suite run "$suite" --agent "$AGENT --tasks $suite --think 5 --timings $work/conc-$c.jsonl" --envs "$c" \
             --progress plain --out "$work/conc-out-$c" >"$work/conc-$c.log" 2>&1 || true
         t1=$(date +%s.%N)
         kill $mon 2>/dev/null || true

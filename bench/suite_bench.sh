@@ -37,7 +37,7 @@ base=""
 label=""
 for n in ${SUITE_BENCH_ENVS:-1 2 4}; do
     out=$work/run-$n
-    if ! "$envmgr" suite run "$suite" --agent "$agent" --envs "$n" --accel "$accel" --progress plain --out "$out" \
+    if ! "$envmgr" suite run "$suite" --agent "$agent --tasks $suite" --envs "$n" --accel "$accel" --progress plain --out "$out" \
         >"$work/run-$n.log" 2>&1; then
         echo "suite run at $n envs failed:"; tail -5 "$work/run-$n.log"; exit 1
     fi

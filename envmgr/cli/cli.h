@@ -49,6 +49,21 @@ int cmd_task(int argc, char **argv);
     "  --offline          assets only from the cache (and mirror folders); a missing URL is an error\n"            \
     "  --asset-mirror PREFIX=DIR|URL   fetch http(s) assets starting with PREFIX from DIR/<rest> or URL<rest>\n"
 int cli_asset_option(const char *usage, int offline, const char *mirror);
+/* --agent-env NAME (repeatable) and --agent-sandbox on|off, shared by run and suite run
+ * (docs/agent-protocol.md, "Environment"). cli_agent_option returns 0, or EM_EXIT_USAGE after
+ * printing why. */
+#define CLI_AGENT_ENV_MAX 64
+typedef struct cli_agent {
+    const char *env[CLI_AGENT_ENV_MAX + 1]; /* NULL-terminated names (argv's strings) */
+    size_t nenv;
+    int sandbox_off;
+} cli_agent;
+#define CLI_AGENT_USAGE                                                                                              \
+    "  --agent-env NAME   also pass NAME of envmgr's environment to the agent (repeatable; never ENVMGR_*)\n"      \
+    "  --agent-sandbox on|off  on (default): the agent runs where it cannot see envmgr's run and cache\n"         \
+    "                     folders (bubblewrap, when the host allows it); off: for an agent that needs them\n"
+enum { CLI_OPT_AGENT_ENV = 0x1000, CLI_OPT_AGENT_SANDBOX };
+int cli_agent_option(const char *usage, int opt, const char *arg, cli_agent *a);
 int cmd_gc(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_view(int argc, char **argv);

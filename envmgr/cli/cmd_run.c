@@ -17,6 +17,7 @@ static const char usage[] =
     "usage: envmgr run TASK.json|SUITE_DIR --agent CMD [--env NAME] [--out DIR] [--record DIR]\n"
     "                  [--accel auto|kvm|tcg] [--settle-ms MS] [--probe-late MS] [--allow-private ADDR:PORT]...\n"
     "                  [--observation KIND] [--offline] [--asset-mirror PREFIX=DIR|URL]...\n"
+    "                  [--agent-env NAME]... [--agent-sandbox on|off]\n"
     "  Run episodes: restore the clean snapshot, run the task's setup, let the agent act\n"
     "  (docs/agent-protocol.md), run postconfig and the evaluator, revert. Prints the score and\n"
     "  writes OUT/result.json and the trace (OUT/trace, or --record DIR). A folder runs its tasks\n"
@@ -31,6 +32,7 @@ static const char usage[] =
     "                  names; the tree needs an image with the guest toolbelt: `apps`)\n"
     "  --allow-private A:P  the temporary env may reach this loopback/private address when a task's\n"
     "                  allowlist applies (the operator's choice; tasks cannot; repeatable)\n"
+    CLI_AGENT_USAGE
     CLI_ASSET_USAGE;
 
 typedef struct run_args {
@@ -39,6 +41,7 @@ typedef struct run_args {
     obs_kind observation;
     netpolicy priv; /* the operator's --allow-private rules (mode none until a task opens an allowlist) */
     bool has_priv;
+    cli_agent ag; /* --agent-env, --agent-sandbox */
 } run_args;
 
 static int one(env *e, bool fresh, const char *path, const char *out_dir, const run_args *a, json_t **res,
@@ -49,7 +52,8 @@ static int one(env *e, bool fresh, const char *path, const char *out_dir, const 
         return -1;
     int rc = episode_prepare_task(e, t, err);
     episode_opts o = {.agent_cmd = a->agent, .out_dir = out_dir, .trace_dir = a->record, .fresh = fresh,
-                      .settle_ms = a->settle_ms, .late_probe_ms = a->late_probe_ms, .observation = a->observation};
+                      .settle_ms = a->settle_ms, .late_probe_ms = a->late_probe_ms, .observation = a->observation,
+                      .agent_env = a->ag.env, .agent_sandbox_off = a->ag.sandbox_off};
     if (rc == 0)
         rc = episode_run(e, t, path, &o, res, err);
     task_free(t);
@@ -69,7 +73,10 @@ int cmd_run(int argc, char **argv)
                                          {"allow-private", required_argument, 0, 'P'},
                                          {"offline", no_argument, 0, 'O'},     {"asset-mirror", required_argument, 0, 'm'},
                                          {"probe-late", required_argument, 0, 'L'},
-                                         {"observation", required_argument, 0, 'B'}, {0, 0, 0, 0}};
+                                         {"observation", required_argument, 0, 'B'},
+                                         {"agent-env", required_argument, 0, CLI_OPT_AGENT_ENV},
+                                         {"agent-sandbox", required_argument, 0, CLI_OPT_AGENT_SANDBOX},
+                                         {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "a:e:o:r:", opts, NULL)) != -1) {
         switch (c) {
@@ -98,6 +105,11 @@ int cmd_run(int argc, char **argv)
         case 'O':
         case 'm':
             if (cli_asset_option(usage, c == 'O', c == 'm' ? optarg : NULL))
+                return EM_EXIT_USAGE;
+            break;
+        case CLI_OPT_AGENT_ENV:
+        case CLI_OPT_AGENT_SANDBOX:
+            if (cli_agent_option(usage, c, optarg, &a.ag))
                 return EM_EXIT_USAGE;
             break;
         default: return cli_usage_error(usage, "run: bad option");

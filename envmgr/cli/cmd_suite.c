@@ -10,12 +10,14 @@
 #include "envmgr/suite/suite.h"
 #include "envmgr/suite/suite_pool.h"
 #include "envmgr/base/util.h"
+#include "envmgr/episode/episode.h"
 
 static const char usage[] =
     "usage: envmgr suite run SUITE --agent CMD --out DIR [--envs N] [--resume] [--shard K/N] [--repeat R]\n"
     "                        [--retries N] [--accel auto|kvm|tcg] [--settle-ms MS] [--watchdog S]\n"
     "                        [--watchdog-margin S] [--progress auto|line|plain] [--strict] [--offline]\n"
     "                        [--asset-mirror PREFIX=DIR|URL]... [--observation KIND]\n"
+    "                        [--agent-env NAME]... [--agent-sandbox on|off]\n"
     "       envmgr suite compare BASE_DIR NEW_DIR [--tolerance T]\n"
     "       envmgr suite merge --out DIR SHARD_DIR...\n"
     "       envmgr suite list SUITE [--shard K/N] [--strict]\n"
@@ -37,6 +39,7 @@ static const char usage[] =
     "    --observation KIND  screenshot (default), a11y_tree or screenshot_a11y_tree (docs/agent-protocol.md)\n"
     "    --strict          refuse the whole suite when a task does not load; without it such a task is\n"
     "                      recorded as `unsupported` with its reason and counted apart from scores\n"
+    CLI_AGENT_USAGE
     CLI_ASSET_USAGE
     "  compare  per-task score changes from BASE_DIR to NEW_DIR, regressions first; exit 1 when a task\n"
     "           regressed or is missing from NEW_DIR (for CI)\n"
@@ -80,11 +83,14 @@ static int cmd_suite_run(int argc, char **argv)
                                          {"strict", no_argument, 0, 'X'},
                                          {"offline", no_argument, 0, 'O'},
                                          {"asset-mirror", required_argument, 0, 'm'},
+                                         {"agent-env", required_argument, 0, CLI_OPT_AGENT_ENV},
+                                         {"agent-sandbox", required_argument, 0, CLI_OPT_AGENT_SANDBOX},
                                          {0, 0, 0, 0}};
     int c;
     long v;
     bool strict = false;
     em_err err = {0};
+    cli_agent ag = {0};
     optind = 1;
     while ((c = getopt_long(argc, argv, "a:o:n:", opts, NULL)) != -1) {
         switch (c) {
@@ -149,6 +155,13 @@ static int cmd_suite_run(int argc, char **argv)
             if (cli_asset_option(usage, c == 'O', c == 'm' ? optarg : NULL))
                 return EM_EXIT_USAGE;
             break;
+        case CLI_OPT_AGENT_ENV:
+        case CLI_OPT_AGENT_SANDBOX:
+            if (cli_agent_option(usage, c, optarg, &ag))
+                return EM_EXIT_USAGE;
+            o.agent_env = ag.env;
+            o.agent_sandbox_off = ag.sandbox_off;
+            break;
         default: return cli_usage_error(usage, "suite run: bad option");
         }
     }
@@ -172,6 +185,8 @@ static int cmd_suite_run(int argc, char **argv)
     }
     if (shard_n > 1)
         fprintf(stderr, "suite: shard %d/%d: %zu of %zu tasks\n", shard_k, shard_n, s->ntasks, s->total);
+    bool boxed; /* decided (and said) once, before the workers fork */
+    free(episode_agent_sandbox(ag.sandbox_off, &boxed));
     json_t *summary = NULL;
     int rc = suite_run(s, &o, &summary, &err);
     suite_free(s);

@@ -22,53 +22,92 @@ struct agent {
     bool status_lost; /* reaped elsewhere: status holds nothing */
 };
 
-/* envmgr's secrets, never handed to an agent: with the trace key an agent could forge the HMAC of
- * the trace that records it. */
-static const char *const hidden_vars[] = {"ENVMGR_TRACE_KEY", NULL};
+/* What an agent gets of envmgr's environment: what a program needs to run and to reach its
+ * model's API, nothing of envmgr's (docs/agent-protocol.md). An allowlist: a variable envmgr's
+ * caller set for envmgr (ENVMGR_TRACE_KEY, ENVMGR_TOKEN, ENVMGR_RUN_DIR, ...) never leaks by
+ * being forgotten here. */
+static const char *const passed_vars[] = {
+    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TERM", "TMPDIR",
+    "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "CONDA_PREFIX", "PYENV_ROOT", "PYENV_VERSION",
+    "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME",
+    "http_proxy", "https_proxy", "no_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY",
+    "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", NULL,
+};
+static const char *const passed_prefixes[] = {"LC_", NULL};
+static const char *const passed_suffixes[] = {"_API_KEY", "_API_BASE", "_BASE_URL", NULL};
 
-static bool hidden(const char *kv)
+static bool name_is(const char *name, size_t len, const char *s)
 {
-    for (size_t i = 0; hidden_vars[i]; i++) {
-        size_t n = strlen(hidden_vars[i]);
-        if (!strncmp(kv, hidden_vars[i], n) && kv[n] == '=')
+    return strlen(s) == len && !memcmp(name, s, len);
+}
+
+bool agent_env_passes(const char *name, size_t len, const char *const *pass_env)
+{
+    if (len >= 7 && !memcmp(name, "ENVMGR_", 7))
+        return false;
+    for (size_t i = 0; passed_vars[i]; i++)
+        if (name_is(name, len, passed_vars[i]))
+            return true;
+    for (size_t i = 0; passed_prefixes[i]; i++) {
+        size_t n = strlen(passed_prefixes[i]);
+        if (len > n && !memcmp(name, passed_prefixes[i], n))
             return true;
     }
+    for (size_t i = 0; passed_suffixes[i]; i++) {
+        size_t n = strlen(passed_suffixes[i]);
+        if (len > n && !memcmp(name + len - n, passed_suffixes[i], n))
+            return true;
+    }
+    for (size_t i = 0; pass_env && pass_env[i]; i++)
+        if (name_is(name, len, pass_env[i]))
+            return true;
     return false;
 }
 
-/* environ without envmgr's secrets, with env_kv ("K=V") added, a same-named variable replaced:
- * built before fork. */
-static char **merged_env(const char *const *env_kv)
+char **agent_env(char *const *env, const char *const *pass_env, const char *const *env_kv)
 {
-    extern char **environ;
     size_t n = 0, k = 0;
-    while (environ[n])
+    while (env && env[n])
         n++;
     while (env_kv && env_kv[k])
         k++;
     char **out = xcalloc(n + k + 1, sizeof *out);
     size_t m = 0;
     for (size_t i = 0; i < n; i++) {
-        size_t nl = strcspn(environ[i], "=");
+        size_t nl = strcspn(env[i], "=");
+        if (!env[i][nl] || !agent_env_passes(env[i], nl, pass_env))
+            continue;
         bool replaced = false;
         for (size_t j = 0; j < k && !replaced; j++)
-            replaced = !strncmp(environ[i], env_kv[j], nl) && env_kv[j][nl] == '=';
-        if (!replaced && !hidden(environ[i]))
-            out[m++] = environ[i];
+            replaced = !strncmp(env[i], env_kv[j], nl) && env_kv[j][nl] == '=';
+        if (!replaced)
+            out[m++] = env[i];
     }
     for (size_t j = 0; j < k; j++)
         out[m++] = (char *)env_kv[j];
     return out;
 }
 
-int agent_start(const char *cmd, const char *const *env_kv, const char *log_path, agent **out, em_err *err)
+int agent_env_name_check(const char *name, em_err *err)
 {
-    const char *const argv[] = {"/bin/sh", "-c", cmd, NULL};
-    return agent_start_argv(argv, env_kv, log_path, out, err);
+    bool ok = *name && !(*name >= '0' && *name <= '9');
+    for (const char *c = name; ok && *c; c++)
+        ok = (*c >= 'A' && *c <= 'Z') || (*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '_';
+    if (!ok)
+        return em_fail(err, "--agent-env: `%.100s` is not a variable name (letters, digits, _)", name);
+    if (!strncmp(name, "ENVMGR_", 7))
+        return em_fail(err, "--agent-env: `%.100s`: ENVMGR_ variables are envmgr's own and never reach an agent",
+                       name);
+    return 0;
 }
 
-int agent_start_argv(const char *const *argv, const char *const *env_kv, const char *log_path, agent **out,
-                     em_err *err)
+int agent_start(const char *cmd, const agent_opts *o, const char *log_path, agent **out, em_err *err)
+{
+    const char *const argv[] = {"/bin/sh", "-c", cmd, NULL};
+    return agent_start_argv(argv, o, log_path, out, err);
+}
+
+int agent_start_argv(const char *const *argv, const agent_opts *o, const char *log_path, agent **out, em_err *err)
 {
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
@@ -79,12 +118,16 @@ int agent_start_argv(const char *const *argv, const char *const *env_kv, const c
         close(sv[1]);
         return em_fail_errno(err, "agent: open `%s`", log_path);
     }
-    _cleanup_free_ char **envp = merged_env(env_kv);
-    /* Its own process group: stopping the agent takes whatever it started. */
-    spawn_opts so = {.argv = argv, .envp = (const char *const *)envp, .fd_in = sv[1], .fd_out = sv[1],
-                     .fd_err = logfd, .flags = SPAWN_PGROUP};
+    extern char **environ;
+    _cleanup_free_ char **envp = agent_env(environ, o ? o->pass_env : NULL, o ? o->env_kv : NULL);
+    char **boxed = o && o->sandbox ? agent_sandbox_argv(o->sandbox, argv) : NULL;
+    /* Its own process group: stopping the agent takes whatever it started (in the sandbox too:
+     * bwrap, its pid namespace's first process and the agent share the group). */
+    spawn_opts so = {.argv = boxed ? (const char *const *)boxed : argv, .envp = (const char *const *)envp,
+                     .fd_in = sv[1], .fd_out = sv[1], .fd_err = logfd, .flags = SPAWN_PGROUP};
     pid_t pid;
     int rc = spawn_start(&so, &pid, err);
+    agent_sandbox_argv_free(boxed);
     close(sv[1]);
     close(logfd);
     if (rc < 0) {

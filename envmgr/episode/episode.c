@@ -18,10 +18,12 @@
 #include "envmgr/base/sha256.h"
 #include "envmgr/base/json_save.h"
 #include "envmgr/base/fileio.h"
+#include "envmgr/base/paths.h"
 #include "envmgr/base/utf8.h"
 #include "envmgr/base/util.h"
 
 #define AGENT_GRACE_MS 2000.0
+#define AGENT_INSTRUCTION_ENV_MAX (64u << 10) /* a longer instruction is only in the observations */
 
 struct episode {
     episode_env ev;        /* the env, as operations (a real env, or a test's fake) */
@@ -49,6 +51,7 @@ struct episode {
     int late_changes, late_probes; /* --probe-late: observations that changed while the guest ran on */
     double hold_ms, hold_max_ms;  /* what pausing and resuming cost */
     int holds;
+    bool agent_boxed; /* the agent runs in its sandbox (agent_sandbox.h) */
 };
 typedef struct episode run; /* the agent loop below reads as "a run of an episode" */
 
@@ -454,20 +457,42 @@ const char *episode_trace_dir(const episode *ep) { return ep->trace_dir; }
 
 /* ---- the stdio agent loop (envmgr run) ---- */
 
-static int agent_loop(run *r, const char *task_path, em_err *err)
+/* What the agent gets from envmgr (docs/agent-protocol.md, "Environment"): never the task's path
+ * (its file holds the expected values and the solution), never envmgr's own variables. */
+static int agent_launch(run *r, em_err *err)
 {
     _cleanup_free_ char *log = xasprintf("%s/agent.log", r->o.out_dir);
-    char real_task[4096];
-    if (!realpath(task_path, real_task))
-        snprintf(real_task, sizeof real_task, "%s", task_path);
-    _cleanup_free_ char *e1 = xasprintf("ENVMGR_TASK=%s", real_task), *e2 = xasprintf("ENVMGR_TASK_ID=%s", r->t->id);
-    _cleanup_free_ char *e3 = xasprintf("ENVMGR_SCREEN_WIDTH=%d", r->ev.width);
-    _cleanup_free_ char *e4 = xasprintf("ENVMGR_SCREEN_HEIGHT=%d", r->ev.height);
+    _cleanup_free_ char *e1 = xasprintf("ENVMGR_TASK_ID=%s", r->t->id);
+    _cleanup_free_ char *e2 = xasprintf("ENVMGR_SCREEN_WIDTH=%d", r->ev.width);
+    _cleanup_free_ char *e3 = xasprintf("ENVMGR_SCREEN_HEIGHT=%d", r->ev.height);
+    _cleanup_free_ char *e4 = strlen(r->t->instruction) <= AGENT_INSTRUCTION_ENV_MAX
+                                  ? xasprintf("ENVMGR_INSTRUCTION=%s", r->t->instruction)
+                                  : NULL;
     const char *envv[] = {e1, e2, e3, e4, NULL};
+    /* The sandbox: envmgr's state out of sight, the frames (and trees) observations name in reach. */
+    _cleanup_free_ char *frames = xasprintf("%s/" TRACE_FRAMES_DIR, r->trace_dir);
+    _cleanup_free_ char *trees = xasprintf("%s/" TRACE_A11Y_DIR, r->trace_dir);
+    if (r->agent_boxed && obs_has_tree(r->o.observation) && mkdir_p(trees, 0755, err) < 0)
+        return -1;
+    const char *hide[] = {paths_run_root(), paths_cache_root(), r->trace_dir, r->artifacts, NULL};
+    size_t nshow = 0;
+    while (r->o.agent_show && r->o.agent_show[nshow])
+        nshow++;
+    _cleanup_free_ const char **show = xcalloc(nshow + 3, sizeof *show);
+    show[0] = frames;
+    show[1] = trees;
+    for (size_t i = 0; i < nshow; i++)
+        show[2 + i] = r->o.agent_show[i];
+    agent_sandbox sb = {.hide = hide, .show = show};
+    agent_opts ao = {.env_kv = envv, .pass_env = r->o.agent_env, .sandbox = r->agent_boxed ? &sb : NULL};
+    return r->o.agent_argv ? agent_start_argv(r->o.agent_argv, &ao, log, &r->ag, err)
+                           : agent_start(r->o.agent_cmd, &ao, log, &r->ag, err);
+}
+
+static int agent_loop(run *r, em_err *err)
+{
     em_err aerr = {0};
-    int arc = r->o.agent_argv ? agent_start_argv(r->o.agent_argv, envv, log, &r->ag, &aerr)
-                              : agent_start(r->o.agent_cmd, envv, log, &r->ag, &aerr);
-    if (arc < 0) {
+    if (agent_launch(r, &aerr) < 0) {
         set_end(r, EXIT_AGENT_ERROR, aerr.msg);
         return 0;
     }
@@ -555,6 +580,44 @@ static json_t *artifact_hashes(json_t *details)
     return out;
 }
 
+static const char *const *strv_dup(const char *const *v)
+{
+    if (!v)
+        return NULL;
+    size_t n = 0;
+    while (v[n])
+        n++;
+    char **copy = xcalloc(n + 1, sizeof *copy);
+    for (size_t i = 0; i < n; i++)
+        copy[i] = xstrdup(v[i]);
+    return (const char *const *)copy;
+}
+
+static void strv_free(const char *const *v)
+{
+    for (size_t i = 0; v && v[i]; i++)
+        free((char *)v[i]);
+    free((void *)v);
+}
+
+char *episode_agent_sandbox(bool off, bool *boxed)
+{
+    *boxed = false;
+    if (off)
+        return xstrdup("off (--agent-sandbox=off)");
+    char why[256] = "";
+    if (!agent_sandbox_available(why, sizeof why)) {
+        static bool said;
+        if (!said)
+            fprintf(stderr, "envmgr: agents run without a sandbox (they can reach envmgr's run and cache folders): %s\n",
+                    why);
+        said = true;
+        return xasprintf("none (%s)", why);
+    }
+    *boxed = true;
+    return xstrdup("bwrap");
+}
+
 static void episode_free(episode *ep)
 {
     if (!ep)
@@ -571,6 +634,8 @@ static void episode_free(episode *ep)
     for (size_t i = 0; ep->o.agent_argv && ep->o.agent_argv[i]; i++)
         free((char *)ep->o.agent_argv[i]);
     free((void *)ep->o.agent_argv);
+    strv_free(ep->o.agent_env);
+    strv_free(ep->o.agent_show);
     free((char *)ep->o.out_dir);
     free((char *)ep->o.trace_dir);
     free(ep);
@@ -603,15 +668,9 @@ int episode_begin_with(const episode_env *ev, const task *t, const char *task_pa
     r->t_start = now_ms();
     r->o = *o;
     r->o.agent_cmd = o->agent_cmd ? xstrdup(o->agent_cmd) : NULL;
-    if (o->agent_argv) {
-        size_t n = 0;
-        while (o->agent_argv[n])
-            n++;
-        char **copy = xcalloc(n + 1, sizeof *copy);
-        for (size_t i = 0; i < n; i++)
-            copy[i] = xstrdup(o->agent_argv[i]);
-        r->o.agent_argv = (const char *const *)copy;
-    }
+    r->o.agent_argv = strv_dup(o->agent_argv);
+    r->o.agent_env = strv_dup(o->agent_env);
+    r->o.agent_show = strv_dup(o->agent_show);
     r->o.out_dir = xstrdup(o->out_dir);
     r->o.trace_dir = o->trace_dir ? xstrdup(o->trace_dir) : NULL;
     r->task_path = task_path ? xstrdup(task_path) : NULL;
@@ -652,6 +711,10 @@ int episode_begin_with(const episode_env *ev, const task *t, const char *task_pa
                             net.mode == NETPOLICY_OPEN, "agent", o->agent_cmd ? o->agent_cmd : "");
     if (o->agent_argv && o->agent_argv[0] && o->agent_argv[1])
         json_object_set_new(hdr, "agent", json_string(o->agent_argv[1])); /* envmgr's own agent, by its role */
+    if (o->agent_cmd || o->agent_argv) { /* where the agent ran: in its sandbox, or why not */
+        _cleanup_free_ char *note = episode_agent_sandbox(o->agent_sandbox_off, &r->agent_boxed);
+        json_object_set_new(hdr, "agent_sandbox", json_string(note));
+    }
     json_object_set_new(hdr, "network", netpolicy_to_json(&net));
     if (ev->boundaries) { /* what the guest was really under: sandbox, netdev, QEMU's user, cgroups */
         json_t *b = ev->boundaries(ev->ctx);
@@ -822,7 +885,7 @@ int episode_run_with(const episode_env *ev, const task *t, const char *task_path
     episode *ep;
     if (episode_begin_with(ev, t, task_path, NULL, o, &ep, err) < 0)
         return -1;
-    if (ep->cause == EXIT_NONE && agent_loop(ep, task_path, err) < 0) {
+    if (ep->cause == EXIT_NONE && agent_loop(ep, err) < 0) {
         episode_abandon(ep); /* interrupted or the trace cannot be written */
         return -1;
     }

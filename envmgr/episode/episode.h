@@ -22,6 +22,9 @@ typedef struct episode_opts {
     double late_probe_ms;   /* > 0: a measurement: after each observation let the guest run this long
                              * and count the observations a later frame contradicts (late_change) */
     obs_kind observation;   /* what each observation holds (observation.h); default the screen */
+    const char *const *agent_env;  /* the operator's --agent-env names passed on to the agent (NULL-terminated) */
+    bool agent_sandbox_off;        /* --agent-sandbox=off: the agent sees envmgr's run and cache folders */
+    const char *const *agent_show; /* folders the agent reads besides the frames (a replay's recorded trace) */
 } episode_opts;
 
 /* An episode driven step by step (the HTTP API's reset/step/evaluate), with
@@ -70,6 +73,11 @@ const char *episode_trace_dir(const episode *ep);
 int episode_finish(episode *ep, exit_cause cause, json_t **result, em_err *err);
 /* Free without evaluating: the trace stays readable, marked incomplete. */
 void episode_abandon(episode *ep);
+
+/* Whether agents get their sandbox (agent_sandbox.h), as the trace header's agent_sandbox says it:
+ * "bwrap", "off (--agent-sandbox=off)" or "none (why)"; caller frees. Decided once per process and
+ * said once on stderr when the host cannot give it: a suite asks before it forks its workers. */
+char *episode_agent_sandbox(bool off, bool *boxed);
 
 /* Replace OSWorld's placeholders in t for env e: its screen size and its image user's password
  * ({CLIENT_PASSWORD}); task_substitute. */

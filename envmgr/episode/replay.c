@@ -173,7 +173,10 @@ int replay_run(env *e, bool fresh, const replay_opts *o, json_t **out, em_err *e
         argv[n++] = until;
     }
     argv[n] = NULL;
-    episode_opts eo = {.agent_argv = argv, .out_dir = o->out_dir, .fresh = fresh,
+    /* It runs under the rules of every agent (its environment, its sandbox); what it reads is the
+     * recording, bound in read-only wherever it is. */
+    const char *show[] = {o->trace_dir, NULL};
+    episode_opts eo = {.agent_argv = argv, .out_dir = o->out_dir, .fresh = fresh, .agent_show = show,
                        .settle_ms = json_is_number(settle) ? json_number_value(settle) : 300};
     json_t *result = NULL;
     double t0 = now_ms();

@@ -110,7 +110,8 @@ static json_t *worker_episode(const suite_worker_ctx *w, env *e, bool *fresh, js
         return suite_synth_result(task_id, EXIT_TASK_ERROR, err.msg, (now_ms() - t0) / 1000);
     }
     episode_opts eo = {.agent_cmd = w->o->agent, .out_dir = out, .fresh = *fresh, .settle_ms = w->o->settle_ms,
-                        .observation = w->o->observation};
+                        .observation = w->o->observation, .agent_env = w->o->agent_env,
+                        .agent_sandbox_off = w->o->agent_sandbox_off};
     json_t *res = NULL;
     int rc = episode_run(e, t, path, &eo, &res, &err);
     task_free(t);

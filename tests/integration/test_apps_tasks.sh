@@ -21,7 +21,8 @@ if [ -n "$ONLY" ]; then
 fi
 check "every apps task loads" "$ENVMGR" task check "$pick"
 for a in scripted null; do
-    "$ENVMGR" suite run "$pick" --agent "$AG/$a" --envs 1 --accel tcg --out "$T/$a" --progress plain \
+    args=$a; [ "$a" = scripted ] && args="scripted --tasks $pick"
+    "$ENVMGR" suite run "$pick" --agent "$AG/$args" --envs 1 --accel tcg --out "$T/$a" --progress plain \
         >"$T/$a.log" 2>&1 || echo "suite run with $a exited $?"
     tail -4 "$T/$a.log"
 done

@@ -94,29 +94,70 @@ E=at-replay
 cp "$ROOT/tests/data/tasks/terminal-echo.json" "$T/task.json"
 cat >"$T/nosy-agent" <<'EOF'
 #!/usr/bin/env python3
-# what an agent can see of envmgr: its environment and its open files, then the scripted agent
-import os
+# What an agent can see of envmgr: its environment, its open files, the run directory (the env's
+# QMP socket), the cache, /proc of envmgr; then the scripted agent (argv[2:]) plays the solution.
+import json, os, sys
+run_dir, cache_dir, qmp = sys.argv[1].split(":")
 fds = []
 for fd in sorted(os.listdir("/proc/self/fd"), key=int):
     try:
         fds.append("%s %s" % (fd, os.readlink("/proc/self/fd/" + fd)))
     except OSError:
         pass  # the listing's own descriptor, already closed
+def listing(d):
+    try:
+        return sorted(os.listdir(d))
+    except OSError as e:
+        return ["error: %s" % e.strerror]
+environs = []  # what /proc shows of other processes' environments (envmgr's holds the key)
+for p in os.listdir("/proc"):
+    if p.isdigit() and int(p) != os.getpid():
+        try:
+            environs.append(open("/proc/%s/environ" % p, "rb").read().decode("utf-8", "replace"))
+        except OSError:
+            pass
+saw = {"env": sorted(k for k in os.environ),
+       "trace_key": "ENVMGR_TRACE_KEY" in os.environ, "task": os.environ.get("ENVMGR_TASK"),
+       "instruction": os.environ.get("ENVMGR_INSTRUCTION"), "task_id": os.environ.get("ENVMGR_TASK_ID"),
+       "operator_var": os.environ.get("NOSY_OPERATOR"), "secret_var": os.environ.get("NOSY_SECRET"),
+       "run_dir": listing(run_dir), "qmp": os.path.exists(qmp), "cache": listing(cache_dir),
+       "key_in_proc": any("attack-suite-key" in e for e in environs), "fds": fds}
 with open(os.environ["NOSY_OUT"], "w") as f:
-    f.write("%d\n" % ("ENVMGR_TRACE_KEY" in os.environ))
-    f.write("".join(l + "\n" for l in fds))
-os.execv(os.environ["NOSY_NEXT"], [os.environ["NOSY_NEXT"]])
+    json.dump(saw, f)
+os.execv(sys.argv[2], sys.argv[2:])
 EOF
 chmod +x "$T/nosy-agent"
-tried "an agent looking for the trace key (set for this run) and for envmgr's open files"
-NOSY_OUT="$T/agent-saw" NOSY_NEXT="$ROOT/tasks/agents/scripted" ENVMGR_TRACE_KEY=attack-suite-key \
-    "$ENVMGR" run "$T/task.json" --env $E --agent "$T/nosy-agent" --out "$T/rec" >/dev/null 2>&1
+CACHE=${ENVMGR_CACHE_DIR:-$( [ "$(id -u)" = 0 ] && echo /var/cache/envmgr || echo "$HOME/.cache/envmgr")}
+tried "an agent looking for the trace key (set for this run), the task's path, envmgr's open files, the run directory with $E's QMP socket, the image cache and envmgr's /proc"
+NOSY_OUT="$T/agent-saw" NOSY_OPERATOR=passed NOSY_SECRET=kept ENVMGR_TRACE_KEY=attack-suite-key \
+    "$ENVMGR" run "$T/task.json" --env $E --out "$T/rec" --agent-env NOSY_OUT --agent-env NOSY_OPERATOR \
+    --agent "$T/nosy-agent $ENVMGR_RUN_DIR:$CACHE:$ENVMGR_RUN_DIR/$E/qmp.sock $ROOT/tasks/agents/scripted --tasks $T/task.json" \
+    >"$T/rec.out" 2>&1
+saw() { python3 -c "import json, sys; v = json.load(open(sys.argv[1]))[sys.argv[2]]; print(' '.join(map(str, v)) if isinstance(v, list) else v)" "$T/agent-saw" "$1"; }
+envmgr_vars() { saw env | tr ' ' '\n' | grep '^ENVMGR_' | tr '\n' ' '; }
+fd_numbers() { saw fds | tr ' ' '\n' | grep -E '^[0-9]+$' | tr '\n' ' '; }
 check "3: a trace was recorded" test -s "$T/rec/trace/trace.jsonl"
-check "4 held: the agent did not get ENVMGR_TRACE_KEY" test "$(head -1 "$T/agent-saw")" = 0
-check "4 held: the agent holds only its stdio (fds: $(tail -n +2 "$T/agent-saw" | cut -d' ' -f1 | tr '\n' ' '))" \
-    test "$(tail -n +2 "$T/agent-saw" | cut -d' ' -f1 | tr '\n' ' ')" = "0 1 2 "
+check "4: the episode still works in the sandbox: the scripted solution scored 1.0" grep -q 'score 1.00' "$T/rec.out"
+check "4 held: the agent did not get ENVMGR_TRACE_KEY" test "$(saw trace_key)" = False
+check "4 held: the agent did not get the task file's path (ENVMGR_TASK: $(saw task))" test "$(saw task)" = None
+check "4 held: no ENVMGR_ variable but the documented ones ($(envmgr_vars))" \
+    test "$(envmgr_vars)" = "ENVMGR_INSTRUCTION ENVMGR_SCREEN_HEIGHT ENVMGR_SCREEN_WIDTH ENVMGR_TASK_ID "
+check "4: the agent got the instruction and the task id" \
+    test "$(saw task_id)/$(saw instruction)" = "$(python3 -c "import json; t = json.load(open('$T/task.json')); print(t['id'] + '/' + t['instruction'])")"
+check "4: --agent-env passes the operator's variable; others stay home ($(saw operator_var), $(saw secret_var))" \
+    test "$(saw operator_var)/$(saw secret_var)" = passed/None
+check "4 held: the agent holds only its stdio (fds: $(fd_numbers))" test "$(fd_numbers)" = "0 1 2 "
+check "4 held: the run directory is out of its reach (it saw: $(saw run_dir))" test -z "$(saw run_dir)"
+check "4 held: $E's QMP socket is out of its reach" test "$(saw qmp)" = False
+check "4 held: the cache is out of its reach (it saw: $(saw cache))" test -z "$(saw cache)"
+check "4 held: /proc shows it no process holding the key" test "$(saw key_in_proc)" = False
+check "4: the trace header records the agent's sandbox" \
+    python3 -c "import json, sys; sys.exit(json.loads(open('$T/rec/trace/trace.jsonl').readline())['agent_sandbox'] != 'bwrap')"
 check "4 held: the recording verifies with the key the agent never saw" \
     env ENVMGR_TRACE_KEY=attack-suite-key "$ENVMGR" trace verify "$T/rec/trace"
+out=$("$ENVMGR" run "$T/task.json" --env $E --agent true --agent-env ENVMGR_TRACE_KEY 2>&1); rc=$?
+check "4 held: --agent-env ENVMGR_TRACE_KEY is refused (exit $rc)" \
+    bash -c "[ $rc = 2 ] && echo \"\$1\" | grep -q 'ENVMGR_ variables are envmgr' " _ "$out"
 # Which boundaries held is part of the record: read from the running QEMU, not from intentions.
 bounds() { python3 -c "
 import json, sys

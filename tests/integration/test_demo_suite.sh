@@ -16,7 +16,8 @@ sys.exit(0 if 'infeasible' in (f if isinstance(f,list) else [f]) else 1)" "$1"; 
 
 for a in "scripted" "null" "null --fail"; do
     out=$T/$(echo "$a" | tr -c 'a-z\n' '_')
-    "$ENVMGR" suite run "$SUITE_DIR" --agent "$AG/$a" --envs 2 --accel tcg --out "$out" --progress plain \
+    args=$a; [ "$a" = scripted ] && args="scripted --tasks $SUITE_DIR"
+    "$ENVMGR" suite run "$SUITE_DIR" --agent "$AG/$args" --envs 2 --accel tcg --out "$out" --progress plain \
         >"$out.log" 2>&1 || echo "suite run with $a exited $?"
     tail -3 "$out.log"
 done
@@ -36,7 +37,7 @@ check "the suite has at least 12 tasks ($n)" test $n -ge 12
 
 # `envmgr run DIR`: in sequence, a table with a mean (the two infeasible tasks keep it short).
 mkdir -p "$T/folder" && cp "$SUITE_DIR"/infeasible-*.json "$T/folder/"
-"$ENVMGR" run "$T/folder" --agent "$AG/scripted" --out "$T/folder-out" --accel tcg >"$T/table.txt" 2>&1
+"$ENVMGR" run "$T/folder" --agent "$AG/scripted --tasks $T/folder" --out "$T/folder-out" --accel tcg >"$T/table.txt" 2>&1
 cat "$T/table.txt"
 check "envmgr run on a folder prints a table with a mean" grep -q "mean score 1.000" "$T/table.txt"
 check "no QEMU of this run is left" no_qemu_under "$ENVMGR_RUN_DIR/"

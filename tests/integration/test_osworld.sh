@@ -83,7 +83,7 @@ printf 'quarterly report\nline two\n' >"$T/www/docs/report.txt"
 # ---- episodes on a guest ----
 E=it-osworld
 "$ENVMGR" up --name $E --accel tcg >/dev/null || { bad "up"; finish; exit 1; }
-run() { local name=$1 task=$2; shift 2; "$ENVMGR" run "$task" --env $E --agent "$AGENT" --out "$T/$name" "$@" >"$T/$name.log" 2>&1; }
+run() { local name=$1 task=$2; shift 2; "$ENVMGR" run "$task" --env $E --agent "$AGENT --tasks $task" --out "$T/$name" "$@" >"$T/$name.log" 2>&1; }
 
 kill "$SRV"; wait "$SRV" 2>/dev/null  # from here on the HTTP assets come from the cache only
 run dl "$T/task/download.json" --offline
@@ -136,7 +136,7 @@ check "chrome_open_tabs without a browser: the reason names the app" grep -q "ne
 
 # ---- a suite with an unsupported task: run what loads, record the rest ----
 cp "$D/verify-fails.json" "$D/google.json" "$T/suite/os/"
-"$ENVMGR" suite run "$T/suite" --agent "$AGENT" --out "$T/run" --envs 1 --accel tcg --progress plain >"$T/suite.log" 2>&1
+"$ENVMGR" suite run "$T/suite" --agent "$AGENT --tasks $T/suite" --out "$T/run" --envs 1 --accel tcg --progress plain >"$T/suite.log" 2>&1
 check "suite run with an unsupported task exits 0" test $? = 0
 check "the unsupported task has a results line with its reason" python3 -c "
 import json,sys
@@ -145,7 +145,7 @@ u=[x for x in l if x['exit_cause']=='unsupported']; assert len(u)==1 and 'Google
 check "the summary counts it apart" python3 -c "
 import json,sys; a=json.load(open(sys.argv[1]))['all']; assert a['unsupported']==1 and a['episodes']==1, a" "$T/run/summary.json"
 check "JUnit marks it skipped" grep -q '<skipped message="unsupported: config\[0\].type: setup step' "$T/run/junit.xml"
-"$ENVMGR" suite run "$T/suite" --agent "$AGENT" --out "$T/run-strict" --strict >/dev/null 2>&1
+"$ENVMGR" suite run "$T/suite" --agent "$AGENT --tasks $T/suite" --out "$T/run-strict" --strict >/dev/null 2>&1
 check "suite run --strict refuses the whole suite (exit 2)" test $? = 2
 stop_servers
 check "no QEMU of this run is left" no_qemu_under "$ENVMGR_RUN_DIR/"

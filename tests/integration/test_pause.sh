@@ -29,7 +29,7 @@ print(r['evaluation']['metrics'][0]['result']['value'])" "$T/$1/result.json" 2>/
 ge() { python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) >= float(sys.argv[2]) else 1)" "$1" "$2" 2>/dev/null; }
 
 variant paused true 0
-"$ENVMGR" run "$T/paused.json" --env $E --agent "$AGENT --think 8" --out "$T/paused" >/dev/null 2>&1
+"$ENVMGR" run "$T/paused.json" --env $E --agent "$AGENT --tasks $T/paused.json --think 8" --out "$T/paused" >/dev/null 2>&1
 d=$(delta paused); echo "paused while thinking 8 s: the guest's clock moved $d s"
 check "paused: the guest clock moved less than 4 s while the agent thought 8 s" ge 4 "$d"
 check "paused: the trace header says so" grep -q '"pause_while_thinking":true' "$T/paused/trace/trace.jsonl"
@@ -37,13 +37,13 @@ check "paused: result.json counts the pauses" python3 -c "
 import json, sys; t = json.load(open('$T/paused/result.json'))['timings']; sys.exit(0 if t['pauses'] >= 4 else 1)"
 
 variant running false 0
-"$ENVMGR" run "$T/running.json" --env $E --agent "$AGENT --think 8" --out "$T/running" >/dev/null 2>&1
+"$ENVMGR" run "$T/running.json" --env $E --agent "$AGENT --tasks $T/running.json --think 8" --out "$T/running" >/dev/null 2>&1
 d=$(delta running); echo "opted out, thinking 8 s: the guest's clock moved $d s"
 check "opt-out: the guest clock runs on while the agent thinks (>= 8 s)" ge "$d" 8
 check "opt-out: the trace header says so" grep -q '"pause_while_thinking":false' "$T/running/trace/trace.jsonl"
 
 variant wait true 5
-"$ENVMGR" run "$T/wait.json" --env $E --agent "$AGENT" --out "$T/wait" >/dev/null 2>&1
+"$ENVMGR" run "$T/wait.json" --env $E --agent "$AGENT --tasks $T/wait.json" --out "$T/wait" >/dev/null 2>&1
 d=$(delta wait); echo "WAIT 5 s: the guest's clock moved $d s"
 check "WAIT lets guest time pass (>= 5 s)" ge "$d" 5
 

@@ -8,6 +8,7 @@ D=$ROOT/tests/data
 AGENT=$ROOT/tasks/agents/scripted
 [ -x "$AGENT" ] || AGENT=$D/agents/scripted-fallback
 cp "$D/tasks/terminal-echo.json" "$T/task.json"
+AGENT="$AGENT --tasks $T/task.json" # where its solution is: the agent is never told the task's path
 E=it-replay
 "$ENVMGR" up --name $E --accel tcg >/dev/null || { bad "up"; finish; exit 1; }
 field() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$1" "$2"; }

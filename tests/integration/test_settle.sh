@@ -7,7 +7,7 @@ SUITE=settle
 source "$(dirname "$0")/lib.sh"
 E=it-settle
 "$ENVMGR" up --name $E --accel tcg >/dev/null || { bad "up"; finish; exit 1; }
-"$ENVMGR" run "$ROOT/tests/data/tasks/late-dialog.json" --env $E --agent "$ROOT/tasks/agents/scripted" \
+"$ENVMGR" run "$ROOT/tests/data/tasks/late-dialog.json" --env $E --agent "$ROOT/tasks/agents/scripted --tasks $ROOT/tests/data/tasks/late-dialog.json" \
     --out "$T/ep" >/dev/null 2>&1
 check "the episode ran" test -s "$T/ep/trace/trace.jsonl"
 steps() { python3 -c "

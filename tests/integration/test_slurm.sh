@@ -10,7 +10,7 @@ SUITE=slurm
 source "$(dirname "$0")/lib.sh"
 
 DATA=$ROOT/tests/data/suite
-AGENT=$ROOT/tasks/agents/scripted
+AGENT="$ROOT/tasks/agents/scripted --tasks $DATA"
 D=$T/slurm
 mkdir -p "$D/munge" "$D/state" "$D/spool" "$D/jobs"
 chmod 700 "$D/munge"

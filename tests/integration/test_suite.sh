@@ -12,7 +12,7 @@ SUITE=suite
 source "$(dirname "$0")/lib.sh"
 
 DATA=$ROOT/tests/data/suite
-AGENT=$ROOT/tasks/agents/scripted
+AGENT="$ROOT/tasks/agents/scripted --tasks $DATA --tasks $T/slow" # where the solutions are
 IDS="count-files kernel-name slow-marker terminal-echo"
 BG=()
 stop_bg() {

@@ -489,6 +489,23 @@ static void test_stdio_agents(void)
                     NULL, NULL);
     CU_ASSERT_STRING_EQUAL(cause_of(res), "done");
     json_decref(res);
+
+    /* its environment: the task's id and instruction, never the task file's path nor the trace key */
+    setenv("ENVMGR_TRACE_KEY", "episode-secret", 1);
+    res = run_agent(agent("env", "read obs; if [ -z \"${ENVMGR_TASK+set}${ENVMGR_TRACE_KEY+set}\" ] && "
+                                 "[ -n \"$ENVMGR_INSTRUCTION\" ] && [ -n \"$ENVMGR_TASK_ID\" ] && "
+                                 "[ -n \"$ENVMGR_SCREEN_WIDTH\" ]; then echo '{\"action_type\": \"DONE\"}'; "
+                                 "else echo '{\"action_type\": \"FAIL\"}'; fi; read obs"),
+                    NULL, NULL);
+    unsetenv("ENVMGR_TRACE_KEY");
+    CU_ASSERT_STRING_EQUAL(cause_of(res), "done");
+    _cleanup_free_ char *jsonl = xasprintf("%s/trace.jsonl", json_string_value(json_object_get(res, "trace")));
+    _cleanup_free_ char *text = NULL;
+    size_t len;
+    em_err err = {0};
+    CU_ASSERT_EQUAL(read_file_capped(jsonl, 1 << 20, &text, &len, &err), 0);
+    CU_ASSERT_PTR_NOT_NULL(text ? strstr(text, "\"agent_sandbox\":") : NULL); /* where it ran, recorded */
+    json_decref(res);
 }
 
 /* Observations with the accessibility tree: read right after the frame, stored in the trace's
