@@ -236,7 +236,7 @@ check "5 held: ls --json records the same limits" bash -c \
     "'$ENVMGR' ls --json | python3 -c \"import json,sys; c=[x for x in json.load(sys.stdin) if x['name']=='$E'][0]['boundaries']['cgroup']; sys.exit(0 if (c['pids']['limit'], c['cpu']['limit'], c['memory']['limit']) == ('512', '150000', '$(( (guest_mib + 1024) * 1048576 ))') else 1)\""
 tried "a fork bomb inside the env's cgroup, as the env's user (what a QEMU taken over could start)"
 quid=$(awk '/^Uid:/ {print $3}' /proc/$QPID/status)
-forks=$(sh -c "echo \$\$ >'$pidsdir/cgroup.procs'; exec setpriv --reuid=$quid --regid=$quid --clear-groups python3 -c '
+forks=$(cd / && sh -c "echo \$\$ >'$pidsdir/cgroup.procs'; exec setpriv --reuid=$quid --regid=$quid --clear-groups /usr/bin/python3 -c '
 import os, time
 n = 0
 try:
@@ -264,12 +264,13 @@ check "11 held: the allowlist env's egress proxy runs as its env's user too" \
 AS_QEMU="setpriv --reuid=$quid --regid=$quid --clear-groups"
 tried "as $E's QEMU user: read its own run directory, the other env's overlay and QMP socket, write the golden RAM, signal the other QEMU"
 denied() { echo "$1" | grep -qE 'Permission denied|Operation not permitted'; }
+export -f denied
 check "11: (control) the QEMU user runs programs at all" bash -c "cd / && $AS_QEMU cat /etc/hostname >/dev/null"
 out=$(cd / && $AS_QEMU cat "$ENVMGR_RUN_DIR/$E/env.json" 2>&1)
 check "11 held: its run directory is out of reach (env.json: $out)" bash -c "[ -s '$ENVMGR_RUN_DIR/$E/env.json' ] && denied \"\$1\"" _ "$out"
 out=$(cd / && $AS_QEMU head -c 1 "$ENVMGR_RUN_DIR/$F/overlay.qcow2" 2>&1 >/dev/null)
 check "11 held: the other env's disk is out of reach ($out)" bash -c "[ -s '$ENVMGR_RUN_DIR/$F/overlay.qcow2' ] && denied \"\$1\"" _ "$out"
-out=$(cd / && $AS_QEMU python3 -c "import socket; s=socket.socket(socket.AF_UNIX); s.connect('$ENVMGR_RUN_DIR/$F/qmp.sock')" 2>&1 | tail -1)
+out=$(cd / && $AS_QEMU /usr/bin/python3 -c "import socket; s=socket.socket(socket.AF_UNIX); s.connect('$ENVMGR_RUN_DIR/$F/qmp.sock')" 2>&1 | tail -1)
 check "11 held: the other env's QMP socket is out of reach ($out)" bash -c "[ -S '$ENVMGR_RUN_DIR/$F/qmp.sock' ] && denied \"\$1\"" _ "$out"
 ramfile=$(tr '\0' '\n' </proc/$QPID/cmdline | grep -o 'mem-path=[^,]*' | cut -d= -f2)
 out=$(cd / && $AS_QEMU sh -c "echo x >>'$ramfile'" 2>&1)
