@@ -8,6 +8,7 @@
 #include "envmgr/suite/report_merge.h"
 #include "envmgr/suite/report_summary.h"
 #include "envmgr/suite/suite.h"
+#include "envmgr/net/netpolicy.h"
 #include "envmgr/suite/suite_pool.h"
 #include "envmgr/base/util.h"
 
@@ -16,6 +17,7 @@ static const char usage[] =
     "                        [--retries N] [--accel auto|kvm|tcg] [--settle-ms MS] [--watchdog S]\n"
     "                        [--watchdog-margin S] [--progress auto|line|plain] [--strict] [--offline]\n"
     "                        [--asset-mirror PREFIX=DIR|URL]... [--observation KIND]\n"
+    "                        [--max-egress-bytes N] [--max-connections-per-minute N]\n"
     "       envmgr suite compare BASE_DIR NEW_DIR [--tolerance T]\n"
     "       envmgr suite merge --out DIR SHARD_DIR...\n"
     "       envmgr suite list SUITE [--shard K/N] [--strict]\n"
@@ -38,6 +40,7 @@ static const char usage[] =
     "    --strict          refuse the whole suite when a task does not load; without it such a task is\n"
     "                      recorded as `unsupported` with its reason and counted apart from scores\n"
     CLI_ASSET_USAGE
+    CLI_NET_LIMITS_USAGE
     "  compare  per-task score changes from BASE_DIR to NEW_DIR, regressions first; exit 1 when a task\n"
     "           regressed or is missing from NEW_DIR (for CI)\n"
     "  merge    join the run directories of a suite's shards into DIR (results, summary, junit; traces\n"
@@ -80,7 +83,11 @@ static int cmd_suite_run(int argc, char **argv)
                                          {"strict", no_argument, 0, 'X'},
                                          {"offline", no_argument, 0, 'O'},
                                          {"asset-mirror", required_argument, 0, 'm'},
+                                         {"max-egress-bytes", required_argument, 0, 'E'},
+                                         {"max-connections-per-minute", required_argument, 0, 'C'},
                                          {0, 0, 0, 0}};
+    netpolicy net;
+    netpolicy_init(&net);
     int c;
     long v;
     bool strict = false;
@@ -148,6 +155,13 @@ static int cmd_suite_run(int argc, char **argv)
         case 'm':
             if (cli_asset_option(usage, c == 'O', c == 'm' ? optarg : NULL))
                 return EM_EXIT_USAGE;
+            break;
+        case 'E':
+        case 'C':
+            if (cli_net_limit_option(usage, c == 'E' ? "max-egress-bytes" : "max-connections-per-minute", optarg,
+                                     &net))
+                return EM_EXIT_USAGE;
+            o.net = &net;
             break;
         default: return cli_usage_error(usage, "suite run: bad option");
         }

@@ -71,8 +71,9 @@ int episode_finish(episode *ep, exit_cause cause, json_t **result, em_err *err);
 /* Free without evaluating: the trace stays readable, marked incomplete. */
 void episode_abandon(episode *ep);
 
-/* Replace OSWorld's placeholders in t for env e: its screen size and its image user's password
- * ({CLIENT_PASSWORD}); task_substitute. */
+/* Check t's network limits against e's maxima (netpolicy_check_task: an input error naming the
+ * field), then replace OSWorld's placeholders in t for env e: its screen size and its image
+ * user's password ({CLIENT_PASSWORD}); task_substitute. */
 int episode_prepare_task(env *e, task *t, em_err *err);
 
 /* Runs the episode in e. Returns 0 when the episode ran (whatever its score

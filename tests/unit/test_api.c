@@ -202,7 +202,7 @@ static void test_task_spec(void)
     char *tpath, sha[65];
     api_error ae;
     json_t *spec = json_string("t1.json");
-    CU_ASSERT_EQUAL(api_parse_task(spec, "task", root, empty, 1280, 800, NULL, &t, &tpath, sha, &ae), 0);
+    CU_ASSERT_EQUAL(api_parse_task(spec, "task", root, empty, NULL, 1280, 800, NULL, &t, &tpath, sha, &ae), 0);
     CU_ASSERT_STRING_EQUAL(t->id, "t1");
     CU_ASSERT_PTR_NOT_NULL(tpath);
     CU_ASSERT_EQUAL(strlen(sha), 64);
@@ -214,23 +214,23 @@ static void test_task_spec(void)
     const char *outside[] = {"../t1.json", "/etc/passwd", "", "nosuch.json"};
     for (size_t i = 0; i < ARRAY_LEN(outside); i++) {
         spec = json_string(outside[i]);
-        CU_ASSERT_EQUAL(api_parse_task(spec, "task", root, empty, 1280, 800, NULL, &t, &tpath, sha, &ae), -1);
+        CU_ASSERT_EQUAL(api_parse_task(spec, "task", root, empty, NULL, 1280, 800, NULL, &t, &tpath, sha, &ae), -1);
         CU_ASSERT_EQUAL(ae.status, 400);
         CU_ASSERT_STRING_EQUAL(ae.field, "task");
         json_decref(spec);
     }
     json_error_t je;
     spec = json_loads(text, 0, &je);
-    CU_ASSERT_EQUAL(api_parse_task(spec, "task", root, empty, 1280, 800, NULL, &t, &tpath, sha, &ae), 0);
+    CU_ASSERT_EQUAL(api_parse_task(spec, "task", root, empty, NULL, 1280, 800, NULL, &t, &tpath, sha, &ae), 0);
     CU_ASSERT_PTR_NULL(tpath);
     task_free(t);
     json_object_del(spec, "evaluator");
-    CU_ASSERT_EQUAL(api_parse_task(spec, "task", root, empty, 1280, 800, NULL, &t, &tpath, sha, &ae), -1);
+    CU_ASSERT_EQUAL(api_parse_task(spec, "task", root, empty, NULL, 1280, 800, NULL, &t, &tpath, sha, &ae), -1);
     CU_ASSERT_EQUAL(ae.status, 400);
     CU_ASSERT_STRING_EQUAL(ae.field, "task.evaluator");
     json_decref(spec);
     spec = json_integer(3);
-    CU_ASSERT_EQUAL(api_parse_task(spec, "task", root, empty, 1280, 800, NULL, &t, &tpath, sha, &ae), -1);
+    CU_ASSERT_EQUAL(api_parse_task(spec, "task", root, empty, NULL, 1280, 800, NULL, &t, &tpath, sha, &ae), -1);
     json_decref(spec);
 }
 
