@@ -40,7 +40,7 @@ static bool leading_path(const char *msg, char *out, size_t len)
 
 int api_fail_em(api_error *ae, const em_err *err, const char *field)
 {
-    int status = err->code == EM_EXIT_USAGE ? 400 : 500;
+    int status = err->code == EM_EXIT_USAGE ? 400 : err->code == EM_EXIT_NOMEM ? 503 : 500;
     const char *msg = err->msg[0] ? err->msg : "failed";
     char path[96], joined[200];
     const char *f = field;

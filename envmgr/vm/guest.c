@@ -13,7 +13,13 @@
 #include "envmgr/base/jsonline.h"
 #include "envmgr/base/util.h"
 
-#define GUEST_REPLY_MAX (64u << 20) /* base64 of the agent's own 16 MiB output limit */
+/* The largest reply a real agent sends: guest-exec-status with both out-data and err-data at the
+ * agent's own 16 MiB output limit, base64 (2 x 22369624 bytes) plus a few dozen bytes of JSON, is
+ * 42.7 MiB. Reading and parsing a reply of the cap costs at most about 2.5 times it (the line
+ * buffer, bounded at the cap + 64 KiB, plus jansson's token buffer and the decoded strings; a
+ * reply of many small values is refused past JSONLINE_VALUES_MAX): measured 110 MiB for a 44 MiB
+ * reply of two long strings, 93 MiB for one of 65000 strings. 64 MiB had cost 160 MiB. */
+#define GUEST_REPLY_MAX (44u << 20)
 #define GUEST_CMD_TIMEOUT_MS 10000.0
 #define FILE_CHUNK (1u << 20)
 
