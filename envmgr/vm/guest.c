@@ -135,7 +135,12 @@ static int decode_field(json_t *obj, const char *key, size_t cap, char **out, si
     const char *b64 = json_string_value(json_object_get(obj, key));
     unsigned char *data = NULL;
     size_t n = 0;
-    if (b64 && base64_decode(b64, &data, &n) < 0)
+    int dr = b64 ? base64_decode(b64, &data, &n) : 0;
+    if (dr == BASE64_NOMEM) {
+        em_fail_nomem(err, strlen(b64) / 4 * 3, "decoded base64");
+        return em_prefix(err, "guest agent: %s: ", key);
+    }
+    if (dr < 0)
         return em_fail(err, "guest agent: %s is not valid base64", key);
     if (!data)
         data = (unsigned char *)xstrdup("");
@@ -273,9 +278,15 @@ int guest_file_read(guest *g, const char *path, size_t cap, char **data, size_t 
         size_t clen;
         const char *b64 = json_string_value(json_object_get(ret, "buf-b64"));
         int eof = json_is_true(json_object_get(ret, "eof"));
-        if (!b64 || base64_decode(b64, &chunk, &clen) < 0) {
+        int dr = b64 ? base64_decode(b64, &chunk, &clen) : -1;
+        if (dr < 0) {
+            if (dr == BASE64_NOMEM) {
+                em_fail_nomem(err, strlen(b64) / 4 * 3, "decoded base64");
+                em_prefix(err, "guest agent: file `%s`: ", path);
+            } else {
+                em_fail(err, "guest agent: file `%s`: malformed read reply", path);
+            }
             json_decref(ret);
-            em_fail(err, "guest agent: file `%s`: malformed read reply", path);
             goto fail;
         }
         json_decref(ret);
