@@ -963,6 +963,31 @@ static int parse_evaluator(pctx *c, json_t *root, em_err *err)
 
 /* ---- network ---- */
 
+/* network.limits: what the task asks for (at most the operator's maxima, checked where the task
+ * meets an env: netpolicy_check_task); 0 in t->net: not asked, the env's maxima apply. */
+static int parse_network_limits(task *t, json_t *net, em_err *err)
+{
+    json_t *lim;
+    long bytes, conns;
+    t->net.max_bytes_out = 0;
+    t->net.max_conn_per_min = 0;
+    t->net.op_max_bytes_out = 0;
+    t->net.op_max_conn_per_min = 0;
+    if (get_obj(net, "network", "limits", &lim, err) < 0)
+        return -1;
+    if (!lim)
+        return 0;
+    if (refuse_unknown(lim, "network.limits", " max_bytes_out max_connections_per_minute ", err) < 0 ||
+        get_int(lim, "network.limits", "max_bytes_out", 1, NETPOLICY_BYTES_OUT_MAX, 0, &bytes, err) < 0 ||
+        get_int(lim, "network.limits", "max_connections_per_minute", 1, NETPOLICY_CONN_PER_MIN_MAX, 0, &conns, err) < 0)
+        return -1;
+    if (t->net.mode == NETPOLICY_NONE)
+        return em_fail_input(err, "network.limits: only with network.mode \"allowlist\" (mode none sends nothing)");
+    t->net.max_bytes_out = (uint64_t)bytes;
+    t->net.max_conn_per_min = (unsigned)conns;
+    return 0;
+}
+
 static int parse_network(task *t, json_t *root, em_err *err)
 {
     json_t *net;
@@ -970,8 +995,8 @@ static int parse_network(task *t, json_t *root, em_err *err)
     if (get_obj(root, "", "network", &net, err) < 0)
         return -1;
     if (!net)
-        return 0;
-    if (refuse_unknown(net, "network", " mode allow ", err) < 0)
+        return parse_network_limits(t, NULL, err);
+    if (refuse_unknown(net, "network", " mode allow limits ", err) < 0)
         return -1;
     const char *mode;
     if (get_str(net, "network", "mode", false, &mode, err) < 0)
@@ -996,7 +1021,7 @@ static int parse_network(task *t, json_t *root, em_err *err)
         if (netpolicy_add(&t->net, json_string_value(e), err) < 0)
             return em_prefix(err, "%s: ", p);
     }
-    return 0;
+    return parse_network_limits(t, net, err);
 }
 
 static int parse_limits(task *t, json_t *root, em_err *err)

@@ -113,7 +113,8 @@ typedef struct task {
     bool infeasible;     /* an evaluator func is "infeasible" */
     task_step *postconfig;
     size_t npostconfig;
-    netpolicy net;       /* network section: mode none or allowlist, rules in the net layer's grammar, no limits */
+    netpolicy net;       /* network section: mode none or allowlist, rules in the net layer's grammar, and the
+                          * limits it asks for (0: the env's maxima; netpolicy_for_task) */
 #define TASK_SETTLE_MAX_S 20.0 /* under TCG an application's first window can take 15 s and more */
     int max_steps;              /* default 15 */
     double step_timeout_s;      /* default 60 */

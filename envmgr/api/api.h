@@ -26,7 +26,8 @@ typedef struct api_config {
     const char *novnc_dir;   /* noVNC's files for the live page (NULL: ENVMGR_NOVNC_DIR or /usr/share/novnc) */
     const char *accel;       /* auto, kvm, tcg */
     double settle_ms;        /* after each action, as `envmgr run --settle-ms` */
-    const struct netpolicy *allow_private; /* the operator's --allow-private rules for every env (or NULL) */
+    const struct netpolicy *net; /* every env's: the operator's --allow-private rules and egress limit maxima
+                                  * (NULL: none and the defaults) */
 } api_config;
 
 typedef struct api_server api_server;

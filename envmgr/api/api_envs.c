@@ -311,7 +311,7 @@ void api_h_create(api_request *q, api_reply *r)
     /* Coordinates are checked against the screen of the image the env will boot. */
     int w, h;
     image_screen(jimage ? json_string_value(jimage) : IMAGE_DEFAULT, &w, &h);
-    if (jtask && api_parse_task(jtask, "task", s->cfg.task_root, s->empty_dir, w, h, NULL, &t, &tpath, sha, &ae_) < 0)
+    if (jtask && api_parse_task(jtask, "task", s->cfg.task_root, s->empty_dir, s->cfg.net, w, h, NULL, &t, &tpath, sha, &ae_) < 0)
         return api_reply_error(r, &ae_);
     if (t && !jimage && t->image && strcmp(t->image, IMAGE_DEFAULT)) { /* the task names its image: its screen */
         int tw, th;
@@ -321,7 +321,7 @@ void api_h_create(api_request *q, api_reply *r)
             t = NULL;
             free(tpath);
             tpath = NULL;
-            if (api_parse_task(jtask, "task", s->cfg.task_root, s->empty_dir, tw, th, NULL, &t, &tpath, sha, &ae_) < 0)
+            if (api_parse_task(jtask, "task", s->cfg.task_root, s->empty_dir, s->cfg.net, tw, th, NULL, &t, &tpath, sha, &ae_) < 0)
                 return api_reply_error(r, &ae_);
         }
     }
@@ -354,12 +354,12 @@ void api_h_create(api_request *q, api_reply *r)
     iso8601_now(ae->created, sizeof ae->created);
     env_up_opts uo = {.name = ae->id, .image = image_copy,
                       .accel = jaccel ? json_string_value(jaccel) : s->cfg.accel ? s->cfg.accel : "auto",
-                      .net = s->cfg.allow_private};
+                      .net = s->cfg.net};
     double t0 = now_ms();
     int rc = env_up(&uo, &ae->e, NULL, &err);
     if (rc == 0 && jtask) { /* now with the image's real screen size and user password */
         _cleanup_free_ char *pw = env_user_password(ae->e);
-        rc = api_parse_task(jtask, "task", s->cfg.task_root, s->empty_dir, env_width(ae->e), env_height(ae->e), pw,
+        rc = api_parse_task(jtask, "task", s->cfg.task_root, s->empty_dir, s->cfg.net, env_width(ae->e), env_height(ae->e), pw,
                             &ae->t, &ae->task_path, ae->task_sha, &ae_) < 0 ? -2 : 0;
     }
     if (rc == 0)
@@ -462,7 +462,7 @@ void api_h_reset(api_request *q, api_reply *r)
     char *npath = NULL, nsha[65] = "";
     _cleanup_free_ char *pw = env_user_password(ae->e);
     if (jtask && !json_is_null(jtask) &&
-        api_parse_task(jtask, "task", s->cfg.task_root, s->empty_dir, env_width(ae->e), env_height(ae->e), pw, &nt,
+        api_parse_task(jtask, "task", s->cfg.task_root, s->empty_dir, s->cfg.net, env_width(ae->e), env_height(ae->e), pw, &nt,
                        &npath, nsha, &ae_) < 0) {
         unlock_env(q, ae);
         return api_reply_error(r, &ae_);

@@ -40,7 +40,7 @@ static bool leading_path(const char *msg, char *out, size_t len)
 
 int api_fail_em(api_error *ae, const em_err *err, const char *field)
 {
-    int status = err->code == EM_EXIT_USAGE ? 400 : 500;
+    int status = err->code == EM_EXIT_USAGE ? 400 : err->code == EM_EXIT_NOMEM ? 503 : 500;
     const char *msg = err->msg[0] ? err->msg : "failed";
     char path[96], joined[200];
     const char *f = field;
@@ -234,7 +234,8 @@ int api_parse_step(json_t *body, int w, int h, json_t **reply, api_error *ae)
     return 0;
 }
 
-int api_parse_task(json_t *spec, const char *field, const char *task_root, const char *empty_dir, int w, int h,
+int api_parse_task(json_t *spec, const char *field, const char *task_root, const char *empty_dir,
+                   const netpolicy *net, int w, int h,
                    const char *client_password,
                    task **out, char **path, char sha[65], api_error *ae)
 {
@@ -267,8 +268,10 @@ int api_parse_task(json_t *spec, const char *field, const char *task_root, const
     } else {
         return api_fail(ae, 400, field, "%s: expected a task object or a task file path", field);
     }
+    netpolicy dflt;
+    netpolicy_init(&dflt);
     task_vars v = {.screen_w = w, .screen_h = h, .client_password = client_password};
-    if (task_substitute(t, &v, &err) < 0) {
+    if (netpolicy_check_task(net ? net : &dflt, &t->net, &err) < 0 || task_substitute(t, &v, &err) < 0) {
         task_free(t);
         free(*path);
         *path = NULL;

@@ -24,6 +24,7 @@ typedef struct conn_req {
     char *buf;
     size_t len, cap;
     bool too_big;
+    bool nomem; /* no memory for the body: it is read and dropped, then the request fails with 503 */
     size_t discarded;
 } conn_req;
 
@@ -194,8 +195,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
          * 413; one that never ends is cut off at the upload deadline. */
         if (now_ms() - cr->t0 > API_UPLOAD_DEADLINE_MS || cr->discarded > API_DISCARD_MAX)
             return MHD_NO;
-        if (cr->too_big || cr->len + *upload_size > API_BODY_MAX) {
-            cr->too_big = true;
+        if (cr->too_big || cr->nomem || cr->len + *upload_size > API_BODY_MAX) {
+            cr->too_big |= !cr->nomem;
             cr->discarded += *upload_size;
             free(cr->buf);
             cr->buf = NULL;
@@ -204,8 +205,19 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             return MHD_YES;
         }
         if (cr->len + *upload_size > cr->cap) {
-            cr->cap = (cr->len + *upload_size) * 2;
-            cr->buf = xrealloc(cr->buf, cr->cap);
+            size_t cap = (cr->len + *upload_size) * 2;
+            char *grown = try_realloc(cr->buf, cap, "a request body", NULL);
+            if (!grown) {
+                cr->nomem = true;
+                free(cr->buf);
+                cr->buf = NULL;
+                cr->len = cr->cap = 0;
+                cr->discarded += *upload_size;
+                *upload_size = 0;
+                return MHD_YES;
+            }
+            cr->buf = grown;
+            cr->cap = cap;
         }
         memcpy(cr->buf + cr->len, upload_data, *upload_size);
         cr->len += *upload_size;
@@ -214,6 +226,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     }
     if (cr->too_big) {
         api_fail(&ae, 413, "body", "request body is over the limit of %zu bytes", API_BODY_MAX);
+        return send_error(s, c, &ae);
+    }
+    if (cr->nomem) {
+        api_fail(&ae, 503, "body", "out of memory for the request body: try again later");
         return send_error(s, c, &ae);
     }
     /* the whole request is in */

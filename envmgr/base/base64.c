@@ -41,7 +41,9 @@ int base64_decode(const char *text, unsigned char **out, size_t *out_len)
     size_t n = strlen(text);
     if (n % 4)
         return -1;
-    unsigned char *buf = xmalloc(n / 4 * 3 + 1);
+    unsigned char *buf = try_malloc(n / 4 * 3 + 1, "decoded base64", NULL);
+    if (!buf)
+        return BASE64_NOMEM;
     size_t o = 0;
     for (size_t i = 0; i < n; i += 4) {
         int v[4], pad = 0;

@@ -44,6 +44,15 @@ int em_fail_input(em_err *err, const char *fmt, ...)
     return -1;
 }
 
+int em_fail_nomem(em_err *err, size_t n, const char *what)
+{
+    if (!err)
+        return -1;
+    err->code = EM_EXIT_NOMEM;
+    snprintf(err->msg, sizeof err->msg, "out of memory: cannot allocate %zu bytes for %s", n, what);
+    return -1;
+}
+
 int em_prefix(em_err *err, const char *fmt, ...)
 {
     if (!err)

@@ -84,13 +84,18 @@ int read_file_flags(const char *path, size_t max, int flags, char **out, size_t 
                              max);
     /* Read to EOF rather than trusting st_size: the file may change under us. */
     size_t cap = (size_t)st.st_size + 1, n = 0;
-    _cleanup_free_ char *buf = xmalloc(cap + 1);
+    _cleanup_free_ char *buf = try_malloc(cap + 1, "a file's contents", err);
+    if (!buf)
+        return em_prefix(err, "read `%s`: ", path);
     for (;;) {
         if (n == cap) {
             if (cap > max)
                 return em_fail_input(err, "`%s` grew past the limit of %zu bytes", path, max);
             cap = cap * 2 > max + 1 ? max + 1 : cap * 2;
-            buf = xrealloc(buf, cap + 1);
+            char *grown = try_realloc(buf, cap + 1, "a file's contents", err);
+            if (!grown)
+                return em_prefix(err, "read `%s`: ", path);
+            buf = grown;
         }
         ssize_t r = read(fd, buf + n, cap - n);
         if (r < 0 && errno == EINTR)

@@ -29,9 +29,15 @@ static int fill(jsonline *c, double deadline, em_err *err)
 {
     if (c->len >= c->max_line)
         return em_fail(err, "%s: message longer than %zu bytes", c->label, c->max_line);
-    if (c->cap - c->len < 65536) {
-        c->cap = c->cap ? c->cap * 2 : 131072;
-        c->buf = xrealloc(c->buf, c->cap);
+    if (c->cap - c->len < 65536) { /* doubling, but never past the cap and one read */
+        size_t cap = c->cap ? c->cap * 2 : 131072;
+        if (cap > c->max_line + 65536)
+            cap = c->max_line + 65536;
+        char *grown = try_realloc(c->buf, cap, "a reply", err);
+        if (!grown)
+            return em_prefix(err, "%s: ", c->label);
+        c->buf = grown;
+        c->cap = cap;
     }
     for (;;) {
         if (wait_readable(c->fd, deadline, err) < 0)

@@ -7,7 +7,6 @@
 #include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
 
-#define PNG_MAX_SIDE 16384
 
 void png_buf_free(png_buf *b)
 {
@@ -20,8 +19,12 @@ static void buf_write(png_structp p, png_bytep data, png_size_t n)
 {
     png_buf *b = png_get_io_ptr(p);
     if (b->len + n > b->cap) {
-        b->cap = (b->len + n) * 2;
-        b->data = xrealloc(b->data, b->cap);
+        size_t cap = (b->len + n) * 2;
+        unsigned char *d = try_realloc(b->data, cap, "an encoded PNG", png_get_error_ptr(p));
+        if (!d)
+            png_longjmp(p, 1);
+        b->data = d;
+        b->cap = cap;
     }
     memcpy(b->data + b->len, data, n);
     b->len += n;
@@ -105,9 +108,14 @@ int png_decode_mem(const void *data, size_t len, uint8_t **pixels, int *width, i
         return -1;
     }
     png_set_read_fn(p, &r, mem_read);
-    png_set_user_limits(p, PNG_MAX_SIDE, PNG_MAX_SIDE);
+    png_set_user_limits(p, 1u << 20, 1u << 20); /* libpng's own check; ours below says more */
     png_read_info(p, info);
     png_uint_32 w = png_get_image_width(p, info), h = png_get_image_height(p, info);
+    if (w > PNG_MAX_SIDE || h > PNG_MAX_SIDE || (uint64_t)w * h > PNG_MAX_PIXELS) {
+        png_destroy_read_struct(&p, &info, NULL);
+        return em_fail_input(err, "png: %ux%u is over the limit of %d a side and %u pixels", (unsigned)w,
+                             (unsigned)h, PNG_MAX_SIDE, PNG_MAX_PIXELS);
+    }
     int type = png_get_color_type(p, info), depth = png_get_bit_depth(p, info);
     if (depth == 16)
         png_set_strip_16(p);
@@ -126,7 +134,11 @@ int png_decode_mem(const void *data, size_t len, uint8_t **pixels, int *width, i
     png_read_update_info(p, info);
     if (png_get_rowbytes(p, info) != (size_t)w * 4)
         png_error(p, "unsupported pixel layout");
-    px = xmalloc((size_t)w * h * 4);
+    px = try_malloc((size_t)w * h * 4, "a PNG's pixels", err);
+    if (!px) {
+        png_destroy_read_struct(&p, &info, NULL);
+        return -1;
+    }
     for (int pass = png_set_interlace_handling(p); pass > 0; pass--)
         for (png_uint_32 y = 0; y < h; y++)
             png_read_row(p, px + (size_t)y * w * 4, NULL);

@@ -19,7 +19,15 @@ int png_encode_rgbx(const uint8_t *pixels, int width, int height, size_t stride,
                     em_err *err);
 void png_buf_free(png_buf *b);
 
-/* PNG file → RGBX pixels (stride = width * 4). */
+/* Images decoded or encoded: at most PNG_MAX_SIDE a side and PNG_MAX_PIXELS in all, so one decode
+ * allocates at most 160 MB of RGBX (a 16384x16384 file would have cost 1 GiB). Screens and
+ * reference images are far smaller (a 4K screen is 8.3 Mpx). */
+#define PNG_MAX_SIDE 8192
+#define PNG_MAX_PIXELS 40000000u
+
+/* PNG file → RGBX pixels (stride = width * 4). Larger images are refused before any pixel is
+ * allocated ("png: 20000x20000 is over the limit of 8192 a side and 40000000 pixels"); the pixel
+ * buffer comes from try_malloc (out of memory is an error, EM_EXIT_NOMEM). */
 int png_decode_file(const char *path, uint8_t **pixels, int *width, int *height, em_err *err);
 int png_decode_mem(const void *data, size_t len, uint8_t **pixels, int *width, int *height, em_err *err);
 

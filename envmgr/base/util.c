@@ -46,6 +46,22 @@ void *xrealloc(void *p, size_t n)
     return p;
 }
 
+void *try_malloc(size_t n, const char *what, em_err *err)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p)
+        em_fail_nomem(err, n, what);
+    return p;
+}
+
+void *try_realloc(void *p, size_t n, const char *what, em_err *err)
+{
+    void *q = realloc(p, n ? n : 1);
+    if (!q)
+        em_fail_nomem(err, n, what);
+    return q;
+}
+
 char *xstrdup(const char *s)
 {
     char *p = strdup(s ? s : "");

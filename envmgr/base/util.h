@@ -13,9 +13,17 @@
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
+/* Allocation of small or fixed sizes: aborts the process when the host has no memory left (a
+ * failure there leaves nothing sensible to do). */
 void *xmalloc(size_t n);
 void *xcalloc(size_t n, size_t size);
 void *xrealloc(void *p, size_t n);
+/* Allocation of sizes a guest, a client or a file decides (guest replies, request bodies, file
+ * reads, decoded images): each is bounded by a cap checked first, and a failure is an error
+ * (em_fail_nomem, EM_EXIT_NOMEM), not an abort, so `envmgr serve` fails that request (503) and
+ * keeps serving. NULL on failure; try_realloc then leaves p as it was. */
+void *try_malloc(size_t n, const char *what, em_err *err);
+void *try_realloc(void *p, size_t n, const char *what, em_err *err);
 char *xstrdup(const char *s);
 char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -64,6 +64,16 @@ typedef struct cli_agent {
     "                     folders (bubblewrap, when the host allows it); off: for an agent that needs them\n"
 enum { CLI_OPT_AGENT_ENV = 0x1000, CLI_OPT_AGENT_SANDBOX };
 int cli_agent_option(const char *usage, int opt, const char *arg, cli_agent *a);
+/* --max-egress-bytes N and --max-connections-per-minute N, shared by up, run, serve and suite run:
+ * the operator's maxima of an env's egress limits (netpolicy.h). name is the option's long name;
+ * sets *p's maxima (and limits in force). Returns 0, or EM_EXIT_USAGE after printing why. */
+#define CLI_NET_LIMITS_USAGE                                                                                         \
+    "  --max-egress-bytes N  bytes an episode's guest may send out (default 256 MiB), and the most a\n"          \
+    "                  task's network.limits.max_bytes_out may ask for; 0: no limit\n"                            \
+    "  --max-connections-per-minute N  new egress connections a minute (default 600), and the most a task's\n"  \
+    "                  network.limits.max_connections_per_minute may ask for; 0: no limit\n"
+struct netpolicy;
+int cli_net_limit_option(const char *usage, const char *name, const char *arg, struct netpolicy *p);
 int cmd_gc(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_view(int argc, char **argv);

@@ -23,6 +23,20 @@ static const char usage[] =
     "       envmgr net serve RUN_DIR [--qemu-pid PID]   the env's egress proxy\n"
     "       envmgr net relay SOCKET TAG                 QEMU's per-connection guestfwd relay\n";
 
+int cli_net_limit_option(const char *use, const char *name, const char *arg, netpolicy *p)
+{
+    bool bytes = !strcmp(name, "max-egress-bytes");
+    long v;
+    if (parse_int(arg, 0, bytes ? NETPOLICY_BYTES_OUT_MAX : NETPOLICY_CONN_PER_MIN_MAX, &v) < 0)
+        return cli_usage_error(use, "--%s: expected 0..%lld, got `%s`", name,
+                               bytes ? NETPOLICY_BYTES_OUT_MAX : (long long)NETPOLICY_CONN_PER_MIN_MAX, arg);
+    if (bytes)
+        netpolicy_set_maxima(p, (uint64_t)v, p->op_max_conn_per_min);
+    else
+        netpolicy_set_maxima(p, p->op_max_bytes_out, (unsigned)v);
+    return 0;
+}
+
 static int env_run_dir(const char *name, char **dir, em_err *err)
 {
     if (check_name("env", name, err) < 0)
@@ -35,6 +49,27 @@ static int env_run_dir(const char *name, char **dir, em_err *err)
         return em_fail_input(err, "env `%s` does not exist (envmgr ls lists the envs)", name);
     }
     return 0;
+}
+
+static void limit_text(uint64_t v, char *buf, size_t len)
+{
+    if (v)
+        snprintf(buf, len, "%llu", (unsigned long long)v);
+    else
+        snprintf(buf, len, "no limit");
+}
+
+/* The limits in force this episode and the operator's maxima (what a task may ask for). */
+static void print_limits(const netpolicy *p)
+{
+    char b[32], c[32], mb[32], mc[32];
+    limit_text(p->max_bytes_out, b, sizeof b);
+    limit_text(p->max_conn_per_min, c, sizeof c);
+    limit_text(p->op_max_bytes_out, mb, sizeof mb);
+    limit_text(p->op_max_conn_per_min, mc, sizeof mc);
+    if (p->mode != NETPOLICY_NONE)
+        printf("limits: bytes out per episode %s, new connections per minute %s\n", b, c);
+    printf("maxima: bytes out %s, connections per minute %s (the operator's; a task may ask for less)\n", mb, mc);
 }
 
 static void print_row(json_t *ev)
@@ -159,12 +194,12 @@ static int net_show(int argc, char **argv)
            p.mode == NETPOLICY_OPEN ? " (--unsafe-open-network: every public destination, still logged)" : "");
     if (p.mode == NETPOLICY_NONE) {
         printf("        the guest reaches nothing outside itself (QEMU restrict=on, no forwarding)\n");
+        print_limits(&p);
         return 0;
     }
     printf("proxy:  http://%s:%d/ (the guest's /etc/environment http_proxy, https_proxy)\n", NETPOLICY_PROXY_ADDR,
            NETPOLICY_PROXY_PORT);
-    printf("limits: bytes out %llu, connections per minute %u (0: no limit)\n", (unsigned long long)p.max_bytes_out,
-           p.max_conn_per_min);
+    print_limits(&p);
     printf("helper: %s\n", helper ? "running" : "not running (the env is stopped)");
     printf("allow:\n");
     for (size_t i = 0; i < p.nrules; i++) {

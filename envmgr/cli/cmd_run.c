@@ -18,6 +18,7 @@ static const char usage[] =
     "                  [--accel auto|kvm|tcg] [--settle-ms MS] [--probe-late MS] [--allow-private ADDR:PORT]...\n"
     "                  [--observation KIND] [--offline] [--asset-mirror PREFIX=DIR|URL]...\n"
     "                  [--agent-env NAME]... [--agent-sandbox on|off]\n"
+    "                  [--max-egress-bytes N] [--max-connections-per-minute N]\n"
     "  Run episodes: restore the clean snapshot, run the task's setup, let the agent act\n"
     "  (docs/agent-protocol.md), run postconfig and the evaluator, revert. Prints the score and\n"
     "  writes OUT/result.json and the trace (OUT/trace, or --record DIR). A folder runs its tasks\n"
@@ -33,14 +34,17 @@ static const char usage[] =
     "  --allow-private A:P  the temporary env may reach this loopback/private address when a task's\n"
     "                  allowlist applies (the operator's choice; tasks cannot; repeatable)\n"
     CLI_AGENT_USAGE
+    CLI_NET_LIMITS_USAGE
+    "                  (--allow-private and --max-*: for the temporary env; `envmgr up` sets them for --env)\n"
     CLI_ASSET_USAGE;
 
 typedef struct run_args {
     const char *agent, *env_name, *out, *record, *accel;
     double settle_ms, late_probe_ms;
     obs_kind observation;
-    netpolicy priv; /* the operator's --allow-private rules (mode none until a task opens an allowlist) */
-    bool has_priv;
+    netpolicy net; /* the operator's --allow-private rules and limit maxima (mode none until a task opens an
+                    * allowlist) */
+    bool has_net;
     cli_agent ag; /* --agent-env, --agent-sandbox */
 } run_args;
 
@@ -65,7 +69,7 @@ int cmd_run(int argc, char **argv)
     if (cli_wants_help(argc, argv, usage))
         return 0;
     run_args a = {.accel = "auto", .settle_ms = 300};
-    netpolicy_init(&a.priv);
+    netpolicy_init(&a.net);
     em_err err = {0};
     static const struct option opts[] = {{"agent", required_argument, 0, 'a'}, {"env", required_argument, 0, 'e'},
                                          {"out", required_argument, 0, 'o'},   {"record", required_argument, 0, 'r'},
@@ -76,7 +80,8 @@ int cmd_run(int argc, char **argv)
                                          {"observation", required_argument, 0, 'B'},
                                          {"agent-env", required_argument, 0, CLI_OPT_AGENT_ENV},
                                          {"agent-sandbox", required_argument, 0, CLI_OPT_AGENT_SANDBOX},
-                                         {0, 0, 0, 0}};
+                                         {"max-egress-bytes", required_argument, 0, 'X'},
+                                         {"max-connections-per-minute", required_argument, 0, 'Y'}, {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "a:e:o:r:", opts, NULL)) != -1) {
         switch (c) {
@@ -94,9 +99,16 @@ int cmd_run(int argc, char **argv)
                 return cli_usage_error(usage, "--probe-late: expected 0..60000, got `%s`", optarg);
             break;
         case 'P':
-            if (netpolicy_add_private(&a.priv, optarg, &err) < 0)
+            if (netpolicy_add_private(&a.net, optarg, &err) < 0)
                 return cli_usage_error(usage, "--allow-private: %s", err.msg);
-            a.has_priv = true;
+            a.has_net = true;
+            break;
+        case 'X':
+        case 'Y':
+            if (cli_net_limit_option(usage, c == 'X' ? "max-egress-bytes" : "max-connections-per-minute", optarg,
+                                     &a.net))
+                return EM_EXIT_USAGE;
+            a.has_net = true;
             break;
         case 'B':
             if (obs_kind_parse(optarg, &a.observation, &err) < 0)
@@ -119,8 +131,9 @@ int cmd_run(int argc, char **argv)
         return cli_usage_error(usage, "run: expected one TASK.json or SUITE_DIR");
     if (!a.agent)
         return cli_usage_error(usage, "--agent: missing");
-    if (a.has_priv && a.env_name)
-        return cli_usage_error(usage, "--allow-private: only for the temporary env (give it to `envmgr up` for --env)");
+    if (a.has_net && a.env_name)
+        return cli_usage_error(usage, "--allow-private, --max-*: only for the temporary env (give them to `envmgr up` "
+                                      "for --env)");
     const char *target = argv[optind];
     struct stat st;
     if (stat(target, &st) < 0)
@@ -143,6 +156,11 @@ int cmd_run(int argc, char **argv)
         task *t;
         if (task_load(target, &t, &err) < 0)
             return cli_report(&err);
+        if (!a.env_name && netpolicy_check_task(&a.net, &t->net, &err) < 0) { /* --env: episode_prepare_task */
+            task_free(t);
+            em_prefix(&err, "%s: ", target);
+            return cli_report(&err);
+        }
         free(image);
         image = xstrdup(t->image); /* the temporary env boots the image the task names */
         task_free(t);
@@ -157,7 +175,7 @@ int cmd_run(int argc, char **argv)
     int rc;
     if (temporary) {
         snprintf(temp_name, sizeof temp_name, "run-%d", (int)getpid());
-        env_up_opts uo = {.name = temp_name, .image = image, .accel = a.accel, .net = a.has_priv ? &a.priv : NULL};
+        env_up_opts uo = {.name = temp_name, .image = image, .accel = a.accel, .net = a.has_net ? &a.net : NULL};
         rc = env_up(&uo, &e, NULL, &err);
         fresh = true;
     } else {

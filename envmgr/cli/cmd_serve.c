@@ -14,7 +14,7 @@
 static const char usage[] =
     "usage: envmgr serve [--listen HOST:PORT | --socket PATH] [--token-file FILE] [--max-envs N]\n"
     "                    [--out DIR] [--task-root DIR] [--accel auto|kvm|tcg] [--settle-ms MS]\n"
-    "                    [--allow-private ADDR:PORT]...\n"
+    "                    [--allow-private ADDR:PORT]... [--max-egress-bytes N] [--max-connections-per-minute N]\n"
     "  Serve the JSON HTTP API (docs/http-api.md) until SIGINT/SIGTERM, then tear down every env it created.\n"
     "  --listen HOST:PORT  default " API_DEFAULT_LISTEN "; a port of 0 picks a free one. Only loopback\n"
     "                      unless you name another address here.\n"
@@ -27,6 +27,7 @@ static const char usage[] =
     "  --settle-ms MS      after each action wait for two identical frames MS apart (default 300)\n"
     "  --allow-private A:P every env may reach this loopback/private address when its task's allowlist\n"
     "                      applies (the operator's choice: no request or task can; repeatable)\n"
+    CLI_NET_LIMITS_USAGE
     "  Prints `envmgr serve: listening on URL` and `envmgr serve: token file FILE` on stdout when ready.\n";
 
 static bool is_loopback(const char *listen)
@@ -48,9 +49,10 @@ int cmd_serve(int argc, char **argv)
         {"token-file", required_argument, 0, 't'}, {"max-envs", required_argument, 0, 'm'},
         {"out", required_argument, 0, 'o'},       {"task-root", required_argument, 0, 'r'},
         {"accel", required_argument, 0, 'A'},     {"settle-ms", required_argument, 0, 's'},
-        {"allow-private", required_argument, 0, 'P'}, {0, 0, 0, 0}};
-    netpolicy priv;
-    netpolicy_init(&priv);
+        {"allow-private", required_argument, 0, 'P'}, {"max-egress-bytes", required_argument, 0, 'E'},
+        {"max-connections-per-minute", required_argument, 0, 'C'}, {0, 0, 0, 0}};
+    netpolicy net;
+    netpolicy_init(&net);
     em_err perr = {0};
     int ch;
     long v;
@@ -76,9 +78,16 @@ int cmd_serve(int argc, char **argv)
                 return cli_usage_error(usage, "--settle-ms: expected 0..10000, got `%s`", optarg);
             break;
         case 'P':
-            if (netpolicy_add_private(&priv, optarg, &perr) < 0)
+            if (netpolicy_add_private(&net, optarg, &perr) < 0)
                 return cli_usage_error(usage, "--allow-private: %s", perr.msg);
-            c.allow_private = &priv;
+            c.net = &net;
+            break;
+        case 'E':
+        case 'C':
+            if (cli_net_limit_option(usage, ch == 'E' ? "max-egress-bytes" : "max-connections-per-minute", optarg,
+                                     &net))
+                return EM_EXIT_USAGE;
+            c.net = &net;
             break;
         default: return cli_usage_error(usage, "serve: bad option");
         }

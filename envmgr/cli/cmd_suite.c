@@ -8,6 +8,7 @@
 #include "envmgr/suite/report_merge.h"
 #include "envmgr/suite/report_summary.h"
 #include "envmgr/suite/suite.h"
+#include "envmgr/net/netpolicy.h"
 #include "envmgr/suite/suite_pool.h"
 #include "envmgr/base/util.h"
 #include "envmgr/episode/episode.h"
@@ -18,6 +19,7 @@ static const char usage[] =
     "                        [--watchdog-margin S] [--progress auto|line|plain] [--strict] [--offline]\n"
     "                        [--asset-mirror PREFIX=DIR|URL]... [--observation KIND]\n"
     "                        [--agent-env NAME]... [--agent-sandbox on|off]\n"
+    "                        [--max-egress-bytes N] [--max-connections-per-minute N]\n"
     "       envmgr suite compare BASE_DIR NEW_DIR [--tolerance T]\n"
     "       envmgr suite merge --out DIR SHARD_DIR...\n"
     "       envmgr suite list SUITE [--shard K/N] [--strict]\n"
@@ -41,6 +43,7 @@ static const char usage[] =
     "                      recorded as `unsupported` with its reason and counted apart from scores\n"
     CLI_AGENT_USAGE
     CLI_ASSET_USAGE
+    CLI_NET_LIMITS_USAGE
     "  compare  per-task score changes from BASE_DIR to NEW_DIR, regressions first; exit 1 when a task\n"
     "           regressed or is missing from NEW_DIR (for CI)\n"
     "  merge    join the run directories of a suite's shards into DIR (results, summary, junit; traces\n"
@@ -85,7 +88,11 @@ static int cmd_suite_run(int argc, char **argv)
                                          {"asset-mirror", required_argument, 0, 'm'},
                                          {"agent-env", required_argument, 0, CLI_OPT_AGENT_ENV},
                                          {"agent-sandbox", required_argument, 0, CLI_OPT_AGENT_SANDBOX},
+                                         {"max-egress-bytes", required_argument, 0, 'E'},
+                                         {"max-connections-per-minute", required_argument, 0, 'C'},
                                          {0, 0, 0, 0}};
+    netpolicy net;
+    netpolicy_init(&net);
     int c;
     long v;
     bool strict = false;
@@ -161,6 +168,13 @@ static int cmd_suite_run(int argc, char **argv)
                 return EM_EXIT_USAGE;
             o.agent_env = ag.env;
             o.agent_sandbox_off = ag.sandbox_off;
+            break;
+        case 'E':
+        case 'C':
+            if (cli_net_limit_option(usage, c == 'E' ? "max-egress-bytes" : "max-connections-per-minute", optarg,
+                                     &net))
+                return EM_EXIT_USAGE;
+            o.net = &net;
             break;
         default: return cli_usage_error(usage, "suite run: bad option");
         }

@@ -26,7 +26,7 @@ static const char usage[] =
     "  --task FILE     take the network section of a task file instead\n"
     "  --unsafe-open-network  let the guest reach every public address (still through the logged proxy;\n"
     "                  loopback and private addresses only when listed by --allow-private); traces record it\n"
-    "  --max-egress-bytes N, --max-connections-per-minute N  limits of the egress proxy (0: none)\n";
+    CLI_NET_LIMITS_USAGE;
 
 int cmd_up(int argc, char **argv)
 {
@@ -49,7 +49,6 @@ int cmd_up(int argc, char **argv)
     netpolicy_init(&net);
     const char *mode = NULL, *task_path = NULL;
     bool any_net = false, open_net = false, allowed = false, private_rules = false;
-    long limit;
     em_err err = {0};
     int c;
     while ((c = getopt_long(argc, argv, "+n:i:a:", opts, NULL)) != -1) {
@@ -72,13 +71,9 @@ int cmd_up(int argc, char **argv)
         case 'U': open_net = true; break;
         case 'B':
         case 'C':
-            if (parse_int(optarg, 0, c == 'B' ? 1L << 62 : 1000000, &limit) < 0)
-                return cli_usage_error(usage, "--%s: expected a number, got `%s`",
-                                       c == 'B' ? "max-egress-bytes" : "max-connections-per-minute", optarg);
-            if (c == 'B')
-                net.max_bytes_out = (uint64_t)limit;
-            else
-                net.max_conn_per_min = (unsigned)limit;
+            if (cli_net_limit_option(usage, c == 'B' ? "max-egress-bytes" : "max-connections-per-minute", optarg,
+                                     &net))
+                return EM_EXIT_USAGE;
             break;
         default: return cli_usage_error(usage, "up: bad option");
         }
@@ -101,13 +96,13 @@ int cmd_up(int argc, char **argv)
         netpolicy base = net;
         if (task_load(task_path, &t, &err) < 0)
             return cli_report(&err);
-        netpolicy_for_task(&base, &t->net, &net);
+        int rc = netpolicy_for_task(&base, &t->net, &net, &err);
         task_free(t);
+        if (rc < 0)
+            return cli_report(&err);
     }
     if (open_net)
         net.mode = NETPOLICY_OPEN;
-    if (net.mode == NETPOLICY_NONE && (net.max_bytes_out || net.max_conn_per_min))
-        return cli_usage_error(usage, "--max-*: limits need --network allowlist (mode none sends nothing)");
     if (any_net)
         o.net = &net;
     env *e;

@@ -691,11 +691,10 @@ int episode_begin_with(const episode_env *ev, const task *t, const char *task_pa
     bool net_changed = false;
     if (rc == 0 && ev->network(ev->ctx, &cur, err) < 0)
         rc = -1;
-    if (rc == 0) {
-        netpolicy_for_task(&cur, &t->net, &net);
-        if (ev->set_network(ev->ctx, &net, &net_changed, err) < 0)
-            rc = -1;
-    }
+    if (rc == 0 && netpolicy_for_task(&cur, &t->net, &net, err) < 0)
+        rc = -1;
+    if (rc == 0 && ev->set_network(ev->ctx, &net, &net_changed, err) < 0)
+        rc = -1;
     if (rc == 0 && (!o->fresh || net_changed))
         rc = ev->reset(ev->ctx, err);
     r->reset_ms = now_ms() - t_reset;
@@ -867,6 +866,9 @@ int episode_finish(episode *ep, exit_cause cause, json_t **result, em_err *err)
 
 int episode_prepare_task(env *e, task *t, em_err *err)
 {
+    netpolicy cur;
+    if (env_network(e, &cur, err) < 0 || netpolicy_check_task(&cur, &t->net, err) < 0)
+        return -1;
     _cleanup_free_ char *pw = env_user_password(e);
     task_vars v = {.screen_w = env_width(e), .screen_h = env_height(e), .client_password = pw};
     return task_substitute(t, &v, err);

@@ -79,8 +79,9 @@ void episode_abandon(episode *ep);
  * said once on stderr when the host cannot give it: a suite asks before it forks its workers. */
 char *episode_agent_sandbox(bool off, bool *boxed);
 
-/* Replace OSWorld's placeholders in t for env e: its screen size and its image user's password
- * ({CLIENT_PASSWORD}); task_substitute. */
+/* Check t's network limits against e's maxima (netpolicy_check_task: an input error naming the
+ * field), then replace OSWorld's placeholders in t for env e: its screen size and its image
+ * user's password ({CLIENT_PASSWORD}); task_substitute. */
 int episode_prepare_task(env *e, task *t, em_err *err);
 
 /* Runs the episode in e. Returns 0 when the episode ran (whatever its score

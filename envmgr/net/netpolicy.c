@@ -29,6 +29,13 @@ void netpolicy_init(netpolicy *p)
 {
     memset(p, 0, sizeof *p);
     p->mode = NETPOLICY_NONE;
+    netpolicy_set_maxima(p, NETPOLICY_DEFAULT_BYTES_OUT, NETPOLICY_DEFAULT_CONN_PER_MIN);
+}
+
+void netpolicy_set_maxima(netpolicy *p, uint64_t bytes_out, unsigned conn_per_min)
+{
+    p->op_max_bytes_out = p->max_bytes_out = bytes_out;
+    p->op_max_conn_per_min = p->max_conn_per_min = conn_per_min;
 }
 
 const char *netpolicy_mode_name(netpolicy_mode m)
@@ -233,7 +240,8 @@ int netpolicy_add_private(netpolicy *p, const char *entry, em_err *err)
 bool netpolicy_equal(const netpolicy *a, const netpolicy *b)
 {
     if (a->mode != b->mode || a->nrules != b->nrules || a->max_bytes_out != b->max_bytes_out ||
-        a->max_conn_per_min != b->max_conn_per_min)
+        a->max_conn_per_min != b->max_conn_per_min || a->op_max_bytes_out != b->op_max_bytes_out ||
+        a->op_max_conn_per_min != b->op_max_conn_per_min)
         return false;
     for (size_t i = 0; i < a->nrules; i++)
         if (a->rules[i].port != b->rules[i].port || a->rules[i].host.kind != b->rules[i].host.kind ||
@@ -242,18 +250,42 @@ bool netpolicy_equal(const netpolicy *a, const netpolicy *b)
     return true;
 }
 
-void netpolicy_for_task(const netpolicy *current, const netpolicy *task_net, netpolicy *out)
+/* One limit of a task against its maximum (0: none). */
+static int check_limit(uint64_t asked, uint64_t max, const char *field, const char *option, em_err *err)
 {
+    if (asked && max && asked > max)
+        return em_fail_input(err, "network.limits.%s: %llu is above the operator's maximum %llu (%s)", field,
+                             (unsigned long long)asked, (unsigned long long)max, option);
+    return 0;
+}
+
+int netpolicy_check_task(const netpolicy *current, const netpolicy *task_net, em_err *err)
+{
+    if (check_limit(task_net->max_bytes_out, current->op_max_bytes_out, "max_bytes_out", "--max-egress-bytes",
+                    err) < 0 ||
+        check_limit(task_net->max_conn_per_min, current->op_max_conn_per_min, "max_connections_per_minute",
+                    "--max-connections-per-minute", err) < 0)
+        return -1;
+    return 0;
+}
+
+int netpolicy_for_task(const netpolicy *current, const netpolicy *task_net, netpolicy *out, em_err *err)
+{
+    if (netpolicy_check_task(current, task_net, err) < 0)
+        return -1;
     if (current->mode == NETPOLICY_OPEN) {
         *out = *current;
-        return;
+    } else {
+        *out = *task_net;
+        for (size_t i = 0; i < current->nrules; i++) /* the operator's stay; the task's own had no such rule */
+            if (current->rules[i].private_ok && out->nrules < NETPOLICY_RULES_MAX)
+                add_rule(out, &current->rules[i], NULL);
     }
-    *out = *task_net;
-    out->max_bytes_out = current->max_bytes_out;
-    out->max_conn_per_min = current->max_conn_per_min;
-    for (size_t i = 0; i < current->nrules; i++) /* the operator's stay; the task's own had no such rule */
-        if (current->rules[i].private_ok && out->nrules < NETPOLICY_RULES_MAX)
-            add_rule(out, &current->rules[i], NULL);
+    out->op_max_bytes_out = current->op_max_bytes_out;
+    out->op_max_conn_per_min = current->op_max_conn_per_min;
+    out->max_bytes_out = task_net->max_bytes_out ? task_net->max_bytes_out : current->op_max_bytes_out;
+    out->max_conn_per_min = task_net->max_conn_per_min ? task_net->max_conn_per_min : current->op_max_conn_per_min;
+    return 0;
 }
 
 /* ---- persistence ----------------------------------------------------------- */
@@ -268,19 +300,39 @@ json_t *netpolicy_to_json(const netpolicy *p)
         netrule_format(&p->rules[i].host, p->rules[i].port, buf, sizeof buf);
         json_array_append_new(allow, p->rules[i].private_ok ? json_pack("{s:s}", "private", buf) : json_string(buf));
     }
-    json_t *j = json_pack("{s:s, s:o, s:{s:I, s:I}}", "mode", netpolicy_mode_name(p->mode), "allow", allow, "limits",
-                          "max_bytes_out", (json_int_t)p->max_bytes_out, "max_connections_per_minute",
-                          (json_int_t)p->max_conn_per_min);
+    json_t *j = json_pack("{s:s, s:o, s:{s:I, s:I}, s:{s:I, s:I}}", "mode", netpolicy_mode_name(p->mode), "allow",
+                          allow, "limits", "max_bytes_out", (json_int_t)p->max_bytes_out, "max_connections_per_minute",
+                          (json_int_t)p->max_conn_per_min, "maxima", "max_bytes_out",
+                          (json_int_t)p->op_max_bytes_out, "max_connections_per_minute",
+                          (json_int_t)p->op_max_conn_per_min);
     return j;
+}
+
+/* {"max_bytes_out": N, "max_connections_per_minute": N} of a stored policy; a missing field
+ * keeps what *bytes and *conn hold. */
+static int limits_from_json(json_t *lim, const char *key, uint64_t *bytes, unsigned *conn, em_err *err)
+{
+    if (!lim)
+        return 0;
+    json_t *b = json_object_get(lim, "max_bytes_out"), *c = json_object_get(lim, "max_connections_per_minute");
+    if (!json_is_object(lim) || (b && (!json_is_integer(b) || json_integer_value(b) < 0)) ||
+        (c && (!json_is_integer(c) || json_integer_value(c) < 0 ||
+               json_integer_value(c) > NETPOLICY_CONN_PER_MIN_MAX)))
+        return em_fail(err, "network policy: %s must be non-negative integers", key);
+    if (b)
+        *bytes = (uint64_t)json_integer_value(b);
+    if (c)
+        *conn = (unsigned)json_integer_value(c);
+    return 0;
 }
 
 int netpolicy_from_json(json_t *j, netpolicy *p, em_err *err)
 {
     netpolicy_init(p);
     const char *mode = json_string_value(json_object_get(j, "mode"));
-    json_t *allow = json_object_get(j, "allow"), *lim = json_object_get(j, "limits");
-    if (!json_is_object(j) || !mode || (allow && !json_is_array(allow)) || (lim && !json_is_object(lim)))
-        return em_fail(err, "network policy: expected {mode, allow: [...], limits: {...}}");
+    json_t *allow = json_object_get(j, "allow");
+    if (!json_is_object(j) || !mode || (allow && !json_is_array(allow)))
+        return em_fail(err, "network policy: expected {mode, allow: [...], limits: {...}, maxima: {...}}");
     if (!strcmp(mode, "open"))
         p->mode = NETPOLICY_OPEN;
     else if (netpolicy_mode_parse(mode, &p->mode, err) < 0)
@@ -295,12 +347,11 @@ int netpolicy_from_json(json_t *j, netpolicy *p, em_err *err)
         if ((priv ? netpolicy_add_private(p, priv, err) : netpolicy_add(p, json_string_value(e), err)) < 0)
             return em_prefix(err, "network policy: allow[%zu]: ", i);
     }
-    json_t *b = json_object_get(lim, "max_bytes_out"), *c = json_object_get(lim, "max_connections_per_minute");
-    if ((b && (!json_is_integer(b) || json_integer_value(b) < 0)) ||
-        (c && (!json_is_integer(c) || json_integer_value(c) < 0 || json_integer_value(c) > 1000000)))
-        return em_fail(err, "network policy: limits must be non-negative integers");
-    p->max_bytes_out = b ? (uint64_t)json_integer_value(b) : 0;
-    p->max_conn_per_min = c ? (unsigned)json_integer_value(c) : 0;
+    /* Missing: the defaults (a file from before limits were on by default gets them too). */
+    if (limits_from_json(json_object_get(j, "maxima"), "maxima", &p->op_max_bytes_out, &p->op_max_conn_per_min,
+                         err) < 0 ||
+        limits_from_json(json_object_get(j, "limits"), "limits", &p->max_bytes_out, &p->max_conn_per_min, err) < 0)
+        return -1;
     for (size_t k = 0; k < p->nrules; k++)
         if (p->mode == NETPOLICY_NONE && !p->rules[k].private_ok)
             return em_fail(err, "network policy: mode none with allow entries");

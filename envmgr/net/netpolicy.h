@@ -64,15 +64,36 @@ typedef struct netrule {
                       * metadata address; no task, trace or API request can make one */
 } netrule;
 
+/* Egress limits, on unless the operator turns them off. The defaults fit a GUI task that loads
+ * a few dozen web pages with their assets and maybe one sizeable download (docs/security.md):
+ * a busy page is 2-5 MB and 50-150 connections, so 256 MiB out and 600 new connections a
+ * minute never bind such a task, yet stop a guest that uploads a disk image or opens
+ * connections in a loop. Bytes count guest to outside (uploads and request heads), per episode:
+ * the proxy's counters start at zero with every restore. */
+#define NETPOLICY_DEFAULT_BYTES_OUT (256ull << 20)
+#define NETPOLICY_DEFAULT_CONN_PER_MIN 600u
+#define NETPOLICY_BYTES_OUT_MAX (1ll << 62)  /* largest value any field takes */
+#define NETPOLICY_CONN_PER_MIN_MAX 1000000
+
 typedef struct netpolicy {
     netpolicy_mode mode;
     netrule rules[NETPOLICY_RULES_MAX];
     size_t nrules;
-    uint64_t max_bytes_out;    /* guest-to-outside bytes for the env's life; 0: no limit */
-    unsigned max_conn_per_min; /* new upstream connections per minute; 0: no limit */
+    /* The limits in force for the episode; 0: no limit (only the operator can say so). In a
+     * task's network section: what the task asks for, 0 when it does not. */
+    uint64_t max_bytes_out;    /* guest-to-outside bytes per episode (the proxy helper's life) */
+    unsigned max_conn_per_min; /* new upstream connections per minute */
+    /* The operator's maxima (`envmgr up|run|serve|suite --max-egress-bytes N
+     * --max-connections-per-minute N`): the limits when the task sets none, and the most a task
+     * may ask for; 0: no limit and no ceiling. Unused in a task's section. */
+    uint64_t op_max_bytes_out;
+    unsigned op_max_conn_per_min;
 } netpolicy;
 
-void netpolicy_init(netpolicy *p); /* mode none, no rules, no limits */
+/* Mode none, no rules, the default limits as both the limits in force and the maxima. */
+void netpolicy_init(netpolicy *p);
+/* The operator's maxima (0: none), applied as the limits in force too. */
+void netpolicy_set_maxima(netpolicy *p, uint64_t bytes_out, unsigned conn_per_min);
 const char *netpolicy_mode_name(netpolicy_mode m);
 int netpolicy_mode_parse(const char *s, netpolicy_mode *m, em_err *err);
 
@@ -96,10 +117,15 @@ int netpolicy_add(netpolicy *p, const char *entry, em_err *err);
  * task's network section replaces the rest of the policy (netpolicy_for_task). */
 int netpolicy_add_private(netpolicy *p, const char *entry, em_err *err);
 bool netpolicy_equal(const netpolicy *a, const netpolicy *b);
-/* The task's network section (its mode and rules) with current's limits and the operator's
- * private rules. An env opened with
- * --unsafe-open-network stays open (the operator's choice wins; the trace says so). */
-void netpolicy_for_task(const netpolicy *current, const netpolicy *task_net, netpolicy *out);
+/* Do the limits a task's network section asks for fit under the env's maxima? Refuses (an input
+ * error naming the field and the maximum) a task asking for more than the operator allows. */
+int netpolicy_check_task(const netpolicy *current, const netpolicy *task_net, em_err *err);
+/* The task's network section (its mode and rules) with the operator's private rules and maxima;
+ * the limits in force are the task's where it sets them, else the maxima, so that every episode
+ * starts from the operator's limits whatever the one before asked for. An env opened with
+ * --unsafe-open-network stays open (the operator's choice wins; the trace says so). Fails as
+ * netpolicy_check_task does. */
+int netpolicy_for_task(const netpolicy *current, const netpolicy *task_net, netpolicy *out, em_err *err);
 
 json_t *netpolicy_to_json(const netpolicy *p);
 int netpolicy_from_json(json_t *j, netpolicy *p, em_err *err);

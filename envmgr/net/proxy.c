@@ -280,7 +280,7 @@ static int decide_and_connect(conn *c, const nethost *h, int port)
     else
         return deny(c, 403, "%s is not in the allowlist", dest);
     if (p->max_bytes_out && atomic_load(&s->bytes_out) >= p->max_bytes_out)
-        return deny(c, 403, "the env's egress byte limit (%llu) is used up", (unsigned long long)p->max_bytes_out);
+        return deny(c, 403, "the episode's egress byte limit (%llu) is used up", (unsigned long long)p->max_bytes_out);
     if (!rate_ok(s))
         return deny(c, 429, "more than %u new connections in a minute", p->max_conn_per_min);
 
@@ -358,7 +358,7 @@ static bool charge_out(conn *c, size_t n)
     uint64_t max = c->srv->cfg.policy.max_bytes_out;
     uint64_t before = atomic_fetch_add(&c->srv->bytes_out, (uint64_t)n);
     if (max && before + n > max) {
-        set_reason(c, "cut: the env's egress byte limit (%llu) was reached", (unsigned long long)max);
+        set_reason(c, "cut: the episode's egress byte limit (%llu) was reached", (unsigned long long)max);
         return false;
     }
     return true;

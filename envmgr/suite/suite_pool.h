@@ -53,6 +53,7 @@ typedef struct pool_opts {
     double watchdog_margin_s;
     bool resume;
     int progress;            /* -1: a progress line when stderr is a terminal; 0: plain lines; 1: progress line */
+    const struct netpolicy *net; /* the envs' network policy: the operator's limit maxima (NULL: defaults) */
 } pool_opts;
 
 /* Run (or, with resume, finish) the suite into o->out_dir. Returns 0 when

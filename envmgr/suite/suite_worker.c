@@ -86,7 +86,7 @@ static int worker_env_up(const suite_worker_ctx *w, const char *image, env **e, 
     em_err ignored;
     if (access(d, F_OK) == 0)
         env_down(w->name, &ignored);
-    env_up_opts uo = {.name = w->name, .image = image, .accel = w->accel};
+    env_up_opts uo = {.name = w->name, .image = image, .accel = w->accel, .net = w->o->net};
     return env_up(&uo, e, NULL, err);
 }
 

@@ -13,7 +13,13 @@
 #include "envmgr/base/jsonline.h"
 #include "envmgr/base/util.h"
 
-#define GUEST_REPLY_MAX (64u << 20) /* base64 of the agent's own 16 MiB output limit */
+/* The largest reply a real agent sends: guest-exec-status with both out-data and err-data at the
+ * agent's own 16 MiB output limit, base64 (2 x 22369624 bytes) plus a few dozen bytes of JSON, is
+ * 42.7 MiB. Reading and parsing a reply of the cap costs at most about 2.5 times it (the line
+ * buffer, bounded at the cap + 64 KiB, plus jansson's token buffer and the decoded strings; a
+ * reply of many small values is refused past JSONLINE_VALUES_MAX): measured 110 MiB for a 44 MiB
+ * reply of two long strings, 93 MiB for one of 65000 strings. 64 MiB had cost 160 MiB. */
+#define GUEST_REPLY_MAX (44u << 20)
 #define GUEST_CMD_TIMEOUT_MS 10000.0
 #define FILE_CHUNK (1u << 20)
 
@@ -129,7 +135,12 @@ static int decode_field(json_t *obj, const char *key, size_t cap, char **out, si
     const char *b64 = json_string_value(json_object_get(obj, key));
     unsigned char *data = NULL;
     size_t n = 0;
-    if (b64 && base64_decode(b64, &data, &n) < 0)
+    int dr = b64 ? base64_decode(b64, &data, &n) : 0;
+    if (dr == BASE64_NOMEM) {
+        em_fail_nomem(err, strlen(b64) / 4 * 3, "decoded base64");
+        return em_prefix(err, "guest agent: %s: ", key);
+    }
+    if (dr < 0)
         return em_fail(err, "guest agent: %s is not valid base64", key);
     if (!data)
         data = (unsigned char *)xstrdup("");
@@ -267,9 +278,15 @@ int guest_file_read(guest *g, const char *path, size_t cap, char **data, size_t 
         size_t clen;
         const char *b64 = json_string_value(json_object_get(ret, "buf-b64"));
         int eof = json_is_true(json_object_get(ret, "eof"));
-        if (!b64 || base64_decode(b64, &chunk, &clen) < 0) {
+        int dr = b64 ? base64_decode(b64, &chunk, &clen) : -1;
+        if (dr < 0) {
+            if (dr == BASE64_NOMEM) {
+                em_fail_nomem(err, strlen(b64) / 4 * 3, "decoded base64");
+                em_prefix(err, "guest agent: file `%s`: ", path);
+            } else {
+                em_fail(err, "guest agent: file `%s`: malformed read reply", path);
+            }
             json_decref(ret);
-            em_fail(err, "guest agent: file `%s`: malformed read reply", path);
             goto fail;
         }
         json_decref(ret);

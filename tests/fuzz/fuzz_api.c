@@ -45,7 +45,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (json_is_object(spec)) { /* inline tasks only: a path would read files */
         task *t;
         char *p, sha[65];
-        if (api_parse_task(spec, "task", "/nonexistent/fuzz-root", "/nonexistent/fuzz-empty", 1280, 800, NULL, &t, &p,
+        if (api_parse_task(spec, "task", "/nonexistent/fuzz-root", "/nonexistent/fuzz-empty", NULL, 1280, 800, NULL, &t, &p,
                            sha, &ae) == 0) {
             task_free(t);
             free(p);

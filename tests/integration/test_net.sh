@@ -298,6 +298,36 @@ sys.exit(not (h['unsafe_open_network'] is False and h['network']['mode'] == 'all
 check "the trace verifies" "$ENVMGR" trace verify "$T/ep/trace"
 check "$B: keeps the network policy of the last task that ran in it" \
     bash -c "'$ENVMGR' net show $B | grep -q '^mode:   allowlist'"
+check "the trace header records the default egress limits (256 MiB, 600 a minute)" python3 -c "
+import json, sys
+n = json.loads(open('$T/ep/trace/trace.jsonl').readline())['network']
+sys.exit(not (n['limits'] == {'max_bytes_out': 268435456, 'max_connections_per_minute': 600} and n['maxima'] == n['limits']))"
+
+# --- egress limits set by a task, within the operator's maxima -----------------------------
+cat >"$T/task-limits.json" <<EOF
+{"id": "net-limits", "instruction": "Fetch the page three times.",
+ "network": {"mode": "allowlist", "allow": ["web.envmgr.test:$HTTP"], "limits": {"max_connections_per_minute": 2}},
+ "limits": {"max_steps": 2, "step_timeout_s": 30, "episode_timeout_s": 120},
+ "config": [{"type": "execute", "parameters": {"command": "set -a; . /etc/environment; for i in 1 2 3; do curl -s -m 15 -o /dev/null http://web.envmgr.test:$HTTP/ok.txt; done; true", "timeout": 60}}],
+ "evaluator": {"func": "check_include_exclude", "result": {"type": "egress_log"},
+               "expected": {"type": "rule", "rules": {"include": ["\"status\":429", "more than 2 new connections in a minute"]}}}}
+EOF
+out=$("$ENVMGR" run "$T/task-limits.json" --env $B --agent "$ROOT/tasks/agents/null" --out "$T/ep-limits" 2>&1); rc=$?
+echo "$out" | tail -1
+check "a task's max_connections_per_minute: 2 is enforced in the guest (the third connection gets 429)" \
+    python3 -c "import json,sys; sys.exit(json.load(open('$T/ep-limits/result.json'))['score'] != 1)"
+check "... the trace header records the task's limit and the maxima" python3 -c "
+import json, sys
+n = json.loads(open('$T/ep-limits/trace/trace.jsonl').readline())['network']
+sys.exit(not (n['limits']['max_connections_per_minute'] == 2 and n['maxima']['max_connections_per_minute'] == 600))"
+check "... and net show prints it" bash -c "'$ENVMGR' net show $B | grep -q '^limits: .*new connections per minute 2$'"
+sed 's|"max_connections_per_minute": 2|"max_bytes_out": 1073741824|' "$T/task-limits.json" >"$T/task-greedy.json"
+out=$("$ENVMGR" run "$T/task-greedy.json" --agent "$ROOT/tasks/agents/null" --out "$T/ep-greedy" 2>&1); rc=$?
+check "a task asking for more than the maximum is refused before a VM starts: exit 2, one line naming field and maximum" \
+    bash -c "[ $rc = 2 ] && [ \$(echo \"\$1\" | wc -l) = 1 ] && echo \"\$1\" | grep -q 'network.limits.max_bytes_out: 1073741824 is above the operator.s maximum 268435456 (--max-egress-bytes)'" _ "$out"
+out=$("$ENVMGR" run "$T/task-greedy.json" --env $B --agent "$ROOT/tasks/agents/null" --out "$T/ep-greedy" 2>&1); rc=$?
+check "... and by an existing env (exit 2)" \
+    bash -c "[ $rc = 2 ] && echo \"\$1\" | grep -q 'network.limits.max_bytes_out: .*(--max-egress-bytes)'" _ "$out"
 
 # --- teardown: nothing left behind -----------------------------------------------------
 check "down $A $B" "$ENVMGR" down $A $B

@@ -202,7 +202,7 @@ static void test_task_spec(void)
     char *tpath, sha[65];
     api_error ae;
     json_t *spec = json_string("t1.json");
-    CU_ASSERT_EQUAL(api_parse_task(spec, "task", root, empty, 1280, 800, NULL, &t, &tpath, sha, &ae), 0);
+    CU_ASSERT_EQUAL(api_parse_task(spec, "task", root, empty, NULL, 1280, 800, NULL, &t, &tpath, sha, &ae), 0);
     CU_ASSERT_STRING_EQUAL(t->id, "t1");
     CU_ASSERT_PTR_NOT_NULL(tpath);
     CU_ASSERT_EQUAL(strlen(sha), 64);
@@ -214,23 +214,39 @@ static void test_task_spec(void)
     const char *outside[] = {"../t1.json", "/etc/passwd", "", "nosuch.json"};
     for (size_t i = 0; i < ARRAY_LEN(outside); i++) {
         spec = json_string(outside[i]);
-        CU_ASSERT_EQUAL(api_parse_task(spec, "task", root, empty, 1280, 800, NULL, &t, &tpath, sha, &ae), -1);
+        CU_ASSERT_EQUAL(api_parse_task(spec, "task", root, empty, NULL, 1280, 800, NULL, &t, &tpath, sha, &ae), -1);
         CU_ASSERT_EQUAL(ae.status, 400);
         CU_ASSERT_STRING_EQUAL(ae.field, "task");
         json_decref(spec);
     }
     json_error_t je;
     spec = json_loads(text, 0, &je);
-    CU_ASSERT_EQUAL(api_parse_task(spec, "task", root, empty, 1280, 800, NULL, &t, &tpath, sha, &ae), 0);
+    CU_ASSERT_EQUAL(api_parse_task(spec, "task", root, empty, NULL, 1280, 800, NULL, &t, &tpath, sha, &ae), 0);
     CU_ASSERT_PTR_NULL(tpath);
     task_free(t);
     json_object_del(spec, "evaluator");
-    CU_ASSERT_EQUAL(api_parse_task(spec, "task", root, empty, 1280, 800, NULL, &t, &tpath, sha, &ae), -1);
+    CU_ASSERT_EQUAL(api_parse_task(spec, "task", root, empty, NULL, 1280, 800, NULL, &t, &tpath, sha, &ae), -1);
     CU_ASSERT_EQUAL(ae.status, 400);
     CU_ASSERT_STRING_EQUAL(ae.field, "task.evaluator");
     json_decref(spec);
     spec = json_integer(3);
-    CU_ASSERT_EQUAL(api_parse_task(spec, "task", root, empty, 1280, 800, NULL, &t, &tpath, sha, &ae), -1);
+    CU_ASSERT_EQUAL(api_parse_task(spec, "task", root, empty, NULL, 1280, 800, NULL, &t, &tpath, sha, &ae), -1);
+    json_decref(spec);
+    /* egress limits above the server's maxima (the defaults; then --max-egress-bytes): a 400 naming the field */
+    spec = json_loads(text, 0, &je);
+    json_object_set_new(spec, "network", json_pack("{s:s, s:[s], s:{s:I}}", "mode", "allowlist", "allow",
+                                                   "example.com:443", "limits", "max_bytes_out",
+                                                   (json_int_t)1 << 30));
+    CU_ASSERT_EQUAL(api_parse_task(spec, "task", root, empty, NULL, 1280, 800, NULL, &t, &tpath, sha, &ae), -1);
+    CU_ASSERT_EQUAL(ae.status, 400);
+    CU_ASSERT_STRING_EQUAL(ae.field, "task.network.limits.max_bytes_out");
+    CU_ASSERT_PTR_NOT_NULL(strstr(ae.msg, "above the operator's maximum 268435456 (--max-egress-bytes)"));
+    netpolicy net;
+    netpolicy_init(&net);
+    netpolicy_set_maxima(&net, 2ull << 30, 600);
+    CU_ASSERT_EQUAL(api_parse_task(spec, "task", root, empty, &net, 1280, 800, NULL, &t, &tpath, sha, &ae), 0);
+    CU_ASSERT_EQUAL(t->net.max_bytes_out, 1u << 30);
+    task_free(t);
     json_decref(spec);
 }
 
@@ -242,6 +258,9 @@ static void test_error_json(void)
     api_fail_em(&ae, &err, "task");
     CU_ASSERT_EQUAL(ae.status, 400);
     CU_ASSERT_STRING_EQUAL(ae.field, "task.config[2].parameters.command");
+    em_fail_nomem(&err, 1u << 30, "a PNG's pixels"); /* out of memory: the request fails, the server stays */
+    api_fail_em(&ae, &err, "");
+    CU_ASSERT_EQUAL(ae.status, 503);
     em_fail(&err, "qemu died");
     api_fail_em(&ae, &err, "");
     CU_ASSERT_EQUAL(ae.status, 500);

@@ -256,6 +256,29 @@ static void test_jsonline(void)
     jsonline_release(&b);
 }
 
+/* Sizes a guest or a client decides are allocated with try_malloc: an impossible one is an error
+ * with code EM_EXIT_NOMEM (the API answers 503), never an abort. */
+static void test_fallible_alloc(void)
+{
+    em_err err = {0};
+    size_t huge = SIZE_MAX / 2;
+    CU_ASSERT_PTR_NULL(try_malloc(huge, "a test buffer", &err));
+    CU_ASSERT_EQUAL(err.code, EM_EXIT_NOMEM);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "out of memory: cannot allocate"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "for a test buffer"));
+    char *p = try_malloc(16, "a small one", &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    memcpy(p, "kept", 5);
+    memset(&err, 0, sizeof err);
+    CU_ASSERT_PTR_NULL(try_realloc(p, huge, "a test buffer", &err)); /* p stays valid */
+    CU_ASSERT_EQUAL(err.code, EM_EXIT_NOMEM);
+    CU_ASSERT_STRING_EQUAL(p, "kept");
+    p = try_realloc(p, 32, "a test buffer", &err);
+    CU_ASSERT_STRING_EQUAL(p, "kept");
+    free(p);
+    CU_ASSERT_PTR_NULL(try_malloc(huge, "no error wanted", NULL));
+}
+
 /* A build-tree binary (this test, in build/tests/) finds the checkout it was built in by walking
  * up from where it runs, not from a compiled-in path; images are under its vm-images/out. */
 static void test_data_dir(void)
@@ -280,6 +303,7 @@ static CU_TestInfo tests[] = {
     {"listening: 0600 unix sockets, the stale rule, loopback TCP", test_listen},
     {"newline-delimited JSON: lines, deadlines, caps, garbage, hang-up", test_jsonline},
     {"the data directory of a build-tree binary is its checkout", test_data_dir},
+    {"fallible allocation: an impossible size is an error, not an abort", test_fallible_alloc},
     CU_TEST_INFO_NULL,
 };
 

@@ -392,28 +392,29 @@ static void test_for_task(void)
     CU_ASSERT_EQUAL_FATAL(task_parse(json, strlen(json), NULL, &t, &err), 0);
     netpolicy cur, out;
     netpolicy_init(&cur);
-    cur.max_bytes_out = 5;
-    netpolicy_for_task(&cur, &t->net, &out);
+    netpolicy_set_maxima(&cur, 5, 7);
+    CU_ASSERT_EQUAL(netpolicy_for_task(&cur, &t->net, &out, &err), 0);
     CU_ASSERT_EQUAL(out.mode, NETPOLICY_ALLOWLIST);
     CU_ASSERT_EQUAL(out.nrules, 2);
     CU_ASSERT_STRING_EQUAL(out.rules[0].host.name, "example.com");
     CU_ASSERT_EQUAL(out.rules[1].host.kind, NETHOST_IPV6);
-    CU_ASSERT_EQUAL(out.max_bytes_out, 5); /* the env's limits stay */
+    CU_ASSERT_EQUAL(out.max_bytes_out, 5); /* no limits in the task: the operator's maxima */
+    CU_ASSERT_EQUAL(out.max_conn_per_min, 7);
     /* an env opened with --unsafe-open-network stays open */
     cur.mode = NETPOLICY_OPEN;
-    netpolicy_for_task(&cur, &t->net, &out);
+    CU_ASSERT_EQUAL(netpolicy_for_task(&cur, &t->net, &out, &err), 0);
     CU_ASSERT_EQUAL(out.mode, NETPOLICY_OPEN);
     task_free(t);
     const char *none = "{\"id\": \"n\", \"instruction\": \"x\", \"evaluator\": {\"func\": \"infeasible\"}}";
     CU_ASSERT_EQUAL_FATAL(task_parse(none, strlen(none), NULL, &t, &err), 0);
     cur.mode = NETPOLICY_ALLOWLIST;
-    netpolicy_for_task(&cur, &t->net, &out);
+    CU_ASSERT_EQUAL(netpolicy_for_task(&cur, &t->net, &out, &err), 0);
     CU_ASSERT_EQUAL(out.mode, NETPOLICY_NONE);
     CU_ASSERT_EQUAL(out.nrules, 0);
     /* the operator's private rules outlive every task's section, and survive a save and load */
     netpolicy_init(&cur);
     CU_ASSERT_EQUAL(netpolicy_add_private(&cur, "127.0.0.1:8080", &err), 0);
-    netpolicy_for_task(&cur, &t->net, &out);
+    CU_ASSERT_EQUAL(netpolicy_for_task(&cur, &t->net, &out, &err), 0);
     CU_ASSERT_EQUAL_FATAL(out.nrules, 1);
     CU_ASSERT_TRUE(out.rules[0].private_ok);
     json_t *j = netpolicy_to_json(&out);
@@ -429,6 +430,125 @@ static void test_for_task(void)
     netpolicy_mode m;
     CU_ASSERT_EQUAL(netpolicy_mode_parse("open", &m, &err), -1);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "--unsafe-open-network"));
+}
+
+static task *limits_task(const char *limits)
+{
+    _cleanup_free_ char *json =
+        xasprintf("{\"id\": \"lim\", \"instruction\": \"x\", \"evaluator\": {\"func\": \"infeasible\"},"
+                  " \"network\": {\"mode\": \"allowlist\", \"allow\": [\"example.com:443\"]%s%s}}",
+                  limits ? ", \"limits\": " : "", limits ? limits : "");
+    task *t = NULL;
+    em_err err = {0};
+    if (task_parse(json, strlen(json), NULL, &t, &err) < 0)
+        fprintf(stderr, "\n  %s\n", err.msg);
+    return t;
+}
+
+static void limits_task_err(const char *net, const char *want)
+{
+    _cleanup_free_ char *json = xasprintf(
+        "{\"id\": \"lim\", \"instruction\": \"x\", \"evaluator\": {\"func\": \"infeasible\"}, \"network\": %s}", net);
+    task *t = NULL;
+    em_err err = {0};
+    CU_ASSERT_EQUAL(task_parse(json, strlen(json), NULL, &t, &err), -1);
+    CU_ASSERT_EQUAL(err.code, EM_EXIT_USAGE);
+    if (!strstr(err.msg, want))
+        fprintf(stderr, "\n  got `%s`, want `%s`\n", err.msg, want);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, want));
+    task_free(t);
+}
+
+/* Limits are on by default, a task may lower them or raise them up to the operator's maxima, a
+ * task asking for more is refused naming the field and the maximum, and every episode's policy
+ * starts again from the maxima (one task's limits do not stay for the next). */
+static void test_limits(void)
+{
+    em_err err = {0};
+    netpolicy env, out;
+    netpolicy_init(&env); /* what an env without --max-* options has */
+    CU_ASSERT_EQUAL(env.max_bytes_out, NETPOLICY_DEFAULT_BYTES_OUT);
+    CU_ASSERT_EQUAL(env.max_conn_per_min, NETPOLICY_DEFAULT_CONN_PER_MIN);
+    CU_ASSERT_EQUAL(env.op_max_bytes_out, 256u << 20);
+    CU_ASSERT_EQUAL(env.op_max_conn_per_min, 600);
+
+    /* no limits in the task: the defaults are in force */
+    task *t = limits_task(NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+    CU_ASSERT_EQUAL(t->net.max_bytes_out, 0);
+    CU_ASSERT_EQUAL(netpolicy_for_task(&env, &t->net, &out, &err), 0);
+    CU_ASSERT_EQUAL(out.max_bytes_out, NETPOLICY_DEFAULT_BYTES_OUT);
+    CU_ASSERT_EQUAL(out.max_conn_per_min, NETPOLICY_DEFAULT_CONN_PER_MIN);
+    task_free(t);
+
+    /* lower limits: taken; then the next episode (a task without limits) is back at the maxima */
+    t = limits_task("{\"max_bytes_out\": 1000, \"max_connections_per_minute\": 5}");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+    CU_ASSERT_EQUAL(netpolicy_for_task(&env, &t->net, &out, &err), 0);
+    CU_ASSERT_EQUAL(out.max_bytes_out, 1000);
+    CU_ASSERT_EQUAL(out.max_conn_per_min, 5);
+    CU_ASSERT_EQUAL(out.op_max_bytes_out, NETPOLICY_DEFAULT_BYTES_OUT);
+    task_free(t);
+    netpolicy prev = out; /* the env's policy file now holds the first task's limits */
+    t = limits_task(NULL);
+    CU_ASSERT_EQUAL(netpolicy_for_task(&prev, &t->net, &out, &err), 0);
+    CU_ASSERT_EQUAL(out.max_bytes_out, NETPOLICY_DEFAULT_BYTES_OUT);
+    CU_ASSERT_EQUAL(out.max_conn_per_min, NETPOLICY_DEFAULT_CONN_PER_MIN);
+    task_free(t);
+
+    /* above the maximum: refused, naming the field, the maximum and the operator's option */
+    t = limits_task("{\"max_bytes_out\": 268435457}");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+    CU_ASSERT_EQUAL(netpolicy_check_task(&env, &t->net, &err), -1);
+    CU_ASSERT_EQUAL(err.code, EM_EXIT_USAGE);
+    CU_ASSERT_STRING_EQUAL(err.msg, "network.limits.max_bytes_out: 268435457 is above the operator's maximum "
+                                    "268435456 (--max-egress-bytes)");
+    CU_ASSERT_EQUAL(netpolicy_for_task(&env, &t->net, &out, &err), -1);
+    /* the operator raised the maximum: fits; no maximum at all (0): anything */
+    netpolicy_set_maxima(&env, 1ull << 30, 600);
+    CU_ASSERT_EQUAL(netpolicy_for_task(&env, &t->net, &out, &err), 0);
+    CU_ASSERT_EQUAL(out.max_bytes_out, 268435457);
+    CU_ASSERT_EQUAL(out.max_conn_per_min, 600);
+    task_free(t);
+    t = limits_task("{\"max_connections_per_minute\": 601}");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+    CU_ASSERT_EQUAL(netpolicy_check_task(&env, &t->net, &err), -1);
+    CU_ASSERT_STRING_EQUAL(err.msg, "network.limits.max_connections_per_minute: 601 is above the operator's maximum "
+                                    "600 (--max-connections-per-minute)");
+    netpolicy_set_maxima(&env, 0, 0);
+    CU_ASSERT_EQUAL(netpolicy_check_task(&env, &t->net, &err), 0);
+    CU_ASSERT_EQUAL(netpolicy_for_task(&env, &t->net, &out, &err), 0);
+    CU_ASSERT_EQUAL(out.max_bytes_out, 0); /* the operator's "no limit" */
+    CU_ASSERT_EQUAL(out.max_conn_per_min, 601);
+    task_free(t);
+
+    /* the maxima survive a save and load; a file without them gets the defaults */
+    netpolicy_set_maxima(&env, 12345, 67);
+    env.max_bytes_out = 100;
+    json_t *j = netpolicy_to_json(&env);
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(json_object_get(j, "maxima"), "max_bytes_out")), 12345);
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(json_object_get(j, "limits"), "max_bytes_out")), 100);
+    CU_ASSERT_EQUAL(netpolicy_from_json(j, &out, &err), 0);
+    CU_ASSERT_TRUE(netpolicy_equal(&env, &out));
+    json_decref(j);
+    j = json_pack("{s:s, s:[]}", "mode", "allowlist", "allow");
+    CU_ASSERT_EQUAL(netpolicy_from_json(j, &out, &err), 0);
+    CU_ASSERT_EQUAL(out.max_bytes_out, NETPOLICY_DEFAULT_BYTES_OUT);
+    CU_ASSERT_EQUAL(out.op_max_conn_per_min, NETPOLICY_DEFAULT_CONN_PER_MIN);
+    json_decref(j);
+    j = json_pack("{s:s, s:{s:i}}", "mode", "none", "maxima", "max_bytes_out", -1);
+    CU_ASSERT_EQUAL(netpolicy_from_json(j, &out, &err), -1);
+    json_decref(j);
+
+    /* what a task may write */
+    limits_task_err("{\"mode\": \"allowlist\", \"allow\": [\"a.com:80\"], \"limits\": {\"max_bytes_out\": 0}}",
+                    "network.limits.max_bytes_out: 0 is out of range (1..");
+    limits_task_err("{\"mode\": \"allowlist\", \"limits\": {\"max_connections_per_minute\": 1.5}}",
+                    "network.limits.max_connections_per_minute: expected an integer, got a fraction");
+    limits_task_err("{\"mode\": \"allowlist\", \"limits\": {\"max_bytes\": 5}}", "network.limits.max_bytes: unknown field");
+    limits_task_err("{\"mode\": \"allowlist\", \"limits\": []}", "network.limits: expected an object, got array");
+    limits_task_err("{\"mode\": \"none\", \"limits\": {\"max_bytes_out\": 5}}",
+                    "network.limits: only with network.mode \"allowlist\"");
 }
 
 static void test_helper_control_without_helper(void)
@@ -459,6 +579,7 @@ static CU_TestInfo tests[] = {
     {"policy JSON, files and QEMU extras", test_json_and_files},
     {"guest /etc/hosts and /etc/environment blocks", test_guest_blocks},
     {"a task's network section; open stays open", test_for_task},
+    {"egress limits: on by default, per task within the operator's maxima, refused above them", test_limits},
     {"helper control when no helper runs", test_helper_control_without_helper},
     CU_TEST_INFO_NULL,
 };

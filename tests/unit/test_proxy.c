@@ -634,6 +634,43 @@ static void test_limits(void)
     fixture_stop(&f);
 }
 
+/* No limits set: the defaults (netpolicy.h) are in force; the connection after the 600th in a
+ * minute is refused. */
+static void test_default_limits(void)
+{
+    proxy_config c;
+    proxy_config_defaults(&c);
+    CU_ASSERT_EQUAL(c.policy.max_bytes_out, NETPOLICY_DEFAULT_BYTES_OUT);
+    CU_ASSERT_EQUAL(c.policy.max_conn_per_min, NETPOLICY_DEFAULT_CONN_PER_MIN);
+    fixture f;
+    _cleanup_free_ char *r1 = xasprintf("127.0.0.1:%d", web.port), *r2 = xasprintf("127.0.0.1:%d", echo.port);
+    const char *allow[] = {r1, r2, NULL};
+    fixture_start(&f, allow, NULL);
+    _cleanup_free_ char *tag = xasprintf("tcp:127.0.0.1:%d", echo.port);
+    for (unsigned i = 0; i < NETPOLICY_DEFAULT_CONN_PER_MIN; i++) {
+        close(guest_conn(&f, tag));
+        if (i % 64 == 63)
+            wait_idle(&f); /* under max_conns open at once */
+    }
+    wait_idle(&f);
+    bool closed;
+    _cleanup_free_ char *get = xasprintf("GET http://127.0.0.1:%d/ HTTP/1.1\r\n\r\n", web.port);
+    _cleanup_free_ char *out = request(&f, "proxy", get, 3000, &closed);
+    CU_ASSERT_EQUAL(strncmp(out, "HTTP/1.1 429 ", 13), 0);
+    wait_idle(&f);
+    json_t *all = events(&f);
+    size_t i, denied = 0;
+    json_t *ev;
+    json_array_foreach(all, i, ev)
+        denied += !strcmp(ev_str(ev, "verdict"), "denied");
+    CU_ASSERT_EQUAL(json_array_size(all), NETPOLICY_DEFAULT_CONN_PER_MIN + 1);
+    CU_ASSERT_EQUAL(denied, 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(ev_str(json_array_get(all, json_array_size(all) - 1), "reason"),
+                                  "more than 600 new connections in a minute"));
+    json_decref(all);
+    fixture_stop(&f);
+}
+
 static void test_flush_and_shutdown(void)
 {
     fixture f;
@@ -833,6 +870,7 @@ static CU_TestInfo tests[] = {
     {"allowed and denied: HTTP, CONNECT, raw TCP, all logged", test_allowed_and_denied},
     {"hostile clients: bad ports, encodings, slowloris, huge heads", test_hostile_clients},
     {"limits: connections per minute, bytes out", test_limits},
+    {"limits on by default: the 601st connection in a minute is refused", test_default_limits},
     {"flush logs open connections; stopping ends them", test_flush_and_shutdown},
     {"relay hand-off over the unix socket", test_relay_handoff},
     {"log reader: whole lines only", test_log_reader},
