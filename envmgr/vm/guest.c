@@ -87,15 +87,21 @@ int guest_sync(guest *g, double timeout_ms, em_err *err)
     }
 }
 
+guest *guest_attach(int fd, const char *what)
+{
+    guest *g = xcalloc(1, sizeof *g);
+    g->label = xasprintf("guest agent %s", what);
+    jsonline_init(&g->conn, fd, g->label, GUEST_REPLY_MAX);
+    return g;
+}
+
 int guest_open(const char *sock_path, double timeout_ms, guest **out, em_err *err)
 {
     double deadline = now_ms() + timeout_ms;
     int fd = unix_connect(sock_path, timeout_ms, err);
     if (fd < 0)
         return em_prefix(err, "guest agent: ");
-    guest *g = xcalloc(1, sizeof *g);
-    g->label = xasprintf("guest agent %s", sock_path);
-    jsonline_init(&g->conn, fd, g->label, GUEST_REPLY_MAX);
+    guest *g = guest_attach(fd, sock_path);
     /* The agent may not be up yet (guest still booting): retry the sync until the deadline. */
     for (;;) {
         double left = deadline - now_ms();

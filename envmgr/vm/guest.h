@@ -26,6 +26,9 @@ typedef struct guest_exec_result {
 } guest_exec_result;
 
 int guest_open(const char *sock_path, double timeout_ms, guest **out, em_err *err);
+/* A guest agent on connected fd (taken over; closed by guest_close), without the opening sync:
+ * for guest_open, and for the fuzz target that plays a hostile agent. */
+guest *guest_attach(int fd, const char *what);
 void guest_close(guest *g);
 /* Resynchronise the stream (after a restore the agent may hold stale bytes). */
 int guest_sync(guest *g, double timeout_ms, em_err *err);
