@@ -43,6 +43,10 @@ int cmd_gc(int argc, char **argv)
     printf("gc: %s%zu env%s (%zu QEMU%s stopped), %zu golden state%s (%.0f MiB); %zu in use, left alone\n",
            o.dry_run ? "would remove " : "removed ", st.envs, st.envs == 1 ? "" : "s", st.qemus,
            st.qemus == 1 ? "" : "s", st.goldens, st.goldens == 1 ? "" : "s", st.golden_mib, st.busy);
+    if (st.cgroups || st.qemu_users)
+        printf("gc: %s%zu empty env cgroup%s and %zu QEMU user id%s of run directories that are gone\n",
+               o.dry_run ? "would remove " : "removed ", st.cgroups, st.cgroups == 1 ? "" : "s", st.qemu_users,
+               st.qemu_users == 1 ? "" : "s");
     if (st.overlays)
         printf("gc: %s%zu overlay%s of envs that are gone (%.0f MiB)\n", o.dry_run ? "would remove " : "removed ",
                st.overlays, st.overlays == 1 ? "" : "s", st.overlay_mib);

@@ -19,7 +19,9 @@
 #include "envmgr/base/sha256.h"
 #include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
+#include "envmgr/vm/cgroup.h"
 #include "envmgr/vm/overlay.h"
+#include "envmgr/vm/runas.h"
 #include "envmgr/vm/vm.h"
 
 #define GC_YOUNG_S 120 /* a run directory this young without a QEMU may still be starting */
@@ -360,6 +362,8 @@ int suite_gc(const gc_opts *o, FILE *log, gc_stats *st, em_err *err)
             say(log, o, "remove the overlay %s (its env is gone)", l);
         free(list);
         st->overlays = n > 0 ? (size_t)n : 0;
+        st->cgroups = (size_t)vm_cgroup_orphans(o->dry_run);
+        st->qemu_users = (size_t)vm_runas_orphans(o->dry_run);
     }
     return rc;
 }

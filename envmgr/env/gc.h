@@ -35,6 +35,8 @@ typedef struct gc_stats {
     size_t busy;        /* left alone because in use */
     size_t overlays;    /* overlays on disk whose run directory is gone (vm/overlay.h) */
     double overlay_mib;
+    size_t cgroups;     /* env cgroups with no process left (vm/cgroup.h) */
+    size_t qemu_users;  /* QEMU user ids claimed by run directories that are gone (vm/runas.h) */
 } gc_stats;
 
 int suite_gc(const gc_opts *o, FILE *log, gc_stats *st, em_err *err);

@@ -1,5 +1,6 @@
 #include "envmgr/vm/cgroup.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
@@ -231,4 +232,33 @@ void vm_cgroup_remove(const char *dir)
             sleep_ms(10);
         free(pl[i].dir);
     }
+}
+
+int vm_cgroup_orphans(bool dry_run)
+{
+    char why[300];
+    place pl[VM_CGROUP_MAX_FDS];
+    size_t n = 0;
+    if (find_places("", pl, &n, why, sizeof why) < 0)
+        return 0;
+    int removed = 0;
+    for (size_t i = 0; i < n; i++) {
+        DIR *d = opendir(pl[i].dir); /* <...>/envmgr/ */
+        struct dirent *de;
+        while (d && (de = readdir(d))) {
+            if (de->d_name[0] != 'e' || strlen(de->d_name) != 17)
+                continue;
+            _cleanup_free_ char *cg = xasprintf("%s%s", pl[i].dir, de->d_name), *procs = NULL;
+            _cleanup_free_ char *procs_path = xasprintf("%s/cgroup.procs", cg);
+            em_err ignored;
+            if (read_file_capped(procs_path, 1 << 16, &procs, NULL, &ignored) < 0 || procs[0])
+                continue; /* in use (or unreadable): never touched */
+            if (dry_run || rmdir(cg) == 0)
+                removed += i == 0; /* one env has one cgroup per controller: count it once */
+        }
+        if (d)
+            closedir(d);
+        free(pl[i].dir);
+    }
+    return removed;
 }

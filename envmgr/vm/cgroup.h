@@ -10,6 +10,7 @@
 #ifndef ENVMGR_VM_CGROUP_H
 #define ENVMGR_VM_CGROUP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -35,5 +36,8 @@ int vm_cgroup_prepare(const char *dir, const vm_cgroup_limits *lim, int fds[VM_C
                       em_err *err);
 /* Remove the cgroup of dir once its processes are gone (waits up to a second for them). */
 void vm_cgroup_remove(const char *dir);
+/* Remove every env cgroup with no process in it (a run directory removed by hand, a reboot's
+ * leftovers are not, but a crash's are); returns how many (would be) removed. */
+int vm_cgroup_orphans(bool dry_run);
 
 #endif

@@ -1,5 +1,6 @@
 #include "envmgr/vm/runas.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -121,6 +122,34 @@ void vm_runas_release(const char *dir)
         unlink(sock);
         unlink(entry);
     }
+}
+
+int vm_runas_orphans(bool dry_run)
+{
+    DIR *d = opendir(REGISTRY);
+    if (!d)
+        return 0;
+    int n = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        uid_t uid;
+        char owner[4096];
+        if (parse_uid(de->d_name, &uid) < 0)
+            continue;
+        entry_owner(uid, owner, sizeof owner);
+        struct stat st;
+        if (owner[0] && stat(owner, &st) == 0)
+            continue;
+        n++;
+        if (!dry_run) {
+            vm_runas r = {true, uid, (gid_t)uid};
+            _cleanup_free_ char *entry = xasprintf(REGISTRY "/%u", (unsigned)uid), *sock = vm_runas_socket(&r);
+            unlink(sock);
+            unlink(entry);
+        }
+    }
+    closedir(d);
+    return n;
 }
 
 char *vm_runas_socket(const vm_runas *r)

@@ -42,6 +42,8 @@ char *vm_runas_socket(const vm_runas *r);
  * the env's user, and the operator's copy may sit below a 0700 home): *out is `helper` itself
  * when nothing is dropped. Caller frees. */
 int vm_runas_helper(const vm_runas *r, const char *helper, char **out, em_err *err);
+/* Give back the ids whose run directory is gone; returns how many (would be) given back. */
+int vm_runas_orphans(bool dry_run);
 /* Become that user for good (groups, gid, uid); for the proxy, after it opened what it needs. */
 int vm_runas_become(const vm_runas *r, em_err *err);
 

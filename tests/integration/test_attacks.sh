@@ -283,6 +283,12 @@ check "11 held: nor its proxy ($out)" bash -c "kill -0 $proxy_pid && denied \"\$
 "$ENVMGR" down $E >/dev/null 2>&1
 check "11 held: down gives the users back and removes the cgroups" bash -c \
     "! ls /run/envmgr-qemu-users/ | grep -qx '$quid' && [ ! -d '$memdir' ] && [ ! -d '$pidsdir' ]"
+tried "a run directory removed by hand leaves a QEMU user claim and an empty cgroup behind"
+orphan_cg="$(dirname "$pidsdir")/e00000000000000aa"
+mkdir -p "$orphan_cg" && printf /nonexistent/at-gone >/run/envmgr-qemu-users/2146500001
+"$ENVMGR" gc >"$T/gc.out" 2>&1
+check "11: gc removes both ($(tail -1 "$T/gc.out"))" bash -c \
+    "[ ! -d '$orphan_cg' ] && [ ! -e /run/envmgr-qemu-users/2146500001 ]"
 
 tried "the guest writes 40 MB into its disk while the run directory is a tmpfs (host RAM)"
 SHM=$(mktemp -d /dev/shm/envmgr-at.XXXXXX)
