@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "envmgr/base/argvec.h"
 #include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
 
@@ -177,36 +178,6 @@ static int stage_copy(const char *src, const char *dst, em_err *err)
 
 /* ---- argv ---- */
 
-typedef struct argvec {
-    char **v;
-    size_t n, cap;
-} argvec;
-
-static void push(argvec *a, const char *s)
-{
-    if (a->n + 2 > a->cap) {
-        a->cap = a->cap ? a->cap * 2 : 64;
-        a->v = xrealloc(a->v, a->cap * sizeof *a->v);
-    }
-    a->v[a->n++] = xstrdup(s);
-    a->v[a->n] = NULL;
-}
-
-static void push3(argvec *a, const char *x, const char *y, const char *z)
-{
-    push(a, x);
-    push(a, y);
-    if (z)
-        push(a, z);
-}
-
-static void argvec_free(argvec *a)
-{
-    for (size_t i = 0; i < a->n; i++)
-        free(a->v[i]);
-    free(a->v);
-}
-
 /* The host's top-level links into /usr (merged /usr) as links, or the folders themselves. */
 static void top_dirs(argvec *a)
 {
@@ -216,9 +187,9 @@ static void top_dirs(argvec *a)
         ssize_t n = readlink(dirs[i], target, sizeof target - 1);
         if (n > 0) {
             target[n] = '\0';
-            push3(a, "--symlink", target, dirs[i]);
+            argvec_add(a, "--symlink", target, dirs[i], NULL);
         } else if (access(dirs[i], F_OK) == 0) {
-            push3(a, "--ro-bind", dirs[i], dirs[i]);
+            argvec_add(a, "--ro-bind", dirs[i], dirs[i], NULL);
         }
     }
 }
@@ -229,27 +200,22 @@ static int build_argv(const sandbox *sb, const char *stage, const char *const *a
     if (stage) {
         char id[32];
         snprintf(id, sizeof id, "%d", SANDBOX_NOBODY);
-        push(a, SETPRIV);
-        push(a, "--reuid");
-        push(a, id);
-        push(a, "--regid");
-        push(a, id);
-        push(a, "--clear-groups");
+        argvec_add(a, SETPRIV, "--reuid", id, "--regid", id, "--clear-groups", NULL);
     }
-    push(a, SANDBOX_BWRAP);
-    push3(a, "--unshare-all", "--unshare-user", "--disable-userns");
-    push3(a, "--die-with-parent", "--new-session", NULL);
-    push3(a, "--cap-drop", "ALL", NULL);
-    push3(a, "--ro-bind", "/usr", "/usr");
+    argvec_add(a, SANDBOX_BWRAP, NULL);
+    argvec_add(a, "--unshare-all", "--unshare-user", "--disable-userns", NULL);
+    argvec_add(a, "--die-with-parent", "--new-session", NULL);
+    argvec_add(a, "--cap-drop", "ALL", NULL);
+    argvec_add(a, "--ro-bind", "/usr", "/usr", NULL);
     top_dirs(a);
-    push3(a, "--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache");
-    push3(a, "--ro-bind-try", "/etc/alternatives", "/etc/alternatives");
-    push3(a, "--proc", "/proc", NULL);
-    push3(a, "--dev", "/dev", NULL);
+    argvec_add(a, "--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache", NULL);
+    argvec_add(a, "--ro-bind-try", "/etc/alternatives", "/etc/alternatives", NULL);
+    argvec_add(a, "--proc", "/proc", NULL);
+    argvec_add(a, "--dev", "/dev", NULL);
     char size[32];
     snprintf(size, sizeof size, "%llu", SANDBOX_TMPFS_MAX);
-    push3(a, "--size", size, NULL);
-    push3(a, "--tmpfs", "/tmp", NULL);
+    argvec_add(a, "--size", size, NULL);
+    argvec_add(a, "--tmpfs", "/tmp", NULL);
     for (size_t i = 0; i < sb->nbinds; i++) {
         struct stat st;
         if (stat(sb->binds[i].host, &st) < 0)
@@ -258,29 +224,29 @@ static int build_argv(const sandbox *sb, const char *stage, const char *const *a
             _cleanup_free_ char *copy = xasprintf("%s/%zu", stage, i);
             if (stage_copy(sb->binds[i].host, copy, err) < 0)
                 return -1;
-            push3(a, "--ro-bind", copy, sb->binds[i].inside);
+            argvec_add(a, "--ro-bind", copy, sb->binds[i].inside, NULL);
         } else {
-            push3(a, "--ro-bind", sb->binds[i].host, sb->binds[i].inside);
+            argvec_add(a, "--ro-bind", sb->binds[i].host, sb->binds[i].inside, NULL);
         }
     }
-    push3(a, "--remount-ro", "/", NULL);
-    push3(a, "--chdir", "/tmp", NULL);
-    push(a, "--clearenv");
+    argvec_add(a, "--remount-ro", "/", NULL);
+    argvec_add(a, "--chdir", "/tmp", NULL);
+    argvec_add(a, "--clearenv", NULL);
     static const char *const env[][2] = {
         {"PATH", "/usr/bin:/bin"}, {"HOME", "/tmp"},           {"TMPDIR", "/tmp"},
         {"LANG", "C.UTF-8"},       {"PYTHONDONTWRITEBYTECODE", "1"}, {"OPENBLAS_NUM_THREADS", "1"},
         {"OMP_NUM_THREADS", "1"},  {"MALLOC_ARENA_MAX", "2"},
     };
     for (size_t i = 0; i < ARRAY_LEN(env); i++)
-        push3(a, "--setenv", env[i][0], env[i][1]);
-    push(a, "--");
+        argvec_add(a, "--setenv", env[i][0], env[i][1], NULL);
+    argvec_add(a, "--", NULL);
     /* The process limit is set inside the user namespace: there the kernel counts the sandbox's
      * own processes, where an RLIMIT_NPROC set before bwrap would count all of the user's. */
     char nproc[32];
     snprintf(nproc, sizeof nproc, "--nproc=%d:%d", SANDBOX_NPROC, SANDBOX_NPROC);
-    push3(a, PRLIMIT, nproc, "--");
+    argvec_add(a, PRLIMIT, nproc, "--", NULL);
     for (size_t i = 0; argv[i]; i++)
-        push(a, argv[i]);
+        argvec_add(a, argv[i], NULL);
     return 0;
 }
 

@@ -9,29 +9,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "envmgr/base/argvec.h"
 #include "envmgr/base/spawn.h"
 #include "envmgr/base/util.h"
-
-typedef struct argvec {
-    char **v;
-    size_t n, cap;
-} argvec;
-
-static void push(argvec *a, const char *s)
-{
-    if (a->n + 2 > a->cap) {
-        a->cap = a->cap ? a->cap * 2 : 32;
-        a->v = xrealloc(a->v, a->cap * sizeof *a->v);
-    }
-    a->v[a->n++] = xstrdup(s);
-    a->v[a->n] = NULL;
-}
-
-static void push2(argvec *a, const char *x, const char *y)
-{
-    push(a, x);
-    push(a, y);
-}
 
 /* The resolved paths of list, shortest first (a parent before what is inside it). */
 static char **resolved(const char *const *list, size_t *n)
@@ -67,36 +47,26 @@ static void free_list(char **l, size_t n)
 char **agent_sandbox_argv(const agent_sandbox *sb, const char *const *argv)
 {
     argvec a = {0};
-    push(&a, AGENT_BWRAP);
-    push2(&a, "--bind", "/");
-    push(&a, "/");
-    push2(&a, "--dev", "/dev");
-    push2(&a, "--tmpfs", "/dev/shm");
-    push(&a, "--unshare-pid");
-    push2(&a, "--proc", "/proc");
-    push(&a, "--die-with-parent");
-    push2(&a, "--cap-drop", "ALL");
+    argvec_add(&a, AGENT_BWRAP, "--bind", "/", "/", "--dev", "/dev", "--tmpfs", "/dev/shm", "--unshare-pid", "--proc",
+               "/proc", "--die-with-parent", "--cap-drop", "ALL", NULL);
     size_t nh = 0, ns = 0;
     char **hide = resolved(sb ? sb->hide : NULL, &nh), **show = resolved(sb ? sb->show : NULL, &ns);
     for (size_t i = 0; i < nh; i++)
-        push2(&a, "--tmpfs", hide[i]);
+        argvec_add(&a, "--tmpfs", hide[i], NULL);
     for (size_t i = 0; i < ns; i++) {
-        push2(&a, "--ro-bind", show[i]);
-        push(&a, show[i]);
+        argvec_add(&a, "--ro-bind", show[i], show[i], NULL);
     }
     free_list(hide, nh);
     free_list(show, ns);
-    push(&a, "--");
+    argvec_add(&a, "--", NULL);
     for (size_t i = 0; argv && argv[i]; i++)
-        push(&a, argv[i]);
+        argvec_add(&a, argv[i], NULL);
     return a.v;
 }
 
 void agent_sandbox_argv_free(char **v)
 {
-    for (size_t i = 0; v && v[i]; i++)
-        free(v[i]);
-    free(v);
+    argv_free(v);
 }
 
 static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
