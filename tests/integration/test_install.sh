@@ -69,7 +69,7 @@ complete_words() {
 }
 check "envmgr su<TAB> completes to suite" test "$(complete_words envmgr su)" = suite
 check "envmgr suite <TAB> offers its subcommands" test "$(complete_words envmgr suite '')" = "run compare merge list summary"
-check "envmgr serve --max<TAB> completes the option" test "$(complete_words envmgr serve --max)" = --max-envs
+check "envmgr serve --max-en<TAB> completes the option" test "$(complete_words envmgr serve --max-en)" = --max-envs
 check "envmgr up --image <TAB> offers the installed image" test "$(complete_words envmgr up --image '')" = desktop
 if [ -f /usr/share/bash-completion/bash_completion ]; then
     check "bash-completion loads it from PREFIX/share (XDG_DATA_DIRS)" \
