@@ -15,18 +15,20 @@ trap cleanup EXIT
 "$B" up --name $E >/dev/null
 accel=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['accel'])" "$ENVMGR_RUN_DIR/$E/env.json")
 mapfile -t tasks < <(ls "$root"/tasks/demo/*.json | head -n "${ENVMGR_BENCH_TASKS:-1000}")
-total=0 reproduced=0 steps=0 bytes=0 rec_s=0 fast_s=0
+total=0 reproduced=0 steps=0 bytes=0 rec_s=0 fast_s=0 failed_runs=0 diverged=
 for t in "${tasks[@]}"; do
     id=$(basename "$t" .json)
     for k in 1 2; do
         "$B" run "$t" --env $E --agent "$root/tasks/agents/scripted --tasks $t" --out "$out/$id-$k" >/dev/null 2>&1 || true
-        [ -f "$out/$id-$k/result.json" ] || continue
+        [ -f "$out/$id-$k/result.json" ] || { failed_runs=$((failed_runs + 1)); continue; }
         read -r s secs < <(python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(r['actions'], r['timings']['total_s'])" "$out/$id-$k/result.json")
         steps=$((steps + s)); rec_s=$(python3 -c "print($rec_s + $secs)")
         bytes=$((bytes + $(du -sb "$out/$id-$k/trace" | cut -f1)))
         t0=$(date +%s.%N)
         if "$B" replay "$out/$id-$k/trace" --env $E --out "$out/$id-$k-replay" --fast >/dev/null 2>&1; then
             reproduced=$((reproduced + 1))
+        else
+            diverged="$diverged $id-$k"
         fi
         fast_s=$(python3 -c "print($fast_s + $(date +%s.%N) - $t0)")
         total=$((total + 1))
@@ -34,4 +36,6 @@ for t in "${tasks[@]}"; do
 done
 printf '%-44s %-28s [%s]\n' "trace size per step (demo suite)" "$((bytes / (steps > 0 ? steps : 1))) bytes" "$accel"
 printf '%-44s %-28s [%s]\n' "replay fidelity (every frame matched)" "$reproduced of $total recordings" "$accel"
+[ -z "$diverged" ] || echo "  diverged:$diverged"
+[ "$failed_runs" = 0 ] || echo "  recordings that did not finish: $failed_runs"
 printf '%-44s %-28s [%s]\n' "replay --fast vs recorded episode time" "$(python3 -c "print('%.1f s vs %.1f s' % ($fast_s, $rec_s))")" "$accel"
