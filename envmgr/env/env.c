@@ -488,8 +488,13 @@ int env_list(json_t **out, em_err *err)
         json_t *row = json_pack("{s:s, s:s, s:i}", "name", de->d_name, "status", alive ? "running" : "dead", "pid",
                                 alive ? (int)pid : 0);
         json_t *bounds = NULL;
-        if (alive && vm_boundaries(pid, &bounds, &ignored) == 0)
+        if (alive && vm_boundaries(pid, &bounds, &ignored) == 0) {
+            /* the network policy in force: mode, allowlist, limits (as the trace header has it) */
+            netpolicy np;
+            if (netpolicy_load(dir, &np, &ignored) == 0)
+                json_object_set_new(bounds, "network", netpolicy_to_json(&np));
             json_object_set_new(row, "boundaries", bounds);
+        }
         /* what the guest has written to its disk so far (bounded by the image's virtual size) */
         _cleanup_free_ char *ov = xasprintf("%s/" VM_OVERLAY, dir);
         struct stat ost;

@@ -256,6 +256,8 @@ F=at-other
 FPID=$(cat "$ENVMGR_RUN_DIR/$F/qemu.pid")
 fuid=$(awk '/^Uid:/ {print $3}' /proc/$FPID/status)
 proxy_pid=$(ps -o ppid= -p "$FPID" | tr -d ' ')
+check "ls --json records the network policy in force with the boundaries" bash -c \
+    "'$ENVMGR' ls --json | python3 -c \"import json,sys; n=[x for x in json.load(sys.stdin) if x['name']=='$F'][0]['boundaries']['network']; sys.exit(0 if n['mode']=='allowlist' and n['allow']==['example.com:443'] and n['limits']['max_connections_per_minute']==600 else 1)\""
 check "11 held: QEMU runs as uid $quid, not root, with no capabilities and no_new_privs" bash -c \
     "[ '$quid' -gt 0 ] && grep -q '^CapEff:.0000000000000000' /proc/$QPID/status && grep -q '^NoNewPrivs:.1' /proc/$QPID/status"
 check "11 held: each env has its own user ($E: $quid, $F: $fuid)" bash -c "[ '$fuid' -gt 0 ] && [ '$fuid' != '$quid' ]"
