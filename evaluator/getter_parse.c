@@ -42,7 +42,7 @@ int toolbelt_answer(const char *type, const char *out, size_t len, int code, jso
 static bool attr_value(const char *tag, const char *end, const char *name, const char **v, size_t *vl)
 {
     size_t nl = strlen(name);
-    for (const char *p = tag; p + nl + 2 < end; p++) {
+    for (const char *p = tag + 1; p + nl + 2 < end; p++) { /* tag[0] is the `<` */
         if (p[-1] != ' ' || memcmp(p, name, nl) || p[nl] != '=' || p[nl + 1] != '"')
             continue;
         const char *s = p + nl + 2, *q = memchr(s, '"', (size_t)(end - s));
