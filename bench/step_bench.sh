@@ -85,7 +85,7 @@ if ! skip idle; then
 fi
 
 if ! skip late && ls "$root"/tasks/demo/*.json >/dev/null 2>&1; then
-    obs=0 late=0
+    obs=0 late=0 ran=0 missing=""
     for t in "$root"/tasks/demo/*.json; do
         id=$(basename "$t" .json)
         "$B" run "$t" --env $E --agent "$AGENT --tasks $t" --probe-late 2000 --out "$work/late-$id" >/dev/null 2>&1 || true
@@ -93,8 +93,10 @@ if ! skip late && ls "$root"/tasks/demo/*.json >/dev/null 2>&1; then
 import json; p = json.load(open('$work/late-$id/result.json')).get('late_probe', {})
 print(p.get('observations', 0), p.get('late_changes', 0))" 2>/dev/null || echo "0 0")
         obs=$((obs + o)) late=$((late + l))
+        if [ -f "$work/late-$id/result.json" ]; then ran=$((ran + 1)); else missing="$missing $id"; fi
     done
-    line "late changes (frame 2 s after the observation)" "$late of $obs observations (demo suite)"
+    line "late changes (frame 2 s after the observation)" "$late of $obs observations ($ran demo tasks)"
+    [ -z "$missing" ] || echo "  no result (not counted):$missing"
 fi
 "$B" down $E >/dev/null
 
