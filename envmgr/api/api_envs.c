@@ -138,7 +138,7 @@ int api_envs_count(api_server *s)
  * count stopped. Reading a file under the table lock is short: only new lines. */
 static void count_egress_locked(api_server *s, api_env *ae)
 {
-    _cleanup_free_ char *dir = paths_env_dir(ae->id), *path = xasprintf("%s/" NETPOLICY_LOG_FILE, dir);
+    _cleanup_free_ char *dir = paths_env_dir(ae->id), *path = netpolicy_log_path(dir);
     if (egress_log_size(path) < ae->egress_off) /* a new log */
         ae->egress_off = 0;
     json_t *events = NULL;

@@ -48,8 +48,8 @@ int cmd_gc(int argc, char **argv)
                o.dry_run ? "would remove " : "removed ", st.cgroups, st.cgroups == 1 ? "" : "s", st.qemu_users,
                st.qemu_users == 1 ? "" : "s");
     if (st.overlays)
-        printf("gc: %s%zu overlay%s of envs that are gone (%.0f MiB)\n", o.dry_run ? "would remove " : "removed ",
-               st.overlays, st.overlays == 1 ? "" : "s", st.overlay_mib);
+        printf("gc: %s%zu overlay%s and egress logs on disk of envs that are gone (%.0f MiB)\n",
+               o.dry_run ? "would remove " : "removed ", st.overlays, st.overlays == 1 ? "" : "s", st.overlay_mib);
     fflush(stdout);
     return rc < 0 ? cli_report(&err) : 0;
 }

@@ -117,7 +117,7 @@ static int net_log(int argc, char **argv)
         return cli_report(&err);
     if (flush && netpolicy_helper_pid(dir) && netpolicy_control(dir, "flush", 5000, &err) < 0)
         return cli_report(&err);
-    _cleanup_free_ char *path = xasprintf("%s/" NETPOLICY_LOG_FILE, dir);
+    _cleanup_free_ char *path = netpolicy_log_path(dir);
     uint64_t off = 0;
     if (table)
         printf("%-24s %-8s %-8s %-40s %10s %10s  %s\n", "TIME", "VERDICT", "METHOD", "DESTINATION", "OUT", "IN",

@@ -285,6 +285,7 @@ int env_up(const env_up_opts *o, env **out, env_timings *t, em_err *err)
         netpolicy_stop_helper(e->dir, &ignored);
         drop_connections(e);
         vm_overlay_remove(e->dir);
+        netpolicy_log_forget(e->dir);
         vm_forget(e->dir);
         remove_tree(e->dir, NULL);
         env_free(e);
@@ -360,6 +361,7 @@ int env_down(const char *name, em_err *err)
     if (netpolicy_stop_helper(dir, err) < 0)
         return em_prefix(err, "down %s: ", name);
     vm_overlay_remove(dir);
+    netpolicy_log_forget(dir);
     vm_forget(dir);
     return remove_tree(dir, err) < 0 ? em_prefix(err, "down %s: ", name) : 0;
 }

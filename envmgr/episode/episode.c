@@ -84,7 +84,7 @@ static int hold_guest(run *r, bool hold, em_err *err)
 
 static char *egress_path(run *r)
 {
-    return xasprintf("%s/" NETPOLICY_LOG_FILE, r->ev.dir);
+    return netpolicy_log_path(r->ev.dir);
 }
 
 static int drain_egress(run *r, em_err *err)

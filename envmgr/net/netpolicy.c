@@ -17,6 +17,7 @@
 #include "envmgr/base/fileio.h"
 #include "envmgr/base/paths.h"
 #include "envmgr/base/util.h"
+#include "envmgr/vm/overlay.h"
 #include "envmgr/vm/runas.h"
 #include "envmgr/vm/vm.h"
 
@@ -697,6 +698,25 @@ int netpolicy_guest_setup(guest *g, const netpolicy *p, em_err *err)
 const char *netpolicy_helper(void)
 {
     return paths_envmgr_bin();
+}
+
+char *netpolicy_log_path(const char *dir)
+{
+    char *spilled = vm_spill_path(dir, ".jsonl");
+    return spilled ? spilled : xasprintf("%s/" NETPOLICY_LOG_FILE, dir);
+}
+
+int netpolicy_log_claim(const char *dir, const char *path, em_err *err)
+{
+    _cleanup_free_ char *spilled = vm_spill_path(dir, ".jsonl");
+    return spilled && !strcmp(spilled, path) ? vm_spill_claim(dir, path, err) : 0;
+}
+
+void netpolicy_log_forget(const char *dir)
+{
+    _cleanup_free_ char *spilled = vm_spill_path(dir, ".jsonl");
+    if (spilled)
+        vm_spill_remove(spilled);
 }
 
 int netpolicy_control(const char *dir, const char *cmd, double timeout_ms, em_err *err)

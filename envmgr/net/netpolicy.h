@@ -176,6 +176,12 @@ int netpolicy_control(const char *dir, const char *cmd, double timeout_ms, em_er
 int netpolicy_wait_ready(const char *dir, double timeout_ms, em_err *err);
 /* The helper's pid when it runs (checked against its command line), else 0. */
 pid_t netpolicy_helper_pid(const char *dir);
+/* The env's egress log (caller frees): dir/NETPOLICY_LOG_FILE, or, when dir is a tmpfs, a file
+ * on the cache's disk (vm/overlay.h: a flood of connections must not fill the host's RAM).
+ * The proxy claims it before writing; env down forgets it (the file, its .prev, its note). */
+char *netpolicy_log_path(const char *dir);
+int netpolicy_log_claim(const char *dir, const char *path, em_err *err);
+void netpolicy_log_forget(const char *dir);
 /* Make sure no helper of dir is left: it exits on its own once its QEMU is
  * gone; this waits for that, then SIGTERM, then SIGKILL. */
 int netpolicy_stop_helper(const char *dir, em_err *err);

@@ -26,28 +26,48 @@ static char *overlay_root(void)
     return xasprintf("%s/" VM_OVERLAY_DIR, paths_cache_root());
 }
 
+char *vm_spill_path(const char *env_dir, const char *suffix)
+{
+    if (!in_memory(env_dir))
+        return NULL;
+    _cleanup_free_ char *root = overlay_root();
+    char h[65];
+    sha256_hex(env_dir, strlen(env_dir), h);
+    return xasprintf("%s/%.24s%s", root, h, suffix);
+}
+
+int vm_spill_claim(const char *env_dir, const char *path, em_err *err)
+{
+    _cleanup_free_ char *root = overlay_root(), *owner = xasprintf("%s.owner", path);
+    if (mkdir_p(root, 0700, err) < 0)
+        return em_prefix(err, "overlay: ");
+    return write_file_atomic(owner, env_dir, strlen(env_dir), 0600, err);
+}
+
+void vm_spill_remove(const char *path)
+{
+    _cleanup_free_ char *prev = xasprintf("%s.prev", path), *owner = xasprintf("%s.owner", path);
+    unlink(path);
+    unlink(prev);
+    unlink(owner);
+}
+
 int vm_overlay_place(const char *env_dir, char **path, em_err *err)
 {
     *path = NULL;
     _cleanup_free_ char *link = xasprintf("%s/" VM_OVERLAY, env_dir);
     vm_overlay_remove(env_dir); /* a reset's new overlay replaces the old one */
     unlink(link);
-    if (!in_memory(env_dir)) {
+    char *target = vm_spill_path(env_dir, ".qcow2");
+    if (!target) {
         *path = xstrdup(link);
         return 0;
     }
-    _cleanup_free_ char *root = overlay_root();
-    if (mkdir_p(root, 0700, err) < 0)
-        return em_prefix(err, "overlay: ");
-    char h[65];
-    sha256_hex(env_dir, strlen(env_dir), h);
-    char *target = xasprintf("%s/%.24s.qcow2", root, h);
-    _cleanup_free_ char *owner = xasprintf("%s.owner", target);
-    int rc = write_file_atomic(owner, env_dir, strlen(env_dir), 0600, err);
+    int rc = vm_spill_claim(env_dir, target, err);
     if (rc == 0 && symlink(target, link) < 0)
         rc = em_fail_errno(err, "overlay: link `%s`", link);
     if (rc < 0) {
-        unlink(owner);
+        vm_spill_remove(target);
         free(target);
         return -1;
     }
@@ -67,9 +87,7 @@ void vm_overlay_remove(const char *env_dir)
     size_t rl = strlen(root);
     if (strncmp(target, root, rl) || target[rl] != '/' || strchr(target + rl + 1, '/'))
         return;
-    _cleanup_free_ char *owner = xasprintf("%s.owner", target);
-    unlink(target);
-    unlink(owner);
+    vm_spill_remove(target);
 }
 
 int vm_overlay_orphans(bool dry_run, char **list, double *mib)
@@ -98,10 +116,8 @@ int vm_overlay_orphans(bool dry_run, char **list, double *mib)
         if (stat(disk, &st) == 0)
             *mib += (double)st.st_blocks * 512 / (1 << 20);
         sbuf_printf(&out, "%s\n", disk);
-        if (!dry_run) {
-            unlink(disk);
-            unlink(owner);
-        }
+        if (!dry_run)
+            vm_spill_remove(disk);
         count++;
     }
     closedir(d);

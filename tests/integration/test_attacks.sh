@@ -294,15 +294,18 @@ check "11: gc removes both ($(tail -1 "$T/gc.out"))" bash -c \
 
 tried "the guest writes 40 MB into its disk while the run directory is a tmpfs (host RAM)"
 SHM=$(mktemp -d /dev/shm/envmgr-at.XXXXXX)
-ENVMGR_RUN_DIR=$SHM "$ENVMGR" up --name at-shm --accel tcg >/dev/null 2>&1 || bad "up at-shm"
+ENVMGR_RUN_DIR=$SHM "$ENVMGR" up --name at-shm --accel tcg --allow example.com:443 >/dev/null 2>&1 || bad "up at-shm"
 ENVMGR_RUN_DIR=$SHM "$ENVMGR" exec at-shm --timeout 120 -- \
     sh -c 'dd if=/dev/urandom of=/home/user/big bs=1M count=40 2>/dev/null; sync' >/dev/null 2>&1
 shm=$(du -sk "$SHM" | cut -f1)
 disk=$(readlink "$SHM/at-shm/overlay.qcow2")
 check "5 held: the tmpfs stayed small (${shm} KiB); the overlay is on disk ($disk, $(du -sk "$disk" 2>/dev/null | cut -f1) KiB)" \
     bash -c "[ $shm -lt 4096 ] && [ -f '$disk' ] && [ \$(du -sk '$disk' | cut -f1) -gt 30000 ]"
+elog="${disk%.qcow2}.jsonl"
+check "5 held: the egress log is on disk too, noted with its owner ($elog)" bash -c \
+    "[ ! -e '$SHM/at-shm/egress.jsonl' ] && [ -f '$elog' ] && [ \"\$(cat '$elog.owner')\" = '$SHM/at-shm' ]"
 ENVMGR_RUN_DIR=$SHM "$ENVMGR" down at-shm >/dev/null 2>&1
-check "5 held: down removed the overlay on disk too" test ! -e "$disk"
+check "5 held: down removed the overlay and the egress log on disk too" bash -c "[ ! -e '$disk' ] && [ ! -e '$elog' ] && [ ! -e '$elog.owner' ]"
 check "no QEMU left under the tmpfs run directory" no_qemu_under "$SHM/"
 rm -rf "$SHM"
 
