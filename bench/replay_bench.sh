@@ -14,7 +14,11 @@ cleanup() { "$B" down $E >/dev/null 2>&1 || true; rm -rf "$out"; }
 trap cleanup EXIT
 "$B" up --name $E >/dev/null
 accel=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['accel'])" "$ENVMGR_RUN_DIR/$E/env.json")
+# ENVMGR_BENCH_ONLY="id id": just those demo tasks
 mapfile -t tasks < <(ls "$root"/tasks/demo/*.json | head -n "${ENVMGR_BENCH_TASKS:-1000}")
+if [ -n "${ENVMGR_BENCH_ONLY:-}" ]; then
+    mapfile -t tasks < <(for id in $ENVMGR_BENCH_ONLY; do echo "$root/tasks/demo/$id.json"; done)
+fi
 total=0 reproduced=0 steps=0 bytes=0 rec_s=0 fast_s=0 failed_runs=0 diverged=
 for t in "${tasks[@]}"; do
     id=$(basename "$t" .json)
@@ -25,10 +29,11 @@ for t in "${tasks[@]}"; do
         steps=$((steps + s)); rec_s=$(python3 -c "print($rec_s + $secs)")
         bytes=$((bytes + $(du -sb "$out/$id-$k/trace" | cut -f1)))
         t0=$(date +%s.%N)
-        if "$B" replay "$out/$id-$k/trace" --env $E --out "$out/$id-$k-replay" --fast >/dev/null 2>&1; then
+        # --task: the operator's task file (tasks reading files of their folder need it)
+        if "$B" replay "$out/$id-$k/trace" --env $E --out "$out/$id-$k-replay" --fast --task "$t" >"$out/$id-$k.replay.out" 2>&1; then
             reproduced=$((reproduced + 1))
         else
-            diverged="$diverged $id-$k"
+            diverged="$diverged $id-$k($(grep -m1 -oE 'first divergent step [0-9]+|score: .*MISMATCH|envmgr: .*' "$out/$id-$k.replay.out" | head -c 80))"
         fi
         fast_s=$(python3 -c "print($fast_s + $(date +%s.%N) - $t0)")
         total=$((total + 1))

@@ -20,7 +20,8 @@ static const char usage[] =
     "  Exit 0 only when it reproduced. Refuses a trace that does not verify, and another image or a changed\n"
     "  task unless --force. --out default: envmgr-replay/<trace dir name>.\n"
     "  The task is the one the trace carries (checked against its sha256), or --task FILE; the trace never\n"
-    "  chooses a file on this host.\n";
+    "  chooses a file on this host. A task that reads files of its folder (local_file, cache_file, uploads)\n"
+    "  needs --task FILE: the trace carries the task, not its folder.\n";
 
 int cmd_replay(int argc, char **argv)
 {

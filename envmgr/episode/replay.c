@@ -97,6 +97,39 @@ static int compare_steps(const trace *rec, const trace *rep, const replay_opts *
     return 0;
 }
 
+/* What in a task (JSON) reads files of the task's own folder: a local_file or cache_file getter,
+ * or an upload step's local_path (NULL: nothing). */
+static const char *task_folder_use(json_t *j)
+{
+    if (json_is_array(j)) {
+        size_t i;
+        json_t *v;
+        json_array_foreach(j, i, v)
+        {
+            const char *u = task_folder_use(v);
+            if (u)
+                return u;
+        }
+        return NULL;
+    }
+    if (!json_is_object(j))
+        return NULL;
+    const char *type = json_string_value(json_object_get(j, "type"));
+    if (type && (!strcmp(type, "local_file") || !strcmp(type, "cache_file")))
+        return !strcmp(type, "local_file") ? "a local_file getter" : "a cache_file getter";
+    if (json_object_get(j, "local_path"))
+        return "an upload's local_path";
+    const char *k;
+    json_t *v;
+    json_object_foreach(j, k, v)
+    {
+        const char *u = task_folder_use(v);
+        if (u)
+            return u;
+    }
+    return NULL;
+}
+
 int replay_run(env *e, bool fresh, const replay_opts *o, json_t **out, em_err *err)
 {
     json_t *vreport = NULL;
@@ -136,7 +169,14 @@ int replay_run(env *e, bool fresh, const replay_opts *o, json_t **out, em_err *e
             if (strcmp(sha, task_sha))
                 rc = em_fail_input(err, "replay: the trace's task does not match its task_sha256");
         }
-        task_path = xasprintf("%s/task.json", o->out_dir); /* our own copy: relative paths resolve here */
+        const char *uses = NULL;
+        json_t *tj = rc == 0 ? json_loads(task_text, 0, NULL) : NULL;
+        if (tj && (uses = task_folder_use(tj)))
+            rc = em_fail_input(err, "replay: the task uses files of its folder (%s); the trace carries the task, not "
+                                    "them: give the task with --task FILE",
+                               uses);
+        json_decref(tj);
+        task_path = xasprintf("%s/task.json", o->out_dir); /* our own copy */
         if (rc == 0 && write_file_atomic(task_path, task_text, strlen(task_text), 0644, err) < 0)
             rc = -1;
     }
