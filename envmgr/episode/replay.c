@@ -97,37 +97,47 @@ static int compare_steps(const trace *rec, const trace *rep, const replay_opts *
     return 0;
 }
 
-/* What in a task (JSON) reads files of the task's own folder: a local_file or cache_file getter,
- * or an upload step's local_path (NULL: nothing). */
-static const char *task_folder_use(json_t *j)
+/* A getter spec (an object, or a list of them) reading a file of the task's folder. */
+static const char *folder_getter(json_t *spec)
 {
-    if (json_is_array(j)) {
+    if (json_is_array(spec)) {
         size_t i;
         json_t *v;
-        json_array_foreach(j, i, v)
+        json_array_foreach(spec, i, v)
         {
-            const char *u = task_folder_use(v);
+            const char *u = folder_getter(v);
             if (u)
                 return u;
         }
         return NULL;
     }
-    if (!json_is_object(j))
-        return NULL;
-    const char *type = json_string_value(json_object_get(j, "type"));
-    if (type && (!strcmp(type, "local_file") || !strcmp(type, "cache_file")))
-        return !strcmp(type, "local_file") ? "a local_file getter" : "a cache_file getter";
-    if (json_object_get(j, "local_path"))
-        return "an upload's local_path";
-    const char *k;
-    json_t *v;
-    json_object_foreach(j, k, v)
-    {
-        const char *u = task_folder_use(v);
-        if (u)
-            return u;
-    }
+    const char *type = json_string_value(json_object_get(spec, "type"));
+    if (type && !strcmp(type, "local_file"))
+        return "a local_file getter";
+    if (type && !strcmp(type, "cache_file"))
+        return "a cache_file getter";
     return NULL;
+}
+
+static const char *folder_upload(const task_step *steps, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        for (size_t f = 0; steps[i].type == STEP_UPLOAD_FILE && f < steps[i].nfiles; f++)
+            if (steps[i].files[f].host_path)
+                return "an upload of a local file";
+    return NULL;
+}
+
+/* What in a task reads files of the task's own folder (NULL: nothing). */
+static const char *task_folder_use(const task *t)
+{
+    const char *u = folder_upload(t->config, t->nconfig);
+    if (!u)
+        u = folder_upload(t->postconfig, t->npostconfig);
+    for (size_t i = 0; !u && i < t->nmetrics; i++)
+        if (!(u = folder_getter(t->metrics[i].result)))
+            u = folder_getter(t->metrics[i].expected);
+    return u;
 }
 
 int replay_run(env *e, bool fresh, const replay_opts *o, json_t **out, em_err *err)
@@ -169,13 +179,6 @@ int replay_run(env *e, bool fresh, const replay_opts *o, json_t **out, em_err *e
             if (strcmp(sha, task_sha))
                 rc = em_fail_input(err, "replay: the trace's task does not match its task_sha256");
         }
-        const char *uses = NULL;
-        json_t *tj = rc == 0 ? json_loads(task_text, 0, NULL) : NULL;
-        if (tj && (uses = task_folder_use(tj)))
-            rc = em_fail_input(err, "replay: the task uses files of its folder (%s); the trace carries the task, not "
-                                    "them: give the task with --task FILE",
-                               uses);
-        json_decref(tj);
         task_path = xasprintf("%s/task.json", o->out_dir); /* our own copy */
         if (rc == 0 && write_file_atomic(task_path, task_text, strlen(task_text), 0644, err) < 0)
             rc = -1;
@@ -186,6 +189,11 @@ int replay_run(env *e, bool fresh, const replay_opts *o, json_t **out, em_err *e
                            env_image_sha256(e), image_sha);
     if (rc == 0 && task_load(task_path, &t, err) < 0)
         rc = -1;
+    const char *uses = rc == 0 && !o->task_path ? task_folder_use(t) : NULL;
+    if (uses)
+        rc = em_fail_input(err, "replay: the task uses files of its folder (%s); the trace carries the task, not "
+                                "them: give the task with --task FILE",
+                           uses);
     if (rc == 0)
         rc = episode_prepare_task(e, t, err);
     if (rc < 0) {
