@@ -65,15 +65,20 @@ typedef struct cli_agent {
 enum { CLI_OPT_AGENT_ENV = 0x1000, CLI_OPT_AGENT_SANDBOX };
 int cli_agent_option(const char *usage, int opt, const char *arg, cli_agent *a);
 /* --max-egress-bytes N and --max-connections-per-minute N, shared by up, run, serve and suite run:
- * the operator's maxima of an env's egress limits (netpolicy.h). name is the option's long name;
- * sets *p's maxima (and limits in force). Returns 0, or EM_EXIT_USAGE after printing why. */
+ * the operator's maxima of an env's egress limits (netpolicy.h). CLI_NET_LIMIT_OPTIONS goes into a
+ * command's getopt table; cli_net_limit_option takes the option it returned and sets *p's maxima
+ * (and limits in force). Returns 0, or EM_EXIT_USAGE after printing why. */
+enum { CLI_OPT_MAX_EGRESS_BYTES = 0x1010, CLI_OPT_MAX_CONN_PER_MIN };
+#define CLI_NET_LIMIT_OPTIONS                                                                                        \
+    {"max-egress-bytes", required_argument, 0, CLI_OPT_MAX_EGRESS_BYTES},                                           \
+        {"max-connections-per-minute", required_argument, 0, CLI_OPT_MAX_CONN_PER_MIN}
 #define CLI_NET_LIMITS_USAGE                                                                                         \
     "  --max-egress-bytes N  bytes an episode's guest may send out (default 256 MiB), and the most a\n"          \
     "                  task's network.limits.max_bytes_out may ask for; 0: no limit\n"                            \
     "  --max-connections-per-minute N  new egress connections a minute (default 600), and the most a task's\n"  \
     "                  network.limits.max_connections_per_minute may ask for; 0: no limit\n"
 struct netpolicy;
-int cli_net_limit_option(const char *usage, const char *name, const char *arg, struct netpolicy *p);
+int cli_net_limit_option(const char *usage, int opt, const char *arg, struct netpolicy *p);
 int cmd_gc(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_view(int argc, char **argv);

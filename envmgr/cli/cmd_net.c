@@ -23,9 +23,10 @@ static const char usage[] =
     "       envmgr net serve RUN_DIR [--qemu-pid PID]   the env's egress proxy\n"
     "       envmgr net relay SOCKET TAG                 QEMU's per-connection guestfwd relay\n";
 
-int cli_net_limit_option(const char *use, const char *name, const char *arg, netpolicy *p)
+int cli_net_limit_option(const char *use, int opt, const char *arg, netpolicy *p)
 {
-    bool bytes = !strcmp(name, "max-egress-bytes");
+    bool bytes = opt == CLI_OPT_MAX_EGRESS_BYTES;
+    const char *name = bytes ? "max-egress-bytes" : "max-connections-per-minute";
     long v;
     if (parse_int(arg, 0, bytes ? NETPOLICY_BYTES_OUT_MAX : NETPOLICY_CONN_PER_MIN_MAX, &v) < 0)
         return cli_usage_error(use, "--%s: expected 0..%lld, got `%s`", name,

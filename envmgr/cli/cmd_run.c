@@ -80,8 +80,7 @@ int cmd_run(int argc, char **argv)
                                          {"observation", required_argument, 0, 'B'},
                                          {"agent-env", required_argument, 0, CLI_OPT_AGENT_ENV},
                                          {"agent-sandbox", required_argument, 0, CLI_OPT_AGENT_SANDBOX},
-                                         {"max-egress-bytes", required_argument, 0, 'X'},
-                                         {"max-connections-per-minute", required_argument, 0, 'Y'}, {0, 0, 0, 0}};
+                                         CLI_NET_LIMIT_OPTIONS, {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "a:e:o:r:", opts, NULL)) != -1) {
         switch (c) {
@@ -103,10 +102,9 @@ int cmd_run(int argc, char **argv)
                 return cli_usage_error(usage, "--allow-private: %s", err.msg);
             a.has_net = true;
             break;
-        case 'X':
-        case 'Y':
-            if (cli_net_limit_option(usage, c == 'X' ? "max-egress-bytes" : "max-connections-per-minute", optarg,
-                                     &a.net))
+        case CLI_OPT_MAX_EGRESS_BYTES:
+        case CLI_OPT_MAX_CONN_PER_MIN:
+            if (cli_net_limit_option(usage, c, optarg, &a.net))
                 return EM_EXIT_USAGE;
             a.has_net = true;
             break;

@@ -49,8 +49,7 @@ int cmd_serve(int argc, char **argv)
         {"token-file", required_argument, 0, 't'}, {"max-envs", required_argument, 0, 'm'},
         {"out", required_argument, 0, 'o'},       {"task-root", required_argument, 0, 'r'},
         {"accel", required_argument, 0, 'A'},     {"settle-ms", required_argument, 0, 's'},
-        {"allow-private", required_argument, 0, 'P'}, {"max-egress-bytes", required_argument, 0, 'E'},
-        {"max-connections-per-minute", required_argument, 0, 'C'}, {0, 0, 0, 0}};
+        {"allow-private", required_argument, 0, 'P'}, CLI_NET_LIMIT_OPTIONS, {0, 0, 0, 0}};
     netpolicy net;
     netpolicy_init(&net);
     em_err perr = {0};
@@ -82,10 +81,9 @@ int cmd_serve(int argc, char **argv)
                 return cli_usage_error(usage, "--allow-private: %s", perr.msg);
             c.net = &net;
             break;
-        case 'E':
-        case 'C':
-            if (cli_net_limit_option(usage, ch == 'E' ? "max-egress-bytes" : "max-connections-per-minute", optarg,
-                                     &net))
+        case CLI_OPT_MAX_EGRESS_BYTES:
+        case CLI_OPT_MAX_CONN_PER_MIN:
+            if (cli_net_limit_option(usage, ch, optarg, &net))
                 return EM_EXIT_USAGE;
             c.net = &net;
             break;

@@ -88,8 +88,7 @@ static int cmd_suite_run(int argc, char **argv)
                                          {"asset-mirror", required_argument, 0, 'm'},
                                          {"agent-env", required_argument, 0, CLI_OPT_AGENT_ENV},
                                          {"agent-sandbox", required_argument, 0, CLI_OPT_AGENT_SANDBOX},
-                                         {"max-egress-bytes", required_argument, 0, 'E'},
-                                         {"max-connections-per-minute", required_argument, 0, 'C'},
+                                         CLI_NET_LIMIT_OPTIONS,
                                          {0, 0, 0, 0}};
     netpolicy net;
     netpolicy_init(&net);
@@ -169,10 +168,9 @@ static int cmd_suite_run(int argc, char **argv)
             o.agent_env = ag.env;
             o.agent_sandbox_off = ag.sandbox_off;
             break;
-        case 'E':
-        case 'C':
-            if (cli_net_limit_option(usage, c == 'E' ? "max-egress-bytes" : "max-connections-per-minute", optarg,
-                                     &net))
+        case CLI_OPT_MAX_EGRESS_BYTES:
+        case CLI_OPT_MAX_CONN_PER_MIN:
+            if (cli_net_limit_option(usage, c, optarg, &net))
                 return EM_EXIT_USAGE;
             o.net = &net;
             break;

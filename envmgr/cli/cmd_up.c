@@ -41,8 +41,7 @@ int cmd_up(int argc, char **argv)
                                          {"allow-private", required_argument, 0, 'P'},
                                          {"task", required_argument, 0, 'T'},
                                          {"unsafe-open-network", no_argument, 0, 'U'},
-                                         {"max-egress-bytes", required_argument, 0, 'B'},
-                                         {"max-connections-per-minute", required_argument, 0, 'C'},
+                                         CLI_NET_LIMIT_OPTIONS,
                                          {0, 0, 0, 0}};
     /* Network flags: none given leaves the env in mode none without a policy file. */
     netpolicy net;
@@ -69,10 +68,9 @@ int cmd_up(int argc, char **argv)
             break;
         case 'T': task_path = optarg; break;
         case 'U': open_net = true; break;
-        case 'B':
-        case 'C':
-            if (cli_net_limit_option(usage, c == 'B' ? "max-egress-bytes" : "max-connections-per-minute", optarg,
-                                     &net))
+        case CLI_OPT_MAX_EGRESS_BYTES:
+        case CLI_OPT_MAX_CONN_PER_MIN:
+            if (cli_net_limit_option(usage, c, optarg, &net))
                 return EM_EXIT_USAGE;
             break;
         default: return cli_usage_error(usage, "up: bad option");
