@@ -700,16 +700,24 @@ const char *netpolicy_helper(void)
     return paths_envmgr_bin();
 }
 
-char *netpolicy_log_path(const char *dir)
+static char *log_path(const char *dir, bool *spilled)
 {
-    char *spilled = vm_spill_path(dir, ".jsonl");
-    return spilled ? spilled : xasprintf("%s/" NETPOLICY_LOG_FILE, dir);
+    char *p = vm_spill_path(dir, ".jsonl");
+    *spilled = p != NULL;
+    return p ? p : xasprintf("%s/" NETPOLICY_LOG_FILE, dir);
 }
 
-int netpolicy_log_claim(const char *dir, const char *path, em_err *err)
+char *netpolicy_log_path(const char *dir)
 {
-    _cleanup_free_ char *spilled = vm_spill_path(dir, ".jsonl");
-    return spilled && !strcmp(spilled, path) ? vm_spill_claim(dir, path, err) : 0;
+    bool spilled;
+    return log_path(dir, &spilled);
+}
+
+int netpolicy_log_claim(const char *dir, char **path, em_err *err)
+{
+    bool spilled;
+    *path = log_path(dir, &spilled);
+    return spilled ? vm_spill_claim(dir, *path, err) : 0;
 }
 
 void netpolicy_log_forget(const char *dir)

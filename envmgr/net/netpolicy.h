@@ -178,9 +178,10 @@ int netpolicy_wait_ready(const char *dir, double timeout_ms, em_err *err);
 pid_t netpolicy_helper_pid(const char *dir);
 /* The env's egress log (caller frees): dir/NETPOLICY_LOG_FILE, or, when dir is a tmpfs, a file
  * on the cache's disk (vm/overlay.h: a flood of connections must not fill the host's RAM).
- * The proxy claims it before writing; env down forgets it (the file, its .prev, its note). */
+ * The proxy claims it (*path, caller frees) before writing; env down forgets it (the file, its
+ * .prev, its note). */
 char *netpolicy_log_path(const char *dir);
-int netpolicy_log_claim(const char *dir, const char *path, em_err *err);
+int netpolicy_log_claim(const char *dir, char **path, em_err *err);
 void netpolicy_log_forget(const char *dir);
 /* Make sure no helper of dir is left: it exits on its own once its QEMU is
  * gone; this waits for that, then SIGTERM, then SIGKILL. */

@@ -896,8 +896,8 @@ int proxy_serve_main(const char *dir, pid_t qemu, em_err *err)
         return em_prefix(err, "net serve: ");
     const char *base = strrchr(dir, '/');
     snprintf(cfg.env_name, sizeof cfg.env_name, "%s", base ? base + 1 : dir);
-    _cleanup_free_ char *logpath = netpolicy_log_path(dir);
-    if (netpolicy_log_claim(dir, logpath, err) < 0)
+    _cleanup_free_ char *logpath = NULL;
+    if (netpolicy_log_claim(dir, &logpath, err) < 0)
         return em_prefix(err, "net serve: ");
     _cleanup_free_ char *sock = xasprintf("%s/" NETPOLICY_SOCK, dir), *pidf = xasprintf("%s/" NETPOLICY_PID_FILE, dir);
     if (egress_log_open(logpath, &cfg.log, err) < 0)

@@ -237,21 +237,18 @@ static void last_log_line(const char *dir, char *buf, size_t len)
 int vm_spawn(const vm_spec *s, pid_t *pid_out, em_err *err)
 {
     vm_net net;
-    if (load_net(s->dir, &net, err) < 0) {
-        net_free(&net);
-        return em_prefix(err, "qemu: ");
-    }
     vm_runas runas;
-    if (vm_runas_acquire(s->dir, &runas, err) < 0) {
-        net_free(&net);
-        return em_prefix(err, "qemu: ");
-    }
     argv_builder a = {0};
+    int cg[VM_CGROUP_MAX_FDS], logfd = -1, diskfd[2] = {-1, -1}, rc = -1;
+    size_t ncg = 0;
+    pid_t keeper = -1, qemu = -1;
+    const char **sup_argv = NULL;
+    if (load_net(s->dir, &net, err) < 0 || vm_runas_acquire(s->dir, &runas, err) < 0)
+        goto done;
     build_argv(s, &net, &runas, &a);
     if (a.n >= ARGV_MAX) {
-        args_free(&a);
-        net_free(&net);
-        return em_fail(err, "qemu: too many arguments");
+        em_fail(err, "too many arguments");
+        goto done;
     }
     static const char *socks[] = {VM_QMP_SOCK, VM_VNC_SOCK, VM_QGA_SOCK, VM_PID_FILE};
     for (size_t i = 0; i < ARRAY_LEN(socks); i++) {
@@ -262,37 +259,18 @@ int vm_spawn(const vm_spec *s, pid_t *pid_out, em_err *err)
         for (int i = 0; i < a.n; i++)
             fprintf(stderr, "%s%s", a.v[i], i + 1 < a.n ? " " : "\n");
     }
-    /* QEMU becomes a child of init (or of the supervisor) in its own session, so it outlives
-     * this command and a Ctrl-C at the terminal does not reach it. */
-    vm_cgroup_limits lim;
-    vm_cgroup_limits_for(s->image->memory_mb, &lim);
-    int cg[VM_CGROUP_MAX_FDS];
-    size_t ncg = 0;
-    int logfd = -1;
-    pid_t keeper = -1;
-    if (vm_cgroup_prepare(s->dir, &lim, cg, &ncg, err) < 0 ||
-        vm_log_keeper_start(s->dir, cg, ncg, &logfd, &keeper, err) < 0) {
-        for (size_t i = 0; i < ncg; i++)
-            close(cg[i]);
-        args_free(&a);
-        net_free(&net);
-        return em_prefix(err, "qemu: ");
-    }
     /* The disk as an open fd: a restored guest's `cont` reopens it, after the drop to the env's
      * user, who may not open it by path (nor reach its folder). */
-    int diskfd[2] = {-1, -1};
     if (runas.drop && ((diskfd[0] = open(s->disk, O_RDWR | O_CLOEXEC)) < 0 ||
                        (diskfd[1] = open(s->disk, O_RDONLY | O_CLOEXEC)) < 0)) {
-        em_fail_errno(err, "qemu: open `%s`", s->disk);
-        if (diskfd[0] >= 0)
-            close(diskfd[0]);
-        for (size_t i = 0; i < ncg; i++)
-            close(cg[i]);
-        close(logfd);
-        args_free(&a);
-        net_free(&net);
-        return -1;
+        em_fail_errno(err, "open `%s`", s->disk);
+        goto done;
     }
+    vm_cgroup_limits lim;
+    vm_cgroup_limits_for(s->image->memory_mb, &lim);
+    if (vm_cgroup_prepare(s->dir, &lim, cg, &ncg, err) < 0 ||
+        vm_log_keeper_start(s->dir, cg, ncg, &logfd, &keeper, err) < 0)
+        goto done;
     spawn_opts qo = {.argv = (const char *const *)a.v, .fd_in = SPAWN_DEVNULL, .fd_out = logfd, .fd_err = logfd,
                      .flags = SPAWN_PRIVATE_FILES, .join_fds = cg, .njoin = ncg,
                      .pass_fds = diskfd, .npass = runas.drop ? 2 : 0};
@@ -300,7 +278,6 @@ int vm_spawn(const vm_spec *s, pid_t *pid_out, em_err *err)
         qo.flags |= SPAWN_NO_NEW_PRIVS;
     spawn_opts so = {0};
     char pid_arg[24] = "";
-    const char **sup_argv = NULL;
     if (net.supervisor) { /* the supervisor takes QEMU's pid as its last arguments */
         size_t n = 0;
         while (net.supervisor[n])
@@ -314,9 +291,12 @@ int vm_spawn(const vm_spec *s, pid_t *pid_out, em_err *err)
                           .flags = SPAWN_PRIVATE_FILES, .join_fds = cg, .njoin = ncg,
                           .pid_arg = pid_arg, .pid_arg_len = sizeof pid_arg};
     }
-    pid_t qemu = -1;
-    int rc = spawn_detached(&qo, net.supervisor ? &so : NULL, SPAWN_TIMEOUT_MS, &qemu, err);
-    close(logfd);
+    /* QEMU becomes a child of init (or of the supervisor) in its own session, so it outlives
+     * this command and a Ctrl-C at the terminal does not reach it. */
+    rc = spawn_detached(&qo, net.supervisor ? &so : NULL, SPAWN_TIMEOUT_MS, &qemu, err);
+done:
+    if (logfd >= 0)
+        close(logfd); /* without a QEMU, the keeper meets the end of its input and exits */
     for (size_t i = 0; i < 2; i++)
         if (diskfd[i] >= 0)
             close(diskfd[i]);
