@@ -6,6 +6,7 @@
  * memory (PSS) and CPU of an idle env; with --cold, a cold boot to a ready
  * desktop and the golden state creation in a scratch cache. --image: another image than the
  * small desktop (bench/apps_bench.sh measures the apps image with it). */
+#include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -18,10 +19,13 @@
 #include "envmgr/vm/manifest.h"
 #include "envmgr/base/paths.h"
 #include "envmgr/vm/qmp.h"
+#include "envmgr/vm/runas.h"
 #include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
 #include "envmgr/vm/vm.h"
 #include "recorder/trace.h"
+
+#define SHOT_GAP_MS 100 /* between timed screenshots */
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -164,16 +168,26 @@ int main(int argc, char **argv)
     const png_buf *png;
     if (rc == 0)
         rc = env_screenshot(e, &png, &err); /* connect once: the API and runner keep the session */
+    /* One shot every 100 ms, as an agent loop takes them. Back to back, each shot also waits for
+     * QEMU's next display refresh (every 30 ms): no fresher frame exists before it. */
     for (int i = 0; i < shots && rc == 0; i++) {
+        sleep_ms(SHOT_GAP_MS);
         double s = now_ms();
         rc = env_screenshot(e, &png, &err);
         s1[i] = now_ms() - s;
+    }
+    double *s4 = calloc((size_t)shots, sizeof *s4);
+    for (int i = 0; i < shots && rc == 0; i++) {
+        double s = now_ms();
+        rc = env_screenshot(e, &png, &err);
+        s4[i] = now_ms() - s;
     }
     /* The same work without the unchanged-frame reuse: a fresh frame and a full encode. */
     double *s3 = calloc((size_t)shots, sizeof *s3);
     for (int i = 0; i < shots && rc == 0; i++) {
         const uint8_t *px;
         png_buf b = {0};
+        sleep_ms(SHOT_GAP_MS);
         double s = now_ms();
         rc = env_frame(e, &px, &err);
         if (rc == 0)
@@ -183,7 +197,16 @@ int main(int argc, char **argv)
     }
     qmp *q = NULL;
     _cleanup_free_ char *sock = xasprintf("%s/" VM_QMP_SOCK, env_dir(e));
-    _cleanup_free_ char *dump = xasprintf("%s/bench-screendump.png", env_dir(e));
+    /* QEMU writes the dump itself: as the env's own user (runas), only into a folder that user owns */
+    char ddir[] = "/tmp/envbench-dump-XXXXXX";
+    vm_runas ru = {0};
+    if (rc == 0 && !mkdtemp(ddir))
+        rc = em_fail(&err, "screendump folder %s: %s", ddir, strerror(errno));
+    if (rc == 0)
+        rc = vm_runas_read(env_dir(e), &ru, &err);
+    if (rc == 0 && ru.drop && chown(ddir, ru.uid, ru.gid) < 0)
+        rc = em_fail(&err, "screendump folder %s: chown: %s", ddir, strerror(errno));
+    _cleanup_free_ char *dump = xasprintf("%s/bench-screendump.png", ddir);
     if (rc == 0)
         rc = qmp_open(sock, 5000, &q, &err);
     for (int i = 0; i < shots && rc == 0; i++) {
@@ -195,12 +218,15 @@ int main(int argc, char **argv)
     }
     qmp_close(q);
     unlink(dump);
+    rmdir(ddir);
     if (rc == 0) {
         double p1 = pct(s1, shots, 50), p2 = pct(s2, shots, 50);
         snprintf(v, sizeof v, "p50 %.1f ms, p99 %.1f ms", p1, pct(s1, shots, 99));
         char what[64];
         snprintf(what, sizeof what, "screenshot envmgr (%dx%d PNG, fresh frame)", env_width(e), env_height(e));
         line(what, v);
+        snprintf(v, sizeof v, "p50 %.1f ms, p99 %.1f ms", pct(s4, shots, 50), pct(s4, shots, 99));
+        line("  same, back to back (QEMU refreshes every 30 ms)", v);
         snprintf(v, sizeof v, "p50 %.1f ms, p99 %.1f ms", pct(s3, shots, 50), pct(s3, shots, 99));
         line("  same, always re-encoding (no frame reuse)", v);
         snprintf(v, sizeof v, "p50 %.1f ms, p99 %.1f ms", p2, pct(s2, shots, 99));
@@ -211,6 +237,7 @@ int main(int argc, char **argv)
     free(s1);
     free(s2);
     free(s3);
+    free(s4);
 
     /* recording overhead: a real frame per step (the pointer moves, so each frame differs) */
     if (rc == 0) {

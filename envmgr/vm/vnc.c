@@ -12,7 +12,9 @@ struct vnc_session {
     rfbClient *client;
     char *path;
     long long area;     /* pixels received since the last request */
-    bool frame_done;    /* a requested full frame is complete */
+    bool want_full;     /* the request in flight is a full frame (connect), not a marker */
+    bool marker_seen;   /* this update carries the marker block at (0,0) */
+    bool frame_done;    /* the requested frame is complete */
     int px, py, buttons;
     bool pointer_known;
     bool extended_keys; /* the server accepted a scancode key event */
@@ -37,16 +39,20 @@ static vnc_session *session_of(rfbClient *c)
 
 static void got_update(rfbClient *c, int x, int y, int w, int h)
 {
-    (void)x;
-    (void)y;
-    session_of(c)->area += (long long)w * h;
+    (void)w;
+    (void)h;
+    vnc_session *v = session_of(c);
+    v->area += (long long)w * h;
+    if (x == 0 && y == 0)
+        v->marker_seen = true;
 }
 
 static void finished_update(rfbClient *c)
 {
     vnc_session *v = session_of(c);
-    if (v->area >= (long long)c->width * c->height)
+    if (v->want_full ? v->area >= (long long)c->width * c->height : v->marker_seen)
         v->frame_done = true;
+    v->marker_seen = false;
 }
 
 /* The framebuffer is fixed at connect time; a resize would invalidate every coordinate. */
@@ -88,6 +94,32 @@ static int wait_frame(vnc_session *v, double deadline, em_err *err)
     return 0;
 }
 
+/* libvncclient follows every update with an incremental request, so QEMU pushes each change and
+ * the client's framebuffer tracks the screen. A fresh frame then needs only proof that everything
+ * up to now has arrived: a non-incremental request for the 16-pixel block at (0,0) (the marker)
+ * makes QEMU's next update carry every dirty region plus that block, and that update is the last
+ * one we need. Before it, an input message resets QEMU's refresh timer (an update request does
+ * not; on a still screen it backs off to 3 s). A full frame (after connecting) waits for the
+ * whole area instead: 8 MB at 1920x1080, where the marker costs a few hundred bytes. */
+static int request_frame(vnc_session *v, bool full, double deadline, em_err *err)
+{
+    /* Drain what is queued so the completion we wait for belongs to our request. */
+    if (handle_messages(v, now_ms(), err) < 0)
+        return -1;
+    v->area = 0;
+    v->want_full = full;
+    v->marker_seen = false;
+    v->frame_done = false;
+    rfbBool poked = v->pointer_known ? SendPointerEvent(v->client, v->px, v->py, v->buttons)
+                                     : SendClientCutText(v->client, "", 0); /* no clipboard peer: no effect */
+    if (!poked)
+        return em_fail(err, "vnc %s: send input event failed", v->path);
+    int w = full ? v->client->width : 1, h = full ? v->client->height : 1;
+    if (!SendFramebufferUpdateRequest(v->client, 0, 0, w, h, FALSE))
+        return em_fail(err, "vnc %s: send update request failed", v->path);
+    return wait_frame(v, deadline, err);
+}
+
 int vnc_open(const char *sock_path, double timeout_ms, vnc_session **out, em_err *err)
 {
     double deadline = now_ms() + timeout_ms;
@@ -124,6 +156,7 @@ int vnc_open(const char *sock_path, double timeout_ms, vnc_session **out, em_err
     c->connectTimeout = 10;
     v->client = c;
     v->area = 0;
+    v->want_full = true;
     v->frame_done = false;
     if (!rfbInitClient(c, NULL, NULL)) { /* frees c on failure */
         v->client = NULL;
@@ -131,7 +164,7 @@ int vnc_open(const char *sock_path, double timeout_ms, vnc_session **out, em_err
         return em_fail(err, "vnc %s: handshake failed", sock_path);
     }
     /* rfbInitClient asked for a full frame; that one can be black, so drop it and ask again. */
-    if (wait_frame(v, deadline, err) < 0 || vnc_refresh(v, deadline - now_ms(), err) < 0) {
+    if (wait_frame(v, deadline, err) < 0 || request_frame(v, true, deadline, err) < 0) {
         vnc_close(v);
         return -1;
     }
@@ -184,17 +217,7 @@ uint64_t vnc_frame_hash(const vnc_session *v)
 
 int vnc_refresh(vnc_session *v, double timeout_ms, em_err *err)
 {
-    double deadline = now_ms() + timeout_ms;
-    /* Drain what is queued so the completion we wait for belongs to our request. */
-    if (handle_messages(v, now_ms(), err) < 0)
-        return -1;
-    v->area = 0;
-    v->frame_done = false;
-    if (v->pointer_known && !SendPointerEvent(v->client, v->px, v->py, v->buttons))
-        return em_fail(err, "vnc %s: send pointer event failed", v->path);
-    if (!SendFramebufferUpdateRequest(v->client, 0, 0, v->client->width, v->client->height, FALSE))
-        return em_fail(err, "vnc %s: send update request failed", v->path);
-    return wait_frame(v, deadline, err);
+    return request_frame(v, false, now_ms() + timeout_ms, err);
 }
 
 int vnc_pointer(vnc_session *v, int x, int y, int buttons, em_err *err)

@@ -1,8 +1,9 @@
-/* A libvncclient session with QEMU's VNC server on a unix socket: fresh full
- * frames on demand, pointer and key events. QEMU quirks handled here:
- *  - the first frame after connecting is black: always request a full frame;
+/* A libvncclient session with QEMU's VNC server on a unix socket: fresh frames
+ * on demand (QEMU sends only what changed), pointer and key events. QEMU quirks
+ * handled here:
+ *  - the first frame after connecting can be black: request a second full one;
  *  - the refresh timer backs off to 3 s on a static screen and an update
- *    request does not reset it, but input does: nudge the pointer first;
+ *    request does not reset it, but input does: send an input message first;
  *  - keysyms of shifted characters arrive unshifted: wrap them in Shift, and
  *    send scancodes with QEMU's extended key event when offered. */
 #ifndef ENVMGR_VNC_H
@@ -26,7 +27,7 @@ const uint8_t *vnc_pixels(const vnc_session *v);
 /* 64-bit hash of the current pixels (cheap change detection). */
 uint64_t vnc_frame_hash(const vnc_session *v);
 
-/* Fetch a fresh full frame (nudge + non-incremental request + wait). */
+/* Bring the frame up to date: everything the screen showed when this was called has arrived. */
 int vnc_refresh(vnc_session *v, double timeout_ms, em_err *err);
 
 /* Pointer position and buttons (bit 0 left, 1 middle, 2 right, 3/4 wheel up/down, 5/6 wheel left/right). */
