@@ -64,13 +64,21 @@ static rfbBool refuse_resize(rfbClient *c)
     return TRUE;
 }
 
+/* WaitForMessage watches only the socket, but libvncclient reads ahead up to 8 KB: the next
+ * message can already sit in its buffer while the socket is quiet (on a still screen nothing more
+ * comes to wake select), so look there first. */
+static int wait_message(vnc_session *v, unsigned usecs)
+{
+    return v->client->buffered > 0 ? 1 : WaitForMessage(v->client, usecs);
+}
+
 static int handle_messages(vnc_session *v, double deadline, em_err *err)
 {
     for (;;) {
         double left = deadline - now_ms();
         if (left <= 0)
             return 0;
-        int n = WaitForMessage(v->client, (unsigned)(left > 100 ? 100000 : left * 1000));
+        int n = wait_message(v, (unsigned)(left > 100 ? 100000 : left * 1000));
         if (n < 0)
             return em_fail(err, "vnc %s: connection lost", v->path);
         if (n == 0)
@@ -85,7 +93,7 @@ static int wait_frame(vnc_session *v, double deadline, em_err *err)
     while (!v->frame_done) {
         if (now_ms() >= deadline)
             return em_fail(err, "vnc %s: no complete frame before the timeout", v->path);
-        int n = WaitForMessage(v->client, 50000);
+        int n = wait_message(v, 50000);
         if (n < 0)
             return em_fail(err, "vnc %s: connection lost", v->path);
         if (n > 0 && !HandleRFBServerMessage(v->client))
