@@ -171,12 +171,13 @@ static void set_end(run *r, exit_cause cause, const char *why)
 
 /* The current frame into the trace. An unchanged screen (same pixel hash as
  * the last frame stored) reuses that frame's name instead of encoding again. */
-static int frame_sha(run *r, char sha[65], em_err *err)
+/* Record the screen's frame (fresh, or the one the settle wait ended on) and name it by its sha. */
+static int frame_sha(run *r, bool fresh, char sha[65], em_err *err)
 {
     const uint8_t *px;
     uint64_t hash;
     int w = r->ev.width, h = r->ev.height;
-    if (r->ev.frame(r->ev.ctx, &px, &hash, err) < 0)
+    if (r->ev.frame(r->ev.ctx, fresh, &px, &hash, err) < 0)
         return -1;
     if (r->have_last && hash == r->last_hash) {
         memcpy(sha, r->last_sha, 65);
@@ -327,8 +328,8 @@ static int execute_actions(run *r, json_t *actions, const char *source, double a
         r->action_ms += action_ms;
         r->actions++;
         char after[65] = "";
-        if (rc == 0)
-            rc = frame_sha(r, after, &aerr);
+        if (rc == 0) /* after a settle, the frame it judged still: another fetch only waits for a refresh */
+            rc = frame_sha(r, action_is_terminal(&parsed), after, &aerr);
         int wrc = record_step(r, canon, source, i == 0 ? agent_ms : 0, action_ms, before, rc == 0 ? after : NULL,
                               &settle, rc == 0 ? NULL : aerr.msg, err);
         json_decref(canon);
@@ -360,7 +361,7 @@ static int probe_late(run *r, em_err *err)
 {
     uint64_t seen = r->last_hash;
     sleep_ms(r->o.late_probe_ms);
-    if (check_interrupt(err) < 0 || frame_sha(r, r->before, err) < 0)
+    if (check_interrupt(err) < 0 || frame_sha(r, true, r->before, err) < 0)
         return -1;
     r->late_probes++;
     if (r->last_hash != seen) {
@@ -374,7 +375,13 @@ static int probe_late(run *r, em_err *err)
 int episode_observe(episode *ep, char sha[65], em_err *err)
 {
     ep->tree[0] = ep->tree_seen[0] = '\0';
-    if (frame_sha(ep, ep->before, err) < 0 || (ep->o.late_probe_ms > 0 && probe_late(ep, err) < 0))
+    /* Freeze the guest before taking the frame, so the frame is exactly the screen the agent then
+     * reasons about. Not when a tree is read (the guest's AT-SPI bus must answer) or the late-change
+     * probe measures what a running guest does after the observation. */
+    bool freeze_first = !obs_has_tree(ep->o.observation) && ep->o.late_probe_ms <= 0;
+    if (freeze_first && hold_guest(ep, true, err) < 0)
+        return -1;
+    if (frame_sha(ep, true, ep->before, err) < 0 || (ep->o.late_probe_ms > 0 && probe_late(ep, err) < 0))
         return -1;
     /* the tree is read while the guest still runs (its AT-SPI bus answers), right after the frame */
     if (obs_has_tree(ep->o.observation) && obs_fetch_tree(&ep->ev, ep->tw, ep->tree, err) < 0)
@@ -397,7 +404,7 @@ int episode_step(episode *r, json_t *reply, double agent_ms, episode_step_out *o
     }
     em_err ferr = {0};
     /* the guest runs again (the reply acts now); no observation yet: it acts on the current screen */
-    if (hold_guest(r, false, &ferr) < 0 || (!r->before[0] && frame_sha(r, r->before, &ferr) < 0)) {
+    if (hold_guest(r, false, &ferr) < 0 || (!r->before[0] && frame_sha(r, true, r->before, &ferr) < 0)) {
         set_end(r, EXIT_ENV_ERROR, ferr.msg);
         snprintf(out->error, sizeof out->error, "%s", ferr.msg);
         out->ended = true;

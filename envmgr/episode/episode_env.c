@@ -6,12 +6,13 @@
 #include "envmgr/vm/vm.h"
 #include "envmgr/vm/vnc.h"
 
-static int op_frame(void *ctx, const uint8_t **px, uint64_t *hash, em_err *err)
+static int op_frame(void *ctx, bool fresh, const uint8_t **px, uint64_t *hash, em_err *err)
 {
     env *e = ctx;
     vnc_session *v;
-    if (env_frame(e, px, err) < 0 || env_vnc(e, &v, err) < 0)
+    if ((fresh && env_frame(e, px, err) < 0) || env_vnc(e, &v, err) < 0)
         return -1;
+    *px = vnc_pixels(v);
     *hash = vnc_frame_hash(v);
     return 0;
 }

@@ -22,8 +22,9 @@ typedef struct episode_env {
     const char *accel;        /* "kvm", "tcg" */
     const char *image_sha256; /* of the image manifest */
     const char *dir;          /* the env's run directory (its egress log lives there) */
-    /* A fresh frame (RGBX, width*4 stride, valid until the next call) and a hash of its pixels. */
-    int (*frame)(void *ctx, const uint8_t **px, uint64_t *hash, em_err *err);
+    /* A frame (RGBX, width*4 stride, valid until the next call) and a hash of its pixels: a fresh
+     * one, or (fresh false) the one settle last looked at. */
+    int (*frame)(void *ctx, bool fresh, const uint8_t **px, uint64_t *hash, em_err *err);
     int (*act)(void *ctx, const action *a, em_err *err);
     /* Wait for the screen and the guest to settle after an action (never an error when they do
      * not); *info says how it ended (may be NULL). */

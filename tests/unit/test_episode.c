@@ -28,8 +28,9 @@ typedef struct fake {
     netpolicy net;
 } fake;
 
-static int f_frame(void *ctx, const uint8_t **px, uint64_t *hash, em_err *err)
+static int f_frame(void *ctx, bool fresh, const uint8_t **px, uint64_t *hash, em_err *err)
 {
+    (void)fresh;
     fake *f = ctx;
     *px = f->px;
     *hash = f->hash;
