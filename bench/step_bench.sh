@@ -8,6 +8,8 @@
 #   - concurrency: N episodes at once with an agent that thinks 5 s per step (STEP_BENCH_CONC,
 #     default "20 50 100 150"): steps per minute, p50/p99 step overhead, peak memory.
 # STEP_BENCH_STEPS=N steps per overhead task (default 15). STEP_BENCH_SKIP="conc late" skips parts.
+# STEP_BENCH_CONC_STEPS=N steps per concurrent episode (default 6); the second half of each episode
+# shows the steady state, once the envs started together no longer compete with each other's boots.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 B=${ENVMGR_BIN:-$root/bin/envmgr} # ENVMGR_BIN: measure another build (a "before" figure)
@@ -101,15 +103,17 @@ fi
 "$B" down $E >/dev/null
 
 if ! skip conc; then
+    cn=${STEP_BENCH_CONC_STEPS:-6}
     for c in ${STEP_BENCH_CONC:-20 50 100 150}; do
         suite=$work/conc-$c
         mkdir -p "$suite"
         for i in $(seq 1 "$c"); do
             task click true "$suite/c$i.json"
-            python3 - "$suite/c$i.json" "$i" <<'PY'
+            python3 - "$suite/c$i.json" "$i" "$cn" <<'PY'
 import json, sys
 t = json.load(open(sys.argv[1])); t["id"] = "conc-%s" % sys.argv[2]
-t["solution"] = t["solution"][:6] + [{"action_type": "DONE"}]
+t["solution"] = [t["solution"][0]] * int(sys.argv[3]) + [{"action_type": "DONE"}]
+t["limits"]["max_steps"] = int(sys.argv[3]) + 2
 json.dump(t, open(sys.argv[1], "w"))
 PY
         done
@@ -126,6 +130,7 @@ PY
         kill $mon 2>/dev/null || true
         read -r p50 p99 cnt < <(stats "$work/conc-$c.jsonl")
         read -r q50 q99 qcnt < <(stats "$work/conc-$c.jsonl" 1)
+        read -r h50 h99 hcnt < <(stats "$work/conc-$c.jsonl" $((cn / 2)))
         read -r done_ok < <(python3 -c "
 import json
 print(sum(1 for l in open('$work/conc-out-$c/results.jsonl') if json.loads(l).get('exit_cause') == 'done'))" 2>/dev/null || echo 0)
@@ -137,6 +142,7 @@ print('%.0f' % ($cnt / (($t1 - $t0) / 60)))")
         line "$c episodes at once (think 5 s): done" "$done_ok of $c, $(python3 -c "print('%.0f' % ($t1 - $t0))") s wall"
         line "$c episodes at once: step overhead p50 / p99" "$p50 / $p99 ms ($cnt steps)"
         line "$c at once: p50 / p99 after each first step" "$q50 / $q99 ms ($qcnt steps)"
+        line "$c at once: p50 / p99 from step $((cn / 2)) on" "$h50 / $h99 ms ($hcnt steps)"
         line "$c episodes at once: steps per minute" "$steps_min (whole run, boot included)"
         line "$c episodes at once: peak memory / load" "$memused GiB / $loadpk"
         rm -rf "$work/conc-out-$c"
