@@ -20,6 +20,8 @@ struct vnc_session {
     bool extended_keys; /* the server accepted a scancode key event */
 };
 
+#define REQUEST_RETRY_MS 1000.0
+
 static int tag;
 
 static void quiet_log(const char *fmt, ...)
@@ -88,17 +90,30 @@ static int handle_messages(vnc_session *v, double deadline, em_err *err)
     }
 }
 
-static int wait_frame(vnc_session *v, double deadline, em_err *err)
+/* 1: the frame is complete; 0: not by `until`; -1: the connection is gone. */
+static int wait_frame(vnc_session *v, double until, em_err *err)
 {
     while (!v->frame_done) {
-        if (now_ms() >= deadline)
-            return em_fail(err, "vnc %s: no complete frame before the timeout", v->path);
+        if (now_ms() >= until)
+            return 0;
         int n = wait_message(v, 50000);
         if (n < 0)
             return em_fail(err, "vnc %s: connection lost", v->path);
         if (n > 0 && !HandleRFBServerMessage(v->client))
             return em_fail(err, "vnc %s: connection lost (did QEMU exit?)", v->path);
     }
+    return 1;
+}
+
+static int send_request(vnc_session *v, bool full, em_err *err)
+{
+    rfbBool poked = v->pointer_known ? SendPointerEvent(v->client, v->px, v->py, v->buttons)
+                                     : SendClientCutText(v->client, "", 0); /* no clipboard peer: no effect */
+    if (!poked)
+        return em_fail(err, "vnc %s: send input event failed", v->path);
+    int w = full ? v->client->width : 1, h = full ? v->client->height : 1;
+    if (!SendFramebufferUpdateRequest(v->client, 0, 0, w, h, FALSE))
+        return em_fail(err, "vnc %s: send update request failed", v->path);
     return 0;
 }
 
@@ -108,7 +123,8 @@ static int wait_frame(vnc_session *v, double deadline, em_err *err)
  * makes QEMU's next update carry every dirty region plus that block, and that update is the last
  * one we need. Before it, an input message resets QEMU's refresh timer (an update request does
  * not; on a still screen it backs off to 3 s). A full frame (after connecting) waits for the
- * whole area instead: 8 MB at 1920x1080, where the marker costs a few hundred bytes. */
+ * whole area instead: 8 MB at 1920x1080, where the marker costs a few hundred bytes. A request
+ * unanswered for a second is sent again (an answer is due within one refresh, 30 ms). */
 static int request_frame(vnc_session *v, bool full, double deadline, em_err *err)
 {
     /* Drain what is queued so the completion we wait for belongs to our request. */
@@ -118,14 +134,17 @@ static int request_frame(vnc_session *v, bool full, double deadline, em_err *err
     v->want_full = full;
     v->marker_seen = false;
     v->frame_done = false;
-    rfbBool poked = v->pointer_known ? SendPointerEvent(v->client, v->px, v->py, v->buttons)
-                                     : SendClientCutText(v->client, "", 0); /* no clipboard peer: no effect */
-    if (!poked)
-        return em_fail(err, "vnc %s: send input event failed", v->path);
-    int w = full ? v->client->width : 1, h = full ? v->client->height : 1;
-    if (!SendFramebufferUpdateRequest(v->client, 0, 0, w, h, FALSE))
-        return em_fail(err, "vnc %s: send update request failed", v->path);
-    return wait_frame(v, deadline, err);
+    for (;;) {
+        if (send_request(v, full, err) < 0)
+            return -1;
+        double until = now_ms() + REQUEST_RETRY_MS;
+        int rc = wait_frame(v, until < deadline ? until : deadline, err);
+        if (rc != 0)
+            return rc < 0 ? -1 : 0;
+        if (now_ms() >= deadline)
+            return em_fail(err, "vnc %s: no complete frame before the timeout", v->path);
+        quiet_log("vnc %s: no answer to a frame request in %.0f ms; asking again\n", v->path, REQUEST_RETRY_MS);
+    }
 }
 
 int vnc_open(const char *sock_path, double timeout_ms, vnc_session **out, em_err *err)
@@ -172,7 +191,10 @@ int vnc_open(const char *sock_path, double timeout_ms, vnc_session **out, em_err
         return em_fail(err, "vnc %s: handshake failed", sock_path);
     }
     /* rfbInitClient asked for a full frame; that one can be black, so drop it and ask again. */
-    if (wait_frame(v, deadline, err) < 0 || request_frame(v, true, deadline, err) < 0) {
+    int got = wait_frame(v, deadline, err);
+    if (got == 0)
+        em_fail(err, "vnc %s: no first frame before the timeout", sock_path);
+    if (got <= 0 || request_frame(v, true, deadline, err) < 0) {
         vnc_close(v);
         return -1;
     }
