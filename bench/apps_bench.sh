@@ -24,7 +24,7 @@ row "image disk.qcow2 (zstd) / packages" "$(du -m "$out/disk.qcow2" | cut -f1) M
 "$root/build/bench/envbench" --image apps --resets 10 --shots 20 ${ENVMGR_APPS_BENCH_COLD:---cold}
 
 E=apps-bench-$$
-gx() { "$ENVMGR" exec "$E" --timeout "${GX_TIMEOUT:-120}" -- "$@"; }
+gx() { "$ENVMGR" exec "$E" --timeout "${GX_TIMEOUT:-120}" --max-output 16777216 -- "$@"; }
 trap '"$ENVMGR" down "$E" >/dev/null 2>&1' EXIT
 "$ENVMGR" up --name "$E" --image apps >/dev/null || { echo "apps bench: envmgr up --image apps failed"; exit 1; }
 now() { date +%s.%N; }
