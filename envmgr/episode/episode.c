@@ -169,9 +169,9 @@ static void set_end(run *r, exit_cause cause, const char *why)
     r->reason = why ? xstrdup(why) : NULL;
 }
 
-/* The current frame into the trace. An unchanged screen (same pixel hash as
- * the last frame stored) reuses that frame's name instead of encoding again. */
-/* Record the screen's frame (fresh, or the one the settle wait ended on) and name it by its sha. */
+/* The screen's frame (fresh, or the one the settle wait ended on) into the trace, named by its
+ * sha. An unchanged screen (same pixel hash as the last frame stored) reuses that frame's name
+ * instead of encoding again. */
 static int frame_sha(run *r, bool fresh, char sha[65], em_err *err)
 {
     const uint8_t *px;

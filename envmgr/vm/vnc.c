@@ -41,8 +41,6 @@ static vnc_session *session_of(rfbClient *c)
 
 static void got_update(rfbClient *c, int x, int y, int w, int h)
 {
-    (void)w;
-    (void)h;
     vnc_session *v = session_of(c);
     v->area += (long long)w * h;
     if (x == 0 && y == 0)
