@@ -14,6 +14,8 @@ struct vnc_session {
     long long area;     /* pixels received since the last request */
     bool want_full;     /* the request in flight is a full frame (connect), not a marker */
     bool marker_seen;   /* this update carries the marker block at (0,0) */
+    bool hash_valid;    /* hash is of the pixels as they are (any update clears it) */
+    uint64_t hash;
     bool frame_done;    /* the requested frame is complete */
     int px, py, buttons;
     bool pointer_known;
@@ -42,6 +44,7 @@ static vnc_session *session_of(rfbClient *c)
 static void got_update(rfbClient *c, int x, int y, int w, int h)
 {
     vnc_session *v = session_of(c);
+    v->hash_valid = false;
     v->area += (long long)w * h;
     if (x == 0 && y == 0)
         v->marker_seen = true;
@@ -61,6 +64,7 @@ static rfbBool refuse_resize(rfbClient *c)
     size_t n = (size_t)c->width * c->height * 4;
     free(c->frameBuffer);
     c->frameBuffer = xcalloc(1, n);
+    session_of(c)->hash_valid = false;
     return TRUE;
 }
 
@@ -72,13 +76,13 @@ static int wait_message(vnc_session *v, unsigned usecs)
     return v->client->buffered > 0 ? 1 : WaitForMessage(v->client, usecs);
 }
 
+/* Apply server messages until none comes within the time left; at or past the deadline, those
+ * already waiting (a drain: it used to return before looking when called with now). */
 static int handle_messages(vnc_session *v, double deadline, em_err *err)
 {
     for (;;) {
         double left = deadline - now_ms();
-        if (left <= 0)
-            return 0;
-        int n = wait_message(v, (unsigned)(left > 100 ? 100000 : left * 1000));
+        int n = wait_message(v, left <= 0 ? 0 : (unsigned)(left > 100 ? 100000 : left * 1000));
         if (n < 0)
             return em_fail(err, "vnc %s: connection lost", v->path);
         if (n == 0)
@@ -228,8 +232,10 @@ const uint8_t *vnc_pixels(const vnc_session *v)
     return v->client->frameBuffer;
 }
 
-uint64_t vnc_frame_hash(const vnc_session *v)
+uint64_t vnc_frame_hash(vnc_session *v)
 {
+    if (v->hash_valid) /* the settle wait and the step's record hash the same frame */
+        return v->hash;
     /* 64-bit multiply-xor over words: ~1 ms for 1280x800, enough to spot any change. */
     const uint8_t *p = v->client->frameBuffer;
     size_t n = (size_t)v->client->width * v->client->height;
@@ -240,6 +246,8 @@ uint64_t vnc_frame_hash(const vnc_session *v)
         h = (h ^ (px & 0x00ffffffu)) * 0xff51afd7ed558ccdull;
         h ^= h >> 29;
     }
+    v->hash = h;
+    v->hash_valid = true;
     return h;
 }
 

@@ -25,7 +25,7 @@ int vnc_height(const vnc_session *v);
 /* RGBX pixels of the last complete frame; stride is width * 4. */
 const uint8_t *vnc_pixels(const vnc_session *v);
 /* 64-bit hash of the current pixels (cheap change detection). */
-uint64_t vnc_frame_hash(const vnc_session *v);
+uint64_t vnc_frame_hash(vnc_session *v);
 
 /* Bring the frame up to date: everything the screen showed when this was called has arrived. */
 int vnc_refresh(vnc_session *v, double timeout_ms, em_err *err);
