@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -217,6 +218,23 @@ int vm_cgroup_prepare(const char *dir, const vm_cgroup_limits *lim, int fds[VM_C
     return rc;
 }
 
+/* SIGKILL every process in cgroup directory cg. */
+static void kill_members(const char *cg)
+{
+    _cleanup_free_ char *path = xasprintf("%s/cgroup.procs", cg), *procs = NULL;
+    em_err ignored;
+    if (read_file_capped(path, 1 << 20, &procs, NULL, &ignored) < 0)
+        return;
+    for (char *line = procs, *next; *line; line = next) {
+        next = line + strcspn(line, "\n");
+        if (*next)
+            *next++ = '\0';
+        long pid;
+        if (parse_int(line, 2, 1 << 30, &pid) == 0)
+            kill((pid_t)pid, SIGKILL);
+    }
+}
+
 void vm_cgroup_remove(const char *dir)
 {
     char name[18], why[300];
@@ -225,11 +243,16 @@ void vm_cgroup_remove(const char *dir)
     size_t n = 0;
     if (find_places(name, pl, &n, why, sizeof why) < 0)
         return;
-    double deadline = now_ms() + 1000;
+    double deadline = now_ms() + 2000;
     for (size_t i = 0; i < n; i++) {
-        /* A process killed a moment ago leaves its cgroup only once the kernel has reaped it. */
-        while (rmdir(pl[i].dir) < 0 && errno == EBUSY && now_ms() < deadline)
+        /* What QEMU's user left running (a QEMU taken over can fork) dies with the env: it would
+         * otherwise outlive it as a user id the next env may be given. A process killed a moment
+         * ago leaves its cgroup only once the kernel has reaped it; killing again each round
+         * catches what forked meanwhile (the pids limit bounds how many). */
+        while (rmdir(pl[i].dir) < 0 && errno == EBUSY && now_ms() < deadline) {
+            kill_members(pl[i].dir);
             sleep_ms(10);
+        }
         free(pl[i].dir);
     }
 }
