@@ -19,8 +19,10 @@ for t in "$here"/integration/test_*.sh; do
     if [ -n "${ENVMGR_TESTS:-}" ] && ! [[ " $ENVMGR_TESTS " == *" $name "* ]]; then continue; fi
     echo "== integration: $name"
     log=$(mktemp /tmp/envmgr-it-log.XXXXXX)
+    t0=$SECONDS
     bash "$t" 2>&1 | tee "$log"
     rc=${PIPESTATUS[0]}
+    echo "-- $name took $((SECONDS - t0)) s"   # where CI's time budget goes
     row=$(grep -E '^[a-z_-]*:? ?[0-9]+ passed, [0-9]+ failed' "$log" | tail -1)
     p=$(echo "$row" | grep -oE '[0-9]+ passed' | grep -oE '[0-9]+')
     f=$(echo "$row" | grep -oE '[0-9]+ failed' | grep -oE '[0-9]+')
