@@ -974,6 +974,16 @@ static void test_score_failures(void)
                     "done", 1, NULL);
     CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(detail(d, 0), "reason")),
                            "evaluator.expected[0]: local_file: `missing.txt`: No such file or directory");
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(detail(d, 0), "status")), "evaluator_error");
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(d, "status")), "scored"); /* the later 1 decided "or" */
+    json_decref(d);
+    /* an expected side that cannot be had is the evaluator's failure, not the agent's: no score */
+    d = expect_eval(&ops,
+                    "{\"func\": \"exact_match\", \"result\": " CMD ","
+                    " \"expected\": {\"type\": \"local_file\", \"path\": \"missing.txt\"}}",
+                    "done", 0, "evaluator.expected: local_file: `missing.txt`: No such file or directory");
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(d, "status")), "evaluator_error");
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(detail(d, 0), "status")), "evaluator_error");
     json_decref(d);
     d = expect_eval(NULL, "{\"func\": \"exact_match\", \"result\": " CMD ", \"expected\": " R_TRUE "}", "done", 0,
                     "evaluator.result: vm_command_line: no env to run it in");
