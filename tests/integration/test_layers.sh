@@ -4,8 +4,7 @@
 set -u
 . "$(dirname "$0")/lib.sh"
 root=$(cd "$(dirname "$0")/../.." && pwd)
-tmp=$(mktemp -d /tmp/envmgr-layers.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
+tmp=$T # lib.sh's folder, removed by its cleanup (a trap of this file's own replaced that one and left $T behind)
 
 if out=$("$root/scripts/check-layers" "$root"); then ok "the tree keeps the layer order ($(echo "$out" | tail -1))"
 else bad "the tree breaks the layer order: $out"; fi
