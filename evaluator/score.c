@@ -45,14 +45,17 @@ static int run_metric(const em_env_ops *ops, const task *t, size_t i, const char
     char *why = NULL;
     *score = 0;
     *reason = NULL;
+    /* What the agent left cannot be read: its failure, scored 0. */
     fetch(ops, t, m->result, "result", i, artifact_dir, task_dir, &result, &why);
+    if (!why) {
+        fetch(ops, t, m->expected, "expected", i, artifact_dir, task_dir, &expected, &why);
+        /* The reference cannot be had (a missing asset, a broken rule): no score, rather than a 0
+         * that blames the agent. */
+        if (why)
+            outcome = METRIC_EVALUATOR_ERROR;
+    }
     if (why) {
-        *reason = why; /* what the agent left cannot be read: its failure, scored 0 */
-    } else if (fetch(ops, t, m->expected, "expected", i, artifact_dir, task_dir, &expected, &why), why) {
-        /* the reference cannot be had (a missing asset, a broken rule): no score, rather than a 0
-         * that blames the agent */
         *reason = why;
-        outcome = METRIC_EVALUATOR_ERROR;
     } else {
         metric_ctx ctx = {.task_dir = task_dir, .artifact_dir = artifact_dir, .agent_exit = agent_exit};
         em_err e = {0};

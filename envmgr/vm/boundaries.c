@@ -75,6 +75,16 @@ static json_t *cgroups(pid_t pid)
     return out;
 }
 
+int vm_proc_uids(pid_t pid, unsigned long ids[4])
+{
+    _cleanup_free_ char *path = xasprintf("/proc/%d/status", (int)pid), *st = NULL;
+    em_err ignored;
+    if (read_file_capped(path, PROC_TEXT_MAX, &st, NULL, &ignored) < 0)
+        return -1;
+    const char *u = strstr(st, "\nUid:");
+    return u && sscanf(u + 5, "%lu %lu %lu %lu", &ids[0], &ids[1], &ids[2], &ids[3]) == 4 ? 0 : -1;
+}
+
 int vm_boundaries(pid_t pid, json_t **out, em_err *err)
 {
     *out = NULL;
@@ -85,21 +95,16 @@ int vm_boundaries(pid_t pid, json_t **out, em_err *err)
     json_t *b = json_object();
     json_object_set_new(b, "qemu_sandbox", arg_after(cmd, len, "-sandbox"));
     json_object_set_new(b, "netdev", arg_after(cmd, len, "-netdev"));
-    _cleanup_free_ char *st_path = xasprintf("/proc/%d/status", (int)pid), *st = NULL;
-    em_err ignored;
     json_t *uid = json_null(), *user = json_null();
-    if (read_file_capped(st_path, PROC_TEXT_MAX, &st, NULL, &ignored) == 0) {
-        const char *u = strstr(st, "\nUid:");
-        unsigned long real, eff;
-        if (u && sscanf(u + 5, "%lu %lu", &real, &eff) == 2) {
-            json_decref(uid);
-            uid = json_integer((json_int_t)eff);
-            struct passwd pw, *res = NULL;
-            char buf[1024];
-            if (getpwuid_r((uid_t)eff, &pw, buf, sizeof buf, &res) == 0 && res) {
-                json_decref(user);
-                user = json_string(res->pw_name);
-            }
+    unsigned long ids[4];
+    if (vm_proc_uids(pid, ids) == 0) {
+        json_decref(uid);
+        uid = json_integer((json_int_t)ids[1]); /* effective */
+        struct passwd pw, *res = NULL;
+        char buf[1024];
+        if (getpwuid_r((uid_t)ids[1], &pw, buf, sizeof buf, &res) == 0 && res) {
+            json_decref(user);
+            user = json_string(res->pw_name);
         }
     }
     json_object_set_new(b, "uid", uid);

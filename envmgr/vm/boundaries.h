@@ -13,5 +13,8 @@
  *  "cgroup": {"memory": {"path": "/...", "limit_bytes": null}, "pids": {...}, "cpu": {...}}}
  * A field that cannot be read is null. */
 int vm_boundaries(pid_t pid, json_t **out, em_err *err);
+/* The real, effective, saved and file-system user ids of process pid, from its status (its
+ * /proc folder is root's once it changed ids). -1 when it is gone or unreadable. */
+int vm_proc_uids(pid_t pid, unsigned long ids[4]);
 
 #endif

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 
 #include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
+#include "envmgr/vm/boundaries.h"
 
 #define REGISTRY "/run/envmgr-qemu-users"
 
@@ -60,27 +62,40 @@ int vm_runas_read(const char *dir, vm_runas *out, em_err *err)
     return 0;
 }
 
-/* Marks in busy (one bit per id from VM_RUNAS_UID_BASE) the ids some process still runs as: a
- * process an env's QEMU user left behind must never share its id with the next env. /proc/<pid>
- * is root's for a process that changed its ids, so the ids come from its status. */
-static void mark_busy_uids(uint8_t *busy)
+/* One bit per id from VM_RUNAS_UID_BASE: the ids some process still runs as. */
+typedef struct busy_ids {
+    uint8_t bits[VM_RUNAS_UID_COUNT / 8];
+} busy_ids;
+
+static bool in_range(unsigned long id)
+{
+    return id >= VM_RUNAS_UID_BASE && id - VM_RUNAS_UID_BASE < VM_RUNAS_UID_COUNT;
+}
+
+static bool is_busy(const busy_ids *b, unsigned long id)
+{
+    return in_range(id) && (b->bits[(id - VM_RUNAS_UID_BASE) / 8] & (1u << ((id - VM_RUNAS_UID_BASE) % 8)));
+}
+
+static void set_busy(busy_ids *b, unsigned long id)
+{
+    if (in_range(id))
+        b->bits[(id - VM_RUNAS_UID_BASE) / 8] |= (uint8_t)(1u << ((id - VM_RUNAS_UID_BASE) % 8));
+}
+
+/* Marks the ids some process still runs as: a process an env's QEMU user left behind must never
+ * share its id with the next env. */
+static void mark_busy_uids(busy_ids *b)
 {
     DIR *d = opendir("/proc");
     struct dirent *de;
     while (d && (de = readdir(d))) {
-        if (de->d_name[0] < '1' || de->d_name[0] > '9')
-            continue;
-        _cleanup_free_ char *path = xasprintf("/proc/%s/status", de->d_name), *text = NULL;
-        em_err ignored;
-        if (read_file_capped(path, 16384, &text, NULL, &ignored) < 0)
-            continue; /* gone meanwhile */
-        char *line = strstr(text, "\nUid:");
+        long pid;
         unsigned long ids[4];
-        if (!line || sscanf(line + 5, "%lu %lu %lu %lu", &ids[0], &ids[1], &ids[2], &ids[3]) != 4)
-            continue;
+        if (parse_int(de->d_name, 1, 1 << 30, &pid) < 0 || vm_proc_uids((pid_t)pid, ids) < 0)
+            continue; /* not a process, or gone meanwhile */
         for (int i = 0; i < 4; i++)
-            if (ids[i] >= VM_RUNAS_UID_BASE && ids[i] - VM_RUNAS_UID_BASE < VM_RUNAS_UID_COUNT)
-                busy[(ids[i] - VM_RUNAS_UID_BASE) / 8] |= (uint8_t)(1u << ((ids[i] - VM_RUNAS_UID_BASE) % 8));
+            set_busy(b, ids[i]);
     }
     if (d)
         closedir(d);
@@ -109,11 +124,11 @@ int vm_runas_acquire(const char *dir, vm_runas *out, em_err *err)
     while (flock(lock, LOCK_EX) < 0)
         if (errno != EINTR)
             return em_fail_errno(err, "lock `%s`", REGISTRY "/.lock");
-    uint8_t busy[VM_RUNAS_UID_COUNT / 8] = {0};
-    mark_busy_uids(busy);
+    busy_ids busy = {0};
+    mark_busy_uids(&busy);
     for (uid_t uid = VM_RUNAS_UID_BASE; uid < VM_RUNAS_UID_BASE + VM_RUNAS_UID_COUNT; uid++) {
-        if (busy[(uid - VM_RUNAS_UID_BASE) / 8] & (1u << ((uid - VM_RUNAS_UID_BASE) % 8)))
-            continue; /* claimed, or a process of it outlived its env */
+        if (is_busy(&busy, uid))
+            continue; /* a running env's, or a process of it outlived its env */
         _cleanup_free_ char *entry = xasprintf(REGISTRY "/%u", (unsigned)uid);
         struct stat st;
         if (lstat(entry, &st) == 0) {

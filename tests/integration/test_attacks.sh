@@ -289,8 +289,9 @@ left=$(pgrep -c -u "$quid" python3)
 "$ENVMGR" down $E >/dev/null 2>&1
 # Killed processes stay zombies until their reaper (the container's pid 1 here) collects them.
 live_as() { ps -u "$1" -o stat= | grep -vc '^Z'; }
+export -f live_as
 check "11 held: down kills what $E's user left running ($left bomb processes before, $(live_as "$quid") after)" \
-    bash -c "[ '$left' -gt 100 ] && [ \$(ps -u '$quid' -o stat= | grep -vc '^Z') = 0 ]"
+    bash -c "[ '$left' -gt 100 ] && [ \$(live_as '$quid') = 0 ]"
 check "11 held: down gives the users back and removes the cgroups" bash -c \
     "! ls /run/envmgr-qemu-users/ | grep -qx '$quid' && [ ! -d '$memdir' ] && [ ! -d '$pidsdir' ]"
 tried "a run directory removed by hand leaves a QEMU user claim and an empty cgroup behind"
