@@ -77,11 +77,17 @@ static int wait_message(vnc_session *v, unsigned usecs)
 }
 
 /* Apply server messages until none comes within the time left; at or past the deadline, those
- * already waiting (a drain: it used to return before looking when called with now). */
+ * already waiting (a drain: it used to return before looking when called with now). The drain
+ * stops after DRAIN_MAX messages: each handled update asks for the next, so a screen that never
+ * stops changing on a host too slow to keep up would otherwise keep it going for good (then the
+ * next frame may complete on an update already in flight: the screen was changing anyway). */
+#define DRAIN_MAX 64
 static int handle_messages(vnc_session *v, double deadline, em_err *err)
 {
-    for (;;) {
+    for (int late = 0; late < DRAIN_MAX;) {
         double left = deadline - now_ms();
+        if (left <= 0)
+            late++;
         int n = wait_message(v, left <= 0 ? 0 : (unsigned)(left > 100 ? 100000 : left * 1000));
         if (n < 0)
             return em_fail(err, "vnc %s: connection lost", v->path);
@@ -90,6 +96,7 @@ static int handle_messages(vnc_session *v, double deadline, em_err *err)
         if (!HandleRFBServerMessage(v->client))
             return em_fail(err, "vnc %s: connection lost (did QEMU exit?)", v->path);
     }
+    return 0;
 }
 
 /* 1: the frame is complete; 0: not by `until`; -1: the connection is gone. */
