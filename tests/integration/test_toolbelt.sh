@@ -8,7 +8,10 @@
 #   * the accessibility dumper on a GTK 3 window over a private session bus
 #     and AT-SPI bus: the same nodes, attributes and text as a one-call-per-
 #     property pyatspi walk (tests/tools/a11y_reference.py), the caps, the
-#     envmgr-guest CLI's JSON;
+#     envmgr-guest CLI's JSON; that it reached the application over its
+#     peer-to-peer connection;
+#   * the dumper's D-Bus client against a hostile peer (tests/tools/
+#     dbusraw_check.py) and its X11 client (x11raw) on the root window;
 #   * envmgr-guest's X getters (screen-size, window-size, windows);
 #   * the Chrome getters against a headless Chromium (if installed): tabs over
 #     DevTools, prefs, bookmarks, history from the profile files.
@@ -65,6 +68,37 @@ out=$(guest gimp-config --file ../../etc/passwd; echo "rc=$?")
 check "gimp-config refuses a path outside GIMP's directory" grep -q '"error".*rc=1' <<<"$(tr -d '\n' <<<"$out")"
 kill "$REC" 2>/dev/null; REC=
 
+# x11raw (the dumper's way to the active window's process, without python3-xlib): the root's
+# _NET_ACTIVE_WINDOW set by hand to a window with a _NET_WM_PID, then cleared; a missing display.
+out=$("$PY" - "$TB" <<'PYEOF' 2>&1
+import sys
+sys.path.insert(0, sys.argv[1])
+from Xlib import X, Xatom, display
+from envmgr_guest import x11raw
+d = display.Display()
+root = d.screen().root
+w = root.create_window(0, 0, 10, 10, 0, X.CopyFromParent)
+w.change_property(d.intern_atom("_NET_WM_PID"), Xatom.CARDINAL, 32, [424242])
+root.change_property(d.intern_atom("_NET_ACTIVE_WINDOW"), Xatom.WINDOW, 32, [w.id])
+d.sync()
+got = x11raw.active_window_pid()
+root.delete_property(d.intern_atom("_NET_ACTIVE_WINDOW"))
+d.sync()
+none = x11raw.active_window_pid()
+missing = x11raw.active_window_pid(":4321")
+print(got, none, missing)
+PYEOF
+)
+check "x11raw: the active window's _NET_WM_PID; None without one or without a display ($out)" \
+    [ "$out" = "424242 None None" ]
+while IFS= read -r line; do
+    case $line in
+        "ok   "*) ok "dbusraw: ${line#ok   }" ;;
+        "FAIL "*) bad "dbusraw: ${line#FAIL }" ;;
+        *) bad "dbusraw: $line" ;;
+    esac
+done < <(timeout 120 "$PY" "$TOOLS/dbusraw_check.py" "$TB" 2>&1)
+
 # ---------------------------------------------------------------- accessibility
 cat >"$T/a11y.sh" <<EOF
 set -u
@@ -117,6 +151,8 @@ print("%d nodes identical; dump %.3f s" % (len(ours), tree["elapsed_s"]))
 EOF
 )
 check "a11y-tree equals the pyatspi reference walk ($cmp_out)" [ $? -eq 0 ]
+check "a11y-tree: the application answered over its own peer-to-peer connection" \
+    jq_py 'assert d["direct_connections"] >= 1, d["direct_connections"]' <"$T/tree.json"
 check "a11y-tree: Entry text escaped and read back" \
     jq_py 'import xml.etree.ElementTree as E; r = E.fromstring(d["AT"]); assert any(e.text == "hello <a11y> & \"world\"" for e in r.iter("text")), "no entry text"' <"$T/tree.json"
 check "a11y-tree: namespaces as OSWorld's (st, attr, cp, doc, docattr, txt, val, act)" \

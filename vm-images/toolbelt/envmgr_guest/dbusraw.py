@@ -11,12 +11,14 @@ is 128).
 Supports: unix:path= and unix:abstract= addresses, EXTERNAL auth, method
 calls with basic argument types, replies and errors.  Signals are skipped.
 """
+import functools
 import os
 import select
 import socket
 import struct
 
 IN_FLIGHT = 96
+MAX_MESSAGE = 64 << 20      # the D-Bus specification's limit is 128 MiB
 
 
 class DBusError(Exception):
@@ -31,14 +33,15 @@ _ALIGN = {"y": 1, "b": 4, "n": 2, "q": 2, "i": 4, "u": 4, "x": 8, "t": 8, "d": 8
 _FIXED = {"y": "B", "b": "I", "n": "h", "q": "H", "i": "i", "u": "I", "x": "q", "t": "Q", "d": "d", "h": "I"}
 
 
+@functools.lru_cache(maxsize=512)
 def _split_sig(sig):
-    """Complete types of a signature string."""
+    """Complete types of a signature string (a tuple)."""
     out, i = [], 0
     while i < len(sig):
         j = _end_of(sig, i)
         out.append(sig[i:j])
         i = j
-    return out
+    return tuple(out)
 
 
 def _end_of(sig, i):
@@ -99,95 +102,216 @@ class _Writer:
             raise ValueError("cannot marshal type %r" % t)
 
 
-class _Reader:
-    def __init__(self, data, pos=0):
-        self.d = data
-        self.p = pos
+# Readers are compiled once per signature into closures f(data, pos) ->
+# (value, pos): the generic type walk per value cost most of the client's
+# CPU under TCG.  Unknown type codes raise KeyError, short data struct.error.
+_U32 = struct.Struct("<I").unpack_from
+_READERS = {}
+_READERS_MAX = 512           # signatures are the peer's choice: bound the cache
 
-    def align(self, n):
-        self.p += -self.p % n
 
-    def get(self, t):
-        c = t[0]
-        self.align(_ALIGN[c])
-        d = self.d
-        if c in _FIXED:
-            f = _FIXED[c]
-            v = struct.unpack_from("<" + f, d, self.p)[0]
-            self.p += struct.calcsize(f)
-            return bool(v) if c == "b" else v
-        if c in "so":
-            n = struct.unpack_from("<I", d, self.p)[0]
-            s = d[self.p + 4:self.p + 4 + n].decode("utf-8", "replace")
-            self.p += 5 + n
-            return s
-        if c == "g":
-            n = d[self.p]
-            s = d[self.p + 1:self.p + 1 + n].decode()
-            self.p += 2 + n
-            return s
-        if c == "v":
-            sig = self.get("g")
-            return self.get(sig)
-        if c == "(":
-            return tuple(self.get(tt) for tt in _split_sig(t[1:-1]))
-        if c == "a":
-            n = struct.unpack_from("<I", d, self.p)[0]
-            self.p += 4
-            et = t[1:]
-            self.align(_ALIGN[et[0]])
-            end = self.p + n
-            if et[0] == "{":
-                kt, vt = _split_sig(et[1:-1])
-                out = {}
-                while self.p < end:
-                    self.align(8)
-                    k = self.get(kt)
-                    out[k] = self.get(vt)
-                return out
-            if et == "y":
-                self.p = end
-                return bytes(d[end - n:end])
+def _reader(t):
+    f = _READERS.get(t)
+    if f is None:
+        f = _compile(t)
+        if len(_READERS) < _READERS_MAX:
+            _READERS[t] = f
+    return f
+
+
+def _compile(t):
+    c = t[0]
+    if c in _FIXED:
+        st = struct.Struct("<" + _FIXED[c])
+        unpack, size, al = st.unpack_from, st.size, _ALIGN[c]
+        if c == "b":
+            return lambda d, p: (bool(unpack(d, p + (-p % al))[0]), p + (-p % al) + size)
+        return lambda d, p: (unpack(d, p + (-p % al))[0], p + (-p % al) + size)
+    if c in "so":
+        def rs(d, p):
+            p += -p % 4
+            n = _U32(d, p)[0]
+            p += 4
+            if p + n >= len(d):
+                raise ValueError("string past the end of the message")
+            return d[p:p + n].decode("utf-8", "replace"), p + n + 1
+        return rs
+    if c == "g":
+        def rg(d, p):
+            n = d[p]
+            if p + 1 + n >= len(d):
+                raise ValueError("signature past the end of the message")
+            return d[p + 1:p + 1 + n].decode("ascii"), p + 2 + n
+        return rg
+    if c == "v":
+        def rv(d, p):
+            sig, p = rg_(d, p)
+            return _reader(sig)(d, p)
+        rg_ = _compile("g")
+        return rv
+    if c == "(":
+        subs = [_compile(x) for x in _split_sig(t[1:-1])]
+
+        def rt(d, p):
+            p += -p % 8
             out = []
-            while self.p < end:
-                out.append(self.get(et))
-            return out
-        raise ValueError("cannot unmarshal type %r" % t)
+            for f in subs:
+                v, p = f(d, p)
+                out.append(v)
+            return tuple(out), p
+        return rt
+    if c == "a":
+        et = t[1:]
+        al = _ALIGN[et[0]]
+        if et == "y":
+            def ry(d, p):
+                p += -p % 4
+                n = _U32(d, p)[0]
+                if p + 4 + n > len(d):
+                    raise ValueError("array past the end of the message")
+                return bytes(d[p + 4:p + 4 + n]), p + 4 + n
+            return ry
+        if et[0] == "{":
+            kf, vf = [_compile(x) for x in _split_sig(et[1:-1])]
+
+            def rd(d, p):
+                p += -p % 4
+                n = _U32(d, p)[0]
+                p += 4
+                p += -p % 8
+                end = p + n
+                if end > len(d):
+                    raise ValueError("array past the end of the message")
+                out = {}
+                while p < end:
+                    p += -p % 8
+                    k, p = kf(d, p)
+                    out[k], p = vf(d, p)
+                return out, end
+            return rd
+        ef = _compile(et)
+
+        def ra(d, p):
+            p += -p % 4
+            n = _U32(d, p)[0]
+            p += 4
+            p += -p % al
+            end = p + n
+            if end > len(d):
+                raise ValueError("array past the end of the message")
+            out = []
+            while p < end:
+                q = p
+                v, p = ef(d, p)
+                if p <= q:
+                    raise ValueError("array element of no size")
+                out.append(v)
+            return out, end
+        return ra
+    raise KeyError("cannot unmarshal type %r" % t)
+
+
+@functools.lru_cache(maxsize=8192)
+def _field(code, t, val):
+    """One header field (code, variant), padded to 8 bytes; and that padding,
+    which the last field's array length leaves out."""
+    v = val.encode()
+    if t == b"g":
+        f = bytes((code, 1)) + t + bytes((0, len(v))) + v + b"\0"
+    else:
+        f = bytes((code, 1)) + t + b"\0" + struct.pack("<I", len(v)) + v + b"\0"
+    pad = -len(f) % 8
+    return f + b"\0" * pad, pad
+
+
+_FIXED_HEADER = struct.Struct("<cBBBIII")
+
+
+def _header(serial, body_len, dest, path, iface, member, sig):
+    """A method call's header: fixed part, then the (code, variant) fields
+    path (1), member (3), interface (2), destination (6), signature (8).
+    Fields start at offset 16, 8-aligned, so each is cached whole."""
+    parts = [_field(1, b"o", path), _field(3, b"s", member)]
+    if iface:
+        parts.append(_field(2, b"s", iface))
+    if dest:
+        parts.append(_field(6, b"s", dest))
+    if sig:
+        parts.append(_field(8, b"g", sig))
+    fields = b"".join(f for f, _ in parts)
+    return _FIXED_HEADER.pack(b"l", 1, 0x2, 1, body_len, serial, len(fields) - parts[-1][1]) + fields
+
+
+_rstr, _rsig = _compile("s"), _compile("g")
+
+
+def _header_fields(b, end):
+    """Reply serial (5), signature (8) and error name (4) from a header."""
+    p = 16
+    out = {}
+    while p < end:
+        p += -p % 8
+        code, n = b[p], b[p + 1]
+        t = bytes(b[p + 2:p + 2 + n])
+        p += 3 + n
+        if t == b"u":
+            p += -p % 4
+            out[code] = _U32(b, p)[0]
+            p += 4
+        elif t in (b"s", b"o"):
+            out[code], p = _rstr(b, p)
+        elif t == b"g":
+            out[code], p = _rsig(b, p)
+        else:
+            _, p = _reader(t.decode("ascii"))(b, p)
+    return out
 
 
 # ---------------------------------------------------------------- connection
-def _address_socket(address):
+def _address_socket(address, timeout):
     for part in address.split(";"):
         kind, _, rest = part.partition(":")
         if kind != "unix":
             continue
         kv = dict(x.split("=", 1) for x in rest.split(",") if "=" in x)
+        if "path" not in kv and "abstract" not in kv:
+            continue
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        if "path" in kv:
-            s.connect(kv["path"])
-            return s
-        if "abstract" in kv:
-            s.connect("\0" + kv["abstract"])
-            return s
+        s.settimeout(timeout)
+        try:
+            s.connect(kv["path"] if "path" in kv else "\0" + kv["abstract"])
+        except OSError:
+            s.close()
+            raise
+        return s
     raise OSError("no usable unix address in %r" % address)
 
 
 class Connection:
-    def __init__(self, address, timeout=10.0):
-        self.sock = _address_socket(address)
-        self.sock.settimeout(timeout)
+    """hello=False for a peer-to-peer connection (no bus daemon to greet)."""
+
+    def __init__(self, address, timeout=10.0, hello=True):
+        self.sock = _address_socket(address, timeout)
         self.serial = 0
         self.rbuf = bytearray()
-        self.sock.sendall(b"\0AUTH EXTERNAL %s\r\n" % str(os.geteuid()).encode().hex().encode())
-        line = self._line()
-        if not line.startswith(b"OK"):
-            raise OSError("D-Bus authentication refused: %r" % line)
-        self.sock.sendall(b"BEGIN\r\n")
-        self.unique = self.call("org.freedesktop.DBus", "/org/freedesktop/DBus",
-                                "org.freedesktop.DBus", "Hello")[0]
+        self.unique = None
+        try:
+            self.sock.sendall(b"\0AUTH EXTERNAL %s\r\n" % str(os.geteuid()).encode().hex().encode())
+            line = self._line()
+            if not line.startswith(b"OK"):
+                raise OSError("D-Bus authentication refused: %r" % line[:200])
+            self.sock.sendall(b"BEGIN\r\n")
+            if hello:
+                self.unique = self.call("org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                        "org.freedesktop.DBus", "Hello")[0]
+        except BaseException:
+            self.sock.close()
+            raise
 
     def _line(self):
         while b"\r\n" not in self.rbuf:
+            if len(self.rbuf) > 16384:
+                raise OSError("D-Bus authentication line too long")
             chunk = self.sock.recv(4096)
             if not chunk:
                 raise OSError("D-Bus connection closed during authentication")
@@ -204,18 +328,7 @@ class Connection:
         body = _Writer()
         for t, v in zip(_split_sig(sig), args):
             body.put(t, v)
-        fields = [(1, ("o", path)), (3, ("s", member))]
-        if iface:
-            fields.append((2, ("s", iface)))
-        if dest:
-            fields.append((6, ("s", dest)))
-        if sig:
-            fields.append((8, ("g", sig)))
-        h = _Writer()
-        h.buf += struct.pack("<cBBBII", b"l", 1, 0x2, 1, len(body.buf), self.serial)
-        h.put("a(yv)", fields)
-        h.pad(8)
-        return self.serial, bytes(h.buf) + bytes(body.buf)
+        return self.serial, _header(self.serial, len(body.buf), dest, path, iface, member, sig) + body.buf
 
     def _parse(self):
         """One complete message from rbuf: (type, reply_serial, sig, body, error) or None."""
@@ -225,11 +338,15 @@ class Connection:
         blen, _serial, flen = struct.unpack_from("<III", b, 4)
         hend = 16 + flen
         total = hend + (-hend % 8) + blen
+        if total > MAX_MESSAGE:
+            raise OSError("D-Bus message of %d bytes, over the %d limit" % (total, MAX_MESSAGE))
         if len(b) < total:
             return None
         mtype = b[1]
-        r = _Reader(b, 12)
-        fields = dict(r.get("a(yv)"))
+        try:
+            fields = _header_fields(b, hend)
+        except (struct.error, ValueError, IndexError, KeyError, TypeError, RecursionError) as e:
+            raise OSError("malformed D-Bus message header: %s" % e)
         body_start = hend + (-hend % 8)
         msg = (mtype, fields.get(5), fields.get(8, ""), bytes(b[body_start:total]), fields.get(4))
         del b[:total]
@@ -237,8 +354,12 @@ class Connection:
 
     def _decode(self, msg):
         mtype, _rs, sig, body, err = msg
-        r = _Reader(body)
-        vals = tuple(r.get(t) for t in _split_sig(sig)) if sig else ()
+        vals = []
+        p = 0
+        for t in _split_sig(sig):
+            v, p = _reader(t)(body, p)
+            vals.append(v)
+        vals = tuple(vals)
         if mtype == 3:
             raise DBusError(err or "error", vals[0] if vals and isinstance(vals[0], str) else "")
         return vals
@@ -297,7 +418,8 @@ class Connection:
                     cb = pending.pop(msg[1])
                     try:
                         vals = self._decode(msg)
-                    except (DBusError, ValueError, struct.error, IndexError):
+                    except (DBusError, ValueError, struct.error, IndexError, KeyError,
+                            RecursionError):
                         errors += 1
                         continue
                     try:
