@@ -57,6 +57,7 @@ IFACE = "org.a11y.atspi."
 ROOT_PATH = "/org/a11y/atspi/accessible/root"
 NULL_PATH = "/org/a11y/atspi/null"
 COORD_SCREEN = 0
+VALUE_PROPS = ("CurrentValue", "MinimumValue", "MaximumValue", "MinimumIncrement")
 
 # AT-SPI state numbers (atspi-constants.h, the same order pyatspi uses)
 STATE_ACTIVE = 1
@@ -166,7 +167,7 @@ class Batch:
         self.errors = 0
         self.timed_out = False
 
-    def call(self, ref, iface, method, args, on_reply):
+    def call(self, ref, iface, method, args, on_reply, on_error=None):
         sig, vals = args if args else ("", ())
         if sig.startswith("(") and sig.endswith(")"):
             sig = sig[1:-1]             # GVariant-style "(ii)" = two arguments
@@ -174,7 +175,7 @@ class Batch:
         dest = None if conn else ref[0]
         conn = conn or self.dumper.conn
         q = self.queues.setdefault(id(conn), (conn, []))[1]
-        q.append((dest, ref[1], iface, method, sig, vals, on_reply))
+        q.append((dest, ref[1], iface, method, sig, vals, on_reply, on_error))
 
     def run(self):
         # Replies may queue more calls, on any connection: go round until
@@ -347,9 +348,11 @@ class Dumper:
             b.call(ref, acc, "GetState", None,
                    lambda v, n=n: setattr(n, "states", states_from_bits(v[0])))
             b.call(ref, acc, "GetInterfaces", None, lambda v, n=n: setattr(n, "ifaces", tuple(v[0])))
-            b.call(ref, "org.freedesktop.DBus.Properties", "GetAll", _v("(s)", acc),
-                   lambda v, n=n: (setattr(n, "name", v[0].get("Name", "")),
-                                   setattr(n, "child_count", int(v[0].get("ChildCount", 0)))))
+            # Properties.Get, not GetAll: Qt's bridge (VLC) answers only Get.
+            b.call(ref, "org.freedesktop.DBus.Properties", "Get", _v("(ss)", acc, "Name"),
+                   lambda v, n=n: setattr(n, "name", v[0]))
+            b.call(ref, "org.freedesktop.DBus.Properties", "Get", _v("(ss)", acc, "ChildCount"),
+                   lambda v, n=n: setattr(n, "child_count", int(v[0])))
         self._finish(b)
 
     def fetch_children(self, nodes):
@@ -456,8 +459,15 @@ class Dumper:
                 b.call(n.ref, IFACE + "Text", "GetText", _v("(ii)", 0, -1),
                        lambda v, n=n: setattr(n, "text", v[0]))
             if n.has("Value"):
+                # GetAll where the toolkit has it (one call), else each
+                # property (Qt answers only Get)
+                def value_each(_e, n=n, b=b):
+                    n.value = {}
+                    for prop in VALUE_PROPS:
+                        b.call(n.ref, props, "Get", _v("(ss)", IFACE + "Value", prop),
+                               lambda v, prop=prop, n=n: n.value.__setitem__(prop, v[0]))
                 b.call(n.ref, props, "GetAll", _v("(s)", IFACE + "Value"),
-                       lambda v, n=n: setattr(n, "value", v[0]))
+                       lambda v, n=n: setattr(n, "value", v[0]), on_error=value_each)
             if n.has("Action"):
                 # GetActions gives the localized names; the attribute names
                 # use the plain ones (GetName), like pyatspi's getName.
@@ -654,7 +664,12 @@ class Dumper:
             while open_tags and open_tags[-1][1] >= depth:
                 tag, _ = open_tags.pop()
                 parts.append('</%s>' % tag)
-            el = self._element(n, names)
+            try:
+                el = self._element(n, names)
+            except (TypeError, ValueError, AttributeError, IndexError, KeyError):
+                # an application answered a value of the wrong shape: keep
+                # the node's place in the tree, without its properties
+                el = ("<unknown>", "", "unknown")
             if size + len(el[0]) + len(el[1]) > self.max_bytes:
                 if "bytes" not in self.truncated:
                     self.truncated.append("bytes")
@@ -704,9 +719,8 @@ class Dumper:
             attrs.append(("image", "true"))
         if n.has("Selection"):
             attrs.append(("selection", "true"))
-        if n.value:
-            for key, prop in (("value", "CurrentValue"), ("min", "MinimumValue"),
-                              ("max", "MaximumValue"), ("step", "MinimumIncrement")):
+        if isinstance(n.value, dict):
+            for key, prop in zip(("value", "min", "max", "step"), VALUE_PROPS):
                 if prop in n.value:
                     attrs.append(("val:" + key, str(float(n.value[prop]))))
         for aname, desc, kb in (n.actions or ()):
