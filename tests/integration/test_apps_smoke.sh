@@ -13,7 +13,8 @@
 #   * pyautogui run by a command in the guest clicks into Calc and types into
 #     a cell; the a11y tree of the Calc window names its cells and shows the
 #     typed text; the Chromium tree names its tabs; DevTools inside the guest
-#     lists the tabs; VLC's HTTP interface answers inside the guest;
+#     lists the tabs; VLC's HTTP interface answers inside the guest and its
+#     tree (Qt) names its Media menu;
 #   * envmgr's own getters (`envmgr task get`, evaluator/getters*.c) give OSWorld's
 #     shapes on the real apps: tabs, active tab, address bar, profile settings,
 #     the a11y tree, VLC's status and config, the terminal, desktop shortcuts,
@@ -176,6 +177,8 @@ GX_TIMEOUT=120 gx envmgr-guest a11y-tree --scope focused >"$T/calc-tree.json"
 getcheck "accessibility_tree: OSWorld's XML of the desktop, with LibreOffice" '{"type": "accessibility_tree"}' 'assert d.startswith("<desktop-frame") and ("soffice" in d.lower() or "libreoffice" in d.lower()), d[:300]'
 check "Calc a11y tree ($(since "$t") s incl. exec; $(pyj 'print(d["nodes"], "nodes,", d["elapsed_s"], "s in the guest")' <"$T/calc-tree.json")): cells named, A1 and typed text read" \
     pyj 'import xml.etree.ElementTree as E; r = E.fromstring(d["AT"]); cells = {e.get("name"): (e.text or "") for e in r.iter("table-cell")}; assert cells.get("A1") == "alpha", list(cells.items())[:5]; assert cells.get("C3") == "typed by pyautogui", cells.get("C3")' <"$T/calc-tree.json"
+check "Calc's tree was read over LibreOffice's peer-to-peer connection" \
+    pyj 'assert d["direct_connections"] == 1, d["direct_connections"]' <"$T/calc-tree.json"
 shot "$E" "$SHOTS/calc-typed.png"
 # a pyautogui click: on cell A1's position from the tree, then type over it
 xy=$(pyj 'import xml.etree.ElementTree as E, ast; r = E.fromstring(d["AT"]); ns = "{https://accessibility.ubuntu.example.org/ns/component}"; c = next(e for e in r.iter("table-cell") if e.get("name") == "B2"); x, y = ast.literal_eval(c.get(ns + "screencoord")); w, h = ast.literal_eval(c.get(ns + "size")); print(x + w // 2, y + h // 2)' <"$T/calc-tree.json")
@@ -209,7 +212,8 @@ get '{"type": "vlc_config", "dest": "vlcrc"}' >/dev/null
 check "getter vlc_config: the user's vlcrc" grep -q 'extraintf' "$T/artifacts/vlcrc"
 getcheck "default_video_player: vlc.desktop" '{"type": "default_video_player"}' 'assert d == "vlc.desktop", d'
 GX_TIMEOUT=120 gx envmgr-guest a11y-tree --scope focused >"$T/vlc-tree.json"
-echo "     vlc tree: $(pyj 'print(d["nodes"], "nodes,", d["elapsed_s"], "s")' <"$T/vlc-tree.json")"
+check "VLC a11y tree ($(pyj 'print(d["nodes"], "nodes,", d["elapsed_s"], "s")' <"$T/vlc-tree.json")): its Media menu (Qt's bridge is on)" \
+    pyj 'import xml.etree.ElementTree as E; r = E.fromstring(d["AT"]); assert any(e.get("name") == "Media" for e in r.iter("menu-item")), [e.tag for e in r.iter()][:20]' <"$T/vlc-tree.json"
 close_all
 start thunderbird 180 '"thunderbird" in " ".join(w["class"]).lower()' thunderbird
 GX_TIMEOUT=120 gx envmgr-guest a11y-tree --scope focused >"$T/thunderbird-tree.json"
