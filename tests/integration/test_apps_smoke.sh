@@ -162,6 +162,8 @@ t=$(now)
 GX_TIMEOUT=120 gx envmgr-guest a11y-tree --scope focused >"$T/chrome-tree.json"
 check "Chromium a11y tree (focused window, $(since "$t") s incl. exec; $(pyj 'print(d["nodes"], "nodes,", d["elapsed_s"], "s in the guest")' <"$T/chrome-tree.json")): tabs named" \
     pyj 'import xml.etree.ElementTree as E; r = E.fromstring(d["AT"]); tabs = [e.get("name") or "" for e in r.iter("page-tab")]; assert len(tabs) == 2 and any(t.startswith("Smoke Two") for t in tabs), tabs; assert r[0].get("name") == "Google Chrome", r[0].get("name")' <"$T/chrome-tree.json"
+# (a dump must never take an application down: Chromium crashed on one read over a peer-to-peer connection)
+check "Chromium still runs and serves DevTools after its tree was read" bash -c "gx ss -ltn | grep -q '127.0.0.1:1337 '"
 close_all
 
 start calc 180 '"smoke.xlsx" in w["title"]' libreoffice --calc /home/user/Documents/smoke.xlsx
@@ -177,8 +179,6 @@ GX_TIMEOUT=120 gx envmgr-guest a11y-tree --scope focused >"$T/calc-tree.json"
 getcheck "accessibility_tree: OSWorld's XML of the desktop, with LibreOffice" '{"type": "accessibility_tree"}' 'assert d.startswith("<desktop-frame") and ("soffice" in d.lower() or "libreoffice" in d.lower()), d[:300]'
 check "Calc a11y tree ($(since "$t") s incl. exec; $(pyj 'print(d["nodes"], "nodes,", d["elapsed_s"], "s in the guest")' <"$T/calc-tree.json")): cells named, A1 and typed text read" \
     pyj 'import xml.etree.ElementTree as E; r = E.fromstring(d["AT"]); cells = {e.get("name"): (e.text or "") for e in r.iter("table-cell")}; assert cells.get("A1") == "alpha", list(cells.items())[:5]; assert cells.get("C3") == "typed by pyautogui", cells.get("C3")' <"$T/calc-tree.json"
-check "Calc's tree was read over LibreOffice's peer-to-peer connection" \
-    pyj 'assert d["direct_connections"] == 1, d["direct_connections"]' <"$T/calc-tree.json"
 shot "$E" "$SHOTS/calc-typed.png"
 # a pyautogui click: on cell A1's position from the tree, then type over it
 xy=$(pyj 'import xml.etree.ElementTree as E, ast; r = E.fromstring(d["AT"]); ns = "{https://accessibility.ubuntu.example.org/ns/component}"; c = next(e for e in r.iter("table-cell") if e.get("name") == "B2"); x, y = ast.literal_eval(c.get(ns + "screencoord")); w, h = ast.literal_eval(c.get(ns + "size")); print(x + w // 2, y + h // 2)' <"$T/calc-tree.json")

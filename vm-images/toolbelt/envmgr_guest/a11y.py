@@ -19,9 +19,8 @@ row by row (OSWorld's Calc rule).  Namespaces (prefix -> URI) are those of
 OSWorld's "ubuntu" map, all declared on the root.
 
 How it is read (OSWorld walks it with one synchronous D-Bus round trip per
-property per node, ~18 ms a node under TCG): over a peer-to-peer connection
-to each application where it offers one (the bus daemon's routing was half of
-each call's cost), one org.a11y.atspi.Cache.GetItems call per application gives every node's role, name, states, interfaces and
+property per node, ~18 ms a node under TCG): one org.a11y.atspi.Cache.GetItems
+call per application gives every node's role, name, states, interfaces and
 place in the tree; the remaining properties (attributes, extents, text,
 value, actions) are requested for all nodes at once, asynchronously, and the
 replies collected.  Objects the application does not cache (children of
@@ -155,14 +154,17 @@ def connect(address=None):
 
 
 class Batch:
-    """Method calls sent pipelined (dbusraw) and collected by run().  A call
-    to an application with a direct connection goes over it; the rest over
-    the bus."""
+    """Method calls sent pipelined (dbusraw) and collected by run().
 
-    def __init__(self, dumper, deadline):
-        self.dumper = dumper
+    Always over the bus.  A peer-to-peer connection to each application
+    (GetApplicationBusAddress) halved a call's cost under TCG, but Chromium
+    crashed on its first dump that way and LibreOffice came up with a
+    document-recovery dialog after one: not worth an application under test."""
+
+    def __init__(self, conn, deadline):
+        self.conn = conn
         self.deadline = deadline
-        self.queues = {}           # id(connection) -> (connection, calls)
+        self.queue = []
         self.calls = 0
         self.errors = 0
         self.timed_out = False
@@ -171,34 +173,15 @@ class Batch:
         sig, vals = args if args else ("", ())
         if sig.startswith("(") and sig.endswith(")"):
             sig = sig[1:-1]             # GVariant-style "(ii)" = two arguments
-        conn = self.dumper.direct.get(ref[0])
-        dest = None if conn else ref[0]
-        conn = conn or self.dumper.conn
-        q = self.queues.setdefault(id(conn), (conn, []))[1]
-        q.append((dest, ref[1], iface, method, sig, vals, on_reply, on_error))
+        self.queue.append((ref[0], ref[1], iface, method, sig, vals, on_reply, on_error))
 
     def run(self):
-        # Replies may queue more calls, on any connection: go round until
-        # every queue is empty.
-        while not self.timed_out:
-            todo = [(c, q) for c, q in self.queues.values() if q]
-            if not todo:
-                break
-            for conn, q in todo:
-                try:
-                    errors, self.timed_out = conn.pipeline(q, self.deadline)
-                except OSError as e:
-                    if conn is self.dumper.conn:
-                        raise A11yError("accessibility bus: %s" % e)
-                    # The application closed its direct connection (it
-                    # quit, or broke the protocol): what it owed is lost.
-                    self.dumper.drop_direct(conn)
-                    errors = len(q)
-                self.errors += errors
-                self.calls += len(q)
-                q.clear()
-                if self.timed_out:
-                    break
+        if self.queue:
+            try:
+                self.errors, self.timed_out = self.conn.pipeline(self.queue, self.deadline)
+            except OSError as e:
+                raise A11yError("accessibility bus: %s" % e)
+        self.calls = len(self.queue)
         return not self.timed_out
 
 
@@ -247,41 +230,12 @@ class Dumper:
         self.scope = scope
         self.calls = 0
         self.errors = 0
-        self.direct = {}           # bus name -> peer-to-peer dbusraw.Connection
 
     # -- structure ---------------------------------------------------
     def _batch(self):
-        return Batch(self, self.deadline)
-
-    def open_direct(self, apps):
-        """A peer-to-peer connection to each application that offers one
-        (org.a11y.atspi.Application.GetApplicationBusAddress): its calls then
-        skip the bus daemon, which under TCG costs about half of each call."""
-        addrs = {}
-        b = self._batch()
-        for a in apps:
-            b.call((a[0], ROOT_PATH), IFACE + "Application", "GetApplicationBusAddress", None,
-                   lambda v, a=a: addrs.__setitem__(a[0], v[0]))
-        self._finish(b)
-        from . import dbusraw
-        for name, addr in addrs.items():
-            if not isinstance(addr, str) or not addr.startswith("unix:"):
-                continue
-            try:
-                self.direct[name] = dbusraw.Connection(addr, timeout=2, hello=False)
-            except (OSError, dbusraw.DBusError):
-                pass                # the bus still reaches it
-
-    def drop_direct(self, conn):
-        for name, c in list(self.direct.items()):
-            if c is conn:
-                del self.direct[name]
-        conn.close()
+        return Batch(self.conn, self.deadline)
 
     def close(self):
-        for c in set(self.direct.values()):
-            c.close()
-        self.direct = {}
         self.conn.close()
 
     def _finish(self, b):
@@ -585,7 +539,6 @@ class Dumper:
                 mine = [a for a in apps if pids.get(a) == self.focus_pid]
                 if mine:
                     apps = mine
-        self.open_direct(apps)
         # at-spi2-atk creates an application's cache (what GetItems answers
         # from) only once some client listens for events: listen for one,
         # for as long as this connection lives (the registry drops the
@@ -617,7 +570,6 @@ class Dumper:
             "AT": xml,
             "nodes": emitted,
             "applications": len(roots),
-            "direct_connections": len(self.direct),
             "truncated": self.truncated,
             "calls": self.calls,
             "errors": self.errors,

@@ -288,9 +288,7 @@ def _address_socket(address, timeout):
 
 
 class Connection:
-    """hello=False for a peer-to-peer connection (no bus daemon to greet)."""
-
-    def __init__(self, address, timeout=10.0, hello=True):
+    def __init__(self, address, timeout=10.0):
         self.sock = _address_socket(address, timeout)
         self.serial = 0
         self.rbuf = bytearray()
@@ -301,9 +299,8 @@ class Connection:
             if not line.startswith(b"OK"):
                 raise OSError("D-Bus authentication refused: %r" % line[:200])
             self.sock.sendall(b"BEGIN\r\n")
-            if hello:
-                self.unique = self.call("org.freedesktop.DBus", "/org/freedesktop/DBus",
-                                        "org.freedesktop.DBus", "Hello")[0]
+            self.unique = self.call("org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                    "org.freedesktop.DBus", "Hello")[0]
         except BaseException:
             self.sock.close()
             raise
