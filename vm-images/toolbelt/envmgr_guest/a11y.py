@@ -169,11 +169,11 @@ class Batch:
         self.errors = 0
         self.timed_out = False
 
-    def call(self, ref, iface, method, args, on_reply, on_error=None):
+    def call(self, ref, iface, method, args, on_reply):
         sig, vals = args if args else ("", ())
         if sig.startswith("(") and sig.endswith(")"):
             sig = sig[1:-1]             # GVariant-style "(ii)" = two arguments
-        self.queue.append((ref[0], ref[1], iface, method, sig, vals, on_reply, on_error))
+        self.queue.append((ref[0], ref[1], iface, method, sig, vals, on_reply))
 
     def run(self):
         if self.queue:
@@ -302,7 +302,8 @@ class Dumper:
             b.call(ref, acc, "GetState", None,
                    lambda v, n=n: setattr(n, "states", states_from_bits(v[0])))
             b.call(ref, acc, "GetInterfaces", None, lambda v, n=n: setattr(n, "ifaces", tuple(v[0])))
-            # Properties.Get, not GetAll: Qt's bridge (VLC) answers only Get.
+            # Properties.Get, never GetAll: Qt's bridge (VLC) answers only
+            # Get, and GetAll can abort an application (see Value below).
             b.call(ref, "org.freedesktop.DBus.Properties", "Get", _v("(ss)", acc, "Name"),
                    lambda v, n=n: setattr(n, "name", v[0]))
             b.call(ref, "org.freedesktop.DBus.Properties", "Get", _v("(ss)", acc, "ChildCount"),
@@ -413,15 +414,14 @@ class Dumper:
                 b.call(n.ref, IFACE + "Text", "GetText", _v("(ii)", 0, -1),
                        lambda v, n=n: setattr(n, "text", v[0]))
             if n.has("Value"):
-                # GetAll where the toolkit has it (one call), else each
-                # property (Qt answers only Get)
-                def value_each(_e, n=n, b=b):
-                    n.value = {}
-                    for prop in VALUE_PROPS:
-                        b.call(n.ref, props, "Get", _v("(ss)", IFACE + "Value", prop),
-                               lambda v, prop=prop, n=n: n.value.__setitem__(prop, v[0]))
-                b.call(n.ref, props, "GetAll", _v("(s)", IFACE + "Value"),
-                       lambda v, n=n: setattr(n, "value", v[0]), on_error=value_each)
+                # One Get per property, as pyatspi reads them.  Never GetAll:
+                # at-spi's bridge aborts the whole application (libdbus: "Array
+                # or variant type requires that type variant be written") when
+                # one of Value's properties has no value, as in Chromium.
+                n.value = {}
+                for prop in VALUE_PROPS:
+                    b.call(n.ref, props, "Get", _v("(ss)", IFACE + "Value", prop),
+                           lambda v, prop=prop, n=n: n.value.__setitem__(prop, v[0]))
             if n.has("Action"):
                 # GetActions gives the localized names; the attribute names
                 # use the plain ones (GetName), like pyatspi's getName.

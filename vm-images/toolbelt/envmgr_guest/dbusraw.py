@@ -377,11 +377,10 @@ class Connection:
                 return self._decode(msg)
 
     def pipeline(self, calls, deadline):
-        """calls: list of (dest, path, iface, member, sig, args, on_reply[,
-        on_error]).  on_reply(values) for every reply; an error reply goes to
-        on_error(exception) when given, else it is counted.  Returns (number
-        of errors counted, timed_out).  The callbacks may append more calls
-        to the same list (they are sent in turn)."""
+        """calls: list of (dest, path, iface, member, sig, args, on_reply).
+        on_reply(values) for every reply; errors are counted.  Returns
+        (number of errors, timed_out).  on_reply may append more calls to the
+        same list (they are sent in turn)."""
         import time
         pending = {}
         out = bytearray()
@@ -392,11 +391,10 @@ class Connection:
             if now >= deadline:
                 return errors, True
             while i < len(calls) and len(pending) < IN_FLIGHT:
-                dest, path, iface, member, sig, args, cb = calls[i][:7]
-                eb = calls[i][7] if len(calls[i]) > 7 else None
+                dest, path, iface, member, sig, args, cb = calls[i]
                 i += 1
                 serial, data = self.message(dest, path, iface, member, sig, args)
-                pending[serial] = (cb, eb)
+                pending[serial] = cb
                 out += data
             rl, wl, _ = select.select([self.sock], [self.sock] if out else [], [],
                                       max(0.0, deadline - now))
@@ -414,16 +412,11 @@ class Connection:
                         break
                     if msg[0] not in (2, 3) or msg[1] not in pending:
                         continue
-                    cb, eb = pending.pop(msg[1])
+                    cb = pending.pop(msg[1])
                     try:
                         vals = self._decode(msg)
-                    except DBusError as e:
-                        if eb is None:
-                            errors += 1
-                        else:
-                            eb(e)
-                        continue
-                    except (ValueError, struct.error, IndexError, KeyError, RecursionError):
+                    except (DBusError, ValueError, struct.error, IndexError, KeyError,
+                            RecursionError):
                         errors += 1
                         continue
                     try:
