@@ -671,7 +671,7 @@ class Dumper:
             attrs.append(("image", "true"))
         if n.has("Selection"):
             attrs.append(("selection", "true"))
-        if isinstance(n.value, dict):
+        if n.value:
             for key, prop in zip(("value", "min", "max", "step"), VALUE_PROPS):
                 if prop in n.value:
                     attrs.append(("val:" + key, str(float(n.value[prop]))))

@@ -75,13 +75,6 @@ class _Writer:
         elif c == "g":
             b = v.encode()
             self.buf += struct.pack("<B", len(b)) + b + b"\0"
-        elif c == "v":
-            sig, val = v
-            self.put("g", sig)
-            self.put(sig, val)
-        elif c == "(":
-            for tt, vv in zip(_split_sig(t[1:-1]), v):
-                self.put(tt, vv)
         elif c == "a":
             et = t[1:]
             at = len(self.buf)
@@ -106,17 +99,6 @@ class _Writer:
 # (value, pos): the generic type walk per value cost most of the client's
 # CPU under TCG.  Unknown type codes raise KeyError, short data struct.error.
 _U32 = struct.Struct("<I").unpack_from
-_READERS = {}
-_READERS_MAX = 512           # signatures are the peer's choice: bound the cache
-
-
-def _reader(t):
-    f = _READERS.get(t)
-    if f is None:
-        f = _compile(t)
-        if len(_READERS) < _READERS_MAX:
-            _READERS[t] = f
-    return f
 
 
 def _compile(t):
@@ -211,6 +193,9 @@ def _compile(t):
     raise KeyError("cannot unmarshal type %r" % t)
 
 
+_reader = functools.lru_cache(maxsize=512)(_compile)   # signatures are the peer's choice: bounded
+
+
 @functools.lru_cache(maxsize=8192)
 def _field(code, t, val):
     """One header field (code, variant), padded to 8 bytes; and that padding,
@@ -242,28 +227,16 @@ def _header(serial, body_len, dest, path, iface, member, sig):
     return _FIXED_HEADER.pack(b"l", 1, 0x2, 1, body_len, serial, len(fields) - parts[-1][1]) + fields
 
 
-_rstr, _rsig = _compile("s"), _compile("g")
-
-
 def _header_fields(b, end):
-    """Reply serial (5), signature (8) and error name (4) from a header."""
+    """The header's fields by code: reply serial (5), signature (8), error
+    name (4), ..."""
     p = 16
     out = {}
     while p < end:
         p += -p % 8
         code, n = b[p], b[p + 1]
-        t = bytes(b[p + 2:p + 2 + n])
-        p += 3 + n
-        if t == b"u":
-            p += -p % 4
-            out[code] = _U32(b, p)[0]
-            p += 4
-        elif t in (b"s", b"o"):
-            out[code], p = _rstr(b, p)
-        elif t == b"g":
-            out[code], p = _rsig(b, p)
-        else:
-            _, p = _reader(t.decode("ascii"))(b, p)
+        t = bytes(b[p + 2:p + 2 + n]).decode("ascii")
+        out[code], p = _reader(t)(b, p + 3 + n)
     return out
 
 
