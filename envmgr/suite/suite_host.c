@@ -31,9 +31,13 @@ int host_read(host_facts *h, em_err *err)
     return 0;
 }
 
-int suite_default_envs(const host_facts *h, int guest_memory_mb, bool kvm, size_t episodes, char *why, size_t len)
+int suite_default_envs(const host_facts *h, int guest_memory_mb, int guest_cpus, bool kvm, size_t episodes, char *why,
+                       size_t len)
 {
-    int by_cpu = kvm ? 2 * h->cores : h->cores;
+    int vcpus = guest_cpus > 0 ? guest_cpus : 1;
+    int by_cpu = (kvm ? 2 * h->cores : h->cores) / vcpus;
+    if (by_cpu < 1)
+        by_cpu = 1;
     double per_env = (double)guest_memory_mb + SUITE_ENV_OVERHEAD_MIB;
     int by_mem = (int)(h->mem_avail_mib * (1 - SUITE_MEM_RESERVE) / per_env);
     int n = by_cpu < by_mem ? by_cpu : by_mem;
@@ -43,8 +47,9 @@ int suite_default_envs(const host_facts *h, int guest_memory_mb, bool kvm, size_
         n = (int)episodes;
     if (why)
         snprintf(why, len,
-                 "%d core%s -> %d busy %s env%s; %.1f GiB available / ~%.1f GiB per env -> %d%s", h->cores,
-                 h->cores == 1 ? "" : "s", by_cpu, kvm ? "KVM" : "TCG", by_cpu == 1 ? "" : "s",
+                 "%d core%s -> %d busy %s env%s of %d vCPU%s; %.1f GiB available / ~%.1f GiB per env -> %d%s",
+                 h->cores, h->cores == 1 ? "" : "s", by_cpu, kvm ? "KVM" : "TCG", by_cpu == 1 ? "" : "s", vcpus,
+                 vcpus == 1 ? "" : "s",
                  h->mem_avail_mib / 1024, per_env / 1024, by_mem < 0 ? 0 : by_mem,
                  episodes && (size_t)(by_cpu < by_mem ? by_cpu : by_mem) > episodes ? "; capped at the episodes to run"
                                                                                     : "");

@@ -23,10 +23,12 @@ typedef struct host_facts {
 int host_read(host_facts *h, em_err *err);
 
 /* The default --envs: the smaller of what the cores allow (under TCG a busy
- * env keeps a core busy; under KVM it mostly waits, so two per core) and
- * what the memory allows (guest RAM + overhead each, a reserve kept), at
- * least 1 and at most the episodes to run. why gets a one-line explanation. */
-int suite_default_envs(const host_facts *h, int guest_memory_mb, bool kvm, size_t episodes, char *why, size_t len);
+ * env keeps a core per vCPU busy; under KVM it mostly waits, so two vCPUs per
+ * core) and what the memory allows (guest RAM + overhead each, a reserve
+ * kept), at least 1 and at most the episodes to run. why gets a one-line
+ * explanation. */
+int suite_default_envs(const host_facts *h, int guest_memory_mb, int guest_cpus, bool kvm, size_t episodes, char *why,
+                       size_t len);
 
 /* Rss and Pss of a process in KiB (from /proc/PID/smaps_rollup); -1 when gone. */
 int suite_proc_mem(pid_t pid, long *rss_kib, long *pss_kib);

@@ -670,9 +670,10 @@ static int prepare_meta(pool *p, em_err *err)
 /* Boot checks and golden states in the parent, before any worker: one
  * message if the golden state must be built, none of the workers waits on
  * another's build, and bad images fail before anything starts. */
-static int prepare_images(pool *p, int *memory_mb, em_err *err)
+static int prepare_images(pool *p, int *memory_mb, int *cpus, em_err *err)
 {
     *memory_mb = 0;
+    *cpus = 1;
     for (size_t i = 0; i < p->s->ntasks; i++) {
         bool seen = false;
         for (size_t k = 0; k < i && !seen; k++)
@@ -694,6 +695,8 @@ static int prepare_images(pool *p, int *memory_mb, em_err *err)
             p->accel = accel;
             if (m->memory_mb > *memory_mb)
                 *memory_mb = m->memory_mb;
+            if (m->cpus > *cpus)
+                *cpus = m->cpus;
         }
         golden_free(g);
         manifest_free(m);
@@ -796,10 +799,10 @@ int suite_run(const suite *s, const pool_opts *o, json_t **summary_out, em_err *
 
     host_facts hf = {0};
     char why[256] = "";
-    int memory_mb = 1024;
+    int memory_mb = 1024, cpus = 1;
     double t_wall = now_ms();
     if (p.qlen > 0) {
-        if (prepare_images(&p, &memory_mb, err) < 0) {
+        if (prepare_images(&p, &memory_mb, &cpus, err) < 0) {
             if (interrupted()) /* e.g. during a golden-state build: nothing ran */
                 err->code = SUITE_EXIT_INTERRUPTED;
             free_pool(&p);
@@ -814,7 +817,7 @@ int suite_run(const suite *s, const pool_opts *o, json_t **summary_out, em_err *
                 hf.cores = 1;
                 hf.mem_avail_mib = memory_mb + SUITE_ENV_OVERHEAD_MIB;
             }
-            p.nslots = suite_default_envs(&hf, memory_mb, !strcmp(p.accel, "kvm"), p.qlen, why, sizeof why);
+            p.nslots = suite_default_envs(&hf, memory_mb, cpus, !strcmp(p.accel, "kvm"), p.qlen, why, sizeof why);
         }
         if ((size_t)p.nslots > p.qlen)
             p.nslots = (int)p.qlen;

@@ -19,13 +19,14 @@
 #define PROC_CGROUP_MAX (64u << 10)
 #define QEMU_OVERHEAD_MIB 1024 /* TCG's code buffer grows to 1 GiB; VNC, devices, the proxy */
 #define ENV_PIDS_MAX 512       /* QEMU's threads (its I/O pool up to 64), proxy threads, 256 relays at most */
-#define ENV_CPU_PERCENT 150    /* one vCPU thread plus QEMU's I/O and display threads */
+#define ENV_CPU_PER_VCPU 100    /* each vCPU thread may use a core */
+#define ENV_CPU_QEMU_OWN 50     /* QEMU's I/O and display threads */
 
-void vm_cgroup_limits_for(int memory_mb, vm_cgroup_limits *out)
+void vm_cgroup_limits_for(int memory_mb, int cpus, vm_cgroup_limits *out)
 {
     out->memory_bytes = ((uint64_t)(memory_mb > 0 ? memory_mb : 0) + QEMU_OVERHEAD_MIB) << 20;
     out->pids = ENV_PIDS_MAX;
-    out->cpu_percent = ENV_CPU_PERCENT;
+    out->cpu_percent = (unsigned)(cpus > 0 ? cpus : 1) * ENV_CPU_PER_VCPU + ENV_CPU_QEMU_OWN;
 }
 
 /* One place where the env's cgroup lives: a directory and the files that set its limits. */

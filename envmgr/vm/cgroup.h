@@ -24,9 +24,10 @@ typedef struct vm_cgroup_limits {
     unsigned cpu_percent;  /* of one core */
 } vm_cgroup_limits;
 
-/* The limits for a guest of memory_mb: its RAM plus QEMU's own (TCG's code buffer, device
- * state, VNC) plus the proxy; pids for QEMU's threads and one relay per open guest connection. */
-void vm_cgroup_limits_for(int memory_mb, vm_cgroup_limits *out);
+/* The limits for a guest of memory_mb and cpus vCPUs: its RAM plus QEMU's own (TCG's code
+ * buffer, device state, VNC) plus the proxy; pids for QEMU's threads and one relay per open
+ * guest connection; a core per vCPU plus half of one for QEMU's I/O and display threads. */
+void vm_cgroup_limits_for(int memory_mb, int cpus, vm_cgroup_limits *out);
 
 /* Create (or reuse) the cgroup of run directory dir with lim and open its cgroup.procs files:
  * fds[0..*nfds) are for spawn_opts.join_fds (close them after the spawn). *nfds is 0 when no

@@ -34,15 +34,16 @@ static int file_in_image(const manifest *m, const char *field, const char *name,
     return 0;
 }
 
-static int get_int_field(json_t *obj, const char *key, int lo, int hi, int dflt, int *out)
+static int get_boot_int(const char *path, json_t *boot, const char *key, int lo, int hi, int dflt, int *out,
+                        em_err *err)
 {
-    json_t *v = json_object_get(obj, key);
+    json_t *v = json_object_get(boot, key);
     if (!v) {
         *out = dflt;
         return 0;
     }
     if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi)
-        return -1;
+        return em_fail_input(err, "manifest `%s`: boot.%s: must be an integer from %d to %d", path, key, lo, hi);
     *out = (int)json_integer_value(v);
     return 0;
 }
@@ -79,13 +80,13 @@ int manifest_load(const char *image_dir, manifest **out, em_err *err)
         goto fail;
     const char *append = json_string_value(json_object_get(boot, "append"));
     m->append = xstrdup(append ? append : "root=/dev/vda rw console=ttyS0 quiet");
-    if (get_int_field(boot, "width", 320, 7680, MANIFEST_DEFAULT_WIDTH, &m->width) < 0 ||
-        get_int_field(boot, "height", 200, 4320, MANIFEST_DEFAULT_HEIGHT, &m->height) < 0 ||
-        get_int_field(boot, "memory_mb", 256, 65536, 1024, &m->memory_mb) < 0 ||
-        get_int_field(boot, "ready_timeout_s", 10, 7200, MANIFEST_DEFAULT_READY_TIMEOUT_S, &m->ready_timeout_s) < 0) {
-        em_fail_input(err, "manifest `%s`: boot.width/height/memory_mb/ready_timeout_s: out of range", path);
+    if (get_boot_int(path, boot, "width", 320, 7680, MANIFEST_DEFAULT_WIDTH, &m->width, err) < 0 ||
+        get_boot_int(path, boot, "height", 200, 4320, MANIFEST_DEFAULT_HEIGHT, &m->height, err) < 0 ||
+        get_boot_int(path, boot, "memory_mb", 256, 65536, 1024, &m->memory_mb, err) < 0 ||
+        get_boot_int(path, boot, "cpus", 1, MANIFEST_MAX_CPUS, 1, &m->cpus, err) < 0 ||
+        get_boot_int(path, boot, "ready_timeout_s", 10, 7200, MANIFEST_DEFAULT_READY_TIMEOUT_S, &m->ready_timeout_s,
+                     err) < 0)
         goto fail;
-    }
     if (!json_is_object(json_object_get(m->json, "files"))) {
         em_fail_input(err, "manifest `%s`: files: missing or not an object", path);
         goto fail;

@@ -15,6 +15,8 @@
  * (boot.ready_timeout_s): a cold boot of the small image under TCG takes ~80-120 s; room for a
  * loaded host. */
 #define MANIFEST_DEFAULT_READY_TIMEOUT_S 400
+/* boot.cpus at most: each vCPU is a host thread under TCG (MTTCG) */
+#define MANIFEST_MAX_CPUS 16
 
 typedef struct manifest {
     char *dir;         /* absolute image directory */
@@ -22,6 +24,7 @@ typedef struct manifest {
     char *kernel, *initrd, *disk; /* absolute paths */
     char *append;
     int width, height, memory_mb;
+    int cpus;            /* boot.cpus: the guest's vCPUs (-smp); 1 unless the image asks for more */
     int ready_timeout_s; /* boot.ready_timeout_s: cold boot to a ready desktop, at most */
     char sha256[SHA256_HEX_LEN + 1]; /* of manifest.json itself: names the image exactly */
     json_t *json;

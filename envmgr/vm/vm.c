@@ -142,7 +142,7 @@ static void build_argv(const vm_spec *s, const vm_net *net, const vm_runas *runa
     arg(a, xstrdup("-cpu"));
     arg(a, xstrdup(kvm ? "host" : "max"));
     arg(a, xstrdup("-smp"));
-    arg(a, xstrdup("1"));
+    arg(a, xasprintf("%d", m->cpus));
     arg(a, xstrdup("-m"));
     arg(a, xasprintf("%d", m->memory_mb));
     arg(a, xstrdup("-object"));
@@ -267,7 +267,7 @@ int vm_spawn(const vm_spec *s, pid_t *pid_out, em_err *err)
         goto done;
     }
     vm_cgroup_limits lim;
-    vm_cgroup_limits_for(s->image->memory_mb, &lim);
+    vm_cgroup_limits_for(s->image->memory_mb, s->image->cpus, &lim);
     if (vm_cgroup_prepare(s->dir, &lim, cg, &ncg, err) < 0 ||
         vm_log_keeper_start(s->dir, cg, ncg, &logfd, &keeper, err) < 0)
         goto done;

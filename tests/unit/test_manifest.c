@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "envmgr/vm/cgroup.h"
 #include "envmgr/vm/manifest.h"
 #include "envmgr/base/sha256.h"
 #include "envmgr/base/util.h"
@@ -72,6 +73,7 @@ static void test_load_and_verify(void)
     CU_ASSERT_EQUAL(m->width, 1280);
     CU_ASSERT_EQUAL(m->memory_mb, 1024);
     CU_ASSERT_EQUAL(m->ready_timeout_s, MANIFEST_DEFAULT_READY_TIMEOUT_S); /* not in this manifest */
+    CU_ASSERT_EQUAL(m->cpus, 1);                                           /* nor this */
     CU_ASSERT_PTR_NOT_NULL(strstr(m->kernel, "/img/vmlinuz"));
     CU_ASSERT_EQUAL(manifest_verify(m, 1, &err), 0);
     manifest_free(m);
@@ -108,6 +110,12 @@ static void test_bad_manifests(void)
     put("manifest.json", "{\"boot\":{\"kernel\":\"k\",\"initrd\":\"i\",\"disk\":\"d\",\"ready_timeout_s\":5},\"files\":{}}");
     CU_ASSERT_EQUAL(manifest_load(dir, &m, &err), -1);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "ready_timeout_s"));
+    put("manifest.json", "{\"boot\":{\"kernel\":\"k\",\"initrd\":\"i\",\"disk\":\"d\",\"cpus\":0},\"files\":{}}");
+    CU_ASSERT_EQUAL(manifest_load(dir, &m, &err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "boot.cpus: must be an integer from 1 to 16"));
+    put("manifest.json", "{\"boot\":{\"kernel\":\"k\",\"initrd\":\"i\",\"disk\":\"d\",\"cpus\":\"2\"},\"files\":{}}");
+    CU_ASSERT_EQUAL(manifest_load(dir, &m, &err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "boot.cpus"));
     put("manifest.json", "{\"boot\":{\"kernel\":\"k\",\"initrd\":\"i\",\"disk\":\"d\",\"ready_timeout_s\":900},\"files\":{}}");
     CU_ASSERT_EQUAL_FATAL(manifest_load(dir, &m, &err), 0); /* the apps image's: a longer cold boot */
     CU_ASSERT_EQUAL(m->ready_timeout_s, 900);
@@ -119,11 +127,32 @@ static void test_bad_manifests(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "make image"));
 }
 
+/* The apps image asks for two vCPUs: -smp follows, and so does the env's CPU quota (a core per
+ * vCPU plus half of one for QEMU's own threads), or the second vCPU would only share the first's. */
+static void test_cpus_set_the_cpu_quota(void)
+{
+    make_image();
+    em_err err = {0};
+    manifest *m = NULL;
+    put("manifest.json", "{\"boot\":{\"kernel\":\"k\",\"initrd\":\"i\",\"disk\":\"d\",\"cpus\":2,"
+                         "\"memory_mb\":3072},\"files\":{}}");
+    CU_ASSERT_EQUAL_FATAL(manifest_load(dir, &m, &err), 0);
+    CU_ASSERT_EQUAL(m->cpus, 2);
+    vm_cgroup_limits lim;
+    vm_cgroup_limits_for(m->memory_mb, m->cpus, &lim);
+    CU_ASSERT_EQUAL(lim.cpu_percent, 250);
+    CU_ASSERT_EQUAL(lim.memory_bytes, (uint64_t)(3072 + 1024) << 20);
+    vm_cgroup_limits_for(1024, 1, &lim);
+    CU_ASSERT_EQUAL(lim.cpu_percent, 150); /* the desktop image's */
+    manifest_free(m);
+}
+
 static CU_TestInfo tests[] = {
     {"sha256 and HMAC known vectors", test_sha256_known_vectors},
     {"load and verify an image", test_load_and_verify},
     {"a tampered file is refused", test_tampered_file_is_refused},
     {"bad manifests", test_bad_manifests},
+    {"boot.cpus sets the env's CPU quota", test_cpus_set_the_cpu_quota},
     CU_TEST_INFO_NULL,
 };
 

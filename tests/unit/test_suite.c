@@ -643,16 +643,21 @@ static void test_default_envs(void)
 {
     char why[256];
     host_facts h = {.cores = 2, .mem_total_mib = 24576, .mem_avail_mib = 22000};
-    CU_ASSERT_EQUAL(suite_default_envs(&h, 1024, false, 100, why, sizeof why), 2);
+    CU_ASSERT_EQUAL(suite_default_envs(&h, 1024, 1, false, 100, why, sizeof why), 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(why, "2 cores"));
     CU_ASSERT_PTR_NOT_NULL(strstr(why, "TCG"));
-    CU_ASSERT_EQUAL(suite_default_envs(&h, 1024, true, 100, why, sizeof why), 4);
-    CU_ASSERT_EQUAL(suite_default_envs(&h, 1024, false, 1, why, sizeof why), 1); /* one episode */
+    CU_ASSERT_EQUAL(suite_default_envs(&h, 1024, 1, true, 100, why, sizeof why), 4);
+    CU_ASSERT_EQUAL(suite_default_envs(&h, 1024, 1, false, 1, why, sizeof why), 1); /* one episode */
     CU_ASSERT_PTR_NOT_NULL(strstr(why, "capped"));
     host_facts big = {.cores = 64, .mem_total_mib = 16384, .mem_avail_mib = 8000};
-    CU_ASSERT_EQUAL(suite_default_envs(&big, 1024, false, 100, why, sizeof why), 5); /* memory bound */
+    CU_ASSERT_EQUAL(suite_default_envs(&big, 1024, 1, false, 100, why, sizeof why), 5); /* memory bound */
     host_facts tiny = {.cores = 1, .mem_total_mib = 512, .mem_avail_mib = 300};
-    CU_ASSERT_EQUAL(suite_default_envs(&tiny, 1024, false, 100, why, sizeof why), 1); /* at least one */
+    CU_ASSERT_EQUAL(suite_default_envs(&tiny, 1024, 1, false, 100, why, sizeof why), 1); /* at least one */
+    /* a guest of 2 vCPUs keeps 2 cores busy under TCG, and never fewer than one env */
+    CU_ASSERT_EQUAL(suite_default_envs(&h, 1024, 2, false, 100, why, sizeof why), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(why, "2 vCPUs"));
+    CU_ASSERT_EQUAL(suite_default_envs(&h, 1024, 2, true, 100, why, sizeof why), 2);
+    CU_ASSERT_EQUAL(suite_default_envs(&tiny, 256, 4, false, 100, why, sizeof why), 1);
     host_facts real;
     em_err err = {0};
     CU_ASSERT_EQUAL(host_read(&real, &err), 0);

@@ -2,7 +2,7 @@
 """Write an image's manifest.json: the last file of a build.
 
 Usage: manifest.py OUTDIR PACKAGES-TSV --name N --suite S --input-key K
-                   --append A --width W --height H --memory-mb M
+                   --append A --width W --height H --memory-mb M [--cpus N]
                    [--user U --password P] [--toolbelt 0|1 --accessibility 0|1]
 
 PACKAGES-TSV holds "name<TAB>version" lines (dpkg-query in the image).
@@ -54,6 +54,8 @@ def main():
     ap.add_argument("--width", type=int, required=True)
     ap.add_argument("--height", type=int, required=True)
     ap.add_argument("--memory-mb", type=int, required=True)
+    ap.add_argument("--cpus", type=int, default=1, choices=range(1, 17), metavar="1..16",
+                    help="the guest's vCPUs (QEMU -smp)")
     ap.add_argument("--ready-timeout-s", type=int, default=400,
                     help="how long a cold boot may take to a ready desktop (envmgr's golden state build)")
     ap.add_argument("--user")
@@ -71,7 +73,7 @@ def main():
         "suite": a.suite,
         "input_key": a.input_key,
         "boot": dict(BOOT_FILES, append=a.append, width=a.width, height=a.height,
-                     memory_mb=a.memory_mb, ready_timeout_s=a.ready_timeout_s),
+                     memory_mb=a.memory_mb, cpus=a.cpus, ready_timeout_s=a.ready_timeout_s),
         "files": {f: file_info(os.path.join(a.outdir, f)) for f in
                   ("disk.qcow2", "vmlinuz", "initrd.img")},
         "packages": read_packages(a.packages),

@@ -337,7 +337,7 @@ do_manifest() {
     python3 "$LIB/manifest.py" "$OUT" "$WORK/packages.tsv" \
         --name "$IMAGE_NAME" --suite "$SUITE" --input-key "$INPUT_KEY" \
         --append "$BOOT_APPEND" --width "$BOOT_WIDTH" --height "$BOOT_HEIGHT" \
-        --memory-mb "$BOOT_MEMORY_MB" --ready-timeout-s "${BOOT_READY_TIMEOUT_S:-400}" --user "$GUEST_USER" --password "$GUEST_PASSWORD" \
+        --memory-mb "$BOOT_MEMORY_MB" --cpus "${BOOT_CPUS:-1}" --ready-timeout-s "${BOOT_READY_TIMEOUT_S:-400}" --user "$GUEST_USER" --password "$GUEST_PASSWORD" \
         --toolbelt "$TOOLBELT" --accessibility "${ACCESSIBILITY:-0}"
 }
 

@@ -223,7 +223,7 @@ def main():
         qga_path, qmp_path = os.path.join(tmp, "qga.sock"), os.path.join(tmp, "qmp.sock")
         cmd = [
             "qemu-system-x86_64", "-nodefaults", "-machine", "pc,accel=tcg", "-cpu", "max",
-            "-m", str(boot["memory_mb"]), "-smp", "1",
+            "-m", str(boot["memory_mb"]), "-smp", str(boot.get("cpus", 1)),
             "-kernel", os.path.join(img, boot["kernel"]),
             "-initrd", os.path.join(img, boot["initrd"]), "-append", boot["append"],
             "-drive", f"file={overlay},if=virtio,format=qcow2",
