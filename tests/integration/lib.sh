@@ -43,6 +43,14 @@ finish() {
 gexec() { local e=$1; shift; "$ENVMGR" exec "$e" -- env DISPLAY=:0 "$@"; }
 act() { "$ENVMGR" act "$1" "$2"; }
 shot() { "$ENVMGR" screenshot "$1" "$2"; }
+# pick_tasks DEST DIR ID...: a task folder DEST holding DIR's tasks ID... and a copy of each of DIR's
+# subfolders (files, scripts: a task's files may not resolve outside its own folder)
+pick_tasks() {
+    local dest=$1 src=$2 d id; shift 2
+    mkdir -p "$dest" || return 1
+    for d in "$src"/*/; do cp -r "$d" "$dest/" || return 1; done
+    for id in "$@"; do cp "$src/$id.json" "$dest/" || return 1; done
+}
 # score_of DIR ID: the score of task ID's final result line in a suite run's DIR/results.jsonl
 score_of() { python3 -c "
 import json,sys

@@ -31,8 +31,8 @@ fi
 ok "the apps image builds (make image-apps)"
 pick=$SUITE_DIR
 if [ -n "$ONLY" ]; then
-    pick=$T/pick; mkdir -p "$pick"; cp -r "$SUITE_DIR/files" "$pick/files"  # a copy: task files may not resolve outside their folder
-    for id in $ONLY; do cp "$SUITE_DIR/$id.json" "$pick/"; done
+    pick=$T/pick
+    pick_tasks "$pick" "$SUITE_DIR" $ONLY
 fi
 check "every apps task loads" "$ENVMGR" task check "$pick"
 for a in $agents; do
@@ -45,8 +45,9 @@ done
 for task in "$pick"/*.json; do
     id=$(basename "$task" .json)
     check "$id: the scripted solution scores 1.0" test "$(score_of "$T/scripted" "$id")" = 1.0
-    [[ " $agents " == *" null "* ]] &&
+    if [[ " $agents " == *" null "* ]]; then
         check "$id: the null agent scores 0.0" test "$(score_of "$T/null" "$id")" = 0.0
+    fi
     check "$id: its trace verifies" "$ENVMGR" trace verify "$T/scripted/traces/$id/trace" >/dev/null
 done
 finish

@@ -17,8 +17,8 @@ sys.exit(0 if 'infeasible' in (f if isinstance(f,list) else [f]) else 1)" "$1"; 
 # FAIL at once: the infeasible tasks and two feasible ones (a terminal task, a file-manager task) are
 # enough to show that only the infeasible ones score it; all sixteen cost CI minutes for nothing more.
 FAIL_PICK=$T/fail-pick
-mkdir -p "$FAIL_PICK" && cp -r "$SUITE_DIR/files" "$SUITE_DIR/scripts" "$FAIL_PICK/"
-cp "$SUITE_DIR"/infeasible-*.json "$SUITE_DIR/terminal-sort-unique.json" "$SUITE_DIR/files-rename.json" "$FAIL_PICK/"
+infeasible_ids=$(for f in "$SUITE_DIR"/infeasible-*.json; do basename "$f" .json; done)
+pick_tasks "$FAIL_PICK" "$SUITE_DIR" $infeasible_ids terminal-sort-unique files-rename
 for a in "scripted" "null" "null --fail"; do
     out=$T/$(echo "$a" | tr -c 'a-z\n' '_')
     dir=$SUITE_DIR; [ "$a" = "null --fail" ] && dir=$FAIL_PICK
