@@ -229,14 +229,22 @@ static int save_state(const char *dir, const char *state_path, em_err *err)
     return rc < 0 ? em_prefix(err, "save the golden state: ") : 0;
 }
 
+void golden_key(const manifest *m, const char *accel, const char *qemu_version, char key[65])
+{
+    /* The disk's path is part of the key: golden.qcow2 names it as its backing file, so the same image
+     * at another place (a moved or copied cache) needs a golden state of its own. */
+    _cleanup_free_ char *material =
+        xasprintf(GOLDEN_FORMAT "|%s|%s|%s|%s", m->sha256, accel, qemu_version, m->disk);
+    sha256_hex(material, strlen(material), key);
+}
+
 static int compute_key(const manifest *m, const char *accel, char key[65], em_err *err)
 {
     char *ver = NULL;
     if (vm_qemu_version(&ver, err) < 0)
         return -1;
-    _cleanup_free_ char *material = xasprintf(GOLDEN_FORMAT "|%s|%s|%s", m->sha256, accel, ver);
+    golden_key(m, accel, ver, key);
     free(ver);
-    sha256_hex(material, strlen(material), key);
     return 0;
 }
 

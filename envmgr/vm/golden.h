@@ -24,6 +24,9 @@ typedef struct golden {
     json_t *meta;
 } golden;
 
+/* The cache key of a golden state: the image's manifest sha256, its disk's path, the accelerator and
+ * the QEMU version. */
+void golden_key(const manifest *m, const char *accel, const char *qemu_version, char key[65]);
 /* Find the golden state for (image, accel, QEMU version), building it if missing.
  * Concurrent callers wait for one builder (flock). */
 int golden_ensure(const manifest *m, const char *accel, golden **out, em_err *err);

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "envmgr/vm/cgroup.h"
+#include "envmgr/vm/golden.h"
 #include "envmgr/vm/manifest.h"
 #include "envmgr/base/sha256.h"
 #include "envmgr/base/util.h"
@@ -147,12 +148,41 @@ static void test_cpus_set_the_cpu_quota(void)
     manifest_free(m);
 }
 
+/* golden.qcow2 records the image disk's path as its backing file: the same image copied elsewhere
+ * must get a golden state of its own, or every env of the copy fails "Could not open backing file". */
+static void test_golden_key_follows_the_disk_path(void)
+{
+    make_image();
+    em_err err = {0};
+    manifest *a = NULL, *b = NULL;
+    CU_ASSERT_EQUAL_FATAL(manifest_load(dir, &a, &err), 0);
+    char moved[600];
+    snprintf(moved, sizeof moved, "%s/moved", test_tmpdir());
+    CU_ASSERT_EQUAL_FATAL(rename(dir, moved), 0);
+    CU_ASSERT_EQUAL_FATAL(manifest_load(moved, &b, &err), 0);
+    CU_ASSERT_STRING_EQUAL(a->sha256, b->sha256); /* the same image... */
+    char ka[65], kb[65], kc[65], kd[65];
+    golden_key(a, "tcg", "7.2.0", ka);
+    golden_key(b, "tcg", "7.2.0", kb);
+    CU_ASSERT_STRING_NOT_EQUAL(ka, kb); /* ...at another place */
+    golden_key(a, "kvm", "7.2.0", kc);
+    golden_key(a, "tcg", "8.0.0", kd);
+    CU_ASSERT_STRING_NOT_EQUAL(ka, kc);
+    CU_ASSERT_STRING_NOT_EQUAL(ka, kd);
+    golden_key(a, "tcg", "7.2.0", kc);
+    CU_ASSERT_STRING_EQUAL(ka, kc); /* and stable */
+    manifest_free(a);
+    manifest_free(b);
+    CU_ASSERT_EQUAL(rename(moved, dir), 0);
+}
+
 static CU_TestInfo tests[] = {
     {"sha256 and HMAC known vectors", test_sha256_known_vectors},
     {"load and verify an image", test_load_and_verify},
     {"a tampered file is refused", test_tampered_file_is_refused},
     {"bad manifests", test_bad_manifests},
     {"boot.cpus sets the env's CPU quota", test_cpus_set_the_cpu_quota},
+    {"the golden state's key follows the disk's path", test_golden_key_follows_the_disk_path},
     CU_TEST_INFO_NULL,
 };
 
