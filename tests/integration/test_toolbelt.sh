@@ -116,6 +116,8 @@ echo "\$t0 \$t1" >"$T/ref.time"
     "$TB" a11y-tree >"$T/tree.json"
 "$PY" -c 'import sys; sys.path.insert(0, sys.argv[1]); from envmgr_guest.cli import main; sys.exit(main(sys.argv[2:]))' \
     "$TB" a11y-tree --max-nodes 4 >"$T/tree4.json"
+"$PY" -c 'import sys; sys.path.insert(0, sys.argv[1]); from envmgr_guest.cli import main; sys.exit(main(sys.argv[2:]))' \
+    "$TB" a11y-tree --bus-only >"$T/tree-bus.json"
 kill %1
 EOF
 if dbus-run-session -- bash "$T/a11y.sh" >"$T/a11y.log" 2>&1; then
@@ -156,6 +158,10 @@ check "a11y-tree: namespaces as OSWorld's (st, attr, cp, doc, docattr, txt, val,
     jq_py 'x = d["AT"][:2000]; assert all("xmlns:%s=\"https://accessibility.ubuntu.example.org/ns/%s\"" % (p, u) in x for p, u in (("st","state"),("attr","attributes"),("cp","component"),("doc","document"),("docattr","document/attributes"),("txt","text"),("val","value"),("act","action"))), x[:300]' <"$T/tree.json"
 check "a11y-tree: cell names of the GTK list" \
     jq_py 'import xml.etree.ElementTree as E; r = E.fromstring(d["AT"]); assert [e.get("name") for e in r.iter("table-cell")] == ["a1","b1","a2","b2","a3","b3"]' <"$T/tree.json"
+check "a11y-tree: GTK's application read over its own peer-to-peer connection" \
+    jq_py 'assert d["direct_connections"] >= 1, d["direct_connections"]' <"$T/tree.json"
+check "a11y-tree --bus-only: every call through the bus, the same XML" \
+    "$PY" -c 'import json, sys; a, b = (json.load(open(f)) for f in sys.argv[1:]); assert b["direct_connections"] == 0 and a["AT"] == b["AT"]' "$T/tree.json" "$T/tree-bus.json"
 check "a11y-tree --max-nodes 4: 4 nodes, truncated, well-formed" \
     jq_py 'import xml.etree.ElementTree as E; r = E.fromstring(d["AT"]); assert d["nodes"] == 4 and "nodes" in d["truncated"] and len(list(r.iter())) == 5, (d["nodes"], d["truncated"])' <"$T/tree4.json"
 if [ -s "$T/ref.time" ]; then

@@ -19,15 +19,21 @@ row by row (OSWorld's Calc rule).  Namespaces (prefix -> URI) are those of
 OSWorld's "ubuntu" map, all declared on the root.
 
 How it is read (OSWorld walks it with one synchronous D-Bus round trip per
-property per node, ~18 ms a node under TCG): one org.a11y.atspi.Cache.GetItems
-call per application gives every node's role, name, states, interfaces and
-place in the tree; the remaining properties (attributes, extents, text,
-value, actions) are requested for all nodes at once, asynchronously, and the
-replies collected.  Objects the application does not cache (children of
-MANAGES_DESCENDANTS nodes) are walked the same way, level by level; a
-spreadsheet's cells are found through the Table interface (the visible
-corner cells by position, then GetAccessibleAt for the rectangle between),
-never by enumerating its 2^31-1 children.
+property per node, ~18 ms a node under TCG): the same calls, but pipelined.
+The tree is walked level by level: for every node of a level, its role,
+states, interfaces, name and children are requested at once and the replies
+collected; then the remaining properties (attributes, extents, text, value,
+actions) of all nodes at once.  Each application that offers a peer-to-peer
+connection (GetApplicationBusAddress) is called over it, not through the bus
+daemon.  A spreadsheet's cells are found through the Table interface (the
+visible corner cells by position, then GetAccessibleAt for the rectangle
+between), never by enumerating its 2^31-1 children.
+
+Not org.a11y.atspi.Cache.GetItems: it answers with every object an
+application caches, all windows, at about 1 ms an object under TCG
+(LibreOffice: 1800 objects and 1.8 s for an Impress window of 220), and its
+parents and indexes lag the live tree: LibreOffice and gnome-terminal
+menus came out in another order or without a subtree that GetChildren has.
 
 Caps: node count, output bytes and wall time; when one is hit the output is
 still a well-formed tree and `truncated` says which cap was hit.
@@ -156,15 +162,14 @@ def connect(address=None):
 class Batch:
     """Method calls sent pipelined (dbusraw) and collected by run().
 
-    Always over the bus.  A peer-to-peer connection to each application
-    (GetApplicationBusAddress) halved a call's cost under TCG, but Chromium
-    crashed on its first dump that way and LibreOffice came up with a
-    document-recovery dialog after one: not worth an application under test."""
+    A call to an application the dumper holds a peer-to-peer connection to
+    goes over it, the rest over the bus: the bus daemon parses and routes
+    every message twice, a third of the guest's CPU in a dump under TCG."""
 
-    def __init__(self, conn, deadline):
-        self.conn = conn
+    def __init__(self, dumper, deadline):
+        self.dumper = dumper
         self.deadline = deadline
-        self.queue = []
+        self.queues = {}           # id(connection) -> (connection, calls)
         self.calls = 0
         self.errors = 0
         self.timed_out = False
@@ -173,15 +178,34 @@ class Batch:
         sig, vals = args if args else ("", ())
         if sig.startswith("(") and sig.endswith(")"):
             sig = sig[1:-1]             # GVariant-style "(ii)" = two arguments
-        self.queue.append((ref[0], ref[1], iface, method, sig, vals, on_reply))
+        conn = self.dumper.direct.get(ref[0])
+        dest = None if conn else ref[0]
+        conn = conn or self.dumper.conn
+        self.queues.setdefault(id(conn), (conn, []))[1].append(
+            (dest, ref[1], iface, method, sig, vals, on_reply))
 
     def run(self):
-        if self.queue:
-            try:
-                self.errors, self.timed_out = self.conn.pipeline(self.queue, self.deadline)
-            except OSError as e:
-                raise A11yError("accessibility bus: %s" % e)
-        self.calls = len(self.queue)
+        # A reply may queue more calls (actions' names), on its own
+        # connection: go round until every queue is empty.
+        while not self.timed_out:
+            todo = [(c, q) for c, q in self.queues.values() if q]
+            if not todo:
+                break
+            for conn, q in todo:
+                try:
+                    errors, self.timed_out = conn.pipeline(q, self.deadline)
+                except OSError as e:
+                    if conn is self.dumper.conn:
+                        raise A11yError("accessibility bus: %s" % e)
+                    # The application closed its connection (it quit or
+                    # broke the protocol): what it owed is lost.
+                    self.dumper.drop_direct(conn)
+                    errors = len(q)
+                self.errors += errors
+                self.calls += len(q)
+                q.clear()
+                if self.timed_out:
+                    break
         return not self.timed_out
 
 
@@ -219,7 +243,7 @@ class Node:
 
 class Dumper:
     def __init__(self, conn=None, max_nodes=10000, max_bytes=8 << 20, timeout=20.0,
-                 app_aliases=None, scope="all"):
+                 app_aliases=None, scope="all", p2p=True):
         self.conn = conn or connect()
         self.max_nodes = max_nodes
         self.max_bytes = max_bytes
@@ -228,14 +252,44 @@ class Dumper:
         self.truncated = []
         self.app_aliases = app_aliases or {}
         self.scope = scope
+        self.p2p = p2p
         self.calls = 0
         self.errors = 0
+        self.direct = {}           # bus name -> peer-to-peer dbusraw.Connection
 
     # -- structure ---------------------------------------------------
     def _batch(self):
-        return Batch(self.conn, self.deadline)
+        return Batch(self, self.deadline)
+
+    def open_direct(self, apps):
+        """A peer-to-peer connection to each application that offers one
+        (Application.GetApplicationBusAddress; at-spi2-atk does, Qt does not)."""
+        from . import dbusraw
+        addrs = {}
+        b = self._batch()
+        for a in apps:
+            b.call((a[0], ROOT_PATH), IFACE + "Application", "GetApplicationBusAddress", None,
+                   lambda v, a=a: addrs.__setitem__(a[0], v[0]))
+        self._finish(b)
+        self.errors -= b.errors     # an application without the method (Qt) is not a failure
+        for name, addr in addrs.items():
+            if not isinstance(addr, str) or not addr.startswith("unix:"):
+                continue
+            try:
+                self.direct[name] = dbusraw.Connection(addr, timeout=2, hello=False)
+            except (OSError, dbusraw.DBusError):
+                pass                # the bus still reaches it
+
+    def drop_direct(self, conn):
+        for name, c in list(self.direct.items()):
+            if c is conn:
+                del self.direct[name]
+        conn.close()
 
     def close(self):
+        for c in set(self.direct.values()):
+            c.close()
+        self.direct = {}
         self.conn.close()
 
     def _finish(self, b):
@@ -254,73 +308,42 @@ class Dumper:
         self._finish(b)
         return out
 
-    def load_caches(self, apps):
-        """One GetItems per application; returns the apps that have no cache."""
-        b = self._batch()
-        got = set()
-
-        def on_items(app, v):
-            got.add(app)
-            for item in v[0]:
-                ref, _app, parent, index, count, ifaces, name, role, _desc, states = item
-                ref = tuple(ref)
-                n = self.nodes.get(ref) or Node(ref)
-                n.role, n.name, n.ifaces = role, name, tuple(ifaces)
-                n.states = states_from_bits(states)
-                n.child_count = count
-                n.parent = tuple(parent)
-                self.nodes[ref] = n
-                self._index[ref] = index
-
-        if not hasattr(self, "_index"):
-            self._index = {}
-        for app in apps:
-            b.call((app[0], "/org/a11y/atspi/cache"), IFACE + "Cache", "GetItems", None,
-                   lambda v, app=app: on_items(app, v))
-        self._finish(b)
-        # Children lists from the parents and indexes of the cached objects.
-        kids = {}
-        for ref, n in self.nodes.items():
-            if n.parent and n.parent[1] != NULL_PATH:
-                kids.setdefault(n.parent, []).append((self._index.get(ref, 0), ref))
-        for ref, n in self.nodes.items():
-            if ref in kids:
-                n.children = [r for _, r in sorted(kids[ref])]
-            elif n.child_count == 0:
-                n.children = []
-        return [a for a in apps if a not in got]
-
     def fetch(self, refs):
-        """Role, name, states, interfaces, child count of uncached objects."""
+        """Role, name, states, interfaces and children of objects not read
+        yet.  Children come with the state's reply, in the same round: a
+        GetChildren unless the object manages its descendants (a
+        spreadsheet's 2^31-1 cells), whose count is asked instead."""
         b = self._batch()
         todo = [r for r in refs if r not in self.nodes and r[1] != NULL_PATH]
+        acc = IFACE + "Accessible"
+        props = "org.freedesktop.DBus.Properties"
+
+        def got_children(v, n):
+            n.children = [tuple(r) for r in v[0]]
+            n.child_count = len(n.children)
+
+        def got_state(v, n, b=b):
+            n.states = states_from_bits(v[0])
+            if n.state(STATE_MANAGES_DESCENDANTS):
+                b.call(n.ref, props, "Get", _v("(ss)", acc, "ChildCount"),
+                       lambda v, n=n: setattr(n, "child_count", int(v[0])))
+            else:
+                b.call(n.ref, acc, "GetChildren", None, lambda v, n=n: got_children(v, n))
+
         for ref in todo:
             n = Node(ref)
             self.nodes[ref] = n
-            acc = IFACE + "Accessible"
             b.call(ref, acc, "GetRole", None, lambda v, n=n: setattr(n, "role", v[0]))
-            b.call(ref, acc, "GetState", None,
-                   lambda v, n=n: setattr(n, "states", states_from_bits(v[0])))
+            b.call(ref, acc, "GetState", None, lambda v, n=n: got_state(v, n))
             b.call(ref, acc, "GetInterfaces", None, lambda v, n=n: setattr(n, "ifaces", tuple(v[0])))
             # Properties.Get, never GetAll: Qt's bridge (VLC) answers only
             # Get, and GetAll can abort an application (see Value below).
-            b.call(ref, "org.freedesktop.DBus.Properties", "Get", _v("(ss)", acc, "Name"),
-                   lambda v, n=n: setattr(n, "name", v[0]))
-            b.call(ref, "org.freedesktop.DBus.Properties", "Get", _v("(ss)", acc, "ChildCount"),
-                   lambda v, n=n: setattr(n, "child_count", int(v[0])))
+            b.call(ref, props, "Get", _v("(ss)", acc, "Name"), lambda v, n=n: setattr(n, "name", v[0]))
         self._finish(b)
 
     def fetch_children(self, nodes):
-        """Children refs of uncached nodes (the first MAX_WIDTH of them)."""
-        unknown = [n for n in nodes if n.children is None and n.child_count < 0]
-        if unknown:
-            # The cache says -1 for MANAGES_DESCENDANTS nodes: ask.
-            b = self._batch()
-            for n in unknown:
-                b.call(n.ref, "org.freedesktop.DBus.Properties", "Get",
-                       _v("(ss)", IFACE + "Accessible", "ChildCount"),
-                       lambda v, n=n: setattr(n, "child_count", int(v[0])))
-            self._finish(b)
+        """Children refs of nodes that manage their descendants (fetch read
+        their count, not their children): the first MAX_WIDTH of them."""
         b = self._batch()
         for n in nodes:
             if n.children is not None:
@@ -335,9 +358,6 @@ class Dumper:
             else:
                 slots = [None] * MAX_WIDTH
                 n.children = slots
-
-                def put(v, slots=slots, i=0):
-                    slots[i] = tuple(v[0])
                 for i in range(MAX_WIDTH):
                     b.call(n.ref, IFACE + "Accessible", "GetChildAtIndex", _v("(i)", i),
                            lambda v, slots=slots, i=i: slots.__setitem__(i, tuple(v[0])))
@@ -349,8 +369,8 @@ class Dumper:
     # -- selection of what is emitted --------------------------------
     def plan(self, app_refs):
         """The emitted nodes as (node, depth, calc_flag) in document order,
-        within the depth, width and node caps.  Parts the applications do not
-        cache are fetched level by level, one batch per level."""
+        within the depth, width and node caps.  The tree is read level by
+        level, one batch per level."""
         seen = 0
         level = [(r, 1, None) for r in app_refs]
         flags = {}
@@ -539,27 +559,13 @@ class Dumper:
                 mine = [a for a in apps if pids.get(a) == self.focus_pid]
                 if mine:
                     apps = mine
-        # at-spi2-atk creates an application's cache (what GetItems answers
-        # from) only once some client listens for events: listen for one,
-        # for as long as this connection lives (the registry drops the
-        # listener when we disconnect; the caches stay).
-        b = self._batch()
-        b.call(("org.a11y.atspi.Registry", "/org/a11y/atspi/registry"), IFACE + "Registry",
-               "RegisterEvent", _v("sass", "object:children-changed", [], ""), lambda v: None)
-        self._finish(b)
-        nocache = self.load_caches(apps)
-        if nocache:
-            time.sleep(0.3)             # caches being built: ask once more
-            nocache = self.load_caches(nocache)
-        if nocache:
-            for a in nocache:
-                self.nodes.pop(a, None)
-        # Application roots: the cache's root object of each app.
+        if self.p2p:
+            self.open_direct(apps)
         roots = [(a[0], ROOT_PATH) for a in apps]
-        t_struct = time.monotonic()
         if self.scope == "focused":
             roots = self._focused(roots)
         plan = self.plan(roots)
+        t_struct = time.monotonic()
         self.details([n for n, _, _ in plan])
         tables = [n for n, _, flag in plan if flag == "calc" and role_name(n.role) == "table"]
         if tables:
@@ -571,6 +577,7 @@ class Dumper:
             "nodes": emitted,
             "applications": len(roots),
             "truncated": self.truncated,
+            "direct_connections": len(self.direct),
             "calls": self.calls,
             "errors": self.errors,
             "elapsed_s": round(time.monotonic() - t0, 3),
@@ -722,9 +729,9 @@ def _esc_text(s):
 
 
 def dump(scope="all", max_nodes=10000, max_bytes=8 << 20, timeout=20.0, app_aliases=None,
-         address=None):
+         address=None, p2p=True):
     d = Dumper(connect(address), max_nodes=max_nodes, max_bytes=max_bytes, timeout=timeout,
-               app_aliases=app_aliases, scope=scope)
+               app_aliases=app_aliases, scope=scope, p2p=p2p)
     try:
         return d.dump()
     finally:

@@ -227,7 +227,7 @@ def a11y_tree(a):
     aliases = {} if a.raw_app_names else APP_ALIASES
     try:
         return a11y.dump(scope=a.scope, max_nodes=a.max_nodes, max_bytes=a.max_tree_bytes,
-                         timeout=a.timeout, app_aliases=aliases)
+                         timeout=a.timeout, app_aliases=aliases, p2p=not a.bus_only)
     except a11y.A11yError as e:
         raise Fail(str(e))
 
@@ -239,7 +239,7 @@ def terminal_output(a):
     from . import a11y
     try:
         r = a11y.dump(scope="focused", max_nodes=a.max_nodes, max_bytes=a.max_tree_bytes,
-                      timeout=a.timeout)
+                      timeout=a.timeout, p2p=not a.bus_only)
     except a11y.A11yError as e:
         raise Fail(str(e))
     st = "{%s}" % a11y.NS["st"]
@@ -387,6 +387,9 @@ def build_parser():
         p.add_argument("--raw-app-names", action="store_true",
                        help="application names as the applications report them "
                             "(default: Chromium is shown as \"Google Chrome\")")
+        p.add_argument("--bus-only", action="store_true",
+                       help="every call through the accessibility bus, none over the "
+                            "applications' peer-to-peer connections")
     cmd("screen-size", screen_size, "{width, height} of the X screen")
     cmd("cursor-position", cursor_position, "{x, y} of the pointer")
     p = cmd("window-size", window_size, "{width, height} of the first window of a WM_CLASS, or null")

@@ -261,7 +261,9 @@ def _address_socket(address, timeout):
 
 
 class Connection:
-    def __init__(self, address, timeout=10.0):
+    """hello=False for a peer-to-peer connection (no bus daemon to greet)."""
+
+    def __init__(self, address, timeout=10.0, hello=True):
         self.sock = _address_socket(address, timeout)
         self.serial = 0
         self.rbuf = bytearray()
@@ -272,8 +274,9 @@ class Connection:
             if not line.startswith(b"OK"):
                 raise OSError("D-Bus authentication refused: %r" % line[:200])
             self.sock.sendall(b"BEGIN\r\n")
-            self.unique = self.call("org.freedesktop.DBus", "/org/freedesktop/DBus",
-                                    "org.freedesktop.DBus", "Hello")[0]
+            if hello:
+                self.unique = self.call("org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                        "org.freedesktop.DBus", "Hello")[0]
         except BaseException:
             self.sock.close()
             raise
