@@ -83,31 +83,40 @@ int read_file_flags(const char *path, size_t max, int flags, char **out, size_t 
         return em_fail_input(err, "`%s` is %lld bytes, more than the limit of %zu", path, (long long)st.st_size,
                              max);
     /* Read to EOF rather than trusting st_size: the file may change under us. */
-    size_t cap = (size_t)st.st_size + 1, n = 0;
-    _cleanup_free_ char *buf = try_malloc(cap + 1, "a file's contents", err);
+    _cleanup_free_ char *what = xasprintf("`%s`", path);
+    return read_fd_capped(fd, what, max, (size_t)st.st_size + 1, out, len, err);
+}
+
+int read_fd_capped(int fd, const char *what, size_t max, size_t hint, char **out, size_t *len, em_err *err)
+{
+    *out = NULL;
+    size_t cap = hint ? hint : 65536, n = 0;
+    if (cap > max + 1)
+        cap = max + 1;
+    _cleanup_free_ char *buf = try_malloc(cap + 1, "input", err);
     if (!buf)
-        return em_prefix(err, "read `%s`: ", path);
+        return em_prefix(err, "read %s: ", what);
     for (;;) {
         if (n == cap) {
             if (cap > max)
-                return em_fail_input(err, "`%s` grew past the limit of %zu bytes", path, max);
+                return em_fail_input(err, "%s: more than the limit of %zu bytes", what, max);
             cap = cap * 2 > max + 1 ? max + 1 : cap * 2;
-            char *grown = try_realloc(buf, cap + 1, "a file's contents", err);
+            char *grown = try_realloc(buf, cap + 1, "input", err);
             if (!grown)
-                return em_prefix(err, "read `%s`: ", path);
+                return em_prefix(err, "read %s: ", what);
             buf = grown;
         }
         ssize_t r = read(fd, buf + n, cap - n);
         if (r < 0 && errno == EINTR)
             continue;
         if (r < 0)
-            return em_fail_errno(err, "read `%s`", path);
+            return em_fail_errno(err, "read %s", what);
         if (r == 0)
             break;
         n += (size_t)r;
     }
     if (n > max)
-        return em_fail_input(err, "`%s` grew past the limit of %zu bytes", path, max);
+        return em_fail_input(err, "%s: more than the limit of %zu bytes", what, max);
     buf[n] = '\0';
     *out = buf;
     buf = NULL;

@@ -22,6 +22,9 @@ int remove_tree(const char *path, em_err *err);
  * read, is an input error, never a truncation. */
 int read_file_flags(const char *path, size_t max, int flags, char **out, size_t *len, em_err *err);
 int read_file_capped(const char *path, size_t max, char **out, size_t *len, em_err *err);
+/* All of fd to its end, at most max bytes (more is an error naming what); hint sizes the first buffer
+ * (0: 64 KiB). *out is NUL-terminated. */
+int read_fd_capped(int fd, const char *what, size_t max, size_t hint, char **out, size_t *len, em_err *err);
 /* Replace path with data: a unique temp file (O_EXCL|O_NOFOLLOW) beside it, fsync, rename, fsync
  * of the folder. */
 int write_file_atomic(const char *path, const void *data, size_t len, mode_t mode, em_err *err);

@@ -1,16 +1,20 @@
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "envmgr/env/env.h"
+#include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
 
 static const char usage[] =
-    "usage: envmgr exec NAME [--timeout S] [--max-output BYTES] -- COMMAND [ARG...]\n"
+    "usage: envmgr exec NAME [--stdin] [--timeout S] [--max-output BYTES] -- COMMAND [ARG...]\n"
     "  Run a command in the guest as root through the guest agent; its stdout and stderr are\n"
-    "  copied here and its exit code becomes ours. Default timeout 60 s, output cap 1 MiB per stream.\n";
+    "  copied here and its exit code becomes ours. Default timeout 60 s, output cap 1 MiB per stream.\n"
+    "  --stdin (-i) passes our stdin to it (up to 4 MiB, read to its end first); without it the\n"
+    "  command's stdin is empty and ours is not read.\n";
 
 int cmd_exec(int argc, char **argv)
 {
@@ -23,11 +27,15 @@ int cmd_exec(int argc, char **argv)
     argv++; /* options follow the name */
     double timeout = 60;
     long cap = GUEST_OUTPUT_CAP_DEFAULT;
-    static const struct option opts[] = {
-        {"timeout", required_argument, 0, 't'}, {"max-output", required_argument, 0, 'm'}, {0, 0, 0, 0}};
+    bool want_stdin = false;
+    static const struct option opts[] = {{"timeout", required_argument, 0, 't'},
+                                         {"max-output", required_argument, 0, 'm'},
+                                         {"stdin", no_argument, 0, 'i'},
+                                         {0, 0, 0, 0}};
     int c;
-    while ((c = getopt_long(argc, argv, "+t:m:", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+t:m:i", opts, NULL)) != -1) {
         switch (c) {
+        case 'i': want_stdin = true; break;
         case 't':
             if (parse_double(optarg, &timeout) < 0 || timeout <= 0 || timeout > 86400)
                 return cli_usage_error(usage, "--timeout: expected seconds in (0, 86400], got `%s`", optarg);
@@ -44,6 +52,10 @@ int cmd_exec(int argc, char **argv)
     if (optind >= argc)
         return cli_usage_error(usage, "exec: COMMAND missing");
     em_err err = {0};
+    _cleanup_free_ char *in = NULL;
+    size_t in_len = 0;
+    if (want_stdin && read_fd_capped(0, "exec --stdin", GUEST_STDIN_MAX, 0, &in, &in_len, &err) < 0)
+        return cli_report(&err);
     env *e;
     if (env_open(name, &e, &err) < 0)
         return cli_report(&err);
@@ -51,7 +63,7 @@ int cmd_exec(int argc, char **argv)
     guest_exec_result r;
     int rc = env_guest(e, &g, &err);
     if (rc == 0)
-        rc = guest_exec(g, (const char *const *)argv + optind, NULL, timeout, (size_t)cap, &r, &err);
+        rc = guest_exec(g, (const char *const *)argv + optind, in, in_len, timeout, (size_t)cap, &r, &err);
     env_close(e);
     if (rc < 0)
         return cli_report(&err);

@@ -54,7 +54,7 @@ int guest_ops_run(env *e, const char *const *argv, int as_user, int detach, doub
     for (size_t i = 0; i < n; i++)
         full[k++] = argv[i];
     full[k] = NULL;
-    int rc = guest_exec(g, full, NULL, timeout_s, cap, res, err);
+    int rc = guest_exec(g, full, NULL, 0, timeout_s, cap, res, err);
     free(full);
     return rc;
 }

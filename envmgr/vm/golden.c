@@ -90,7 +90,7 @@ static int wait_desktop_ready(const char *dir, const manifest *m, double deadlin
     const char *argv[] = {"test", "-e", "/tmp/.envmgr-desktop-ready", NULL};
     for (;;) {
         guest_exec_result r;
-        if (guest_exec(g, argv, NULL, 10, 4096, &r, err) < 0) {
+        if (guest_exec(g, argv, NULL, 0, 10, 4096, &r, err) < 0) {
             guest_close(g);
             return -1;
         }
@@ -142,7 +142,7 @@ static int wait_desktop_ready(const char *dir, const manifest *m, double deadlin
         /* Flush the guest's page cache to its disk so the saved disk and RAM agree. */
         const char *sync_argv[] = {"sync", NULL};
         guest_exec_result r;
-        rc = guest_exec(g, sync_argv, NULL, 60, 4096, &r, err);
+        rc = guest_exec(g, sync_argv, NULL, 0, 60, 4096, &r, err);
         if (rc == 0)
             guest_exec_result_free(&r);
     }

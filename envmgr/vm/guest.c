@@ -160,7 +160,7 @@ static int decode_field(json_t *obj, const char *key, size_t cap, char **out, si
     return 0;
 }
 
-int guest_exec(guest *g, const char *const *argv, const char *stdin_data, double timeout_s, size_t cap,
+int guest_exec(guest *g, const char *const *argv, const void *in, size_t in_len, double timeout_s, size_t cap,
                guest_exec_result *res, em_err *err)
 {
     memset(res, 0, sizeof *res);
@@ -184,8 +184,11 @@ int guest_exec(guest *g, const char *const *argv, const char *stdin_data, double
         json_array_append_new(args, s);
     }
     json_t *req = json_pack("{s:s, s:o, s:b}", "path", "/usr/bin/timeout", "arg", args, "capture-output", 1);
-    if (stdin_data) {
-        char *b64 = base64_encode(stdin_data, strlen(stdin_data));
+    if (in_len > GUEST_STDIN_MAX)
+        return em_fail_input(err, "exec: stdin: %zu bytes, over the %d MiB the guest agent takes in one message",
+                             in_len, GUEST_STDIN_MAX >> 20);
+    if (in) {
+        char *b64 = base64_encode(in, in_len);
         json_object_set_new(req, "input-data", json_string(b64));
         free(b64);
     }

@@ -10,6 +10,8 @@
 #include "envmgr/base/err.h"
 
 #define GUEST_OUTPUT_CAP_DEFAULT (1u << 20)
+/* stdin for a command goes base64 in the guest-exec request itself: one message, kept small. */
+#define GUEST_STDIN_MAX (4 << 20)
 #define GUEST_FILE_CAP_DEFAULT (16u << 20)
 
 typedef struct guest guest;
@@ -36,8 +38,8 @@ int guest_sync(guest *g, double timeout_ms, em_err *err);
 int guest_set_time(guest *g, em_err *err);
 
 /* Run argv in the guest as root with a timeout (seconds) and an output cap
- * (bytes per stream). stdin_data may be NULL. */
-int guest_exec(guest *g, const char *const *argv, const char *stdin_data, double timeout_s, size_t cap,
+ * (bytes per stream), in_len bytes of in as its stdin (in may be NULL: no stdin). */
+int guest_exec(guest *g, const char *const *argv, const void *in, size_t in_len, double timeout_s, size_t cap,
                guest_exec_result *res, em_err *err);
 void guest_exec_result_free(guest_exec_result *res);
 

@@ -43,7 +43,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     guest *g = agent_saying(data, size, &peer);
     const char *const argv[] = {"true", NULL};
     guest_exec_result res;
-    if (guest_exec(g, argv, NULL, 1, CAP, &res, &err) == 0) {
+    if (guest_exec(g, argv, NULL, 0, 1, CAP, &res, &err) == 0) {
         if (res.out_len > CAP || res.err_len > CAP || !res.out || !res.err || strlen(res.out) > res.out_len)
             abort();
         guest_exec_result_free(&res);

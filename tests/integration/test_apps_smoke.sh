@@ -100,7 +100,9 @@ check "pactl talks to a sound server" bash -c "gu pactl info | grep -q 'Server N
 
 # ---------------------------------------------------------------- applications
 # A small .xlsx (the minimal OOXML parts) for `libreoffice --calc FILE`.
-gx python3 - <<'EOF' >/dev/null
+# (--stdin: without it the guest's python3 reads nothing, the file is never written and Calc stops at
+# "does not exist" behind its splash; that was the "Calc never opens" of earlier smoke runs)
+"$ENVMGR" exec "$E" --stdin -- python3 - <<'EOF' >/dev/null
 import zipfile
 p = "/home/user/Documents/smoke.xlsx"
 parts = {

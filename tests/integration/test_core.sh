@@ -32,6 +32,13 @@ check "exec runs in the guest" bash -c "'$ENVMGR' exec $E1 -- cat /etc/hostname 
 check "exec passes the exit code through" test $? = 7
 out=$("$ENVMGR" exec $E1 --timeout 1 -- sleep 30 2>&1)
 check "exec timeout kills the command" bash -c "echo '$out' | grep -q 'timed out'"
+check "exec --stdin passes our stdin, bytes exact (a NUL included)" \
+    test "$(printf 'a\0b\n' | "$ENVMGR" exec $E1 --stdin -- od -An -c | tr -s ' ')" = " a \0 b \n"
+check "exec without --stdin leaves ours unread and gives the command none" \
+    test "$(echo unread | { "$ENVMGR" exec $E1 -- cat; cat; })" = unread
+out=$(head -c $((4 * 1024 * 1024 + 1)) /dev/zero | "$ENVMGR" exec $E1 --stdin -- wc -c 2>&1); rc=$?
+check "exec --stdin over 4 MiB: exit 2, one line naming --stdin" \
+    bash -c "[ $rc = 2 ] && [ \$(echo '$out' | wc -l) = 1 ] && echo '$out' | grep -q 'exec --stdin'"
 
 # --- bad input leaves the env untouched ----------------------------------------
 out=$("$ENVMGR" act $E1 '{"action_type":"CLICK","x":5000,"y":10}' 2>&1); rc=$?
