@@ -33,7 +33,7 @@ mkdir -p "$SHOTS"
 E=apps-smoke-$$
 
 # ---------------------------------------------------------------- helpers
-gx() { "$ENVMGR" exec "$E" --timeout "${GX_TIMEOUT:-120}" -- "$@"; }
+gx() { "$ENVMGR" exec "$E" --timeout "${GX_TIMEOUT:-120}" --max-output 16777216 -- "$@"; }  # a Calc tree is over 1 MiB
 # as the desktop user, with the session's bus
 gu() { gx runuser -u user -- env DISPLAY=:0 HOME=/home/user USER=user XDG_RUNTIME_DIR=/run/user/1000 \
           DBUS_SESSION_BUS_ADDRESS=unix:path=/run/user/1000/bus "$@"; }
@@ -65,11 +65,19 @@ wait_window() {
 titles() { gx envmgr-guest windows | pyj 'print("; ".join("%s [%s]%s" % (w["title"], ",".join(w["class"]), " *" if w["active"] else "") for w in d["windows"]))'; }
 # close every application window and wait until only the desktop's are left
 close_all() {
-    # every application window, never the desktop's own (closing xfdesktop's asks to log out)
-    gx sh -c 'DISPLAY=:0 wmctrl -lx | awk "\$3 !~ /xfdesktop|xfce4-panel/ {print \$1}" | while read -r w; do DISPLAY=:0 wmctrl -i -c $w; done' >/dev/null 2>&1
-    sleep 3
-    gx pkill -u user -f 'chromium|soffice|gimp|vlc|thunderbird|gnome-terminal' >/dev/null 2>&1
-    sleep 2
+    # back to the golden state, as each episode starts: killing a modified LibreOffice instead left its
+    # Document Recovery for the next start
+    "$ENVMGR" reset "$E" >/dev/null
+}
+# wait_still [SECONDS]: until two screenshots a second apart are the same (an app that mapped its
+# window may still be painting it and dropping keys: Calc took its arrows as lost and typed into A1)
+wait_still() {
+    local i
+    for i in $(seq "${1:-60}"); do
+        shot "$E" "$T/still-a.png"; sleep 1; shot "$E" "$T/still-b.png"
+        [ "$("$PNGTOOL" diff "$T/still-a.png" "$T/still-b.png")" = 0.000000 ] && return 0
+    done
+    return 1
 }
 
 # ---------------------------------------------------------------- image + golden
@@ -99,25 +107,6 @@ check "sudo with the manifest's password" bash -c "gu sh -c 'echo password | sud
 check "pactl talks to a sound server" bash -c "gu pactl info | grep -q 'Server Name'"
 
 # ---------------------------------------------------------------- applications
-# A small .xlsx (the minimal OOXML parts) for `libreoffice --calc FILE`.
-# (--stdin: without it the guest's python3 reads nothing, the file is never written and Calc stops at
-# "does not exist" behind its splash; that was the "Calc never opens" of earlier smoke runs)
-"$ENVMGR" exec "$E" --stdin -- python3 - <<'EOF' >/dev/null
-import zipfile
-p = "/home/user/Documents/smoke.xlsx"
-parts = {
- "[Content_Types].xml": '<?xml version="1.0" encoding="UTF-8"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/><Default Extension="xml" ContentType="application/xml"/><Override PartName="/xl/workbook.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml"/><Override PartName="/xl/worksheets/sheet1.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml"/></Types>',
- "_rels/.rels": '<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="xl/workbook.xml"/></Relationships>',
- "xl/workbook.xml": '<?xml version="1.0" encoding="UTF-8"?><workbook xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main" xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"><sheets><sheet name="Smoke" sheetId="1" r:id="rId1"/></sheets></workbook>',
- "xl/_rels/workbook.xml.rels": '<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/worksheet" Target="worksheets/sheet1.xml"/></Relationships>',
- "xl/worksheets/sheet1.xml": '<?xml version="1.0" encoding="UTF-8"?><worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><sheetData><row r="1"><c r="A1" t="inlineStr"><is><t>alpha</t></is></c><c r="B1"><v>42</v></c></row></sheetData></worksheet>',
-}
-with zipfile.ZipFile(p, "w") as z:
-    for n, x in parts.items():
-        z.writestr(n, x)
-import os
-os.chown(p, 1000, 1000)
-EOF
 
 # start NAME LIMIT CONDITION CMD...: launch, time until the window maps, screenshot,
 # no first-run window beside it
@@ -168,7 +157,27 @@ check "Chromium a11y tree (focused window, $(since "$t") s incl. exec; $(pyj 'pr
 check "Chromium still runs and serves DevTools after its tree was read" bash -c "gx ss -ltn | grep -q '127.0.0.1:1337 '"
 close_all
 
+# A small .xlsx (the minimal OOXML parts) for `libreoffice --calc FILE`.
+# (--stdin: without it the guest's python3 reads nothing, the file is never written and Calc stops at
+# "does not exist" behind its splash; that was the "Calc never opens" of earlier smoke runs)
+"$ENVMGR" exec "$E" --stdin -- python3 - <<'EOF' >/dev/null
+import zipfile
+p = "/home/user/Documents/smoke.xlsx"
+parts = {
+ "[Content_Types].xml": '<?xml version="1.0" encoding="UTF-8"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/><Default Extension="xml" ContentType="application/xml"/><Override PartName="/xl/workbook.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml"/><Override PartName="/xl/worksheets/sheet1.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml"/></Types>',
+ "_rels/.rels": '<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="xl/workbook.xml"/></Relationships>',
+ "xl/workbook.xml": '<?xml version="1.0" encoding="UTF-8"?><workbook xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main" xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"><sheets><sheet name="Smoke" sheetId="1" r:id="rId1"/></sheets></workbook>',
+ "xl/_rels/workbook.xml.rels": '<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/worksheet" Target="worksheets/sheet1.xml"/></Relationships>',
+ "xl/worksheets/sheet1.xml": '<?xml version="1.0" encoding="UTF-8"?><worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><sheetData><row r="1"><c r="A1" t="inlineStr"><is><t>alpha</t></is></c><c r="B1"><v>42</v></c></row></sheetData></worksheet>',
+}
+with zipfile.ZipFile(p, "w") as z:
+    for n, x in parts.items():
+        z.writestr(n, x)
+import os
+os.chown(p, 1000, 1000)
+EOF
 start calc 180 '"smoke.xlsx" in w["title"]' libreoffice --calc /home/user/Documents/smoke.xlsx
+check "Calc has painted its window (the screen is still)" wait_still 90
 # pyautogui from a command in the guest: click cell C3 through the Name Box, type, Enter
 GX_TIMEOUT=60 gu python3 -c "
 import pyautogui, time
