@@ -168,6 +168,9 @@ int guest_exec(guest *g, const char *const *argv, const void *in, size_t in_len,
         return em_fail_input(err, "exec: empty command");
     if (timeout_s <= 0 || timeout_s > 86400)
         return em_fail_input(err, "exec: timeout must be in (0, 86400] seconds");
+    if (in_len > GUEST_STDIN_MAX)
+        return em_fail_input(err, "exec: stdin: %zu bytes, over the %d MiB the guest agent takes in one message",
+                             in_len, GUEST_STDIN_MAX >> 20);
     /* coreutils timeout in the guest kills a runaway command even if the host gives up. */
     json_t *args = json_array();
     char secs[32];
@@ -184,9 +187,6 @@ int guest_exec(guest *g, const char *const *argv, const void *in, size_t in_len,
         json_array_append_new(args, s);
     }
     json_t *req = json_pack("{s:s, s:o, s:b}", "path", "/usr/bin/timeout", "arg", args, "capture-output", 1);
-    if (in_len > GUEST_STDIN_MAX)
-        return em_fail_input(err, "exec: stdin: %zu bytes, over the %d MiB the guest agent takes in one message",
-                             in_len, GUEST_STDIN_MAX >> 20);
     if (in) {
         char *b64 = base64_encode(in, in_len);
         json_object_set_new(req, "input-data", json_string(b64));
