@@ -63,7 +63,7 @@ wait_window() {
     return 1
 }
 titles() { gx envmgr-guest windows | pyj 'print("; ".join("%s [%s]%s" % (w["title"], ",".join(w["class"]), " *" if w["active"] else "") for w in d["windows"]))'; }
-# close every application window and wait until only the desktop's are left
+# every application gone: the env back at its golden state
 close_all() {
     # back to the golden state, as each episode starts: killing a modified LibreOffice instead left its
     # Document Recovery for the next start

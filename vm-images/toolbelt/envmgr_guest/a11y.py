@@ -216,7 +216,7 @@ def _v(sig, *values):
 # ---------------------------------------------------------------- the tree
 class Node:
     __slots__ = ("ref", "role", "name", "states", "ifaces", "children", "child_count",
-                 "attrs", "extents", "text", "value", "actions", "cells", "parent")
+                 "attrs", "extents", "text", "value", "actions", "cells")
 
     def __init__(self, ref):
         self.ref = ref
@@ -224,7 +224,7 @@ class Node:
         self.name = ""
         self.states = []
         self.ifaces = ()
-        self.children = None       # list of refs, None = not known (not cached)
+        self.children = None       # list of refs, None = not read yet
         self.child_count = 0
         self.attrs = None
         self.extents = None
@@ -232,7 +232,6 @@ class Node:
         self.value = None
         self.actions = None
         self.cells = None          # spreadsheet: refs of the showing cells
-        self.parent = None
 
     def has(self, iface):
         return (IFACE + iface) in self.ifaces
