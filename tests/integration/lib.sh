@@ -25,6 +25,18 @@ ok()   { PASS=$((PASS + 1)); echo "ok   $*"; }
 bad()  { FAIL=$((FAIL + 1)); echo "FAIL $*"; }
 # check NAME COMMAND...: passes when the command exits 0
 check() { local name=$1; shift; if "$@"; then ok "$name"; else bad "$name"; fi; }
+# Counts a check script's "ok   NAME" / "FAIL NAME: why" lines read from stdin, each under LABEL; any
+# other line is a failure (a traceback), unless LOOSE=1 (a script that also prints progress).
+tally() {
+    local label=$1 line
+    while IFS= read -r line; do
+        case $line in
+            "ok   "*) ok "$label: ${line#ok   }" ;;
+            "FAIL "*) bad "$label: ${line#FAIL }" ;;
+            *) [ -n "${LOOSE:-}" ] || bad "$label: $line" ;;
+        esac
+    done
+}
 # wait_until SECONDS COMMAND...: polls every 0.5 s
 wait_until() {
     local limit=$1; shift

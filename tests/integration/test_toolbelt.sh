@@ -46,12 +46,7 @@ trap 'stop_all; cleanup' EXIT
 "$PY" "$TOOLS/xrecorder.py" 100 100 400 300 >"$T/rec.log" 2>"$T/rec.err" &
 REC=$!
 if wait_until 10 grep -q '"ready"' "$T/rec.log"; then
-    while IFS= read -r line; do
-        case $line in
-            "ok   "*) ok "pyautogui: ${line#ok   }" ;;
-            "FAIL "*) bad "pyautogui: ${line#FAIL }" ;;
-        esac
-    done < <("$PY" "$TOOLS/toolbelt_check.py" "$TB" "$T/rec.log" 2>&1)
+    LOOSE=1 tally pyautogui < <("$PY" "$TOOLS/toolbelt_check.py" "$TB" "$T/rec.log" 2>&1)
 else
     bad "the recorder window did not map: $(cat "$T/rec.err")"
 fi
@@ -90,13 +85,8 @@ PYEOF
 )
 check "x11raw: the active window's _NET_WM_PID; None without one or without a display ($out)" \
     [ "$out" = "424242 None None" ]
-while IFS= read -r line; do
-    case $line in
-        "ok   "*) ok "dbusraw: ${line#ok   }" ;;
-        "FAIL "*) bad "dbusraw: ${line#FAIL }" ;;
-        *) bad "dbusraw: $line" ;;
-    esac
-done < <(timeout 120 "$PY" "$TOOLS/dbusraw_check.py" "$TB" 2>&1)
+tally "dbusraw" < <(timeout 120 "$PY" "$TOOLS/dbusraw_check.py" "$TB" 2>&1)
+tally "a11y extents" < <(timeout 60 "$PY" "$TOOLS/a11y_extents_check.py" "$TB" 2>&1)
 
 # ---------------------------------------------------------------- accessibility
 cat >"$T/a11y.sh" <<EOF

@@ -8,7 +8,8 @@ AT-SPI tree.  An element's tag is the node's role name with blanks replaced by
   st:<state>="true"          every state set (pyatspi's STATE_X -> "x")
   attr:<key>                 the object attributes (GetAttributes)
   cp:screencoord, cp:size    "(x, y)" / "(w, h)" in screen coordinates, only
-                             for nodes both visible and showing
+                             for nodes both visible and showing (LibreOffice's
+                             own widgets corrected: fix_vcl_extents)
   image="true", selection="true"   the node implements Image / Selection
   val:value/min/max/step     for Value nodes (Python float text)
   act:<action>_desc / _kb    per action (blanks in its name -> '-')
@@ -569,6 +570,7 @@ class Dumper:
         tables = [n for n, _, flag in plan if flag == "calc" and role_name(n.role) == "table"]
         if tables:
             self.load_cells(tables)
+        fix_vcl_extents(plan, self.nodes)
         t_details = time.monotonic()
         xml, emitted = self.serialize(plan)
         return {
@@ -698,6 +700,45 @@ class Dumper:
         if n.text:
             text = n.text[:TEXT_MAX].replace("\ufffc", "").replace("\ufffd", "")
         return "".join(buf), _esc_text(text), tag
+
+
+def _is_gtk(n):
+    return (n.attrs or {}).get("toolkit") == "gtk"
+
+
+def fix_vcl_extents(plan, nodes):
+    """Move LibreOffice's own widgets to where they are drawn.
+
+    LibreOffice's gtk3 plugin (7.4) draws its widgets (toolbars, the sheet,
+    the document) below a native GTK menu bar, but reports their extents as
+    if they began at the top of the window: 25 px too high, so a click on a
+    cell's centre from the tree lands in the row above.  Its native GTK
+    widgets (attribute toolkit=gtk; the Name Box, font boxes, menus) are
+    right.  The offset is read off the tree itself: a VCL root pane has the
+    same size as the GTK container it fills, and the container's position is
+    the true one.  Every non-GTK node below such a root pane, its cells
+    included, moves by the difference."""
+    parents = []                # (depth, node) of the open ancestors
+    shifts = []                 # (depth of the root pane, dx, dy)
+    for n, depth, _ in plan:
+        while parents and parents[-1][0] >= depth:
+            parents.pop()
+        while shifts and shifts[-1][0] >= depth:
+            shifts.pop()
+        parent = parents[-1][1] if parents else None
+        if (role_name(n.role) == "root pane" and parent is not None and n.extents and parent.extents
+                and _is_gtk(parent) and not _is_gtk(n)
+                and tuple(n.extents[2:]) == tuple(parent.extents[2:])
+                and tuple(n.extents[:2]) != tuple(parent.extents[:2])):
+            shifts.append((depth, parent.extents[0] - n.extents[0], parent.extents[1] - n.extents[1]))
+        if shifts and not _is_gtk(n):
+            _, dx, dy = shifts[-1]
+            targets = [n] + [nodes[r] for row in (n.cells or ()) for r in row if r in nodes]
+            for t in targets:
+                if t.extents:
+                    x, y, w, h = t.extents
+                    t.extents = (x + dx, y + dy, w, h)
+        parents.append((depth, n))
 
 
 def _valid_name(s):
