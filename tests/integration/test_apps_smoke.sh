@@ -110,7 +110,7 @@ check "pactl talks to a sound server" bash -c "gu pactl info | grep -q 'Server N
 
 # start NAME LIMIT CONDITION CMD...: launch, time until the window maps, screenshot,
 # no first-run window beside it
-FIRST_RUN='Tip of the Day|Welcome|Privacy|Account Setup|Set Up|What.s New|Default Browser|Import|Migrat|Make .* default|Restore'
+FIRST_RUN='Tip of the Day|Welcome|Privacy|Account Setup|Set Up|What.s New|Default Browser|Import|Migrat|Make .* default|Restore|Select a Template'
 start() {
     local name=$1 limit=$2 cond=$3 t
     shift 3
