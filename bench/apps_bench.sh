@@ -3,7 +3,8 @@
 # image of the current recipe is cached (it never builds one otherwise). Figures, not pass/fail:
 #   build time and size (its build.log), then envbench on it (new env, reset, screenshot at 1920x1080,
 #   idle CPU and PSS, cold boot to golden), then per app: start to window mapped, and the focused
-#   window's accessibility tree dump (envmgr-guest a11y-tree): time, nodes, cost per node.
+#   window's accessibility tree dump (envmgr-guest a11y-tree): time, nodes, cost per node; whole, then
+#   only the nodes that are showing, and the whole desktop's showing tree that an observation reads.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 ENVMGR=${ENVMGR_BIN:-$root/bin/envmgr}
@@ -47,27 +48,34 @@ app() {
     if [ -z "$ok" ]; then row "$name: start to window" "no window in 120 s"; return; fi
     row "$name: start to window" "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f s", b - a }')"
     sleep "${SETTLE:-10}"
-    # the whole tree, however long it takes (an observation stops at its 20 s cap); twice: the
-    # first read of an application also pays for its bridge's first answers.  The dump's own time
-    # (in the guest), then the same read as the host sees it (guest agent, envmgr-guest's start).
-    local i
-    for i in 1 2; do
-        t0=$(now)
-        GX_TIMEOUT=300 gx envmgr-guest a11y-tree --scope focused --timeout 240 >"$tree"
-        t1=$(now)
-        /usr/bin/python3 -c '
-import json, sys
-d = json.load(open(sys.argv[2]))
-n, s = d.get("nodes", 0), d.get("elapsed_s", 0)
-print("%-44s %-28s [tcg]" % (sys.argv[1] + ": a11y tree (focused window)",
-      "%.2f s (%.2f s from the host), %d nodes, %.1f ms/node, %d calls%s" % (
-          s, float(sys.argv[3]), n, 1000.0 * s / max(n, 1), d.get("calls", 0),
-          ", truncated: " + ",".join(d["truncated"]) if d.get("truncated") else "")))' \
-            "$name" "$tree" "$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')"
-    done
+    # The focused window's whole tree, however long it takes (an observation stops at its 20 s cap),
+    # twice: the first read of an application also pays for its bridge's first answers.  Then the
+    # nodes that are showing (--showing), what an observation reads, of the window and of the whole
+    # desktop.  The dump's own time (in the guest), then as the host sees it (guest agent, start).
+    tree_row "$name" "a11y tree (focused window)" --scope focused
+    tree_row "$name" "a11y tree (focused window)" --scope focused
+    tree_row "$name" "showing tree (focused window)" --scope focused --showing
+    tree_row "$name" "observation (desktop, showing)" --scope all --showing
     # Each app starts from the golden state, as in an episode: killing the last one instead left
     # LibreOffice's document recovery dialog for the next start.
     "$ENVMGR" reset "$E" >/dev/null
+}
+# tree_row APP LABEL ARGS...: one dump of envmgr-guest a11y-tree ARGS, as a row
+tree_row() {
+    local name=$1 label=$2 t0 t1
+    shift 2
+    t0=$(now)
+    GX_TIMEOUT=300 gx envmgr-guest a11y-tree --timeout 240 "$@" >"$tree"
+    t1=$(now)
+    /usr/bin/python3 -c '
+import json, sys
+d = json.load(open(sys.argv[2]))
+n, s = d.get("nodes", 0), d.get("elapsed_s", 0)
+print("%-44s %-28s [tcg]" % (sys.argv[1],
+      "%.2f s (%.2f s from the host), %d nodes, %.1f ms/node, %d calls%s" % (
+          s, float(sys.argv[3]), n, 1000.0 * s / max(n, 1), d.get("calls", 0),
+          ", truncated: " + ",".join(d["truncated"]) if d.get("truncated") else "")))' \
+        "$name: $label" "$tree" "$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')"
 }
 app chromium '"chromium" in [c.lower() for c in w["class"]]' google-chrome --remote-debugging-port=1337 about:blank
 app calc '"calc" in w["title"].lower() or "untitled" in w["title"].lower()' libreoffice --calc

@@ -41,6 +41,8 @@ int getter_check_string(json_t *spec, const char *key, bool required, em_err *er
 int getter_check_nothing(json_t *spec, em_err *err);
 /* true, or the string "true" (some OSWorld files spell flags so) */
 bool getter_flag_true(json_t *v);
+/* An optional flag: missing, a boolean, or the string "true" / "false". */
+int getter_check_flag(json_t *spec, const char *key, em_err *err);
 
 /* Run argv in the guest (ops->exec) with at most cap bytes of stdout; type names the getter in
  * errors. A missing env is an error naming the getter. */

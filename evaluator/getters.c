@@ -82,6 +82,12 @@ static bool flag_valid(json_t *v)
            (json_is_string(v) && (!strcasecmp(json_string_value(v), "true") || !strcasecmp(json_string_value(v), "false")));
 }
 
+int getter_check_flag(json_t *spec, const char *key, em_err *err)
+{
+    json_t *v = json_object_get(spec, key);
+    return flag_valid(v) ? 0 : em_fail_input(err, "%s: expected true or false, got %s", key, json_type_name(v));
+}
+
 static int check_command(json_t *spec, em_err *err)
 {
     json_t *cmd = json_object_get(spec, "command"), *v;
@@ -102,8 +108,8 @@ static int check_command(json_t *spec, em_err *err)
     } else {
         return em_fail_input(err, "command: expected a string or an array of strings, got %s", json_type_name(cmd));
     }
-    if (!flag_valid(v = json_object_get(spec, "shell")))
-        return em_fail_input(err, "shell: expected true or false, got %s", json_type_name(v));
+    if (getter_check_flag(spec, "shell", err) < 0)
+        return -1;
     if ((v = json_object_get(spec, "as_root")) && !json_is_boolean(v))
         return em_fail_input(err, "as_root: expected true or false, got %s", json_type_name(v));
     if ((v = json_object_get(spec, "timeout"))) {
@@ -139,8 +145,8 @@ static int check_region(json_t *spec, em_err *err)
 static int check_multi(json_t *spec, bool cloud, em_err *err)
 {
     json_t *multi = json_object_get(spec, "multi"), *p = json_object_get(spec, "path"), *d = json_object_get(spec, "dest");
-    if (!flag_valid(multi))
-        return em_fail_input(err, "multi: expected true or false, got %s", json_type_name(multi));
+    if (getter_check_flag(spec, "multi", err) < 0)
+        return -1;
     size_t n = 1;
     if (getter_flag_true(multi)) {
         if (!json_is_array(p) || !json_array_size(p))

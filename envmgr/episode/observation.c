@@ -28,7 +28,9 @@ int obs_fetch_tree(const episode_env *ev, trace_writer *tw, char sha[65], em_err
         return em_fail(err, "observation: this env cannot read an accessibility tree");
     em_env_ops ops;
     ev->guest_ops(ev->ctx, &ops);
-    json_auto_t *spec = json_pack("{s:s}", "type", "accessibility_tree");
+    /* Only what is showing: all that OSWorld's agents keep of the tree (their filter drops every node
+     * not showing), read in a fraction of the time (docs/agent-protocol.md). */
+    json_auto_t *spec = json_pack("{s:s,s:b}", "type", "accessibility_tree", "showing", 1);
     json_auto_t *art = NULL;
     if (getter_run(&ops, NULL, spec, NULL, NULL, &art, err) < 0)
         return em_prefix(err, "observation: ");

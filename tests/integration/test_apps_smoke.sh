@@ -264,6 +264,15 @@ t=$(now)
 check "envmgr run --observation a11y_tree: the agent read OSWorld's XML ($(since "$t") s)" \
     grep -q '"score": *1' "$T/tree-run/result.json"
 check "the trace stores and verifies the tree" sh -c "\"\$0\" trace verify '$T/tree-run/trace' | grep -q a11y_trees" "$ENVMGR"
+check "the observed tree holds only nodes that are showing, below the applications (and some)" /usr/bin/python3 -c '
+import glob, sys, xml.etree.ElementTree as E
+st = "{https://accessibility.ubuntu.example.org/ns/state}showing"
+trees = glob.glob(sys.argv[1] + "/*.xml"); assert trees, "no tree in the trace"
+for f in trees:
+    apps = list(E.parse(f).getroot())
+    below = [e for a in apps for c in a for e in c.iter()]
+    assert apps and below and all(e.get(st) == "true" for e in below), (f, len(below))
+' "$T/tree-run/trace/a11y"
 "$ENVMGR" trace export "$T/tree-run/trace" --html "$T/tree-html" >/dev/null 2>&1
 check "the HTML export shows the tree" grep -q 'accessibility tree observed' "$T/tree-html/index.html"
 

@@ -153,6 +153,22 @@ static void test_getters_shapes(void)
     CU_ASSERT_PTR_NULL(run_spec(&c, "{\"type\": \"accessibility_tree\"}", &err));
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "accessibility_tree: the image has no guest toolbelt (envmgr-guest)"));
 
+    /* the whole tree for metrics; only what is showing when asked (the observations ask) */
+    c = (canned){.out = "{\"AT\": \"<desktop-frame/>\"}"};
+    art = run_spec(&c, "{\"type\": \"accessibility_tree\"}", &err);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(art, "value")), "<desktop-frame/>");
+    CU_ASSERT_PTR_NOT_NULL(strstr(c.argv_all, "envmgr-guest \"$@\" sh --max-bytes"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(c.argv_all, " a11y-tree "));
+    CU_ASSERT_PTR_NULL(strstr(c.argv_all, "--showing"));
+    json_decref(art);
+    art = run_spec(&c, "{\"type\": \"accessibility_tree\", \"showing\": true}", &err);
+    CU_ASSERT_PTR_NOT_NULL(strstr(c.argv_all, " a11y-tree --showing "));
+    json_decref(art);
+    json_t *bad_flag = json_loads("{\"type\": \"accessibility_tree\", \"showing\": \"maybe\"}", 0, NULL);
+    CU_ASSERT_EQUAL(getter_check(bad_flag, &err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "showing: expected true or false, got string"));
+    json_decref(bad_flag);
+
     c = (canned){.out = "{\"AT\": \"<desktop-frame><application name=\\\"Google Chrome\\\"><entry name=\\\"Address "
                         "and search bar\\\">x.org/p/q-r?id=1</entry></application></desktop-frame>\"}"};
     art = run_spec(&c, "{\"type\": \"url_dashPart\", \"goto_prefix\": \"https://www.\", \"partIndex\": -1, "

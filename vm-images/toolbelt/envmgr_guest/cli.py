@@ -227,7 +227,8 @@ def a11y_tree(a):
     aliases = {} if a.raw_app_names else APP_ALIASES
     try:
         return a11y.dump(scope=a.scope, max_nodes=a.max_nodes, max_bytes=a.max_tree_bytes,
-                         timeout=a.timeout, app_aliases=aliases, p2p=not a.bus_only)
+                         timeout=a.timeout, app_aliases=aliases, p2p=not a.bus_only,
+                         showing_only=a.showing)
     except a11y.A11yError as e:
         raise Fail(str(e))
 
@@ -238,8 +239,9 @@ def terminal_output(a):
     import xml.etree.ElementTree as ET  # noqa: N817
     from . import a11y
     try:
+        # A focused terminal is showing: the rest of the tree is not needed.
         r = a11y.dump(scope="focused", max_nodes=a.max_nodes, max_bytes=a.max_tree_bytes,
-                      timeout=a.timeout, p2p=not a.bus_only)
+                      timeout=a.timeout, p2p=not a.bus_only, showing_only=True)
     except a11y.A11yError as e:
         raise Fail(str(e))
     st = "{%s}" % a11y.NS["st"]
@@ -390,6 +392,9 @@ def build_parser():
         p.add_argument("--bus-only", action="store_true",
                        help="every call through the accessibility bus, none over the "
                             "applications' peer-to-peer connections")
+        p.add_argument("--showing", action="store_true",
+                       help="only nodes that are showing: one that is not is left out with its "
+                            "subtree (what OSWorld's agents keep; far fewer calls)")
     cmd("screen-size", screen_size, "{width, height} of the X screen")
     cmd("cursor-position", cursor_position, "{x, y} of the pointer")
     p = cmd("window-size", window_size, "{width, height} of the first window of a WM_CLASS, or null")
