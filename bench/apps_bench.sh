@@ -28,6 +28,7 @@ E=apps-bench-$$
 gx() { "$ENVMGR" exec "$E" --timeout "${GX_TIMEOUT:-120}" --max-output 16777216 -- "$@"; }
 tree=$(mktemp)
 trap '"$ENVMGR" down "$E" >/dev/null 2>&1; rm -f "$tree"' EXIT
+trap 'exit 130' INT TERM   # so that the EXIT trap cleans up when the bench is stopped
 "$ENVMGR" up --name "$E" --image apps >/dev/null || { echo "apps bench: envmgr up --image apps failed"; exit 1; }
 now() { date +%s.%N; }
 # app NAME PYTHON-CONDITION-ON-w CMD...: start it as the user, time until its window maps, then the tree

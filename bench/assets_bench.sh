@@ -11,6 +11,7 @@ export ENVMGR_RUN_DIR=${ENVMGR_RUN_DIR:-$T/run}
 srv=
 finish() { [ -n "$srv" ] && kill "$srv" 2>/dev/null; "$envmgr" down bench-assets >/dev/null 2>&1; rm -rf "$T"; }
 trap finish EXIT
+trap 'exit 130' INT TERM   # so that the EXIT trap cleans up when the bench is stopped
 mkdir -p "$T/www" "$T/one" "$T/four" "$T/up"
 for i in 1 2 3 4; do head -c $((32 << 20)) /dev/urandom >"$T/www/f$i.bin"; done
 head -c $((8 << 20)) /dev/urandom >"$T/www/u8.bin"

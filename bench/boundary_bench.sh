@@ -16,6 +16,7 @@ cleanup() {
     rm -rf "$work"
 }
 trap cleanup EXIT
+trap 'exit 130' INT TERM   # so that the EXIT trap cleans up when the bench is stopped
 n=${BOUNDARY_BENCH_N:-10}
 line() { printf '%-44s %-28s [%s]\n' "$1" "$2" "$accel"; }
 ms() { local t0=$(date +%s%N); "$@" >/dev/null 2>&1 || return 1; echo $((($(date +%s%N) - t0) / 1000000)); }

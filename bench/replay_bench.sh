@@ -12,6 +12,7 @@ export ENVMGR_RUN_DIR=${ENVMGR_RUN_DIR:-$out/run}
 E=bench-replay
 cleanup() { "$B" down $E >/dev/null 2>&1 || true; rm -rf "$out"; }
 trap cleanup EXIT
+trap 'exit 130' INT TERM   # so that the EXIT trap cleans up when the bench is stopped
 "$B" up --name $E >/dev/null
 accel=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['accel'])" "$ENVMGR_RUN_DIR/$E/env.json")
 # ENVMGR_BENCH_ONLY="id id": just those demo tasks

@@ -5,6 +5,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 echo "envmgr benchmark on $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB, $(date -u +%F)"
 export ENVMGR_RUN_DIR=${ENVMGR_RUN_DIR:-$(mktemp -d /tmp/envmgr-bench.XXXXXX)}
 trap 'rm -rf "$ENVMGR_RUN_DIR"' EXIT
+trap 'exit 130' INT TERM   # so that the EXIT trap cleans up when the bench is stopped
 "$root/build/bench/envbench" ${ENVMGR_BENCH_ARGS:---cold}
 "$root/bench/boundary_bench.sh" || echo "boundary_bench: failed (see above)"
 [ -d "$root/tasks/demo" ] && "$root/bench/replay_bench.sh"

@@ -19,6 +19,7 @@ export ENVMGR_RUN_DIR=${ENVMGR_RUN_DIR:-$work/run}
 E=bench-step
 cleanup() { "$B" down $E >/dev/null 2>&1 || true; rm -rf "$work"; }
 trap cleanup EXIT
+trap 'exit 130' INT TERM   # so that the EXIT trap cleans up when the bench is stopped
 skip() { [[ " ${STEP_BENCH_SKIP:-} " == *" $1 "* ]]; }
 line() { printf '%-44s %-28s [%s]\n' "$1" "$2" "$accel"; }
 "$B" up --name $E >/dev/null

@@ -25,6 +25,7 @@ finish() {
     rm -rf "$work"
 }
 trap finish EXIT
+trap 'exit 130' INT TERM   # so that the EXIT trap cleans up when the bench is stopped
 
 line() { printf '%-44s %-28s [%s]\n' "$1" "$2" "$3"; }
 mem_avail_mib() { awk '/MemAvailable/ {printf "%d", $2 / 1024}' /proc/meminfo; }
