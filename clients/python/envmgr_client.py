@@ -105,7 +105,8 @@ class EnvmgrEnv:
     "WAIT"); both are accepted either way, it only documents the agent's kind.
     observation_type is OSWorld's: "screenshot" (default), "a11y_tree" or
     "screenshot_a11y_tree"; with a tree, obs["accessibility_tree"] is OSWorld's
-    XML (the image needs the guest toolbelt: image="apps").
+    XML of the nodes that are showing (docs/agent-protocol.md; the image needs
+    the guest toolbelt: image="apps").
     The env is created at once and deleted by close() (or the with-block).
     """
 
