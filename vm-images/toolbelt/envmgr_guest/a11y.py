@@ -221,6 +221,18 @@ def _v(sig, *values):
     return (sig, values)
 
 
+def read_identity(b, n):
+    """Queue the reads of a node's role, interfaces and name on batch b.
+
+    Properties.Get for the name, never GetAll: Qt's bridge (VLC) answers
+    only Get, and GetAll can abort an application (see read_value)."""
+    acc = IFACE + "Accessible"
+    b.call(n.ref, acc, "GetRole", None, lambda v, n=n: setattr(n, "role", v[0]))
+    b.call(n.ref, acc, "GetInterfaces", None, lambda v, n=n: setattr(n, "ifaces", tuple(v[0])))
+    b.call(n.ref, "org.freedesktop.DBus.Properties", "Get", _v("(ss)", acc, "Name"),
+           lambda v, n=n: setattr(n, "name", v[0]))
+
+
 def read_value(b, n):
     """Queue the reads of a Value node's four properties on batch b.
 
@@ -344,13 +356,6 @@ class Dumper:
             n.children = [tuple(r) for r in v[0]]
             n.child_count = len(n.children)
 
-        def ask_rest(n):
-            b.call(n.ref, acc, "GetRole", None, lambda v, n=n: setattr(n, "role", v[0]))
-            b.call(n.ref, acc, "GetInterfaces", None, lambda v, n=n: setattr(n, "ifaces", tuple(v[0])))
-            # Properties.Get, never GetAll: Qt's bridge (VLC) answers only
-            # Get, and GetAll can abort an application (see read_value).
-            b.call(n.ref, props, "Get", _v("(ss)", acc, "Name"), lambda v, n=n: setattr(n, "name", v[0]))
-
         def got_state(v, n, b=b):
             n.states = states_from_bits(v[0])
             if self.showing_only:
@@ -359,7 +364,7 @@ class Dumper:
                 if n.ref[1] != ROOT_PATH and not n.state(STATE_SHOWING):
                     n.hidden = True
                     return
-                ask_rest(n)
+                read_identity(b, n)
             if n.state(STATE_MANAGES_DESCENDANTS):
                 b.call(n.ref, props, "Get", _v("(ss)", acc, "ChildCount"),
                        lambda v, n=n: setattr(n, "child_count", int(v[0])))
@@ -371,7 +376,7 @@ class Dumper:
             self.nodes[ref] = n
             b.call(ref, acc, "GetState", None, lambda v, n=n: got_state(v, n))
             if not self.showing_only:
-                ask_rest(n)
+                read_identity(b, n)
         self._finish(b)
 
     def fetch_children(self, nodes):
@@ -541,16 +546,13 @@ class Dumper:
                     grid[i][j] = ref
                     n = Node(ref)
                     self.nodes[ref] = n
-                    b.call(ref, acc, "GetRole", None, lambda v, n=n: setattr(n, "role", v[0]))
+                    read_identity(b, n)
                     b.call(ref, acc, "GetState", None,
                            lambda v, n=n: setattr(n, "states", states_from_bits(v[0])))
                     # Calc's cells implement Value too, but its four reads
                     # cost about 4 ms a cell under TCG (+4.5 s on a
                     # 1920x1080 sheet) for a number the cell's text shows:
                     # the val: attributes of cells are not read.
-                    b.call(ref, acc, "GetInterfaces", None, lambda v, n=n: setattr(n, "ifaces", tuple(v[0])))
-                    b.call(ref, "org.freedesktop.DBus.Properties", "Get", _v("(ss)", acc, "Name"),
-                           lambda v, n=n: setattr(n, "name", v[0]))
                     b.call(ref, acc, "GetAttributes", None, lambda v, n=n: setattr(n, "attrs", v[0]))
                     b.call(ref, IFACE + "Component", "GetExtents", _v("(u)", COORD_SCREEN),
                            lambda v, n=n: setattr(n, "extents", tuple(v[0])))
@@ -747,27 +749,24 @@ def fix_vcl_extents(plan, nodes):
     same size as the GTK container it fills, and the container's position is
     the true one.  Every non-GTK node below such a root pane, its cells
     included, moves by the difference."""
-    parents = []                # (depth, node) of the open ancestors
-    shifts = []                 # (depth of the root pane, dx, dy)
+    open_ = []                  # (depth, node, shift in force below it) of the open ancestors
     for n, depth, _ in plan:
-        while parents and parents[-1][0] >= depth:
-            parents.pop()
-        while shifts and shifts[-1][0] >= depth:
-            shifts.pop()
-        parent = parents[-1][1] if parents else None
+        while open_ and open_[-1][0] >= depth:
+            open_.pop()
+        parent, shift = (open_[-1][1], open_[-1][2]) if open_ else (None, None)
         if (role_name(n.role) == "root pane" and parent is not None and n.extents and parent.extents
                 and _is_gtk(parent) and not _is_gtk(n)
                 and tuple(n.extents[2:]) == tuple(parent.extents[2:])
                 and tuple(n.extents[:2]) != tuple(parent.extents[:2])):
-            shifts.append((depth, parent.extents[0] - n.extents[0], parent.extents[1] - n.extents[1]))
-        if shifts and not _is_gtk(n):
-            _, dx, dy = shifts[-1]
+            shift = (parent.extents[0] - n.extents[0], parent.extents[1] - n.extents[1])
+        if shift and not _is_gtk(n):
+            dx, dy = shift
             targets = [n] + [nodes[r] for row in (n.cells or ()) for r in row if r in nodes]
             for t in targets:
                 if t.extents:
                     x, y, w, h = t.extents
                     t.extents = (x + dx, y + dy, w, h)
-        parents.append((depth, n))
+        open_.append((depth, n, shift))
 
 
 def _valid_name(s):
