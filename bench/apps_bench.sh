@@ -56,6 +56,10 @@ app() {
     tree_row "$name" "a11y tree (focused window)" --scope focused
     tree_row "$name" "a11y tree (focused window)" --scope focused
     tree_row "$name" "showing tree (focused window)" --scope focused --showing
+    # Calc: the same with each shown cell read through AT-SPI, none derived (what it cost before)
+    if [ "$name" = calc ]; then
+        tree_row "$name" "showing tree, every cell read" --scope focused --showing --read-every-cell
+    fi
     tree_row "$name" "observation (desktop, showing)" --scope all --showing
     # Each app starts from the golden state, as in an episode: killing the last one instead left
     # LibreOffice's document recovery dialog for the next start.
@@ -72,9 +76,11 @@ tree_row() {
 import json, sys
 d = json.load(open(sys.argv[2]))
 n, s = d.get("nodes", 0), d.get("elapsed_s", 0)
+c = d.get("cells") or {}
+cells = ", cells %d read + %d derived" % (c["read"], c["derived"]) if c.get("read") or c.get("derived") else ""
 print("%-44s %-28s [tcg]" % (sys.argv[1],
-      "%.2f s (%.2f s from the host), %d nodes, %.1f ms/node, %d calls%s" % (
-          s, float(sys.argv[3]), n, 1000.0 * s / max(n, 1), d.get("calls", 0),
+      "%.2f s (%.2f s from the host), %d nodes, %.1f ms/node, %d calls%s%s" % (
+          s, float(sys.argv[3]), n, 1000.0 * s / max(n, 1), d.get("calls", 0), cells,
           ", truncated: " + ",".join(d["truncated"]) if d.get("truncated") else "")))' \
         "$name: $label" "$tree" "$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')"
 }

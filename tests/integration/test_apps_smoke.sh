@@ -29,6 +29,7 @@ if [ "${ENVMGR_APPS:-0}" != 1 ]; then
     exit 0
 fi
 SHOTS=${ENVMGR_APPS_SHOTS:-$T/shots}     # keep the screenshots with ENVMGR_APPS_SHOTS=DIR
+TOOLS=$ROOT/tests/tools
 mkdir -p "$SHOTS"
 E=apps-smoke-$$
 
@@ -201,6 +202,24 @@ pyautogui.typewrite('clicked'); pyautogui.press('enter'); time.sleep(1)
 GX_TIMEOUT=120 gx envmgr-guest a11y-tree --scope focused >"$T/calc-tree2.json"
 check "pyautogui.click on B2 (at $xy from the tree) then typing lands in B2" \
     pyj 'import xml.etree.ElementTree as E; r = E.fromstring(d["AT"]); cells = {e.get("name"): (e.text or "") for e in r.iter("table-cell")}; assert cells.get("B2") == "clicked", cells.get("B2")' <"$T/calc-tree2.json"
+# Blank cells derived from the sheet's facts (asked over UNO) against every cell read through AT-SPI,
+# on sheets shaped to catch what a derived cell could get wrong (tests/tools/calc_fixture.py)
+for v in mixed frozen; do
+    "$ENVMGR" exec "$E" --stdin --timeout 60 -- runuser -u user -- env HOME=/home/user \
+        python3 - "$v" <"$TOOLS/calc_fixture.py" >/dev/null
+    t=$(now)
+    GX_TIMEOUT=120 gx envmgr-guest a11y-tree --scope focused --showing >"$T/calc-derived-$v.json"
+    took=$(since "$t")
+    GX_TIMEOUT=120 gx envmgr-guest a11y-tree --scope focused --showing --read-every-cell >"$T/calc-read-$v.json"
+    check "Calc sheet '$v': derived blank cells give the tree reading every cell gives ($took s incl. exec; $(pyj 'print(d["cells"])' <"$T/calc-derived-$v.json"))" \
+        /usr/bin/python3 -c '
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+assert a["cells"]["model"] == "uno" and a["cells"]["derived"] > 300, a["cells"]
+assert b["cells"]["derived"] == 0 and b["cells"]["read"] > 900, b["cells"]
+assert a["AT"] == b["AT"], "trees differ"
+assert a["AT"].count("<table-cell ") > 900' "$T/calc-derived-$v.json" "$T/calc-read-$v.json"
+done
 close_all
 
 start writer 180 '"writer" in w["title"].lower() or "untitled" in w["title"].lower()' libreoffice --writer

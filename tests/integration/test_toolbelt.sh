@@ -87,6 +87,7 @@ check "x11raw: the active window's _NET_WM_PID; None without one or without a di
     [ "$out" = "424242 None None" ]
 tally "dbusraw" < <(timeout 120 "$PY" "$TOOLS/dbusraw_check.py" "$TB" 2>&1)
 tally "a11y extents" < <(timeout 60 "$PY" "$TOOLS/a11y_extents_check.py" "$TB" 2>&1)
+tally "calc cells" < <(timeout 60 "$PY" "$TOOLS/calc_cells_check.py" "$TB" 2>&1)
 
 # ---------------------------------------------------------------- accessibility
 cat >"$T/a11y.sh" <<EOF

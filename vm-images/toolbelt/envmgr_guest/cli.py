@@ -228,7 +228,7 @@ def a11y_tree(a):
     try:
         return a11y.dump(scope=a.scope, max_nodes=a.max_nodes, max_bytes=a.max_tree_bytes,
                          timeout=a.timeout, app_aliases=aliases, p2p=not a.bus_only,
-                         showing_only=a.showing)
+                         showing_only=a.showing, calc_probe=not a.read_every_cell)
     except a11y.A11yError as e:
         raise Fail(str(e))
 
@@ -395,6 +395,10 @@ def build_parser():
         p.add_argument("--showing", action="store_true",
                        help="only nodes that are showing: one that is not is left out with its "
                             "subtree (what OSWorld's agents keep; far fewer calls)")
+        p.add_argument("--read-every-cell", action="store_true",
+                       help="read each shown cell of a Calc sheet through AT-SPI instead of "
+                            "deriving blank ones from the sheet's facts over UNO (slow; the "
+                            "reference the derived cells are tested against)")
     cmd("screen-size", screen_size, "{width, height} of the X screen")
     cmd("cursor-position", cursor_position, "{x, y} of the pointer")
     p = cmd("window-size", window_size, "{width, height} of the first window of a WM_CLASS, or null")
