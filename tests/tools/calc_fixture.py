@@ -8,6 +8,8 @@ Variants (argv[1]):
   frozen    frozen panes, the lower pane scrolled
   zoom      160 %, a range selected
   dense     every shown cell holds a number (no cell can be derived)
+  unmodified  no change: the document marked unmodified, so that closing
+            its window asks nothing
 The dumper's tree of the sheet must then be the same whether blank cells are
 derived (default) or every cell is read (--read-every-cell)."""
 import sys
@@ -72,4 +74,6 @@ elif variant == "dense":
     rows = tuple(tuple(float(r * 100 + c) for c in range(30)) for r in range(60))
     sheet.getCellRangeByPosition(0, 0, 29, 59).setDataArray(rows)
     ctl.select(cell("A1"))
+elif variant == "unmodified":
+    doc.setModified(False)
 print(ctl.getViewData())

@@ -661,9 +661,9 @@ class Dumper:
                              if r in self.nodes and self.nodes[r].children is None])
         frames = [k for r in office if r in self.nodes for k in (self.nodes[r].children or ())]
         self.fetch([k for k in frames if k not in self.nodes])
-        if any(k in self.nodes and self.nodes[k].name.endswith("LibreOffice Calc") for k in frames):
-            return calc_model.Probe()
-        return None
+        calc = [self.nodes[k].name for k in frames
+                if k in self.nodes and self.nodes[k].name.endswith("LibreOffice Calc")]
+        return calc_model.Probe(calc) if calc else None
 
     def _dump(self, t0, roots, probe):
         plan = self.plan(roots)

@@ -5,7 +5,7 @@ created anew for every GetAccessibleAt, then seven reads), and a 1920x1080
 sheet shows 1100 of them: 4.5 s.  Most are blank, and a blank cell of a given
 format answers exactly what any other blank cell of that format answers, but
 for its address, its position and whether it is selected or the cursor.  So
-the dumper reads through AT-SPI the cells that can differ (grid.py) and
+the dumper reads through AT-SPI the cells that can differ (calc_cells.py) and
 derives the rest; this module says which cells can differ:
   - cells with content (value, text, formula, note),
   - cells of each format (LibreOffice's unique cell format ranges), so every
@@ -36,7 +36,7 @@ CONTENT_FLAGS = 1 | 2 | 4 | 8 | 16   # CellFlags VALUE DATETIME STRING ANNOTATIO
 class Probe:
     """The UNO probe, running in a child process; result() collects it."""
 
-    def __init__(self):
+    def __init__(self, windows=()):
         self.pid = None
         self.fd = None
         self.error = None
@@ -54,7 +54,7 @@ class Probe:
             return
         if pid == 0:                # child: never returns
             os.close(r)
-            _child(w)
+            _child(w, list(windows))
         os.close(w)
         self.pid, self.fd = pid, r
 
@@ -109,13 +109,13 @@ class Probe:
             self.pid = None
 
 
-def _child(w):
+def _child(w, windows):
     code = 0
     # if the dumper dies before collecting it, the probe does not outlive it long
     signal.alarm(CHILD_LIMIT_S)
     try:
         try:
-            ans = probe()
+            ans = probe(windows)
         except Exception as e:          # pyuno raises its own exception types
             ans = {"error": "%s: %s" % (type(e).__name__, e)}
         data = json.dumps(ans).encode()
@@ -126,18 +126,21 @@ def _child(w):
     os._exit(code)
 
 
-def probe(pipe_name=PIPE_NAME):
-    """The facts of the current spreadsheet's active sheet (see module doc)."""
+def probe(windows=(), pipe_name=PIPE_NAME):
+    """The facts of a spreadsheet's active sheet (see module doc): of the
+    current document's if its window is one of `windows` (titles, as the
+    accessibility tree names them) or `windows` is empty, else of the first
+    of `windows` (the desktop's current component lags a window just
+    opened)."""
     import uno
     local = uno.getComponentContext()
     resolver = local.ServiceManager.createInstanceWithContext(
         "com.sun.star.bridge.UnoUrlResolver", local)
     ctx = resolver.resolve("uno:pipe,name=%s;urp;StarOffice.ComponentContext" % pipe_name)
     desktop = ctx.ServiceManager.createInstanceWithContext("com.sun.star.frame.Desktop", ctx)
-    doc = desktop.getCurrentComponent()
-    if doc is None or not doc.supportsService("com.sun.star.sheet.SpreadsheetDocument"):
-        return {"error": "the current document is not a spreadsheet"}
-    ctl = doc.getCurrentController()
+    ctl = _controller(desktop, windows)
+    if ctl is None:
+        return {"error": "no spreadsheet in the window(s) %s" % (windows or "in front")}
     sheet = ctl.getActiveSheet()
     # the panes' visible ranges, plus the row and column shown in part
     c0 = r0 = None
@@ -185,6 +188,26 @@ def probe(pipe_name=PIPE_NAME):
             "area": [c0, r0, c1, r1], "content": content,
             "groups": groups, "merged_groups": merged, "selection": selection,
             "cursor": cursor}
+
+
+def _controller(desktop, windows):
+    """The spreadsheet view of one of `windows` (see probe), or None."""
+    def spreadsheet_view(ctl):
+        return ctl is not None and ctl.getModel() is not None and \
+            ctl.getModel().supportsService("com.sun.star.sheet.SpreadsheetDocument")
+    doc = desktop.getCurrentComponent()
+    ctl = doc.getCurrentController() if doc is not None else None
+    if spreadsheet_view(ctl) and (not windows or ctl.getFrame().getTitle() in windows):
+        return ctl
+    frames = desktop.getFrames()
+    by_title = {}
+    for i in range(frames.getCount()):
+        f = frames.getByIndex(i)
+        by_title.setdefault(f.getTitle(), f.getController())
+    for title in windows:
+        if spreadsheet_view(by_title.get(title)):
+            return by_title[title]
+    return None
 
 
 def _addr(a):
