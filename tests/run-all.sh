@@ -10,12 +10,14 @@ selected() { [ -z "${ENVMGR_TESTS:-}" ] || [[ " $ENVMGR_TESTS " == *" $1 "* ]]; 
 # The apps image (6-10 min to build) builds in the background while the other tests run, mostly on
 # the core their one-vCPU guests leave idle; test_apps_tasks runs last and waits for it (the build
 # cache's lock). Its output goes to a log shown only if the build fails.
-apps_build_pid=
+apps_build_pid= apps_build_log= log=
+# A stopped run (INT, TERM) ends through EXIT too: no build left running, no log left behind.
+trap '[ -n "$apps_build_pid" ] && kill -TERM -- -"$apps_build_pid" 2>/dev/null; rm -f $apps_build_log $log' EXIT
+trap 'exit 130' INT TERM
 if selected apps_tasks; then
     apps_build_log=$(mktemp /tmp/envmgr-it-apps-build.XXXXXX)
     setsid nice -n 10 make -s -C "$here/../vm-images" image-apps >"$apps_build_log" 2>&1 &
     apps_build_pid=$!
-    trap '[ -n "$apps_build_pid" ] && kill -TERM -- -"$apps_build_pid" 2>/dev/null; rm -f "$apps_build_log"' EXIT
 fi
 if [ "${1:-}" = --integration-only ]; then shift; else
     out=$("$here/run-unit.sh" "$@" 2>&1); echo "$out"
@@ -57,6 +59,7 @@ for t in "${tests[@]}"; do
         echo "$name: $n sanitizer report(s) in the log"; f=$((f + 1))
     fi
     rm -f "$log"
+    log=
     passed=$((passed + p)); failed=$((failed + f))
 done
 # `make asan` sends every sanitizer report to files (stderr is often silenced in tests): each one fails.
