@@ -191,6 +191,8 @@ GX_TIMEOUT=120 gx envmgr-guest a11y-tree --scope focused >"$T/calc-tree.json"
 getcheck "accessibility_tree: OSWorld's XML of the desktop, with LibreOffice" '{"type": "accessibility_tree"}' 'assert d.startswith("<desktop-frame") and ("soffice" in d.lower() or "libreoffice" in d.lower()), d[:300]'
 check "Calc a11y tree ($(since "$t") s incl. exec; $(pyj 'print(d["nodes"], "nodes,", d["elapsed_s"], "s in the guest")' <"$T/calc-tree.json")): cells named, A1 and typed text read" \
     pyj 'import xml.etree.ElementTree as E; r = E.fromstring(d["AT"]); cells = {e.get("name"): (e.text or "") for e in r.iter("table-cell")}; assert cells.get("A1") == "alpha", list(cells.items())[:5]; assert cells.get("C3") == "typed by pyautogui", cells.get("C3")' <"$T/calc-tree.json"
+check "the tree came from the session's resident envmgr-guest (no Python start, no imports)" \
+    pyj 'assert d.get("served") is True, sorted(d)' <"$T/calc-tree.json"
 shot "$E" "$SHOTS/calc-typed.png"
 # a pyautogui click: on cell A1's position from the tree, then type over it
 xy=$(pyj 'import xml.etree.ElementTree as E, ast; r = E.fromstring(d["AT"]); ns = "{https://accessibility.ubuntu.example.org/ns/component}"; c = next(e for e in r.iter("table-cell") if e.get("name") == "B2"); x, y = ast.literal_eval(c.get(ns + "screencoord")); w, h = ast.literal_eval(c.get(ns + "size")); print(x + w // 2, y + h // 2)' <"$T/calc-tree.json")
@@ -220,6 +222,13 @@ assert b["cells"]["derived"] == 0 and b["cells"]["read"] > 900, b["cells"]
 assert a["AT"] == b["AT"], "trees differ"
 assert a["AT"].count("<table-cell ") > 900' "$T/calc-derived-$v.json" "$T/calc-read-$v.json"
 done
+# The probe's UNO bridges end with it: a bridge left open keeps soffice running with no window once
+# its last one is closed (seen with a resident probe server), which no desktop of OSWorld's does
+"$ENVMGR" exec "$E" --stdin --timeout 60 -- runuser -u user -- env HOME=/home/user \
+    python3 - unmodified <"$TOOLS/calc_fixture.py" >/dev/null
+gu wmctrl -c "LibreOffice Calc" >/dev/null
+check "LibreOffice exits when its last window is closed after tree dumps" \
+    bash -c 'for i in $(seq 30); do gx pgrep -x soffice.bin >/dev/null || exit 0; sleep 1; done; exit 1'
 close_all
 
 start writer 180 '"writer" in w["title"].lower() or "untitled" in w["title"].lower()' libreoffice --writer
@@ -255,6 +264,11 @@ out=$(GX_TIMEOUT=120 gx envmgr-guest terminal-output)
 check "terminal-output reads gnome-terminal's text (pyautogui typed the command)" \
     pyj 'assert "-42" in (d["output"] or ""), d' <<<"$out"
 getcheck "vm_terminal_output: the same text" '{"type": "vm_terminal_output"}' 'assert "-42" in d, d'
+# without the resident server (killed, as a task's pkill could), the launcher runs the command itself
+gx pkill -f '[s]erve --socket' >/dev/null   # [s]: not pkill's own command line
+out=$(GX_TIMEOUT=120 gx envmgr-guest terminal-output)
+check "terminal-output with no resident server: run by the launcher itself, the same text" \
+    pyj 'assert "-42" in (d["output"] or "") and "served" not in d, d' <<<"$out"
 close_all
 gx sh -c 'printf "[Desktop Entry]\nName=Smoke\nExec=true\nType=Application\n" >/home/user/Desktop/smoke.desktop'
 getcheck "shortcuts_on_desktop: {name: text}" '{"type": "shortcuts_on_desktop"}' 'assert "Name=Smoke" in d["smoke.desktop"], d'

@@ -109,6 +109,25 @@ echo "\$t0 \$t1" >"$T/ref.time"
     "$TB" a11y-tree --max-nodes 4 >"$T/tree4.json"
 "$PY" -c 'import sys; sys.path.insert(0, sys.argv[1]); from envmgr_guest.cli import main; sys.exit(main(sys.argv[2:]))' \
     "$TB" a11y-tree --bus-only >"$T/tree-bus.json"
+# the session's resident server (serve.py), through the envmgr-guest launcher, and attacked
+"$PY" -c 'import sys; sys.path.insert(0, sys.argv[1]); from envmgr_guest.cli import main; sys.exit(main(sys.argv[2:]))' \
+    "$TB" serve --socket "$T/guest.sock" 2>"$T/serve.err" &
+for i in \$(seq 50); do [ -S "$T/guest.sock" ] && break; sleep 0.2; done
+export ENVMGR_GUEST_SOCKET="$T/guest.sock"
+# a client that connects and sends nothing holds only its own child
+sleep 8 | socat -t 10 - UNIX-CONNECT:"$T/guest.sock" >"$T/served-silent.json" &
+sleep 0.5
+t0=\$(date +%s.%N)
+sh "$TB/bin/envmgr-guest" a11y-tree >"$T/tree-served.json"
+echo "\$t0 \$(date +%s.%N)" >"$T/served.time"
+sh "$TB/bin/envmgr-guest" --max-bytes 100 a11y-tree >"$T/served-cap.json"
+sh "$TB/bin/envmgr-guest" a11y-tree --no-such-flag >"$T/served-badarg.json"
+printf 'screen-size\0' | socat -t 10 - UNIX-CONNECT:"$T/guest.sock" >"$T/served-notsession.json"
+printf 'a11y-tree' | socat -t 10 - UNIX-CONNECT:"$T/guest.sock" >"$T/served-unterminated.json"
+printf 'a11y-tree\0\377\0' | socat -t 10 - UNIX-CONNECT:"$T/guest.sock" >"$T/served-notutf8.json"
+head -c 70000 /dev/zero | tr '\0' x | socat -t 10 - UNIX-CONNECT:"$T/guest.sock" >"$T/served-big.json"
+wait %3
+kill %2
 kill %1
 EOF
 if dbus-run-session -- bash "$T/a11y.sh" >"$T/a11y.log" 2>&1; then
@@ -143,6 +162,18 @@ print("%d nodes identical; dump %.3f s" % (len(ours), tree["elapsed_s"]))
 EOF
 )
 check "a11y-tree equals the pyatspi reference walk ($cmp_out)" [ $? -eq 0 ]
+check "served a11y-tree (launcher -> resident server): the same tree as run directly, in $(awk '{printf "%.2f", $2 - $1}' "$T/served.time") s" \
+    "$PY" -c 'import json, sys; a, b = (json.load(open(p)) for p in sys.argv[1:]); assert a.get("served") is True and "served" not in b, a.keys(); assert a["AT"] == b["AT"], "trees differ"' \
+    "$T/tree-served.json" "$T/tree.json"
+served_err() { "$PY" -c 'import json, sys; d = json.load(open(sys.argv[1])); assert sys.argv[2] in d["error"], d' "$@"; }
+check "served: --max-bytes caps the answer" served_err "$T/served-cap.json" "exceeds --max-bytes 100"
+check "served: bad arguments are a JSON error" served_err "$T/served-badarg.json" "bad arguments"
+check "served: only the session commands" served_err "$T/served-notsession.json" "is not a session command"
+check "served: arguments must be NUL-terminated" served_err "$T/served-unterminated.json" "not NUL-terminated"
+check "served: arguments must be UTF-8" served_err "$T/served-notutf8.json" "not UTF-8"
+check "served: arguments over 64 KiB" served_err "$T/served-big.json" "over 65536 bytes"
+check "served: a silent client times out in its own child (others were served meanwhile)" \
+    served_err "$T/served-silent.json" "reading the arguments"
 check "a11y-tree: Entry text escaped and read back" \
     jq_py 'import xml.etree.ElementTree as E; r = E.fromstring(d["AT"]); assert any(e.text == "hello <a11y> & \"world\"" for e in r.iter("text")), "no entry text"' <"$T/tree.json"
 check "a11y-tree: namespaces as OSWorld's (st, attr, cp, doc, docattr, txt, val, act)" \

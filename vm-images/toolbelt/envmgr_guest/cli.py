@@ -67,6 +67,8 @@ def session_env(pw):
             break
         except OSError:
             continue
+    if not addr and os.getuid() == pw.pw_uid:
+        addr = os.environ.get("DBUS_SESSION_BUS_ADDRESS")    # the session's own server (serve.py)
     if not addr and os.path.exists(run + "/bus"):
         addr = "unix:path=%s/bus" % run
     if addr:
@@ -93,6 +95,12 @@ def become_session_user():
         raise Fail("cannot become the session user %s: %s" % (pw.pw_name, e))
     if os.getuid() != pw.pw_uid or os.geteuid() != pw.pw_uid:
         raise Fail("cannot become the session user %s" % pw.pw_name)
+    enter_session(pw, env)
+
+
+def enter_session(pw, env=None):
+    """The session's environment and pw's home, in this process."""
+    env = env or session_env(pw)
     os.environ.clear()
     os.environ.update(env)
     try:
@@ -231,6 +239,11 @@ def a11y_tree(a):
                          showing_only=a.showing, calc_probe=not a.read_every_cell)
     except a11y.A11yError as e:
         raise Fail(str(e))
+
+
+def serve(a):
+    from . import serve as server
+    server.serve(a.socket)
 
 
 def terminal_output(a):
@@ -399,6 +412,10 @@ def build_parser():
                        help="read each shown cell of a Calc sheet through AT-SPI instead of "
                             "deriving blank ones from the sheet's facts over UNO (slow; the "
                             "reference the derived cells are tested against)")
+    p = cmd("serve", serve, "serve the session commands (a11y-tree, terminal-output) from this "
+            "process's loaded modules, a child forked for each request (started with the apps "
+            "image's desktop session; the envmgr-guest launcher asks it; runs until killed)")
+    p.add_argument("--socket", help="its Unix socket (default: /run/user/UID/envmgr-guest.sock)")
     cmd("screen-size", screen_size, "{width, height} of the X screen")
     cmd("cursor-position", cursor_position, "{x, y} of the pointer")
     p = cmd("window-size", window_size, "{width, height} of the first window of a WM_CLASS, or null")
@@ -443,17 +460,30 @@ def emit(obj, max_bytes, code=0):
     return code
 
 
-def main(argv=None):
+def main(argv=None, served=False):
+    """served: a request to the session's server (serve.py), which runs as
+    the session user and answers only the session commands."""
     argv = list(sys.argv[1:] if argv is None else argv)
     ap = build_parser()
-    a = ap.parse_args(argv)
+    try:
+        a = ap.parse_args(argv)
+    except SystemExit as e:
+        if not served or e.code == 0:
+            raise
+        return emit({"error": "envmgr-guest: bad arguments %s (see envmgr-guest --help)" % argv[:8]},
+                    DEFAULT_MAX_BYTES, 2)
     if not getattr(a, "fn", None):
         ap.print_help(sys.stderr)
         return 2
+    if served and not a.session:
+        return emit({"error": "envmgr-guest server: %s is not a session command" % argv[:8]}, a.max_bytes, 2)
     if a.session:
         try:
-            become_session_user()
-        except Fail as e:
+            if served:
+                enter_session(pwd.getpwuid(os.getuid()))
+            else:
+                become_session_user()
+        except (Fail, KeyError) as e:
             return emit({"error": str(e)}, a.max_bytes, 1)
     t0 = time.monotonic()
     try:
@@ -462,4 +492,6 @@ def main(argv=None):
         return emit({"error": str(e)}, a.max_bytes, 1)
     if isinstance(out, dict) and "elapsed_s" not in out:
         out["elapsed_s"] = round(time.monotonic() - t0, 3)
+    if served and isinstance(out, dict):
+        out["served"] = True
     return emit(out, a.max_bytes)
