@@ -166,6 +166,49 @@ case("a peer that closes mid-message is an OSError",
      [lambda s: reply(s, "u", struct.pack("<I", 5))[:20]], 1,
      lambda g, e, t, x, took: (isinstance(x, OSError) and took < 2, None), close_after=True)
 
+# Several connections in one round (dbusraw.pipeline): each answers in its
+# own time, and one that closes ends only its own flight.
+def slow(delay):
+    def answer(s):
+        time.sleep(delay)
+        return reply(s, "u", struct.pack("<I", 7))
+    return answer
+
+
+fast_c, fast_peer = client_and_peer()
+slow_c, slow_peer = client_and_peer()
+dead_c, dead_peer = client_and_peer()
+serve(fast_peer, [lambda s: reply(s, "u", struct.pack("<I", 1))] * 50, False)
+serve(slow_peer, [slow(1.0)] * 2, False)
+serve(dead_peer, [lambda s: reply(s, "u", struct.pack("<I", 5))[:20]], True)
+done = {}
+
+
+def recorder(name):
+    def on_reply(v):
+        done.setdefault(name, []).append((v, time.monotonic()))
+    return on_reply
+
+
+flights = [dbusraw.Flight(c, [(None, "/o", "org.x", "M", "", (), recorder(name))] * n)
+           for c, name, n in ((slow_c, "slow", 2), (dead_c, "dead", 1), (fast_c, "fast", 50))]
+t0 = time.monotonic()
+timed_out = dbusraw.pipeline(flights, t0 + 5.0)
+took = time.monotonic() - t0
+fast_last = max(t for _, t in done.get("fast", [(None, t0 + 99)])) - t0
+result(len(done.get("fast", [])) == 50 and fast_last < 0.9,
+       "pipeline over connections at once: a slow peer does not hold up a fast one",
+       "fast answers %d, the last at %.2f s" % (len(done.get("fast", [])), fast_last))
+result(len(done.get("slow", [])) == 2 and not timed_out and 1.8 < took < 4,
+       "pipeline over connections at once: the slow peer's answers all arrive",
+       "slow answers %d, timed_out=%r, took %.2f s" % (len(done.get("slow", [])), timed_out, took))
+result(isinstance(flights[1].failed, OSError) and flights[0].failed is None and flights[2].failed is None,
+       "pipeline over connections at once: a peer that closes ends only its own flight",
+       "failed: %r" % [f.failed for f in flights])
+for c, peer in ((fast_c, fast_peer), (slow_c, slow_peer), (dead_c, dead_peer)):
+    c.close()
+    peer.close()
+
 # Authentication: a line that never ends is cut at 16 KiB.
 srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 sock_path = "/tmp/dbusraw-check-%d.sock" % os.getpid()

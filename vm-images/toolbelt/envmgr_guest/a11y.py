@@ -201,25 +201,23 @@ class Batch:
     def run(self):
         # A reply may queue more calls (actions' names), on its own
         # connection: go round until every queue is empty.
+        from . import dbusraw
         while not self.timed_out:
-            todo = [(c, q) for c, q in self.queues.values() if q]
-            if not todo:
+            flights = [dbusraw.Flight(c, q) for c, q in self.queues.values() if q]
+            if not flights:
                 break
-            for conn, q in todo:
-                try:
-                    errors, self.timed_out = conn.pipeline(q, self.deadline)
-                except OSError as e:
-                    if conn is self.dumper.conn:
-                        raise A11yError("accessibility bus: %s" % e)
+            self.timed_out = dbusraw.pipeline(flights, self.deadline)
+            for f in flights:
+                if f.failed is not None:
+                    if f.conn is self.dumper.conn:
+                        raise A11yError("accessibility bus: %s" % f.failed)
                     # The application closed its connection (it quit or
                     # broke the protocol): what it owed is lost.
-                    self.dumper.drop_direct(conn)
-                    errors = len(q)
-                self.errors += errors
-                self.calls += len(q)
-                q.clear()
-                if self.timed_out:
-                    break
+                    self.dumper.drop_direct(f.conn)
+                    f.errors = len(f.calls)
+                self.errors += f.errors
+                self.calls += len(f.calls)
+                f.calls.clear()
         return not self.timed_out
 
 

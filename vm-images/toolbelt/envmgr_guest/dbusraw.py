@@ -355,48 +355,91 @@ class Connection:
     def pipeline(self, calls, deadline):
         """calls: list of (dest, path, iface, member, sig, args, on_reply).
         on_reply(values) for every reply; errors are counted.  Returns
-        (number of errors, timed_out).  on_reply may append more calls to the
-        same list (they are sent in turn)."""
-        import time
-        pending = {}
-        out = bytearray()
-        i = 0
-        errors = 0
-        while i < len(calls) or pending or out:
-            now = time.monotonic()
-            if now >= deadline:
-                return errors, True
-            while i < len(calls) and len(pending) < IN_FLIGHT:
-                dest, path, iface, member, sig, args, cb = calls[i]
-                i += 1
-                serial, data = self.message(dest, path, iface, member, sig, args)
-                pending[serial] = cb
-                out += data
-            rl, wl, _ = select.select([self.sock], [self.sock] if out else [], [],
-                                      max(0.0, deadline - now))
-            if wl:
-                n = self.sock.send(out)
-                del out[:n]
-            if rl:
-                chunk = self.sock.recv(1 << 20)
-                if not chunk:
-                    raise OSError("D-Bus connection closed")
-                self.rbuf += chunk
-                while True:
-                    msg = self._parse()
-                    if msg is None:
-                        break
-                    if msg[0] not in (2, 3) or msg[1] not in pending:
-                        continue
-                    cb = pending.pop(msg[1])
-                    try:
-                        vals = self._decode(msg)
-                    except (DBusError, ValueError, struct.error, IndexError, KeyError,
-                            RecursionError):
-                        errors += 1
-                        continue
-                    try:
-                        cb(vals)
-                    except (TypeError, ValueError, IndexError, KeyError):
-                        errors += 1
-        return errors, False
+        (number of errors, timed_out); raises OSError when the connection
+        closes.  on_reply may append more calls to the same list (they are
+        sent in turn)."""
+        f = Flight(self, calls)
+        timed_out = pipeline([f], deadline)
+        if f.failed is not None:
+            raise f.failed
+        return f.errors, timed_out
+
+
+class Flight:
+    """One connection's calls in a pipelined round (see pipeline)."""
+
+    def __init__(self, conn, calls):
+        self.conn = conn
+        self.calls = calls
+        self.sent = 0              # calls[:sent] are written or being written
+        self.pending = {}          # serial -> on_reply
+        self.out = bytearray()
+        self.errors = 0
+        self.failed = None         # the OSError that ended the connection
+
+    def busy(self):
+        return self.failed is None and bool(self.sent < len(self.calls) or self.pending or self.out)
+
+    def fill(self):
+        while self.sent < len(self.calls) and len(self.pending) < IN_FLIGHT:
+            dest, path, iface, member, sig, args, cb = self.calls[self.sent]
+            self.sent += 1
+            serial, data = self.conn.message(dest, path, iface, member, sig, args)
+            self.pending[serial] = cb
+            self.out += data
+
+    def send(self):
+        n = self.conn.sock.send(self.out)
+        del self.out[:n]
+
+    def receive(self):
+        conn = self.conn
+        chunk = conn.sock.recv(1 << 20)
+        if not chunk:
+            raise OSError("D-Bus connection closed")
+        conn.rbuf += chunk
+        while True:
+            msg = conn._parse()
+            if msg is None:
+                break
+            if msg[0] not in (2, 3) or msg[1] not in self.pending:
+                continue
+            cb = self.pending.pop(msg[1])
+            try:
+                vals = conn._decode(msg)
+            except (DBusError, ValueError, struct.error, IndexError, KeyError, RecursionError):
+                self.errors += 1
+                continue
+            try:
+                cb(vals)
+            except (TypeError, ValueError, IndexError, KeyError):
+                self.errors += 1
+
+
+def pipeline(flights, deadline):
+    """Every flight's calls at once, over all their connections together:
+    an application slow to answer no longer holds up the others' answers
+    (one at a time, each small application's round trip added to a dump's
+    time per tree level).  A connection that closes ends only its own
+    flight (its .failed).  Returns True if the deadline came first."""
+    import time
+    while True:
+        live = [f for f in flights if f.busy()]
+        if not live:
+            return False
+        now = time.monotonic()
+        if now >= deadline:
+            return True
+        for f in live:
+            f.fill()
+        rl, wl, _ = select.select([f.conn.sock for f in live],
+                                  [f.conn.sock for f in live if f.out], [],
+                                  max(0.0, deadline - now))
+        for f in live:
+            try:
+                if f.conn.sock in wl:
+                    f.send()
+                if f.conn.sock in rl:
+                    f.receive()
+            except OSError as e:
+                f.failed = e
