@@ -460,11 +460,12 @@ def emit(obj, max_bytes, code=0):
     return code
 
 
-def main(argv=None, served=False):
+def main(argv=None, served=False, parser=None):
     """served: a request to the session's server (serve.py), which runs as
-    the session user and answers only the session commands."""
+    the session user and answers only the session commands, with the parser
+    it built once (building one costs ~85 ms under TCG)."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    ap = build_parser()
+    ap = parser or build_parser()
     try:
         a = ap.parse_args(argv)
     except SystemExit as e:

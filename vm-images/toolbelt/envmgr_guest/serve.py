@@ -77,6 +77,7 @@ def serve(path=None):
     finally:
         os.umask(old)
     srv.listen(16)
+    parser = cli.build_parser()
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)      # the kernel reaps the children
     while True:
         try:
@@ -92,13 +93,13 @@ def serve(path=None):
             code = 1
             try:
                 srv.close()
-                code = _serve_one(conn, cli)
+                code = _serve_one(conn, cli, parser)
             finally:
                 os._exit(code)
         conn.close()
 
 
-def _serve_one(conn, cli):
+def _serve_one(conn, cli, parser):
     # the dumper waits for its own probe child: waitpid needs SIGCHLD's default
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     signal.alarm(CHILD_LIMIT_S)
@@ -108,7 +109,7 @@ def _serve_one(conn, cli):
     except BadRequest as e:
         return cli.emit({"error": "envmgr-guest server: %s" % e}, cli.DEFAULT_MAX_BYTES, 2)
     try:
-        return cli.main(argv, served=True)
+        return cli.main(argv, served=True, parser=parser)
     except SystemExit as e:                 # --help
         return e.code if isinstance(e.code, int) else 2
     finally:
