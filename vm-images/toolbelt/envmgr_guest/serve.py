@@ -16,6 +16,7 @@ import os
 import signal
 import socket
 import sys
+import time
 
 SOCKET_NAME = "envmgr-guest.sock"
 REQUEST_MAX = 1 << 16     # bytes of arguments
@@ -83,6 +84,7 @@ def serve(path=None):
         try:
             conn, _ = srv.accept()
         except OSError:
+            time.sleep(0.1)         # out of descriptors or memory: no busy loop meanwhile
             continue
         try:
             pid = os.fork()
