@@ -103,15 +103,13 @@ t0=\$(date +%s.%N)
 "$PY" "$TOOLS/a11y_reference.py" a11y_window.py >/dev/null
 t1=\$(date +%s.%N)
 echo "\$t0 \$t1" >"$T/ref.time"
-"$PY" -c 'import sys; sys.path.insert(0, sys.argv[1]); from envmgr_guest.cli import main; sys.exit(main(sys.argv[2:]))' \
-    "$TB" a11y-tree >"$T/tree.json"
-"$PY" -c 'import sys; sys.path.insert(0, sys.argv[1]); from envmgr_guest.cli import main; sys.exit(main(sys.argv[2:]))' \
-    "$TB" a11y-tree --max-nodes 4 >"$T/tree4.json"
-"$PY" -c 'import sys; sys.path.insert(0, sys.argv[1]); from envmgr_guest.cli import main; sys.exit(main(sys.argv[2:]))' \
-    "$TB" a11y-tree --bus-only >"$T/tree-bus.json"
+# envmgr-guest from the checkout, as guest() above (functions do not reach this script)
+guest() { "$PY" -c 'import sys; sys.path.insert(0, sys.argv[1]); from envmgr_guest.cli import main; sys.exit(main(sys.argv[2:]))' "$TB" "\$@"; }
+guest a11y-tree >"$T/tree.json"
+guest a11y-tree --max-nodes 4 >"$T/tree4.json"
+guest a11y-tree --bus-only >"$T/tree-bus.json"
 # the session's resident server (serve.py), through the envmgr-guest launcher, and attacked
-"$PY" -c 'import sys; sys.path.insert(0, sys.argv[1]); from envmgr_guest.cli import main; sys.exit(main(sys.argv[2:]))' \
-    "$TB" serve --socket "$T/guest.sock" 2>"$T/serve.err" &
+guest serve --socket "$T/guest.sock" 2>"$T/serve.err" &
 for i in \$(seq 50); do [ -S "$T/guest.sock" ] && break; sleep 0.2; done
 export ENVMGR_GUEST_SOCKET="$T/guest.sock"
 # a client that connects and sends nothing holds only its own child
@@ -127,7 +125,7 @@ printf 'a11y-tree' | socat -t 10 - UNIX-CONNECT:"$T/guest.sock" >"$T/served-unte
 printf 'a11y-tree\0\377\0' | socat -t 10 - UNIX-CONNECT:"$T/guest.sock" >"$T/served-notutf8.json"
 head -c 70000 /dev/zero | tr '\0' x | socat -t 10 - UNIX-CONNECT:"$T/guest.sock" >"$T/served-big.json"
 wait %3
-kill %2
+pkill -f "serve --socket $T/guest.sock"   # the server, not only the job's subshell
 kill %1
 EOF
 if dbus-run-session -- bash "$T/a11y.sh" >"$T/a11y.log" 2>&1; then
