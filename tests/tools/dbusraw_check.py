@@ -25,7 +25,7 @@ def client_and_peer():
     """A Connection (no auth, no Hello) wired to the other end of a socket pair."""
     a, b = socket.socketpair()
     c = dbusraw.Connection.__new__(dbusraw.Connection)
-    c.sock, c.serial, c.rbuf, c.unique = a, 0, bytearray(), None
+    c.sock, c.serial, c.rbuf, c.rpos, c.unique = a, 0, bytearray(), 0, None
     a.settimeout(5)
     b.settimeout(5)
     return c, b
@@ -118,6 +118,16 @@ case("a good reply of each common shape decodes",
                       + struct.pack("<I", 1) + b"v\0"),
       lambda s: reply(s, "(iiii)", struct.pack("<iiii", 1, -2, 3, 4))], 2,
      lambda g, e, t, x, took: (g == [({"k": "v"},), ((1, -2, 3, 4),)] and e == 0, None))
+
+def strings(*serial_text):
+    return b"".join(reply(s, "s", struct.pack("<I", len(t)) + t + b"\0") for s, t in serial_text)
+
+
+# Replies back to back in one write, of lengths that are no multiple of 8: each
+# message's alignment counts from its own start, not from the buffer's.
+case("replies of odd lengths in one write decode, each aligned to its own start",
+     [lambda s: strings((1, b"a"), (2, b"bc"), (3, b"def")), lambda s: None, lambda s: None], 3,
+     lambda g, e, t, x, took: (g == [("a",), ("bc",), ("def",)] and e == 0, None))
 
 case("an error reply is counted, not raised",
      [lambda s: reply(s, "s", struct.pack("<I", 3) + b"bad\0", mtype=3, error="org.x.Error")], 1,
