@@ -78,7 +78,7 @@ import json, sys
 d = json.load(open(sys.argv[2]))
 n, s = d.get("nodes", 0), d.get("elapsed_s", 0)
 c = d.get("cells") or {}
-cells = ", cells %d read + %d derived" % (c["read"], c["derived"]) if c.get("read") or c.get("derived") else ""
+cells = ", cells %d read (%d light) + %d derived" % (c["read"], c.get("light", 0), c["derived"]) if c.get("read") or c.get("derived") else ""
 print("%-44s %-28s [tcg]" % (sys.argv[1],
       "%.2f s (%.2f s from the host), %d nodes, %.1f ms/node, %d calls%s%s" % (
           s, float(sys.argv[3]), n, 1000.0 * s / max(n, 1), d.get("calls", 0), cells,

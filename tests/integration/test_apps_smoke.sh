@@ -222,6 +222,25 @@ assert b["cells"]["derived"] == 0 and b["cells"]["read"] > 900, b["cells"]
 assert a["AT"] == b["AT"], "trees differ"
 assert a["AT"].count("<table-cell ") > 900' "$T/calc-derived-$v.json" "$T/calc-read-$v.json"
 done
+# The showing-only tree skips what it can prove hidden without asking (a closed GTK submenu's items):
+# it must equal the whole tree with every node that is not showing cut off, subtree and all
+GX_TIMEOUT=120 gx envmgr-guest a11y-tree --scope focused >"$T/calc-whole.json"
+GX_TIMEOUT=120 gx envmgr-guest a11y-tree --scope focused --showing >"$T/calc-showing.json"
+check "Calc: the showing tree is the whole tree cut to its showing nodes ($(pyj 'print(d["nodes"], "nodes,", d["calls"], "calls")' <"$T/calc-showing.json"))" \
+    /usr/bin/python3 -c '
+import json, sys, xml.etree.ElementTree as E
+st = "{https://accessibility.ubuntu.example.org/ns/state}showing"
+whole, showing = (E.fromstring(json.load(open(p))["AT"]) for p in sys.argv[1:3])
+def cut(e):
+    for c in list(e):
+        if c.get(st) != "true":
+            e.remove(c)
+        else:
+            cut(c)
+for app in whole:
+    cut(app)
+a, b = E.tostring(whole), E.tostring(showing)
+assert len(b) > 10000 and a == b, (len(a), len(b))' "$T/calc-whole.json" "$T/calc-showing.json"
 # The probe's UNO bridges end with it: a bridge left open keeps soffice running with no window once
 # its last one is closed (seen with a resident probe server), which no desktop of OSWorld's does
 "$ENVMGR" exec "$E" --stdin --timeout 60 -- runuser -u user -- env HOME=/home/user \

@@ -42,10 +42,19 @@ def read_grid(plan, special=None):
     return {rc: special.get(rc) or grid_node(*rc) for rc in plan.first_reads()}
 
 
-def make(rc, tpl, extents):
+def make(rc, tpl, extents, own):
     n = a11y.Node(("app", "derived/%d/%d" % rc))
-    n.states, n.attrs, n.text = tpl.states, tpl.attrs, tpl.text
+    src = own or tpl
+    n.attrs = tpl.attrs
+    n.states, n.text = src.states, src.text
     n.name, n.extents = calc_cells.cell_name(*rc), extents
+    return n
+
+
+def light_node(r, c, **kw):
+    """A light read: states, extents and text, no attributes."""
+    n = grid_node(r, c, **kw)
+    n.attrs = None
     return n
 
 
@@ -81,6 +90,28 @@ d = derived.get((4, 7))
 result(len(derived) == 81 and not again and d is not None and d.name == "H5"
        and d.extents == (100 + 7 * 80, 200 + 4 * 20, 80, 20), "81 cells derived, H5 where its column and row are",
        (len(derived), again, d and (d.name, d.extents)))
+
+# light reads: of the grid's blank cells, all but one per format group read only states, extents, text
+p = calc_cells.CellPlan(model(), 0, 0, 9, 9)
+light = p.light_reads()
+result(len(light) == 17 and (0, 0) not in light and (0, 1) not in light, "blank 10x10: 17 of the 19 grid reads light",
+       sorted(light))
+read = {rc: (light_node(*rc) if rc in light else grid_node(*rc)) for rc in p.first_reads()}
+read[(0, 5)].extents = (555, 200, 81, 20)
+derived, again = p.derive(read, make, light)
+d = derived.get((0, 5))
+result(len(derived) == 98 and not again and d is not None and d.attrs == {"Formula": ""} and d.name == "F1"
+       and d.extents == (555, 200, 81, 20) and derived[(3, 5)].extents[2] == 81,
+       "light reads get the template's attributes, keep their own extents, and give their column's",
+       (len(derived), again, d and (d.attrs, d.name, d.extents)))
+read[(0, 1)].text = "x"     # the template itself is not blank: no template, so the light reads are read again
+derived, again = p.derive(read, make, light)
+result(set(light) <= set(again), "no template for a group: its light reads are read in full", len(again))
+groups = [[[0, 0, 4, 9]], [[5, 0, 9, 9]]]
+p = calc_cells.CellPlan(model(groups=groups), 0, 0, 9, 9)
+light = p.light_reads()
+result((0, 5) not in light and (0, 6) in light and len(light) == 16, "one full read per format group in the grid",
+       sorted(set(p.first_reads()) - light))
 
 # content, selection and cursor are read; a cell whose text the model does not know is an inconsistency
 p = calc_cells.CellPlan(model(content=[[3, 3, 3, 3]], selection=[[5, 5, 6, 6]], cursor=[5, 5]), 0, 0, 9, 9)

@@ -50,6 +50,7 @@ use it; the accessibility_tree getter, which metrics read, does not.
 Caps: node count, output bytes and wall time; when one is hit the output is
 still a well-formed tree and `truncated` says which cap was hit.
 """
+import functools
 import os
 import re
 import time
@@ -81,6 +82,8 @@ VALUE_PROPS = ("CurrentValue", "MinimumValue", "MaximumValue", "MinimumIncrement
 # AT-SPI state numbers (atspi-constants.h, the same order pyatspi uses)
 STATE_ACTIVE = 1
 STATE_FOCUSED = 12
+STATE_SELECTABLE = 22
+STATE_SELECTED = 23
 STATE_SHOWING = 25
 STATE_VISIBLE = 30
 STATE_MANAGES_DESCENDANTS = 31
@@ -130,17 +133,14 @@ def role_name(role):
     return ROLE_NAMES[role] if 0 <= role < len(ROLE_NAMES) else ""
 
 
-def state_names():
-    """State number -> OSWorld's attribute name ("multi_line", ...)."""
-    return dict(enumerate(STATE_NAMES))
-
-
 def states_from_bits(words):
     out = []
     for w, word in enumerate(words):
-        for b in range(32):
-            if word & (1 << b):
-                out.append(w * 32 + b)
+        word &= 0xFFFFFFFF
+        while word:                 # the set bits only, lowest first
+            low = word & -word
+            out.append(w * 32 + low.bit_length() - 1)
+            word ^= low
     return out
 
 
@@ -237,6 +237,26 @@ def read_identity(b, n):
            lambda v, n=n: setattr(n, "name", v[0]))
 
 
+def read_attributes(b, n):
+    acc = IFACE + "Accessible"
+    b.call(n.ref, acc, "GetAttributes", None, lambda v, n=n: setattr(n, "attrs", v[0]))
+
+
+def closed_gtk_submenu(n):
+    """n is a GTK menu item with a submenu, and its submenu is not open:
+    then no item of it is showing, and the showing-only dump need not ask
+    each (LibreOffice's closed menus: a fifth of a Calc observation's calls).
+
+    GTK's own rule (GtkMenuItemAccessible's ref_state_set, GTK 3; GAIL's
+    the same in GTK 2): an item whose accessible parent is a menu item that
+    is not SELECTED loses SHOWING.  A menu item with a submenu has role
+    "menu" and always the Action interface and SELECTABLE state; a GtkMenu
+    (a popup's own accessible, also "menu") has neither, and its items keep
+    their state, so it is never taken for one."""
+    return (role_name(n.role) == "menu" and n.has("Action") and n.state(STATE_SELECTABLE)
+            and not n.state(STATE_SELECTED) and (n.attrs or {}).get("toolkit") == "gtk")
+
+
 def read_value(b, n):
     """Queue the reads of a Value node's four properties on batch b.
 
@@ -296,7 +316,7 @@ class Dumper:
         self.errors = 0
         self.direct = {}           # bus name -> peer-to-peer dbusraw.Connection
         self.calc_model = None     # calc_model.probe()'s answer, when there is one
-        self.cell_stats = {"read": 0, "derived": 0, "model": "none"}
+        self.cell_stats = {"read": 0, "light": 0, "derived": 0, "model": "none"}
 
     # -- structure ---------------------------------------------------
     def _batch(self):
@@ -372,6 +392,7 @@ class Dumper:
                     n.hidden = True
                     return
                 read_identity(b, n)
+                read_attributes(b, n)      # now, not in details: plan needs them
             if n.state(STATE_MANAGES_DESCENDANTS):
                 b.call(n.ref, props, "Get", _v("(ss)", acc, "ChildCount"),
                        lambda v, n=n: setattr(n, "child_count", int(v[0])))
@@ -434,6 +455,8 @@ class Dumper:
                         flag = "thunderbird"
                 flags[r] = (depth, flag)
                 seen += 1
+                if self.showing_only and closed_gtk_submenu(n):
+                    continue
                 if depth < MAX_DEPTH and not (flag == "calc" and rn == "table"):
                     nodes.append((n, depth, flag))
             if seen >= self.max_nodes:
@@ -469,8 +492,8 @@ class Dumper:
     def details(self, nodes):
         b = self._batch()
         for n in nodes:
-            b.call(n.ref, IFACE + "Accessible", "GetAttributes", None,
-                   lambda v, n=n: setattr(n, "attrs", v[0]))
+            if n.attrs is None:
+                read_attributes(b, n)
             if n.state(STATE_VISIBLE) and n.state(STATE_SHOWING) and n.has("Component"):
                 b.call(n.ref, IFACE + "Component", "GetExtents", _v("(u)", COORD_SCREEN),
                        lambda v, n=n: setattr(n, "extents", tuple(v[0])))
@@ -548,33 +571,39 @@ class Dumper:
                     (r, c) for r in range(r0, r1 + 1) for c in range(c0, c1 + 1)], budget)
                 continue
             first = plan.first_reads()
-            self.cell_stats["read"] += self._read_cells(t, r0, c0, grid, first, budget)
+            light = plan.light_reads()
+            self.cell_stats["read"] += self._read_cells(t, r0, c0, grid, first, budget, light)
             read = {(r, c): self.nodes[grid[r - r0][c - c0]] for r, c in first
                     if grid[r - r0][c - c0] is not None}
             if not plan.consistent(read):
                 self.cell_stats["model"] = "inconsistent with the sheet's cells"
-                rest = [x for x in plan.all_cells() if x not in read]
+                rest = [x for x in plan.all_cells() if x not in read or x in light]
                 self.cell_stats["read"] += self._read_cells(t, r0, c0, grid, rest, budget)
                 continue
 
-            def make_node(rc, tpl, extents, t=t):
+            def make_node(rc, tpl, extents, own, t=t):
                 n = Node((t.ref[0], "%s/cell/%d/%d" % (t.ref[1], rc[0], rc[1])))
                 n.role, n.ifaces, n.attrs = tpl.role, tpl.ifaces, tpl.attrs
-                n.states, n.text = tpl.states, tpl.text
+                src = own or tpl
+                n.states, n.text = src.states, src.text
                 n.name, n.extents = calc_cells.cell_name(*rc), extents
                 return n
-            derived, again = plan.derive(read, make_node)
+            derived, again = plan.derive(read, make_node, light)
             self.cell_stats["read"] += self._read_cells(t, r0, c0, grid, again, budget)
             for (r, c), n in derived.items():
                 self.nodes[n.ref] = n
                 grid[r - r0][c - c0] = n.ref
-            self.cell_stats["derived"] += len(derived)
+            n_light = sum(1 for rc in derived if rc in light)
+            self.cell_stats["light"] += n_light
+            self.cell_stats["derived"] += len(derived) - n_light
 
-    def _read_cells(self, t, r0, c0, grid, cells, budget):
+    def _read_cells(self, t, r0, c0, grid, cells, budget, light=()):
         """Read cells [(row, col)] of table t through AT-SPI into grid; the
-        count read.  Cells are transient objects: the application forgets one
-        soon after handing it out, so each chunk is read right after it is
-        fetched (all properties in one round, errors for what a cell lacks)."""
+        count read.  Of a cell in light, only its states, extents and text
+        (calc_cells.light_reads).  Cells are transient objects: the
+        application forgets one soon after handing it out, so each chunk is
+        read right after it is fetched (all properties in one round, errors
+        for what a cell lacks)."""
         acc = IFACE + "Accessible"
         done = 0
         for k in range(0, len(cells), CELL_CHUNK):
@@ -589,14 +618,15 @@ class Dumper:
                 grid[i][j] = ref
                 n = Node(ref)
                 self.nodes[ref] = n
-                read_identity(b, n)
+                if (r0 + i, c0 + j) not in light:
+                    read_identity(b, n)
+                    read_attributes(b, n)
                 b.call(ref, acc, "GetState", None,
                        lambda v, n=n: setattr(n, "states", states_from_bits(v[0])))
                 # Calc's cells implement Value too, but its four reads
                 # cost about 4 ms a cell under TCG (+4.5 s on a
                 # 1920x1080 sheet) for a number the cell's text shows:
                 # the val: attributes of cells are not read.
-                b.call(ref, acc, "GetAttributes", None, lambda v, n=n: setattr(n, "attrs", v[0]))
                 b.call(ref, IFACE + "Component", "GetExtents", _v("(u)", COORD_SCREEN),
                        lambda v, n=n: setattr(n, "extents", tuple(v[0])))
                 b.call(ref, IFACE + "Text", "GetText", _v("(ii)", 0, -1),
@@ -723,7 +753,6 @@ class Dumper:
         return []
 
     def serialize(self, plan):
-        names = state_names()
         parts = ['<desktop-frame']
         for p, uri in NS.items():
             parts.append(' xmlns:%s="%s"' % (p, uri))
@@ -736,7 +765,7 @@ class Dumper:
                 tag, _ = open_tags.pop()
                 parts.append('</%s>' % tag)
             try:
-                el = self._element(n, names)
+                el = self._element(n)
             except (TypeError, ValueError, AttributeError, IndexError, KeyError):
                 # an application answered a value of the wrong shape: keep
                 # the node's place in the tree, without its properties
@@ -766,7 +795,11 @@ class Dumper:
                         if c is not None and c.state(STATE_SHOWING):
                             yield c, depth + 1, flag
 
-    def _element(self, n, names):
+    def _element(self, n):
+        """(start tag, text, tag name) of node n.  The states' and the
+        object attributes' parts are built once per distinct set: a sheet's
+        derived cells share their template's, and most of a tree's strings
+        repeat (the serializer was a fifth of a Calc observation's time)."""
         raw_role = role_name(n.role).strip()
         tag = (raw_role or "unknown").replace(" ", "-")
         if not _valid_name(tag):
@@ -774,43 +807,54 @@ class Dumper:
         name = n.name
         if raw_role == "application":
             name = self.app_aliases.get(name, name)
-        attrs = [("name", name)]
-        for s in n.states:
-            sn = names.get(s)
-            if sn:
-                attrs.append(("st:" + sn, "true"))
-        for k, v in (n.attrs or {}).items():
-            if k and _valid_name(k):
-                attrs.append(("attr:" + k, v))
+        buf = ["<", tag, ' name="', _esc_attr(name), '"',
+               _states_part(tuple(n.states)), _attrs_part(_items(n.attrs))]
         if n.extents and n.state(STATE_VISIBLE) and n.state(STATE_SHOWING):
             x, y, w, h = n.extents
-            attrs.append(("cp:screencoord", "(%d, %d)" % (x, y)))
-            attrs.append(("cp:size", "(%d, %d)" % (w, h)))
+            buf.append(' cp:screencoord="(%d, %d)" cp:size="(%d, %d)"' % (x, y, w, h))
         if n.has("Image"):
-            attrs.append(("image", "true"))
+            buf.append(' image="true"')
         if n.has("Selection"):
-            attrs.append(("selection", "true"))
+            buf.append(' selection="true"')
         if n.value:
             for key, prop in zip(("value", "min", "max", "step"), VALUE_PROPS):
                 if prop in n.value:
-                    attrs.append(("val:" + key, str(float(n.value[prop]))))
+                    buf.append(' val:%s="%s"' % (key, _esc_attr(str(float(n.value[prop])))))
+        seen = set()
         for aname, desc, kb in (n.actions or ()):
             an = aname.replace(" ", "-")
-            if _valid_name(an):
-                attrs.append(("act:%s_desc" % an, desc))
-                attrs.append(("act:%s_kb" % an, kb))
-        seen = set()
-        buf = ["<", tag]
-        for k, v in attrs:
-            if k in seen:
-                continue
-            seen.add(k)
-            buf.append(' %s="%s"' % (k, _esc_attr(v)))
+            if _valid_name(an) and an not in seen:
+                seen.add(an)
+                buf.append(' act:%s_desc="%s" act:%s_kb="%s"' % (an, _esc_attr(desc), an, _esc_attr(kb)))
         buf.append(">")
         text = ""
         if n.text:
             text = n.text[:TEXT_MAX].replace("\ufffc", "").replace("\ufffd", "")
         return "".join(buf), _esc_text(text), tag
+
+
+@functools.lru_cache(maxsize=1024)
+def _states_part(states):
+    """ st:name="true" for each state set (pyatspi's STATE_X -> "x")."""
+    return "".join(' st:%s="true"' % STATE_NAMES[s] for s in states if 0 <= s < len(STATE_NAMES))
+
+
+def _items(attrs):
+    """An attributes dict as a hashable key: its items, values as text (an
+    application may answer other types)."""
+    items = tuple((attrs or {}).items())
+    try:
+        hash(items)
+    except TypeError:
+        items = tuple((k, str(v)) for k, v in items)
+    return items
+
+
+@functools.lru_cache(maxsize=1024)
+def _attrs_part(items):
+    """ attr:key="value" for each object attribute whose key is an XML name
+    (the first of equal keys: a dict has none)."""
+    return "".join(' attr:%s="%s"' % (k, _esc_attr(v)) for k, v in items if k and _valid_name(k))
 
 
 def _is_soffice(pid):
@@ -857,6 +901,7 @@ def fix_vcl_extents(plan, nodes):
         open_.append((depth, n, shift))
 
 
+@functools.lru_cache(maxsize=4096)
 def _valid_name(s):
     if not s or not (s[0].isalpha() or s[0] == "_"):
         return False
@@ -876,6 +921,7 @@ def _clean(s):
     return _NOT_XML.sub("", s)
 
 
+@functools.lru_cache(maxsize=8192)
 def _esc_attr(s):
     return _clean(s).translate(_ATTR_ESC)
 

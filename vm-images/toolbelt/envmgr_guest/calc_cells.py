@@ -6,6 +6,10 @@ Given calc_model's facts about the sheet, the cells read through AT-SPI are:
     clips them: a cell's extents are its column's by its row's),
   - the cells that can differ from a blank cell of their format: content,
     selection, the cursor, merged areas, and anything outside the probed area.
+Those are read in full, but for the grid's blank cells other than one per
+format group (the group's template): of those only what can differ from the
+template is read (states, extents, text: the "light" reads, half the calls of
+a full one) and the rest is the template's.
 Every other cell is derived from a template: a blank cell of its format group
 read in the grid.  It gets the template's role, states, attributes and
 interfaces, the name Calc gives it (its address, "B7"), its column's x and
@@ -90,25 +94,51 @@ class CellPlan:
         grid |= {(r, self.c0) for r in range(self.r0, self.r1 + 1)}
         return sorted(grid | self.special)
 
+    def light_reads(self):
+        """The first reads that need only states, extents and text: the
+        grid's cells that are not special, but for the first of each format
+        group (the template it will be read in full for)."""
+        grid = {(self.r0, c) for c in range(self.c0, self.c1 + 1)}
+        grid |= {(r, self.c0) for r in range(self.r0, self.r1 + 1)}
+        light, templates = set(), set()
+        for rc in sorted(grid - self.special):
+            g = self.group.get(rc)
+            if g is None:
+                continue
+            if g in templates:
+                light.add(rc)
+            else:
+                templates.add(g)
+        return light
+
     def consistent(self, read):
         """read: (row, col) -> Node of the cells read.  False if a cell shows
         text the model says it has not."""
         return all(not n.text or rc in self.content for rc, n in read.items())
 
-    def derive(self, read, make_node):
-        """(derived, again): derived (row, col) -> Node for the cells not read;
-        again, the cells that need a read after all (no template).
-        make_node(rc, template, extents) builds a derived node."""
+    def derive(self, read, make_node, light=()):
+        """(derived, again): derived (row, col) -> Node for the cells not read
+        and for the light reads (light: their (row, col)); again, the cells
+        that need a full read after all (no template).  make_node(rc,
+        template, extents, own) builds a derived node; own is the light read
+        whose states, extents and text it keeps, else None."""
         templates = {}
         for rc, n in read.items():
             g = self.group.get(rc)
-            if (g is None or g in templates or rc in self.special or n.text
+            if (g is None or g in templates or rc in self.special or rc in light or n.text
                     or n.state(STATE_FOCUSED) or n.state(STATE_SELECTED)
                     or not (n.state(STATE_SHOWING) and n.state(STATE_VISIBLE))):
                 continue
             templates[g] = n
         derived, again = {}, []
         for rc in self.all_cells():
+            if rc in light and rc in read:
+                t = templates.get(self.group.get(rc))
+                if t is None:
+                    again.append(rc)
+                else:
+                    derived[rc] = make_node(rc, t, read[rc].extents, read[rc])
+                continue
             if rc in read:
                 continue
             r, c = rc
@@ -125,7 +155,7 @@ class CellPlan:
                 continue
             x, _, w, _ = gx.extents
             _, y, _, h = gy.extents
-            derived[rc] = make_node(rc, t, (x, y, w, h))
+            derived[rc] = make_node(rc, t, (x, y, w, h), None)
         return derived, again
 
 
