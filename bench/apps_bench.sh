@@ -3,8 +3,9 @@
 # image of the current recipe is cached (it never builds one otherwise). Figures, not pass/fail:
 #   build time and size (its build.log), then envbench on it (new env, reset, screenshot at 1920x1080,
 #   idle CPU and PSS, cold boot to golden), then per app: start to window mapped, and the focused
-#   window's accessibility tree dump (envmgr-guest a11y-tree): time, nodes, cost per node; whole, then
-#   only the nodes that are showing, and the whole desktop's showing tree that an observation reads.
+#   window's accessibility tree dump (envmgr-guest a11y-tree): time, nodes, cost per node; the showing
+#   nodes at the application's first read, its whole tree, the showing nodes again, and the whole
+#   desktop's showing tree that an observation reads.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 ENVMGR=${ENVMGR_BIN:-$root/bin/envmgr}
@@ -49,10 +50,12 @@ app() {
     if [ -z "$ok" ]; then row "$name: start to window" "no window in 120 s"; return; fi
     row "$name: start to window" "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f s", b - a }')"
     sleep "${SETTLE:-10}"
-    # The focused window's whole tree, however long it takes (an observation stops at its 20 s cap),
-    # twice: the first read of an application also pays for its bridge's first answers.  Then the
-    # nodes that are showing (--showing), what an observation reads, of the window and of the whole
-    # desktop.  The dump's own time (in the guest), then as the host sees it (guest agent, start).
+    # First what an episode's first observation reads: the showing nodes of the focused window, the
+    # application's first read (which also pays for its bridge's first answers).  Then its whole tree,
+    # however long it takes (an observation stops at its 20 s cap), twice.  Then the showing nodes
+    # again, of the window and of the whole desktop.  The dump's own time (in the guest), then as the
+    # host sees it (guest agent, start).
+    tree_row "$name" "showing tree, first read" --scope focused --showing
     tree_row "$name" "a11y tree (focused window)" --scope focused
     tree_row "$name" "a11y tree (focused window)" --scope focused
     tree_row "$name" "showing tree (focused window)" --scope focused --showing
