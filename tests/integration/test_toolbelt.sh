@@ -54,6 +54,13 @@ fi
 # ---------------------------------------------------------------- X getters
 out=$(guest screen-size)
 check "screen-size is 1280x800" [ "$(jq_py 'print(d["width"], d["height"])' <<<"$out")" = "1280 800" ]
+"$PY" -c 'from Xlib import display; d = display.Display(); d.screen().root.warp_pointer(123, 45); d.sync()'
+out=$(guest cursor-position)
+check "cursor-position is where the pointer was warped (123, 45): $out" \
+    [ "$(jq_py 'print(d["x"], d["y"])' <<<"$out")" = "123 45" ]
+out=$(DISPLAY=:4321 guest screen-size; echo "rc=$?")
+check "screen-size with no display: a JSON error naming the display, exit 1" \
+    grep -q '"error": "cannot open the X display.*rc=1' <<<"$(tr -d '\n' <<<"$out")"
 # Without a window manager there is no _NET_CLIENT_LIST: window-size and windows answer null / []
 out=$(guest window-size --class xrecorder)
 check "window-size with no window manager: null" [ "$(jq_py 'print(d)' <<<"$out")" = None ]

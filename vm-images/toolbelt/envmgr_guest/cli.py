@@ -127,15 +127,21 @@ def _display():
 
 
 def screen_size(_a):
-    d = _display()
-    s = d.screen()
-    return {"width": s.width_in_pixels, "height": s.height_in_pixels}
+    from . import x11raw
+    try:
+        w, h = x11raw.screen_size()
+    except x11raw.X11Error as e:
+        raise Fail("cannot open the X display: %s" % e)
+    return {"width": w, "height": h}
 
 
 def cursor_position(_a):
-    d = _display()
-    p = d.screen().root.query_pointer()
-    return {"x": p.root_x, "y": p.root_y}
+    from . import x11raw
+    try:
+        x, y = x11raw.pointer_position()
+    except x11raw.X11Error as e:
+        raise Fail("cannot open the X display: %s" % e)
+    return {"x": x, "y": y}
 
 
 def _client_windows(d):

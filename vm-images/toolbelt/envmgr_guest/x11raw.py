@@ -1,8 +1,10 @@
-"""A few X11 property reads on a plain socket.
+"""A few X11 reads on a plain socket: window properties, the screen's size,
+the pointer's position.
 
 Why not python3-xlib here: importing it and opening its Display costs over a
 second under TCG, paid on every accessibility observation only to learn which
-process owns the active window.  The server must let this user in without a
+process owns the active window (and by the screen-size and cursor-position
+getters for two numbers each).  The server must let this user in without a
 cookie (the session grants SI:localuser to its user and to root).
 """
 import os
@@ -47,10 +49,13 @@ class Connection:
         vendor_len, = struct.unpack_from("<H", extra, 16)
         n_formats = extra[21]
         screen = 32 + vendor_len + _pad4(vendor_len) + 8 * n_formats
-        if len(extra) < screen + 4:
+        if len(extra) < screen + 24:
             self.sock.close()
             raise X11Error("short connection setup from display %s" % display)
+        # the first screen: root, colormap, white and black pixels, input
+        # masks, then its width and height in pixels
         self.root, = struct.unpack_from("<I", extra, screen)
+        self.width, self.height = struct.unpack_from("<HH", extra, screen + 20)
         self.seq = 0
 
     def close(self):
@@ -101,6 +106,28 @@ class Connection:
         if fmt != 32 or n < 1 or len(extra) < 4:
             return None
         return struct.unpack_from("<I", extra, 0)[0]
+
+
+    def pointer(self):
+        """(x, y) of the pointer on the root window (QueryPointer)."""
+        head, _ = self._request(struct.pack("<BxHI", 38, 2, self.root))
+        return struct.unpack_from("<hh", head, 16)
+
+
+def screen_size(display=None):
+    """(width, height) of the display's first screen; X11Error if none."""
+    c = Connection(display)
+    c.close()
+    return c.width, c.height
+
+
+def pointer_position(display=None):
+    """(x, y) of the pointer; X11Error if no display answers."""
+    c = Connection(display)
+    try:
+        return c.pointer()
+    finally:
+        c.close()
 
 
 def active_window_pid(display=None):
