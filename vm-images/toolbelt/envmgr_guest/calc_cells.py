@@ -90,18 +90,19 @@ class CellPlan:
 
     def first_reads(self):
         """The cells to read through AT-SPI: the grid and the special ones."""
+        return sorted(self._grid() | self.special)
+
+    def _grid(self):
+        """The rectangle's first row and first column."""
         grid = {(self.r0, c) for c in range(self.c0, self.c1 + 1)}
-        grid |= {(r, self.c0) for r in range(self.r0, self.r1 + 1)}
-        return sorted(grid | self.special)
+        return grid | {(r, self.c0) for r in range(self.r0, self.r1 + 1)}
 
     def light_reads(self):
         """The first reads that need only states, extents and text: the
         grid's cells that are not special, but for the first of each format
         group (the template it will be read in full for)."""
-        grid = {(self.r0, c) for c in range(self.c0, self.c1 + 1)}
-        grid |= {(r, self.c0) for r in range(self.r0, self.r1 + 1)}
         light, templates = set(), set()
-        for rc in sorted(grid - self.special):
+        for rc in sorted(self._grid() - self.special):
             g = self.group.get(rc)
             if g is None:
                 continue

@@ -126,21 +126,22 @@ def _display():
         raise Fail("cannot open the X display: %s" % e)
 
 
-def screen_size(_a):
+def _x11raw(read):
+    """read(x11raw) -> its answer, an X11Error the caller's Fail."""
     from . import x11raw
     try:
-        w, h = x11raw.screen_size()
+        return read(x11raw)
     except x11raw.X11Error as e:
         raise Fail("cannot open the X display: %s" % e)
+
+
+def screen_size(_a):
+    w, h = _x11raw(lambda x: x.screen_size())
     return {"width": w, "height": h}
 
 
 def cursor_position(_a):
-    from . import x11raw
-    try:
-        x, y = x11raw.pointer_position()
-    except x11raw.X11Error as e:
-        raise Fail("cannot open the X display: %s" % e)
+    x, y = _x11raw(lambda x: x.pointer_position())
     return {"x": x, "y": y}
 
 

@@ -107,7 +107,6 @@ class Connection:
             return None
         return struct.unpack_from("<I", extra, 0)[0]
 
-
     def pointer(self):
         """(x, y) of the pointer on the root window (QueryPointer)."""
         head, _ = self._request(struct.pack("<BxHI", 38, 2, self.root))
