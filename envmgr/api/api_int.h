@@ -104,6 +104,18 @@ int api_live_token_make(const char *master, const char *env, bool control, long 
 bool api_live_token_check(const char *master, const char *token, const char *env, bool need_control, long now);
 /* Any envmgr_live_* cookie of the Cookie header that passes api_live_token_check. */
 bool api_live_cookie_check(const char *header, const char *master, const char *env, bool need_control, long now);
+/* What opens a live page (page) or its websocket without the Authorization header: the page's
+ * ?token= (the master token, or a live-view token) or an envmgr_live_* cookie. The grant says what
+ * the live page's cookie may hold: a token the master token earned lasts API_LIVE_TTL_S; a
+ * live-view token is passed on as it is (its kind, its expiry), so a cookie never outlives the
+ * link that earned it, and a page reloaded with the cookie alone gets the same cookie back. */
+typedef struct api_live_grant_t {
+    bool ok, master, control;
+    long expires;
+    char token[API_LIVE_TOKEN_MAX]; /* the live-view token that granted it ("" for the master token) */
+} api_live_grant_t;
+bool api_live_grant(const char *master, const char *cookies, const char *query_token, bool page, const char *env,
+                    bool need_control, long now, api_live_grant_t *g);
 
 /* ---- metrics ---- */
 #define API_RESET_BUCKETS 9
@@ -195,6 +207,10 @@ typedef struct api_request {
 } api_request;
 
 const char *api_query(const api_request *q, const char *name);
+/* A query parameter given twice (?control=0&control=1) is a 400 naming it: every reader of a
+ * parameter (the auth check, the handler) must see the one value there is. */
+#define API_QUERY_MAX 16
+int api_query_unique(struct MHD_Connection *c, api_error *ae);
 const char *api_header(const api_request *q, const char *name);
 
 void api_h_list(api_request *q, api_reply *r);

@@ -82,10 +82,21 @@ void api_h_live_page(api_request *q, api_reply *r)
                      "img-src 'self' data: blob:; connect-src 'self'");
     /* The page's module scripts and websocket carry no Authorization header: a cookie does it for
      * them, holding a live-view token for this env (view, or control when asked and allowed). */
-    char tok[API_LIVE_TOKEN_MAX], cookie[API_LIVE_TOKEN_MAX + API_ID_MAX + 120];
-    if (api_live_token_make(q->s->cfg.token, q->rt.env, control, (long)time(NULL) + API_LIVE_TTL_S, tok) == 0) {
-        snprintf(cookie, sizeof cookie, API_COOKIE "_%s=%s; Path=/v1/; Max-Age=%d; HttpOnly; SameSite=Strict",
-                 q->rt.env, tok, API_LIVE_TTL_S);
+    /* Never longer, nor more, than what opened the page: a live-view link's own token as it is; a
+     * fresh one only for the master token (Authorization header or ?token=). */
+    long now = (long)time(NULL);
+    api_live_grant_t g = {0};
+    if (api_auth_bearer(api_header(q, "Authorization"), q->s->cfg.token))
+        g = (api_live_grant_t){.ok = true, .master = true, .control = control, .expires = now + API_LIVE_TTL_S};
+    else
+        api_live_grant(q->s->cfg.token, api_header(q, "Cookie"), api_query(q, "token"), true, q->rt.env, control, now,
+                       &g);
+    if (g.ok && g.master && api_live_token_make(q->s->cfg.token, q->rt.env, g.control, g.expires, g.token) < 0)
+        g.ok = false;
+    if (g.ok && g.expires > now) {
+        char cookie[API_LIVE_TOKEN_MAX + API_ID_MAX + 120];
+        snprintf(cookie, sizeof cookie, API_COOKIE "_%s=%s; Path=/v1/; Max-Age=%ld; HttpOnly; SameSite=Strict",
+                 q->rt.env, g.token, g.expires - now);
         api_reply_header(r, "Set-Cookie", cookie);
     }
     api_reply_header(r, "Referrer-Policy", "no-referrer");

@@ -28,7 +28,10 @@ int api_live_token_make(const char *master, const char *env_id, bool control, lo
     return 0;
 }
 
-bool api_live_token_check(const char *master, const char *token, const char *env_id, bool need_control, long now)
+/* The token's kind and expiry when it is a valid, unexpired live-view token for env (any env when
+ * NULL) that grants at least what is needed. */
+static bool token_parse(const char *master, const char *token, const char *env_id, bool need_control, long now,
+                        long *expires_out, bool *control_out)
 {
     if (!token || strlen(token) >= API_LIVE_TOKEN_MAX)
         return false;
@@ -47,15 +50,27 @@ bool api_live_token_check(const char *master, const char *token, const char *env
         (env_id && strcmp(env_id, tenv)))
         return false;
     char mac[65];
-    return sign(master, *kind, expires, tenv, mac) == 0 && const_time_equal(mac, copy);
+    if (sign(master, *kind, expires, tenv, mac) < 0 || !const_time_equal(mac, copy))
+        return false;
+    *expires_out = expires;
+    *control_out = *kind == 'c';
+    return true;
 }
 
-bool api_live_cookie_check(const char *header, const char *master, const char *env_id, bool need_control, long now)
+bool api_live_token_check(const char *master, const char *token, const char *env_id, bool need_control, long now)
+{
+    long expires;
+    bool control;
+    return token_parse(master, token, env_id, need_control, now, &expires, &control);
+}
+
+/* The first envmgr_live_<ENV> cookie of the header that is a valid token (into tok), else false. */
+static bool cookie_token(const char *header, const char *master, const char *env_id, bool need_control, long now,
+                         char tok[API_LIVE_TOKEN_MAX], long *expires, bool *control)
 {
     if (!header)
         return false;
     size_t kl = strlen(API_COOKIE);
-    bool ok = false;
     for (const char *p = header; *p;) {
         while (*p == ' ' || *p == ';')
             p++;
@@ -66,13 +81,40 @@ bool api_live_cookie_check(const char *header, const char *master, const char *e
         if (eq && (size_t)(eq - p) > kl && !strncmp(p, API_COOKIE, kl) && p[kl] == '_') {
             size_t vl = n - (size_t)(eq + 1 - p);
             if (vl < API_LIVE_TOKEN_MAX) {
-                char v[API_LIVE_TOKEN_MAX];
-                memcpy(v, eq + 1, vl);
-                v[vl] = '\0';
-                ok |= api_live_token_check(master, v, env_id, need_control, now);
+                memcpy(tok, eq + 1, vl);
+                tok[vl] = '\0';
+                if (token_parse(master, tok, env_id, need_control, now, expires, control))
+                    return true;
             }
         }
         p += n;
     }
-    return ok;
+    return false;
+}
+
+bool api_live_cookie_check(const char *header, const char *master, const char *env_id, bool need_control, long now)
+{
+    char tok[API_LIVE_TOKEN_MAX];
+    long expires;
+    bool control;
+    return cookie_token(header, master, env_id, need_control, now, tok, &expires, &control);
+}
+
+bool api_live_grant(const char *master, const char *cookies, const char *query_token, bool page, const char *env_id,
+                    bool need_control, long now, api_live_grant_t *g)
+{
+    *g = (api_live_grant_t){0};
+    /* A link's token first: a newer link the user opens replaces the cookie an older one left. */
+    if (page && query_token) {
+        if (api_token_equal(query_token, master)) {
+            *g = (api_live_grant_t){.ok = true, .master = true, .control = need_control,
+                                    .expires = now + API_LIVE_TTL_S};
+            return true;
+        }
+        if (token_parse(master, query_token, env_id, need_control, now, &g->expires, &g->control)) {
+            snprintf(g->token, sizeof g->token, "%s", query_token);
+            return g->ok = true;
+        }
+    }
+    return g->ok = cookie_token(cookies, master, env_id, need_control, now, g->token, &g->expires, &g->control);
 }

@@ -2,6 +2,7 @@
  * and header lookups. The server (api_server.c) turns a reply into an HTTP response. */
 #include <microhttpd.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "envmgr/api/api_int.h"
 #include "envmgr/base/util.h"
@@ -54,4 +55,40 @@ const char *api_query(const api_request *q, const char *name)
 const char *api_header(const api_request *q, const char *name)
 {
     return MHD_lookup_connection_value(q->conn, MHD_HEADER_KIND, name);
+}
+
+typedef struct query_seen {
+    const char *keys[API_QUERY_MAX];
+    size_t n;
+    const char *dup; /* the first repeated parameter */
+    bool too_many;
+} query_seen;
+
+static enum MHD_Result note_key(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+    query_seen *qs = cls;
+    (void)kind;
+    (void)value;
+    for (size_t i = 0; i < qs->n; i++)
+        if (!strcmp(qs->keys[i], key)) {
+            qs->dup = key;
+            return MHD_NO;
+        }
+    if (qs->n == API_QUERY_MAX) {
+        qs->too_many = true;
+        return MHD_NO;
+    }
+    qs->keys[qs->n++] = key;
+    return MHD_YES;
+}
+
+int api_query_unique(struct MHD_Connection *c, api_error *ae)
+{
+    query_seen qs = {.n = 0};
+    MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, note_key, &qs);
+    if (qs.too_many)
+        return api_fail(ae, 400, "query", "more than %d query parameters", API_QUERY_MAX);
+    if (!qs.dup)
+        return 0;
+    return api_fail(ae, 400, qs.dup, "query parameter `%.60s` given more than once", qs.dup);
 }

@@ -105,14 +105,10 @@ static bool authorized(api_server *s, struct MHD_Connection *c, const api_route 
     const char *cookies = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_COOKIE);
     long now = (long)time(NULL);
     if (rt->id == API_R_LIVE || rt->id == API_R_LIVE_WS) {
-        const char *ctl = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "control");
-        bool control = api_truthy(ctl);
-        if (api_live_cookie_check(cookies, s->cfg.token, rt->env, control, now))
-            return true;
-        const char *qt = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "token");
-        if (rt->id == API_R_LIVE && qt &&
-            (api_token_equal(qt, s->cfg.token) || api_live_token_check(s->cfg.token, qt, rt->env, control, now)))
-            return true;
+        api_live_grant_t g;
+        return api_live_grant(s->cfg.token, cookies, MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "token"),
+                              rt->id == API_R_LIVE, rt->env,
+                              api_truthy(MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "control")), now, &g);
     }
     if (rt->id == API_R_NOVNC) /* static files: any live page of this server */
         return api_live_cookie_check(cookies, s->cfg.token, NULL, false, now);
@@ -170,7 +166,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         cr = xcalloc(1, sizeof *cr);
         cr->t0 = now_ms();
         *req_cls = cr;
-        if (api_route_match(method, url, &cr->rt, &ae) < 0)
+        if (api_route_match(method, url, &cr->rt, &ae) < 0 || api_query_unique(c, &ae) < 0)
             return send_error(s, c, &ae);
         if (!authorized(s, c, &cr->rt)) {
             api_fail(&ae, 401, "Authorization", "missing or wrong token (Authorization: Bearer <token>)");

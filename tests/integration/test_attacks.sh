@@ -337,5 +337,49 @@ out=$(ENVMGR_RUN_DIR="$T/squat2" "$ENVMGR" up --name sq 2>&1); rc=$?
 check "10 held: a run root owned by another user is refused" bash -c "[ $rc != 0 ] && echo \"\$1\" | grep -q 'belongs to uid'" _ "$out"
 check "10 held: no QEMU was started there" no_qemu_under "$T/squat"
 
+# --- 13. a live-view link that outlives its expiry (issue 27) ----------------------------------------
+"$ENVMGR" serve --listen 127.0.0.1:0 --token-file "$T/token" >"$T/serve13.out" 2>&1 &
+SERVERS+=($!)
+wait_until 30 grep -q 'listening on' "$T/serve13.out"
+URL=$(sed -n 's/.*listening on \(http[^ ]*\).*/\1/p' "$T/serve13.out" | head -1)
+H="Authorization: Bearer $(cat "$T/token")"
+ID=$(curl -s -X POST -H "$H" -d '{}' "$URL/v1/envs" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+check "13: an env to watch (${ID:-none})" test -n "$ID"
+WSH=(-H 'Connection: Upgrade' -H 'Upgrade: websocket' -H 'Sec-WebSocket-Version: 13' -H 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==')
+ws_code() { curl -s -o /dev/null -w '%{http_code}' --max-time 3 "${WSH[@]}" "$@"; }
+LINK=$(curl -s -H "$H" -d '{"ttl_s": 4, "control": true}' "$URL/v1/envs/$ID/live-token" |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["token"])')
+tried "a 4 s control link opens the live page; the browser keeps the page's cookie after the link expires"
+code=$(curl -s -o /dev/null -D "$T/h13" -w '%{http_code}' "$URL/v1/envs/$ID/live?token=$LINK&control=1")
+COOKIE=$(sed -n "s/^Set-Cookie: envmgr_live_$ID=\([^;]*\);.*/\1/Ip" "$T/h13" | tr -d '\r')
+age=$(sed -n 's/^Set-Cookie:.*Max-Age=\([0-9]*\);.*/\1/Ip' "$T/h13" | tr -d '\r')
+check "13: the link opens the page ($code)" test "$code" = 200
+check "13 held: the page's cookie is the link's own token, Max-Age ${age:-none} <= 4 s" \
+    bash -c "[ '$COOKIE' = '$LINK' ] && [ -n '$age' ] && [ '$age' -le 4 ]"
+check "13: before the link expires the cookie opens the control websocket (101)" \
+    test "$(ws_code -b "envmgr_live_$ID=$COOKIE" "$URL/v1/envs/$ID/live/ws?control=1")" = 101
+sleep 5
+check "13 held: once the link expired, its cookie opens no control websocket (401)" \
+    test "$(ws_code -b "envmgr_live_$ID=$COOKIE" "$URL/v1/envs/$ID/live/ws?control=1")" = 401
+check "13 held: nor a view-only one (401)" test "$(ws_code -b "envmgr_live_$ID=$COOKIE" "$URL/v1/envs/$ID/live/ws")" = 401
+code=$(curl -s -o /dev/null -D "$T/h13b" -w '%{http_code}' -b "envmgr_live_$ID=$COOKIE" "$URL/v1/envs/$ID/live?control=1")
+check "13 held: reloading the page with the expired cookie is refused ($code) and mints no cookie" \
+    bash -c "[ '$code' = 401 ] && ! grep -qi '^Set-Cookie' '$T/h13b'"
+VIEW=$(curl -s -H "$H" -d '{"ttl_s": 60}' "$URL/v1/envs/$ID/live-token" | python3 -c 'import json,sys; print(json.load(sys.stdin)["token"])')
+curl -s -o /dev/null -D "$T/h13c" "$URL/v1/envs/$ID/live?token=$VIEW"
+COOKIE=$(sed -n "s/^Set-Cookie: envmgr_live_$ID=\([^;]*\);.*/\1/Ip" "$T/h13c" | tr -d '\r')
+code=$(curl -s -o /dev/null -D "$T/h13d" -w '%{http_code}' -b "envmgr_live_$ID=$COOKIE" "$URL/v1/envs/$ID/live")
+age=$(sed -n 's/^Set-Cookie:.*Max-Age=\([0-9]*\);.*/\1/Ip' "$T/h13d" | tr -d '\r')
+check "13 held: a reload with a view link's cookie gets that token back, no longer (${age:-none} <= 60 s), never control" \
+    bash -c "[ '$code' = 200 ] && [ -n '$age' ] && [ '$age' -le 60 ] && grep -qi 'Set-Cookie: envmgr_live_$ID=$COOKIE;' '$T/h13d'"
+tried "?control=0&control=1: the auth check and the handler must read one value"
+code=$(curl -s -o "$T/b13" -w '%{http_code}' -b "envmgr_live_$ID=$COOKIE" "$URL/v1/envs/$ID/live?control=0&control=1")
+check "13 held: a repeated query parameter is a 400 naming it ($code)" \
+    bash -c "[ '$code' = 400 ] && grep -q '\"field\": *\"control\"' '$T/b13'"
+code=$(ws_code -b "envmgr_live_$ID=$COOKIE" "$URL/v1/envs/$ID/live/ws?control=0&control=1")
+check "13 held: also on the websocket ($code)" test "$code" = 400
+curl -s -o /dev/null -X DELETE -H "$H" "$URL/v1/envs/$ID"
+stop_servers; SERVERS=()
+
 check "nothing of this suite is left running" no_qemu_under "$ENVMGR_RUN_DIR/"
 finish

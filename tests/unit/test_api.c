@@ -307,6 +307,26 @@ static void test_auth(void)
     snprintf(cookie, sizeof cookie, "envmgr_token=%s", tok); /* the old master-token cookie opens nothing */
     CU_ASSERT_FALSE(api_live_cookie_check(cookie, tok, "api1-1", false, 1000));
     CU_ASSERT_FALSE(api_live_cookie_check(NULL, tok, NULL, false, 1000));
+    /* What a live page's cookie may hold (issue 27): the master token earns a fresh hour; a
+     * live-view token is passed on as it is, so the cookie never outlives the link and a reload
+     * with the cookie alone renews nothing. */
+    api_live_grant_t g;
+    CU_ASSERT_TRUE(api_live_grant(tok, NULL, tok, true, "api1-1", true, 1000, &g));
+    CU_ASSERT_TRUE(g.master && g.control && g.expires == 1000 + API_LIVE_TTL_S);
+    CU_ASSERT_FALSE(api_live_grant(tok, NULL, tok, false, "api1-1", false, 1000, &g)); /* ?token= opens the page only */
+    CU_ASSERT_TRUE(api_live_grant(tok, NULL, ctl, true, "api1-1", true, 1000, &g));
+    CU_ASSERT_TRUE(!g.master && g.control && g.expires == 2000 && !strcmp(g.token, ctl));
+    snprintf(cookie, sizeof cookie, "envmgr_live_api1-1=%s", ctl);
+    CU_ASSERT_TRUE(api_live_grant(tok, cookie, NULL, true, "api1-1", true, 1999, &g));
+    CU_ASSERT_TRUE(!g.master && g.expires == 2000 && !strcmp(g.token, ctl));   /* the same token back */
+    CU_ASSERT_TRUE(api_live_grant(tok, cookie, NULL, false, "api1-1", true, 1999, &g)); /* the websocket */
+    CU_ASSERT_FALSE(api_live_grant(tok, cookie, NULL, true, "api1-1", true, 2001, &g)); /* expired with its link */
+    CU_ASSERT_FALSE(g.ok);
+    CU_ASSERT_FALSE(api_live_grant(tok, cookie, NULL, true, "api1-2", false, 1000, &g)); /* another env */
+    snprintf(cookie, sizeof cookie, "envmgr_live_api1-1=%s", view);
+    CU_ASSERT_FALSE(api_live_grant(tok, cookie, NULL, false, "api1-1", true, 1000, &g)); /* view is no control */
+    CU_ASSERT_TRUE(api_live_grant(tok, cookie, "not-a-token", true, "api1-1", false, 1000, &g)); /* falls back */
+    CU_ASSERT_TRUE(!strcmp(g.token, view) && !g.control);
     CU_ASSERT_TRUE(api_token_equal(tok, tok));
     CU_ASSERT_FALSE(api_token_equal("", tok));
     char a[65], b[65];
