@@ -121,6 +121,10 @@ int trace_export_html(const char *dir, const char *out_dir, em_err *err);
 /* out_dir/0000.png is the screen before step 0, out_dir/NNNN.png (N >= 1) the
  * screen after step N-1; a step without frame_after leaves a gap. */
 int trace_export_frames(const char *dir, const char *out_dir, em_err *err);
+/* The episode as an H.264 MP4 at out_file (ffmpeg): each frame from when it appeared to the next,
+ * the last one a second; every frame checked (hash, libpng decode within png.h's caps) before
+ * ffmpeg reads it. docs/trace-format.md, "Video". */
+int trace_export_video(const char *dir, const char *out_file, em_err *err);
 
 /* One-line summary of a computer_13 action ("CLICK left (640, 400)",
  * "TYPING \"hello\""). Control characters come out escaped (\n, \x1b), typed

@@ -31,6 +31,7 @@ static const char usage[] =
     "                  the observations that changed (result.json late_probe; the agent sees the later one)\n"
     "  --observation screenshot|a11y_tree|screenshot_a11y_tree  what each observation holds (OSWorld's\n"
     "                  names; the tree needs an image with the guest toolbelt: `apps`)\n"
+    "  --video         also OUT/recording.mp4: the episode as a video, from the trace (ffmpeg on the host)\n"
     "  --allow-private A:P  the temporary env may reach this loopback/private address when a task's\n"
     "                  allowlist applies (the operator's choice; tasks cannot; repeatable)\n"
     CLI_AGENT_USAGE
@@ -41,6 +42,7 @@ static const char usage[] =
 typedef struct run_args {
     const char *agent, *env_name, *out, *record, *accel;
     double settle_ms, late_probe_ms;
+    bool video;
     obs_kind observation;
     netpolicy net; /* the operator's --allow-private rules and limit maxima (mode none until a task opens an
                     * allowlist) */
@@ -57,7 +59,7 @@ static int one(env *e, bool fresh, const char *path, const char *out_dir, const 
     int rc = episode_prepare_task(e, t, err);
     episode_opts o = {.agent_cmd = a->agent, .out_dir = out_dir, .trace_dir = a->record, .fresh = fresh,
                       .settle_ms = a->settle_ms, .late_probe_ms = a->late_probe_ms, .observation = a->observation,
-                      .agent_env = a->ag.env, .agent_sandbox_off = a->ag.sandbox_off};
+                      .agent_env = a->ag.env, .agent_sandbox_off = a->ag.sandbox_off, .video = a->video};
     if (rc == 0)
         rc = episode_run(e, t, path, &o, res, err);
     task_free(t);
@@ -78,6 +80,7 @@ int cmd_run(int argc, char **argv)
                                          {"offline", no_argument, 0, 'O'},     {"asset-mirror", required_argument, 0, 'm'},
                                          {"probe-late", required_argument, 0, 'L'},
                                          {"observation", required_argument, 0, 'B'},
+                                         {"video", no_argument, 0, 'V'},
                                          {"agent-env", required_argument, 0, CLI_OPT_AGENT_ENV},
                                          {"agent-sandbox", required_argument, 0, CLI_OPT_AGENT_SANDBOX},
                                          CLI_NET_LIMIT_OPTIONS, {0, 0, 0, 0}};
@@ -88,6 +91,7 @@ int cmd_run(int argc, char **argv)
         case 'e': a.env_name = optarg; break;
         case 'o': a.out = optarg; break;
         case 'r': a.record = optarg; break;
+        case 'V': a.video = true; break;
         case 'A': a.accel = optarg; break;
         case 's':
             if (parse_double(optarg, &a.settle_ms) < 0 || a.settle_ms < 0 || a.settle_ms > 10000)

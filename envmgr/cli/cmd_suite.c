@@ -17,7 +17,7 @@ static const char usage[] =
     "usage: envmgr suite run SUITE --agent CMD --out DIR [--envs N] [--resume] [--shard K/N] [--repeat R]\n"
     "                        [--retries N] [--accel auto|kvm|tcg] [--settle-ms MS] [--watchdog S]\n"
     "                        [--watchdog-margin S] [--progress auto|line|plain] [--strict] [--offline]\n"
-    "                        [--asset-mirror PREFIX=DIR|URL]... [--observation KIND]\n"
+    "                        [--asset-mirror PREFIX=DIR|URL]... [--observation KIND] [--video]\n"
     "                        [--agent-env NAME]... [--agent-sandbox on|off]\n"
     "                        [--max-egress-bytes N] [--max-connections-per-minute N]\n"
     "       envmgr suite compare BASE_DIR NEW_DIR [--tolerance T]\n"
@@ -39,6 +39,7 @@ static const char usage[] =
     "                      episode_timeout_s + --watchdog-margin, 300 s)\n"
     "    --progress MODE   auto (a progress line on a terminal), line, or plain log lines\n"
     "    --observation KIND  screenshot (default), a11y_tree or screenshot_a11y_tree (docs/agent-protocol.md)\n"
+    "    --video             each episode's recording.mp4 beside its result.json, built from its trace (ffmpeg)\n"
     "    --strict          refuse the whole suite when a task does not load; without it such a task is\n"
     "                      recorded as `unsupported` with its reason and counted apart from scores\n"
     CLI_AGENT_USAGE
@@ -80,6 +81,7 @@ static int cmd_suite_run(int argc, char **argv)
                                          {"accel", required_argument, 0, 'A'},
                                          {"settle-ms", required_argument, 0, 'S'},
                                          {"observation", required_argument, 0, 'B'},
+                                         {"video", no_argument, 0, 'V'},
                                          {"watchdog", required_argument, 0, 'w'},
                                          {"watchdog-margin", required_argument, 0, 'W'},
                                          {"progress", required_argument, 0, 'p'},
@@ -131,6 +133,7 @@ static int cmd_suite_run(int argc, char **argv)
             if (parse_double(optarg, &o.settle_ms) < 0 || o.settle_ms < 0 || o.settle_ms > 10000)
                 return cli_usage_error(usage, "--settle-ms: expected 0..10000, got `%s`", optarg);
             break;
+        case 'V': o.video = true; break;
         case 'B': {
             em_err oerr = {0};
             if (obs_kind_parse(optarg, &o.observation, &oerr) < 0)

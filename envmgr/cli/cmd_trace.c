@@ -8,11 +8,12 @@
 static const char usage[] =
     "usage: envmgr trace verify DIR\n"
     "       envmgr trace show DIR\n"
-    "       envmgr trace export DIR (--html OUT_DIR | --frames OUT_DIR)\n"
+    "       envmgr trace export DIR (--html OUT_DIR | --frames OUT_DIR | --video OUT.mp4)\n"
     "  verify: check the hash chain, the trailer, the HMAC (when ENVMGR_TRACE_KEY is set) and every frame;\n"
     "          a changed byte is reported with its line number.\n"
     "  show:   a human summary (steps, durations, score).\n"
-    "  export: a self-contained HTML page with every step, or numbered PNG frames.\n";
+    "  export: a self-contained HTML page with every step, numbered PNG frames, or the episode as a video\n"
+    "          (H.264 MP4 built with ffmpeg from the frames and their timings, as OSWorld's recording.mp4).\n";
 
 int cmd_trace(int argc, char **argv)
 {
@@ -44,8 +45,10 @@ int cmd_trace(int argc, char **argv)
             rc = trace_export_html(dir, argv[4], &err);
         else if (!strcmp(argv[3], "--frames"))
             rc = trace_export_frames(dir, argv[4], &err);
+        else if (!strcmp(argv[3], "--video"))
+            rc = trace_export_video(dir, argv[4], &err);
         else
-            return cli_usage_error(usage, "trace export: expected --html or --frames, got `%s`", argv[3]);
+            return cli_usage_error(usage, "trace export: expected --html, --frames or --video, got `%s`", argv[3]);
         if (rc < 0)
             return cli_report(&err);
         printf("exported %s to %s\n", dir, argv[4]);

@@ -771,6 +771,18 @@ int episode_begin_with(const episode_env *ev, const task *t, const char *task_pa
     return 0;
 }
 
+/* OSWorld's recording.mp4, built from the closed trace. A video that cannot be made is said in
+ * result.json and never touches the score. */
+static void add_video(const run *r, json_t *res)
+{
+    _cleanup_free_ char *mp4 = xasprintf("%s/recording.mp4", r->o.out_dir);
+    em_err verr = {0};
+    if (trace_export_video(r->trace_dir, mp4, &verr) == 0)
+        json_object_set_new(res, "video", json_string(mp4));
+    else
+        json_object_set_new(res, "video_error", json_string(verr.msg));
+}
+
 int episode_finish(episode *ep, exit_cause cause, json_t **result, em_err *err)
 {
     run *r = ep;
@@ -858,6 +870,8 @@ int episode_finish(episode *ep, exit_cause cause, json_t **result, em_err *err)
         json_object_set_new(res, "evaluation", details);
     if (json_array_size(r->setup_flags))
         json_object_set(res, "setup_flags", r->setup_flags);
+    if (rc == 0 && r->o.video)
+        add_video(r, res);
     free(reason);
     _cleanup_free_ char *path = xasprintf("%s/result.json", r->o.out_dir);
     if (rc == 0)

@@ -25,6 +25,7 @@ typedef struct episode_opts {
     const char *const *agent_env;  /* the operator's --agent-env names passed on to the agent (NULL-terminated) */
     bool agent_sandbox_off;        /* --agent-sandbox=off: the agent sees envmgr's run and cache folders */
     const char *const *agent_show; /* folders the agent reads besides the frames (a replay's recorded trace) */
+    bool video;                    /* --video: out_dir/recording.mp4 from the finished trace (result.json "video") */
 } episode_opts;
 
 /* An episode driven step by step (the HTTP API's reset/step/evaluate), with

@@ -47,6 +47,7 @@ typedef struct pool_opts {
     int retries;             /* retries of an episode that ended in env_error */
     double settle_ms;
     obs_kind observation;    /* what the agent's observations hold (observation.h) */
+    bool video;              /* each episode's recording.mp4 (--video) */
     const char *const *agent_env; /* the operator's --agent-env names (NULL-terminated; may be NULL) */
     bool agent_sandbox_off;  /* --agent-sandbox=off */
     double watchdog_s;       /* > 0: this per-episode limit instead of timeout + margin */

@@ -111,7 +111,7 @@ static json_t *worker_episode(const suite_worker_ctx *w, env *e, bool *fresh, js
     }
     episode_opts eo = {.agent_cmd = w->o->agent, .out_dir = out, .fresh = *fresh, .settle_ms = w->o->settle_ms,
                         .observation = w->o->observation, .agent_env = w->o->agent_env,
-                        .agent_sandbox_off = w->o->agent_sandbox_off};
+                        .agent_sandbox_off = w->o->agent_sandbox_off, .video = w->o->video};
     json_t *res = NULL;
     int rc = episode_run(e, t, path, &eo, &res, &err);
     task_free(t);

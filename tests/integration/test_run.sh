@@ -14,7 +14,7 @@ E=it-run
 
 field() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$1" "$2"; }
 
-out=$("$ENVMGR" run "$TASK" --env $E --agent "$SCRIPTED" --out "$T/ok" 2>&1); rc=$?
+out=$("$ENVMGR" run "$TASK" --env $E --agent "$SCRIPTED" --out "$T/ok" --video 2>&1); rc=$?
 echo "$out"
 check "scripted solution runs (exit 0)" test $rc = 0
 check "scripted solution scores 1.0" test "$(field "$T/ok/result.json" score)" = 1.0
@@ -22,6 +22,24 @@ check "exit cause done" test "$(field "$T/ok/result.json" exit_cause)" = done
 check "trace verifies" "$ENVMGR" trace verify "$T/ok/trace"
 check "trace shows the score" bash -c "'$ENVMGR' trace show '$T/ok/trace' | grep -q 'score:    1'"
 check "the env was reverted after the run" bash -c "! '$ENVMGR' exec $E -- test -e /tmp/out.txt"
+# --video: OSWorld's recording.mp4, built on the host from the trace's frames and timings
+check "--video: result.json names OUT/recording.mp4" test "$(field "$T/ok/result.json" video)" = "$T/ok/recording.mp4"
+probe=$(ffprobe -v error -count_frames -select_streams v:0 -show_entries stream=codec_name,width,height,nb_read_frames \
+    -show_entries format=duration -of default=nw=1 "$T/ok/recording.mp4" 2>&1)
+check "--video: an H.264 video at the screen's size, a frame per change, as long as the episode" \
+    python3 - "$probe" "$T/ok/trace/trace.jsonl" <<'PY'
+import json, sys
+p = dict(l.split("=", 1) for l in sys.argv[1].splitlines() if "=" in l)
+steps = [json.loads(l) for l in open(sys.argv[2]) if '"type":"step"' in l]
+hdr = json.loads(open(sys.argv[2]).readline())
+span = steps[-1]["t"] - steps[0]["t"]
+ok = (p["codec_name"] == "h264" and int(p["width"]) == hdr["screen"]["width"] and int(p["height"]) == hdr["screen"]["height"]
+      and int(p["nb_read_frames"]) >= 2 and span + 1 <= float(p["duration"]) <= span + 1 + 60)
+print(p, "span", span)
+sys.exit(0 if ok else 1)
+PY
+check "--video: trace export --video makes the same kind of file" bash -c \
+    "'$ENVMGR' trace export '$T/ok/trace' --video '$T/again.mp4' >/dev/null && head -c 8 '$T/again.mp4' | tail -c 4 | grep -q ftyp"
 
 run_with() { "$ENVMGR" run "$TASK" --env $E --agent "$1" --out "$T/$2" >/dev/null 2>&1; }
 run_with "$D/agents/crash" crash

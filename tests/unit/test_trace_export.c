@@ -4,6 +4,8 @@
 #include "test_trace_fixture.c"
 
 #include <ctype.h>
+#include <dirent.h>
+#include <unistd.h>
 
 static char *show(const char *dir, em_err *err, int *rc)
 {
@@ -243,6 +245,66 @@ static void test_export_frames(void)
     trace_free(t);
 }
 
+/* The folder holds no .envmgr-video-* temp folder (a failed or finished export removes it). */
+static bool no_video_tmp(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    bool clean = true;
+    while (d && (e = readdir(d)))
+        clean &= strncmp(e->d_name, ".envmgr-video-", 14) != 0;
+    if (d)
+        closedir(d);
+    return clean;
+}
+
+static void test_export_video(void)
+{
+    _cleanup_free_ char *dir = fx_path("video-src"), *outdir = fx_path("video-out");
+    CU_ASSERT_FATAL(fx_write_trace(dir, 3) == 0);
+    em_err err = {0};
+    CU_ASSERT_FATAL(mkdir_p(outdir, 0755, &err) == 0);
+    _cleanup_free_ char *mp4 = xasprintf("%s/recording.mp4", outdir), *probe = xasprintf("%s/probe.txt", outdir);
+    if (trace_export_video(dir, mp4, &err) < 0)
+        fprintf(stderr, "\n    %s", err.msg);
+    CU_ASSERT_FATAL(err.msg[0] == '\0');
+    char head[12] = {0};
+    FILE *f = fopen(mp4, "rb");
+    CU_ASSERT_FATAL(f != NULL);
+    CU_ASSERT(fread(head, 1, sizeof head, f) == sizeof head);
+    fclose(f);
+    CU_ASSERT(memcmp(head + 4, "ftyp", 4) == 0); /* an MP4 */
+    /* ffprobe reads what a player reads: H.264, the screen's size, every distinct frame */
+    _cleanup_free_ char *cmd = xasprintf("ffprobe -v error -count_frames -select_streams v:0 -show_entries "
+                                         "stream=codec_name,width,height,nb_read_frames -of csv=p=0 '%s' > '%s'",
+                                         mp4, probe);
+    CU_ASSERT_FATAL(system(cmd) == 0);
+    char *text = NULL;
+    size_t len;
+    CU_ASSERT_FATAL(read_file_capped(probe, 4096, &text, &len, &err) == 0);
+    int w = 0, h = 0, n = 0;
+    char codec[16] = "";
+    CU_ASSERT(sscanf(text, "%15[^,],%d,%d,%d", codec, &w, &h, &n) == 4);
+    CU_ASSERT_STRING_EQUAL(codec, "h264");
+    CU_ASSERT(w == 64 && h == 40);
+    CU_ASSERT(n >= 2);
+    free(text);
+    CU_ASSERT(no_video_tmp(outdir));
+
+    /* A frame whose bytes are not its name: no video, nothing left behind. */
+    trace *t;
+    CU_ASSERT_FATAL(trace_read(dir, &t, &err) == 0);
+    _cleanup_free_ char *name =
+        xasprintf("frames/%s.png", json_string_value(json_object_get(trace_step(t, 1), "frame_after")));
+    trace_free(t);
+    CU_ASSERT(fx_write(dir, name, "not the frame", 13) == 0);
+    _cleanup_free_ char *bad = xasprintf("%s/bad.mp4", outdir);
+    CU_ASSERT(trace_export_video(dir, bad, &err) < 0);
+    CU_ASSERT(fx_contains(err.msg, "content does not match its name"));
+    CU_ASSERT(access(bad, F_OK) < 0);
+    CU_ASSERT(no_video_tmp(outdir));
+}
+
 static void test_action_summary(void)
 {
     static const struct {
@@ -283,6 +345,7 @@ static CU_TestInfo tests[] = {
     {"export html escapes hostile text", test_export_html_hostile},
     {"export html refuses a changed frame", test_export_html_bad_frame},
     {"export frames", test_export_frames},
+    {"export video", test_export_video},
     {"action summary", test_action_summary},
     CU_TEST_INFO_NULL,
 };
