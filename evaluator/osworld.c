@@ -3,6 +3,8 @@
  * `envmgr task pieces` prints the table docs/osworld.md is generated from. */
 #include "evaluator/osworld.h"
 
+#include <strings.h>
+
 #include "envmgr/base/util.h"
 
 static const char *const metric_names[] = {
@@ -46,4 +48,35 @@ const char *const *osworld_metric_names(size_t *n)
 {
     *n = ARRAY_LEN(metric_names);
     return metric_names;
+}
+
+/* related_apps as OSWorld-Verified's task files spell them (its own spellings vary: "vs_code" and
+ * "vscode", "libreoffice calc" and "libreoffice_calc", "Writer"), and the package that brings each. */
+static const struct {
+    const char *app, *package;
+} app_packages[] = {
+    {"chrome", "chromium"},
+    {"browser", "chromium"},
+    {"libreoffice_calc", "libreoffice-calc"},
+    {"libreoffice calc", "libreoffice-calc"},
+    {"calc", "libreoffice-calc"},
+    {"libreoffice_writer", "libreoffice-writer"},
+    {"writer", "libreoffice-writer"},
+    {"libreoffice_impress", "libreoffice-impress"},
+    {"libreoffice", "libreoffice-core"},
+    {"gimp", "gimp"},
+    {"vlc", "vlc"},
+    {"ubuntu_media_player", "vlc"},
+    {"thunderbird", "thunderbird"},
+    {"vscode", "code"},
+    {"vs_code", "code"},
+    {"picard", "picard"},
+};
+
+const char *osworld_app_package(const char *app)
+{
+    for (size_t i = 0; i < ARRAY_LEN(app_packages); i++)
+        if (!strcasecmp(app, app_packages[i].app))
+            return app_packages[i].package;
+    return NULL;
 }

@@ -8,4 +8,9 @@
 /* Every OSWorld metric name, sorted. */
 const char *const *osworld_metric_names(size_t *n);
 
+/* The Debian package that provides an app a task's related_apps names ("chrome" -> "chromium",
+ * "libreoffice calc" -> "libreoffice-calc", case-insensitive), or NULL for names that ask for no
+ * application of their own ("os", "terminal", "image", "pdf", ...). */
+const char *osworld_app_package(const char *app);
+
 #endif

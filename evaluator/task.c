@@ -1164,6 +1164,7 @@ static int parse_image(task *t, json_t *root, em_err *err)
     if (get_str(root, "", "image", false, &s, err) < 0 || (s && check_name("image", s, err) < 0))
         return -1;
     t->image = xstrdup(s ? s : IMAGE_DEFAULT);
+    t->image_named = s != NULL;
     return 0;
 }
 

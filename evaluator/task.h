@@ -103,6 +103,7 @@ typedef struct task {
     char *id, *instruction;
     char *source;        /* NULL when absent */
     char *image;         /* default "desktop" */
+    bool image_named;    /* the task file names its image (OSWorld's files never do) */
     char **related_apps;
     size_t nrelated_apps;
     task_step *config;

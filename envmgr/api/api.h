@@ -26,6 +26,8 @@ typedef struct api_config {
     const char *novnc_dir;   /* noVNC's files for the live page (NULL: ENVMGR_NOVNC_DIR or /usr/share/novnc) */
     const char *accel;       /* auto, kvm, tcg */
     double settle_ms;        /* after each action, as `envmgr run --settle-ms` */
+    const char *image;       /* --image: for requests that name none and tasks that name none (NULL: desktop) */
+    bool force_image;        /* --force-image: that image even for a task that names another */
     const struct netpolicy *net; /* every env's: the operator's --allow-private rules and egress limit maxima
                                   * (NULL: none and the defaults) */
 } api_config;

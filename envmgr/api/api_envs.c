@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "envmgr/api/api_int.h"
+#include "envmgr/episode/plan.h"
 #include "envmgr/base/base64.h"
 #include "envmgr/net/egress_log.h"
 #include "envmgr/net/netpolicy.h"
@@ -305,28 +306,39 @@ void api_h_create(api_request *q, api_reply *r)
                                                 strcmp(json_string_value(jaccel), "tcg") &&
                                                 strcmp(json_string_value(jaccel), "kvm"))))
         return reply_fail(r, 400, "accel", "accel: expected \"auto\", \"tcg\" or \"kvm\"");
-    /* Check the task before a VM starts: bad input costs nothing. */
+    /* Check the task before a VM starts: bad input costs nothing. The image is the request's own,
+     * else plan_image's rule with serve's --image; coordinates are checked against its screen. */
     task *t = NULL;
     char *tpath = NULL, sha[65] = "";
-    /* Coordinates are checked against the screen of the image the env will boot. */
+    plan_image_choice choice = {.image = jimage ? json_string_value(jimage) : s->cfg.image,
+                                .force = jimage || s->cfg.force_image};
+    const char *guess = choice.image ? choice.image : IMAGE_DEFAULT;
     int w, h;
-    image_screen(jimage ? json_string_value(jimage) : IMAGE_DEFAULT, &w, &h);
+    image_screen(guess, &w, &h);
     if (jtask && api_parse_task(jtask, "task", s->cfg.task_root, s->empty_dir, s->cfg.net, w, h, NULL, &t, &tpath, sha, &ae_) < 0)
         return api_reply_error(r, &ae_);
-    if (t && !jimage && t->image && strcmp(t->image, IMAGE_DEFAULT)) { /* the task names its image: its screen */
+    char *image_copy = NULL;
+    if (t && plan_image(t, &choice, &image_copy, &err) < 0) {
+        task_free(t);
+        free(tpath);
+        return reply_fail(r, 400, "task", err.msg);
+    }
+    if (t) {
         int tw, th;
-        image_screen(t->image, &tw, &th);
-        if (tw != w || th != h) {
+        image_screen(image_copy, &tw, &th);
+        if (tw != w || th != h) { /* the task runs on another screen than guessed: check it against that one */
             task_free(t);
             t = NULL;
             free(tpath);
             tpath = NULL;
-            if (api_parse_task(jtask, "task", s->cfg.task_root, s->empty_dir, s->cfg.net, tw, th, NULL, &t, &tpath, sha, &ae_) < 0)
+            if (api_parse_task(jtask, "task", s->cfg.task_root, s->empty_dir, s->cfg.net, tw, th, NULL, &t, &tpath, sha, &ae_) < 0) {
+                free(image_copy);
                 return api_reply_error(r, &ae_);
+            }
         }
+    } else {
+        image_copy = xstrdup(guess);
     }
-    const char *image = jimage ? json_string_value(jimage) : t && t->image ? t->image : IMAGE_DEFAULT;
-    char *image_copy = xstrdup(image);
     task_free(t);
     t = NULL;
     free(tpath);
@@ -466,6 +478,13 @@ void api_h_reset(api_request *q, api_reply *r)
                        &npath, nsha, &ae_) < 0) {
         unlock_env(q, ae);
         return api_reply_error(r, &ae_);
+    }
+    em_err perr = {0};
+    if (nt && plan_check_apps(nt, env_manifest(ae->e), &perr) < 0) { /* never on an image without its apps */
+        unlock_env(q, ae);
+        task_free(nt);
+        free(npath);
+        return reply_fail(r, 400, "task", perr.msg);
     }
     /* The old episode goes (its trace stays, marked incomplete) before its task does. */
     episode_abandon(ae->ep);

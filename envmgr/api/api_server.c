@@ -280,6 +280,7 @@ int api_server_start(const api_config *c, api_server **out, em_err *err)
     const char *nv = c->novnc_dir ? c->novnc_dir : getenv("ENVMGR_NOVNC_DIR");
     s->cfg.novnc_dir = xstrdup(nv && *nv ? nv : "/usr/share/novnc");
     s->cfg.accel = xstrdup(c->accel ? c->accel : "auto");
+    s->cfg.image = c->image ? xstrdup(c->image) : NULL;
     pthread_mutex_init(&s->lock, NULL);
     pthread_cond_init(&s->cond, NULL);
     api_metrics_init(&s->metrics);
@@ -362,6 +363,7 @@ void api_server_stop(api_server *s)
     free((char *)s->cfg.task_root);
     free((char *)s->cfg.novnc_dir);
     free((char *)s->cfg.accel);
+    free((char *)s->cfg.image);
     free(s);
 }
 

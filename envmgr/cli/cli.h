@@ -79,6 +79,22 @@ enum { CLI_OPT_MAX_EGRESS_BYTES = 0x1010, CLI_OPT_MAX_CONN_PER_MIN };
     "                  network.limits.max_connections_per_minute may ask for; 0: no limit\n"
 struct netpolicy;
 int cli_net_limit_option(const char *usage, int opt, const char *arg, struct netpolicy *p);
+/* --image NAME [--force-image], shared by run, suite run, suite list and serve: the image for tasks
+ * (and, for serve, API requests) that name none, or for every task with --force-image; the rule
+ * itself is plan_image's (envmgr/episode/plan.h). cli_image_option takes the option getopt
+ * returned; cli_image_check refuses --force-image without --image. Both return 0, or
+ * EM_EXIT_USAGE after printing why. */
+enum { CLI_OPT_IMAGE = 0x1020, CLI_OPT_FORCE_IMAGE };
+#define CLI_IMAGE_OPTIONS                                                                                            \
+    {"image", required_argument, 0, CLI_OPT_IMAGE}, { "force-image", no_argument, 0, CLI_OPT_FORCE_IMAGE }
+#define CLI_IMAGE_USAGE                                                                                              \
+    "  --image NAME    the image for tasks that name none (OSWorld's never do; default desktop): a task's\n"       \
+    "                  own `image` wins unless --force-image. A task whose related_apps the image lacks is\n"     \
+    "                  refused before any VM starts, naming the image that has them\n"                            \
+    "  --force-image   --image for every task, even one that names another\n"
+struct plan_image_choice;
+int cli_image_option(const char *usage, int opt, const char *arg, struct plan_image_choice *ch);
+int cli_image_check(const char *usage, const struct plan_image_choice *ch);
 int cmd_gc(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_view(int argc, char **argv);

@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "envmgr/env/env.h"
 #include "envmgr/episode/episode.h"
+#include "envmgr/episode/plan.h"
 #include "envmgr/base/paths.h"
 #include "envmgr/base/util.h"
 #include "envmgr/net/netpolicy.h"
@@ -17,7 +18,7 @@ static const char usage[] =
     "usage: envmgr run TASK.json|SUITE_DIR --agent CMD [--env NAME] [--out DIR] [--record DIR]\n"
     "                  [--accel auto|kvm|tcg] [--settle-ms MS] [--probe-late MS] [--allow-private ADDR:PORT]...\n"
     "                  [--observation KIND] [--offline] [--asset-mirror PREFIX=DIR|URL]...\n"
-    "                  [--agent-env NAME]... [--agent-sandbox on|off]\n"
+    "                  [--agent-env NAME]... [--agent-sandbox on|off] [--image NAME [--force-image]] [--video]\n"
     "                  [--max-egress-bytes N] [--max-connections-per-minute N]\n"
     "  Run episodes: restore the clean snapshot, run the task's setup, let the agent act\n"
     "  (docs/agent-protocol.md), run postconfig and the evaluator, revert. Prints the score and\n"
@@ -34,6 +35,7 @@ static const char usage[] =
     "  --video         also OUT/recording.mp4: the episode as a video, from the trace (ffmpeg on the host)\n"
     "  --allow-private A:P  the temporary env may reach this loopback/private address when a task's\n"
     "                  allowlist applies (the operator's choice; tasks cannot; repeatable)\n"
+    CLI_IMAGE_USAGE
     CLI_AGENT_USAGE
     CLI_NET_LIMITS_USAGE
     "                  (--allow-private and --max-*: for the temporary env; `envmgr up` sets them for --env)\n"
@@ -43,6 +45,7 @@ typedef struct run_args {
     const char *agent, *env_name, *out, *record, *accel;
     double settle_ms, late_probe_ms;
     bool video;
+    plan_image_choice image;
     obs_kind observation;
     netpolicy net; /* the operator's --allow-private rules and limit maxima (mode none until a task opens an
                     * allowlist) */
@@ -81,6 +84,7 @@ int cmd_run(int argc, char **argv)
                                          {"probe-late", required_argument, 0, 'L'},
                                          {"observation", required_argument, 0, 'B'},
                                          {"video", no_argument, 0, 'V'},
+                                         CLI_IMAGE_OPTIONS,
                                          {"agent-env", required_argument, 0, CLI_OPT_AGENT_ENV},
                                          {"agent-sandbox", required_argument, 0, CLI_OPT_AGENT_SANDBOX},
                                          CLI_NET_LIMIT_OPTIONS, {0, 0, 0, 0}};
@@ -92,6 +96,11 @@ int cmd_run(int argc, char **argv)
         case 'o': a.out = optarg; break;
         case 'r': a.record = optarg; break;
         case 'V': a.video = true; break;
+        case CLI_OPT_IMAGE:
+        case CLI_OPT_FORCE_IMAGE:
+            if (cli_image_option(usage, c, optarg, &a.image))
+                return EM_EXIT_USAGE;
+            break;
         case 'A': a.accel = optarg; break;
         case 's':
             if (parse_double(optarg, &a.settle_ms) < 0 || a.settle_ms < 0 || a.settle_ms > 10000)
@@ -133,6 +142,10 @@ int cmd_run(int argc, char **argv)
         return cli_usage_error(usage, "run: expected one TASK.json or SUITE_DIR");
     if (!a.agent)
         return cli_usage_error(usage, "--agent: missing");
+    if (cli_image_check(usage, &a.image))
+        return EM_EXIT_USAGE;
+    if (a.image.image && a.env_name)
+        return cli_usage_error(usage, "--image: only for the temporary env (--env runs the image it was started with)");
     if (a.has_net && a.env_name)
         return cli_usage_error(usage, "--allow-private, --max-*: only for the temporary env (give them to `envmgr up` "
                                       "for --env)");
@@ -141,7 +154,7 @@ int cmd_run(int argc, char **argv)
     if (stat(target, &st) < 0)
         return cli_usage_error(usage, "run: `%s` does not exist", target);
     bool suite = S_ISDIR(st.st_mode);
-    _cleanup_free_ char *image = xstrdup(IMAGE_DEFAULT);
+    _cleanup_free_ char *image = xstrdup(a.image.image ? a.image.image : IMAGE_DEFAULT);
     char **paths = NULL;
     size_t n = 0;
     if (suite) {
@@ -164,8 +177,13 @@ int cmd_run(int argc, char **argv)
             return cli_report(&err);
         }
         free(image);
-        image = xstrdup(t->image); /* the temporary env boots the image the task names */
+        image = NULL;
+        int prc = a.env_name ? 0 : plan_image(t, &a.image, &image, &err); /* --env: episode_prepare_task */
         task_free(t);
+        if (prc < 0) {
+            em_prefix(&err, "%s: ", target);
+            return cli_report(&err);
+        }
         paths = xcalloc(1, sizeof *paths);
         paths[0] = xstrdup(target);
         n = 1;

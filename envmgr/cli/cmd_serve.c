@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "envmgr/api/api.h"
 #include "envmgr/base/paths.h"
+#include "envmgr/episode/plan.h"
 #include "envmgr/base/util.h"
 #include "envmgr/net/netpolicy.h"
 
@@ -15,6 +16,7 @@ static const char usage[] =
     "usage: envmgr serve [--listen HOST:PORT | --socket PATH] [--token-file FILE] [--max-envs N]\n"
     "                    [--out DIR] [--task-root DIR] [--accel auto|kvm|tcg] [--settle-ms MS]\n"
     "                    [--allow-private ADDR:PORT]... [--max-egress-bytes N] [--max-connections-per-minute N]\n"
+    "                    [--image NAME [--force-image]]\n"
     "  Serve the JSON HTTP API (docs/http-api.md) until SIGINT/SIGTERM, then tear down every env it created.\n"
     "  --listen HOST:PORT  default " API_DEFAULT_LISTEN "; a port of 0 picks a free one. Only loopback\n"
     "                      unless you name another address here.\n"
@@ -28,6 +30,8 @@ static const char usage[] =
     "  --allow-private A:P every env may reach this loopback/private address when its task's allowlist\n"
     "                      applies (the operator's choice: no request or task can; repeatable)\n"
     CLI_NET_LIMITS_USAGE
+    CLI_IMAGE_USAGE
+    "                  (for POST /v1/envs: a request's own \"image\" always wins)\n"
     "  Prints `envmgr serve: listening on URL` and `envmgr serve: token file FILE` on stdout when ready.\n";
 
 static bool is_loopback(const char *listen)
@@ -49,7 +53,8 @@ int cmd_serve(int argc, char **argv)
         {"token-file", required_argument, 0, 't'}, {"max-envs", required_argument, 0, 'm'},
         {"out", required_argument, 0, 'o'},       {"task-root", required_argument, 0, 'r'},
         {"accel", required_argument, 0, 'A'},     {"settle-ms", required_argument, 0, 's'},
-        {"allow-private", required_argument, 0, 'P'}, CLI_NET_LIMIT_OPTIONS, {0, 0, 0, 0}};
+        {"allow-private", required_argument, 0, 'P'}, CLI_NET_LIMIT_OPTIONS, CLI_IMAGE_OPTIONS, {0, 0, 0, 0}};
+    plan_image_choice image = {0};
     netpolicy net;
     netpolicy_init(&net);
     em_err perr = {0};
@@ -87,9 +92,18 @@ int cmd_serve(int argc, char **argv)
                 return EM_EXIT_USAGE;
             c.net = &net;
             break;
+        case CLI_OPT_IMAGE:
+        case CLI_OPT_FORCE_IMAGE:
+            if (cli_image_option(usage, ch, optarg, &image))
+                return EM_EXIT_USAGE;
+            break;
         default: return cli_usage_error(usage, "serve: bad option");
         }
     }
+    if (cli_image_check(usage, &image))
+        return EM_EXIT_USAGE;
+    c.image = image.image;
+    c.force_image = image.force;
     if (optind != argc)
         return cli_usage_error(usage, "serve: unexpected argument `%s`", argv[optind]);
     if (c.listen && c.socket_path)

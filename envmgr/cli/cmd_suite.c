@@ -12,17 +12,19 @@
 #include "envmgr/suite/suite_pool.h"
 #include "envmgr/base/util.h"
 #include "envmgr/episode/episode.h"
+#include "envmgr/episode/plan.h"
 
 static const char usage[] =
     "usage: envmgr suite run SUITE --agent CMD --out DIR [--envs N] [--resume] [--shard K/N] [--repeat R]\n"
     "                        [--retries N] [--accel auto|kvm|tcg] [--settle-ms MS] [--watchdog S]\n"
     "                        [--watchdog-margin S] [--progress auto|line|plain] [--strict] [--offline]\n"
     "                        [--asset-mirror PREFIX=DIR|URL]... [--observation KIND] [--video]\n"
+    "                        [--image NAME [--force-image]]\n"
     "                        [--agent-env NAME]... [--agent-sandbox on|off]\n"
     "                        [--max-egress-bytes N] [--max-connections-per-minute N]\n"
     "       envmgr suite compare BASE_DIR NEW_DIR [--tolerance T]\n"
     "       envmgr suite merge --out DIR SHARD_DIR...\n"
-    "       envmgr suite list SUITE [--shard K/N] [--strict]\n"
+    "       envmgr suite list SUITE [--shard K/N] [--strict] [--image NAME [--force-image]]\n"
     "       envmgr suite summary DIR\n"
     "  run      run every task of SUITE (a folder of task files, or an index JSON {domain: [ids]}) with\n"
     "           the agent, N envs at once, each restored to its clean snapshot between tasks. Writes\n"
@@ -42,6 +44,7 @@ static const char usage[] =
     "    --video             each episode's recording.mp4 beside its result.json, built from its trace (ffmpeg)\n"
     "    --strict          refuse the whole suite when a task does not load; without it such a task is\n"
     "                      recorded as `unsupported` with its reason and counted apart from scores\n"
+    CLI_IMAGE_USAGE
     CLI_AGENT_USAGE
     CLI_ASSET_USAGE
     CLI_NET_LIMITS_USAGE
@@ -68,6 +71,7 @@ static void print_outputs(const char *dir)
 
 static int cmd_suite_run(int argc, char **argv)
 {
+    plan_image_choice image = {0};
     pool_opts o = {.accel = "auto", .repeat = 1, .retries = 1, .settle_ms = 300,
                    .watchdog_margin_s = SUITE_WATCHDOG_MARGIN_S, .progress = -1};
     int shard_k = 1, shard_n = 1;
@@ -82,6 +86,7 @@ static int cmd_suite_run(int argc, char **argv)
                                          {"settle-ms", required_argument, 0, 'S'},
                                          {"observation", required_argument, 0, 'B'},
                                          {"video", no_argument, 0, 'V'},
+                                         CLI_IMAGE_OPTIONS,
                                          {"watchdog", required_argument, 0, 'w'},
                                          {"watchdog-margin", required_argument, 0, 'W'},
                                          {"progress", required_argument, 0, 'p'},
@@ -134,6 +139,11 @@ static int cmd_suite_run(int argc, char **argv)
                 return cli_usage_error(usage, "--settle-ms: expected 0..10000, got `%s`", optarg);
             break;
         case 'V': o.video = true; break;
+        case CLI_OPT_IMAGE:
+        case CLI_OPT_FORCE_IMAGE:
+            if (cli_image_option(usage, c, optarg, &image))
+                return EM_EXIT_USAGE;
+            break;
         case 'B': {
             em_err oerr = {0};
             if (obs_kind_parse(optarg, &o.observation, &oerr) < 0)
@@ -186,8 +196,10 @@ static int cmd_suite_run(int argc, char **argv)
         return cli_usage_error(usage, "--agent: missing");
     if (!o.out_dir)
         return cli_usage_error(usage, "--out: missing (the run directory)");
+    if (cli_image_check(usage, &image))
+        return EM_EXIT_USAGE;
     suite *s = NULL;
-    if (suite_load(argv[optind], shard_k, shard_n, strict, &s, &err) < 0)
+    if (suite_load(argv[optind], shard_k, shard_n, strict, &image, &s, &err) < 0)
         return cli_report(&err);
     if (suite_unsupported(s))
         fprintf(stderr, "suite: %zu of %zu tasks cannot run here (recorded as unsupported; `envmgr task check` "
@@ -271,14 +283,20 @@ static int cmd_suite_list(int argc, char **argv)
 {
     int k = 1, n = 1;
     bool strict = false;
+    plan_image_choice image = {0};
     static const struct option opts[] = {{"shard", required_argument, 0, 's'}, {"strict", no_argument, 0, 'X'},
-                                         {0, 0, 0, 0}};
+                                         CLI_IMAGE_OPTIONS, {0, 0, 0, 0}};
     int c;
     em_err err = {0};
     optind = 1;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         if (c == 'X') {
             strict = true;
+            continue;
+        }
+        if (c == CLI_OPT_IMAGE || c == CLI_OPT_FORCE_IMAGE) {
+            if (cli_image_option(usage, c, optarg, &image))
+                return EM_EXIT_USAGE;
             continue;
         }
         if (c != 's')
@@ -288,8 +306,10 @@ static int cmd_suite_list(int argc, char **argv)
     }
     if (argc - optind != 1)
         return cli_usage_error(usage, "suite list: expected one SUITE");
+    if (cli_image_check(usage, &image))
+        return EM_EXIT_USAGE;
     suite *s = NULL;
-    if (suite_load(argv[optind], k, n, strict, &s, &err) < 0)
+    if (suite_load(argv[optind], k, n, strict, &image, &s, &err) < 0)
         return cli_report(&err);
     for (size_t i = 0; i < s->ntasks; i++)
         if (s->tasks[i].unsupported)

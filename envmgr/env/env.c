@@ -90,6 +90,7 @@ static int ensure_running(env *e, em_err *err)
     return e->running_known ? 0 : env_hold(e, false, err);
 }
 int env_width(const env *e) { return e->image->width; }
+const manifest *env_manifest(const env *e) { return e->image; }
 int env_height(const env *e) { return e->image->height; }
 
 static char *in_dir(const env *e, const char *file)

@@ -50,6 +50,8 @@ const char *env_dir(const env *e);
 const char *env_accel(const env *e);
 const char *env_image_sha256(const env *e);
 int env_width(const env *e);
+/* The image the env runs (its manifest: name, packages, boot). */
+const struct manifest *env_manifest(const env *e);
 int env_height(const env *e);
 /* The image user's password (manifest_user_password); caller frees. */
 char *env_user_password(const env *e);

@@ -13,6 +13,7 @@
 #include "envmgr/net/egress_log.h"
 #include "envmgr/net/netpolicy.h"
 #include "envmgr/action/pyautogui.h"
+#include "envmgr/episode/plan.h"
 #include "recorder/trace.h"
 #include "evaluator/score.h"
 #include "envmgr/base/sha256.h"
@@ -888,7 +889,8 @@ int episode_finish(episode *ep, exit_cause cause, json_t **result, em_err *err)
 int episode_prepare_task(env *e, task *t, em_err *err)
 {
     netpolicy cur;
-    if (env_network(e, &cur, err) < 0 || netpolicy_check_task(&cur, &t->net, err) < 0)
+    if (plan_check_apps(t, env_manifest(e), err) < 0 || env_network(e, &cur, err) < 0 ||
+        netpolicy_check_task(&cur, &t->net, err) < 0)
         return -1;
     _cleanup_free_ char *pw = env_user_password(e);
     task_vars v = {.screen_w = env_width(e), .screen_h = env_height(e), .client_password = pw};

@@ -6,6 +6,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "envmgr/episode/plan.h"
+#include "envmgr/vm/manifest.h"
 #include "evaluator/task.h"
 #include "envmgr/base/fileio.h"
 #include "envmgr/base/paths.h"
@@ -169,8 +171,16 @@ static size_t index_duplicates(suite_task *all, size_t n)
     return k;
 }
 
-int suite_load(const char *source, int shard_k, int shard_n, bool strict, suite **out, em_err *err)
+int suite_load(const char *source, int shard_k, int shard_n, bool strict, const plan_image_choice *image,
+               suite **out, em_err *err)
 {
+    if (image && image->image) { /* an image that is not built fails the suite, not each task */
+        _cleanup_free_ char *dir = paths_image_dir(image->image);
+        manifest *m = NULL;
+        if (manifest_load(dir, &m, err) < 0)
+            return em_prefix(err, "--image %s: ", image->image);
+        manifest_free(m);
+    }
     char real[PATH_MAX];
     struct stat st;
     if (!realpath(source, real) || stat(real, &st) < 0) {
@@ -218,11 +228,22 @@ int suite_load(const char *source, int shard_k, int shard_n, bool strict, suite 
             em_err_clear(err);
             continue;
         }
+        em_err perr = {0};
+        char *img = NULL;
+        if (plan_image(t, image, &img, &perr) < 0 && strict) {
+            *err = perr;
+            em_prefix(err, "%s: ", paths[i]);
+            task_free(t);
+            rc = -1;
+            break;
+        }
         suite_task *st2 = &all[loaded++];
         st2->path = xstrdup(paths[i]);
         st2->id = xstrdup(t->id);
         st2->domain = task_domain(domains, t->id, paths[i]);
-        st2->image = xstrdup(t->image ? t->image : IMAGE_DEFAULT);
+        st2->image = img ? img : xstrdup(IMAGE_DEFAULT);
+        if (!img) /* the image cannot run it: recorded as unsupported, never run on the wrong one */
+            st2->unsupported = xstrdup(perr.msg);
         st2->episode_timeout_s = t->episode_timeout_s;
         task_free(t);
     }

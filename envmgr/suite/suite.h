@@ -56,7 +56,12 @@ bool suite_in_shard(size_t i, int k, int n);
  * not load is an error with strict; otherwise it stays in the suite marked
  * unsupported (its id from the file, else the file name), so a run records
  * it as such and runs the rest. */
-int suite_load(const char *source, int shard_k, int shard_n, bool strict, suite **out, em_err *err);
+struct plan_image_choice;
+/* image: the operator's --image choice (NULL: none), applied to each task by plan_image; a task the
+ * chosen image cannot run (related_apps it lacks) is unsupported with the reason, or, with strict,
+ * an error. */
+int suite_load(const char *source, int shard_k, int shard_n, bool strict, const struct plan_image_choice *image,
+               suite **out, em_err *err);
 /* How many tasks of s are unsupported. */
 size_t suite_unsupported(const suite *s);
 void suite_free(suite *s);

@@ -70,6 +70,11 @@ check "the error names the task field" bash -c "grep -q '\"field\":\"task' '$T/b
 check "task path outside --task-root: 400" test "$(req POST /v1/envs -d '{"task":"../../etc/passwd"}')" = 400
 check "image name with a slash: 400" test "$(req POST /v1/envs -d '{"image":"../x"}')" = 400
 check "unknown field: 400" test "$(req POST /v1/envs -d '{"imgae":"desktop"}')" = 400
+GIMP_TASK='{"task":{"id":"g","instruction":"y","related_apps":["gimp"],"evaluator":{"func":"infeasible"}}}'
+check "a task about an app the default image lacks: 400 (issue 28)" test "$(req POST /v1/envs -d "$GIMP_TASK")" = 400
+check "the error names related_apps, the app and the image" bash -c "grep -q 'related_apps: gimp: not on image .desktop.' '$T/body'"
+check "an explicit image without the app: 400 too" \
+    test "$(req POST /v1/envs -d '{"image":"desktop","task":{"id":"g","instruction":"y","related_apps":["gimp"],"evaluator":{"func":"infeasible"}}}')" = 400
 check "no VM was started for bad input" test -z "$(ls "$ENVMGR_RUN_DIR" 2>/dev/null)"
 
 # --- an env -------------------------------------------------------------------------

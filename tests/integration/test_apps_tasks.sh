@@ -50,4 +50,19 @@ for task in "$pick"/*.json; do
     fi
     check "$id: its trace verifies" "$ENVMGR" trace verify "$T/scripted/traces/$id/trace" >/dev/null
 done
+# --image (issue 28): OSWorld's files name no image; `--image apps` puts one on the apps image, and without
+# it the task is refused before any VM starts, naming the image that has its app.
+osw=$T/osworld-shaped
+mkdir -p "$osw" && cp -r "$SUITE_DIR/files" "$osw/" 2>/dev/null
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); d.pop('image'); json.dump(d, open(sys.argv[2],'w'))" \
+    "$SUITE_DIR/vlc-pause.json" "$osw/vlc-pause.json"
+out=$("$ENVMGR" run "$osw/vlc-pause.json" --agent "$AG/null" --accel tcg --out "$T/noimage" 2>&1); rc=$?
+check "--image: an OSWorld-shaped VLC task without it is refused (exit 2), pointing at --image apps" \
+    bash -c "[ $rc = 2 ] && printf '%s' \"\$1\" | grep -q 'related_apps: vlc: not on image .desktop.; image .apps. has them (--image apps)'" _ "$out"
+check "--image: suite list without it marks the task unsupported; with --image apps it runs" bash -c \
+    "'$ENVMGR' suite list '$osw' | grep -q 'unsupported: related_apps: vlc' && ! '$ENVMGR' suite list '$osw' --image apps | grep -q unsupported"
+"$ENVMGR" run "$osw/vlc-pause.json" --image apps --agent "$AG/scripted --tasks $osw" --accel tcg --out "$T/image" >"$T/image-run.log" 2>&1
+tail -2 "$T/image-run.log"
+check "--image apps: the task runs on the apps image and its solution scores 1.0" \
+    python3 -c "import json,sys; r=json.load(open(sys.argv[1])); sys.exit(0 if r['score'] == 1.0 else 1)" "$T/image/result.json"
 finish

@@ -68,6 +68,19 @@ check "a bad task: exit 2" test $rc = 2
 check "a bad task: one line naming evaluator.result.type" \
     bash -c "[ \$(printf '%s\n' \"\$1\" | wc -l) = 1 ] && printf '%s' \"\$1\" | grep -q 'evaluator.result.type'" _ "$out"
 check "a bad task starts no env" test -z "$(ls "$ENVMGR_RUN_DIR" | grep run- || true)"
+# --image (issue 28): a task about an app the image lacks is refused before any VM starts, naming them
+echo '{"id":"g","instruction":"y","related_apps":["gimp","os"],"evaluator":{"func":"infeasible"}}' >"$T/gimp.json"
+out=$("$ENVMGR" run "$T/gimp.json" --agent /bin/true 2>&1); rc=$?
+check "an OSWorld task whose app the default image lacks: exit 2, one line naming related_apps and desktop" \
+    bash -c "[ $rc = 2 ] && [ \$(printf '%s\n' \"\$1\" | wc -l) = 1 ] && printf '%s' \"\$1\" | grep -q 'related_apps: gimp: not on image .desktop.'" _ "$out"
+out=$("$ENVMGR" run "$T/gimp.json" --agent /bin/true --image desktop --force-image 2>&1); rc=$?
+check "--image desktop --force-image: the same refusal" bash -c "[ $rc = 2 ] && printf '%s' \"\$1\" | grep -q 'related_apps: gimp'" _ "$out"
+out=$("$ENVMGR" run "$TASK" --env $E --agent /bin/true --image apps 2>&1); rc=$?
+check "--image with --env: a usage error (the env runs its own image)" bash -c "[ $rc = 2 ] && printf '%s' \"\$1\" | grep -q -- '--image: only for the temporary env'" _ "$out"
+out=$("$ENVMGR" run "$T/gimp.json" --env $E --agent /bin/true 2>&1); rc=$?
+check "--env on an image without the app: refused before the episode, naming it" \
+    bash -c "[ $rc = 2 ] && printf '%s' \"\$1\" | grep -q 'related_apps: gimp: not on image .desktop.'" _ "$out"
+check "a refused task starts no env" test -z "$(ls "$ENVMGR_RUN_DIR" | grep run- || true)"
 "$ENVMGR" run /nonexistent.json --agent /bin/true >/dev/null 2>&1
 check "a missing task file: exit 2" test $? = 2
 "$ENVMGR" down $E >/dev/null

@@ -90,7 +90,7 @@ static void test_load_data_suite(void)
 {
     em_err err = {0};
     suite *s = NULL;
-    CU_ASSERT_EQUAL_FATAL(suite_load(DATA_SUITE, 1, 1, false, &s, &err), 0);
+    CU_ASSERT_EQUAL_FATAL(suite_load(DATA_SUITE, 1, 1, false, NULL, &s, &err), 0);
     CU_ASSERT_EQUAL_FATAL(s->ntasks, 4);
     CU_ASSERT_EQUAL(s->total, 4);
     const char *ids[] = {"count-files", "kernel-name", "slow-marker", "terminal-echo"};
@@ -103,7 +103,7 @@ static void test_load_data_suite(void)
     }
     /* The index lists the same tasks: same ids, same domains, same order. */
     suite *x = NULL;
-    CU_ASSERT_EQUAL_FATAL(suite_load(DATA_SUITE "/test_all.json", 1, 1, false, &x, &err), 0);
+    CU_ASSERT_EQUAL_FATAL(suite_load(DATA_SUITE "/test_all.json", 1, 1, false, NULL, &x, &err), 0);
     CU_ASSERT_EQUAL_FATAL(x->ntasks, 4);
     for (size_t i = 0; i < 4; i++) {
         CU_ASSERT_STRING_EQUAL(x->tasks[i].id, ids[i]);
@@ -113,9 +113,9 @@ static void test_load_data_suite(void)
     suite_free(x);
     /* Shards: disjoint, together the whole, the same every time. */
     suite *a = NULL, *b = NULL, *a2 = NULL;
-    CU_ASSERT_EQUAL_FATAL(suite_load(DATA_SUITE, 1, 2, false, &a, &err), 0);
-    CU_ASSERT_EQUAL_FATAL(suite_load(DATA_SUITE, 2, 2, false, &b, &err), 0);
-    CU_ASSERT_EQUAL_FATAL(suite_load(DATA_SUITE, 1, 2, false, &a2, &err), 0);
+    CU_ASSERT_EQUAL_FATAL(suite_load(DATA_SUITE, 1, 2, false, NULL, &a, &err), 0);
+    CU_ASSERT_EQUAL_FATAL(suite_load(DATA_SUITE, 2, 2, false, NULL, &b, &err), 0);
+    CU_ASSERT_EQUAL_FATAL(suite_load(DATA_SUITE, 1, 2, false, NULL, &a2, &err), 0);
     CU_ASSERT_EQUAL(a->ntasks + b->ntasks, 4);
     CU_ASSERT(a->total == 4 && b->total == 4);
     CU_ASSERT_STRING_EQUAL(a->tasks[0].id, "count-files");
@@ -152,7 +152,7 @@ static void test_load_errors_and_flat_domains(void)
     put(p2, text);
     em_err err = {0};
     suite *s = NULL;
-    CU_ASSERT_EQUAL_FATAL(suite_load(dir, 1, 1, false, &s, &err), 0);
+    CU_ASSERT_EQUAL_FATAL(suite_load(dir, 1, 1, false, NULL, &s, &err), 0);
     CU_ASSERT_EQUAL_FATAL(s->ntasks, 2);
     CU_ASSERT_STRING_EQUAL(s->tasks[0].id, "a-task");
     CU_ASSERT_STRING_EQUAL(s->tasks[0].domain, "inner");
@@ -161,22 +161,22 @@ static void test_load_errors_and_flat_domains(void)
     /* Two files, one id: refused, naming both. */
     snprintf(text, sizeof text, TASK_JSON, "b-task");
     put(p2, text);
-    CU_ASSERT_EQUAL(suite_load(dir, 1, 1, false, &s, &err), -1);
+    CU_ASSERT_EQUAL(suite_load(dir, 1, 1, false, NULL, &s, &err), -1);
     CU_ASSERT_EQUAL(err.code, EM_EXIT_USAGE);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "used twice"));
     /* A bad task fails a --strict load, before any VM; without --strict it stays, unsupported, with why. */
     put(p2, "{\"id\":\"c\"}");
     em_err e2 = {0};
-    CU_ASSERT_EQUAL(suite_load(dir, 1, 1, true, &s, &e2), -1);
+    CU_ASSERT_EQUAL(suite_load(dir, 1, 1, true, NULL, &s, &e2), -1);
     CU_ASSERT_PTR_NOT_NULL(strstr(e2.msg, "two.json"));
-    CU_ASSERT_EQUAL_FATAL(suite_load(dir, 1, 1, false, &s, &e2), 0);
+    CU_ASSERT_EQUAL_FATAL(suite_load(dir, 1, 1, false, NULL, &s, &e2), 0);
     CU_ASSERT_EQUAL_FATAL(s->ntasks, 2);
     CU_ASSERT_EQUAL(suite_unsupported(s), 1);
     CU_ASSERT_STRING_EQUAL(s->tasks[1].id, "c");
     CU_ASSERT_STRING_EQUAL(s->tasks[1].unsupported, "instruction: missing");
     suite_free(s);
     em_err e3 = {0};
-    CU_ASSERT_EQUAL(suite_load("/nonexistent/suite", 1, 1, false, &s, &e3), -1);
+    CU_ASSERT_EQUAL(suite_load("/nonexistent/suite", 1, 1, false, NULL, &s, &e3), -1);
 }
 
 static void test_keys_and_dirs(void)

@@ -1,0 +1,95 @@
+/* The episode plan's image rule (plan.h). OSWorld's task files name no image, only the apps they
+ * are about (related_apps); an image's manifest lists its Debian packages, so whether an image can
+ * run a task is known before a VM starts, instead of a `launch vlc` that "succeeds" on an image
+ * without VLC and a score of 0 for the wrong reason. */
+#include "envmgr/episode/plan.h"
+
+#include <dirent.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "envmgr/base/paths.h"
+#include "envmgr/base/sbuf.h"
+#include "envmgr/base/util.h"
+#include "envmgr/vm/manifest.h"
+#include "evaluator/osworld.h"
+
+static bool has_package(const manifest *m, const char *package)
+{
+    size_t i;
+    json_t *p;
+    json_array_foreach(json_object_get(m->json, "packages"), i, p) {
+        const char *name = json_string_value(json_object_get(p, "name"));
+        if (name && !strcmp(name, package))
+            return true;
+    }
+    return false;
+}
+
+/* The apps of t's related_apps that m lacks, comma-separated; NULL when it has them all. */
+static char *missing_apps(const task *t, const manifest *m)
+{
+    sbuf b = {0};
+    for (size_t i = 0; i < t->nrelated_apps; i++) {
+        const char *pkg = osworld_app_package(t->related_apps[i]);
+        if (pkg && !has_package(m, pkg))
+            sbuf_printf(&b, "%s%s", b.len ? ", " : "", t->related_apps[i]);
+    }
+    return b.len ? sbuf_steal(&b) : NULL;
+}
+
+/* The built images (other than `except`) with every app t names: "`apps`, `big`"; NULL if none. */
+static char *images_with(const task *t, const char *except)
+{
+    DIR *d = opendir(paths_image_root());
+    struct dirent *e;
+    sbuf b = {0};
+    while (d && (e = readdir(d))) {
+        if (e->d_name[0] == '.' || !strcmp(e->d_name, except))
+            continue;
+        _cleanup_free_ char *dir = paths_image_dir(e->d_name);
+        manifest *m = NULL;
+        em_err ignored;
+        if (manifest_load(dir, &m, &ignored) < 0)
+            continue;
+        _cleanup_free_ char *missing = missing_apps(t, m);
+        if (!missing)
+            sbuf_printf(&b, "%s`%s`", b.len ? ", " : "", e->d_name);
+        manifest_free(m);
+    }
+    if (d)
+        closedir(d);
+    return b.len ? sbuf_steal(&b) : NULL;
+}
+
+int plan_check_apps(const task *t, const manifest *m, em_err *err)
+{
+    _cleanup_free_ char *missing = missing_apps(t, m);
+    if (!missing)
+        return 0;
+    _cleanup_free_ char *others = images_with(t, m->name);
+    if (others)
+        return em_fail_input(err, "related_apps: %s: not on image `%s`; image %s has them (--image %.*s)", missing,
+                             m->name, others, (int)strcspn(others + 1, "`"), others + 1);
+    return em_fail_input(err, "related_apps: %s: not on image `%s`, nor on any other image built here", missing,
+                         m->name);
+}
+
+int plan_image(const task *t, const plan_image_choice *op, char **image, em_err *err)
+{
+    const char *name = op && op->image && (op->force || !t->image_named) ? op->image
+                       : t->image_named                                 ? t->image
+                                                                        : IMAGE_DEFAULT;
+    if (t->nrelated_apps) {
+        _cleanup_free_ char *dir = paths_image_dir(name);
+        manifest *m = NULL;
+        if (manifest_load(dir, &m, err) < 0)
+            return em_prefix(err, "image `%s`: ", name);
+        int rc = plan_check_apps(t, m, err);
+        manifest_free(m);
+        if (rc < 0)
+            return -1;
+    }
+    *image = xstrdup(name);
+    return 0;
+}
