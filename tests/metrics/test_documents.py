@@ -82,19 +82,23 @@ class CompareDocxFiles(DocCase):
         for name in ("compare_docx_files", "compare_docx_lines"):
             err = self.assertError(name, ext, e)
             self.assertIn(f"result: word/document.xml: its DTD declares external entity 'xxe' (file://{secret})", err)
-            self.assertIn("expected: word/document.xml: its DTD declares external entity", self.assertError(name, e, ext))
+            self.assertIn("expected: word/document.xml: its DTD declares external entity",
+                          self.assertError(name, e, ext))
             self.assertIn("result: word/document.xml: its DTD declares entity 'lol' and 9 more: refused",
                           self.assertError(name, laughs, e))
         rels = with_dtd(e, self.path("rels.docx"), "word/_rels/document.xml.rels", xxe("http://127.0.0.1:9/"),
                         "styles.xml", "xxe")  # in a part python-docx reads before any text
-        self.assertIn("word/_rels/document.xml.rels: its DTD declares external entity", self.assertError("compare_docx_files", rels, e))
+        self.assertIn("word/_rels/document.xml.rels: its DTD declares external entity",
+                      self.assertError("compare_docx_files", rels, e))
         from odf.opendocument import OpenDocumentText
         from odf.text import P
         d = OpenDocumentText()
         d.text.addElement(P(text="same text"))
         d.save(self.path("e.odt"))
-        odt = with_dtd(self.path("e.odt"), self.path("xxe.odt"), "content.xml", xxe("file://" + secret), "same text", "xxe")
-        self.assertIn("result: content.xml: its DTD declares external entity", self.assertError("compare_docx_files", odt, self.path("e.odt")))
+        odt = with_dtd(self.path("e.odt"), self.path("xxe.odt"), "content.xml", xxe("file://" + secret), "same text",
+                       "xxe")
+        self.assertIn("result: content.xml: its DTD declares external entity",
+                      self.assertError("compare_docx_files", odt, self.path("e.odt")))
 
     def test_ignore_new_lines(self):
         e = self.docx("e.docx", ["a", "b"])

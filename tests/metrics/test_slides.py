@@ -86,9 +86,10 @@ class ComparePptx(MetricCase):
             z.writestr("ppt/presentation.xml", "<p:presentation")
         self.assertError("compare_pptx_files", self.path("r2.pptx"), e, {})
         # an external entity in a slide's text: refused, not scored on the text without it
-        r3 = with_dtd(e, self.path("r3.pptx"), "ppt/slides/slide1.xml", xxe("file:///etc/passwd"), "Quarterly report", "xxe")
-        self.assertIn("result: ppt/slides/slide1.xml: its DTD declares external entity 'xxe' (file:///etc/passwd): refused",
-                      self.assertError("compare_pptx_files", r3, e, {}))
+        r3 = with_dtd(e, self.path("r3.pptx"), "ppt/slides/slide1.xml", xxe("file:///etc/passwd"), "Quarterly report",
+                      "xxe")
+        self.assertIn("result: ppt/slides/slide1.xml: its DTD declares external entity 'xxe' (file:///etc/passwd): "
+                      "refused", self.assertError("compare_pptx_files", r3, e, {}))
 
 
 class SlideChecks(MetricCase):
