@@ -49,6 +49,16 @@ static double verdict(char **reason, double score, const char *fmt, ...)
     return score;
 }
 
+/* What a metric function returns for an evaluator_error (its reason says what happened). */
+#define EVALUATOR_ERROR (-1.0)
+
+/* The expected artifact cannot be read or decoded: the task's fault, not the agent's, so no score
+ * (as for an expected getter that fails, score.c). A result that cannot be read scores 0. */
+static double expected_unreadable(char **reason, const char *func, const char *why)
+{
+    return verdict(reason, EVALUATOR_ERROR, "%s: expected: %s", func, why);
+}
+
 /* A value for a reason: compact JSON, cut at SHOW_MAX characters. */
 static char *show(json_t *v)
 {
@@ -276,7 +286,7 @@ static double m_exact_match(const metric_ctx *ctx, json_t *result, json_t *expec
         return verdict(reason, 0, "exact_match: result: %s", e.msg);
     json_auto_t *x = expected_value(expected, &e);
     if (!x)
-        return verdict(reason, 0, "exact_match: expected: %s", e.msg);
+        return expected_unreadable(reason, "exact_match", e.msg);
     _cleanup_free_ char *rs = show(r), *xs = show(x);
     if (py_equal(r, x))
         return verdict(reason, 1, "exact_match: result equals %s", xs);
@@ -292,9 +302,11 @@ static double m_include_exclude(const metric_ctx *ctx, json_t *result, json_t *e
     if (art_bytes(result, &r, &rn, &e) < 0)
         return verdict(reason, 0, "check_include_exclude: result: %s", e.msg);
     json_auto_t *rules = art_value(expected, &e);
+    if (!rules)
+        return expected_unreadable(reason, "check_include_exclude", e.msg);
     if (!json_is_object(rules))
         return verdict(reason, 0, "check_include_exclude: expected rules {include: [...], exclude: [...]}, got %s",
-                       rules ? json_type_name(rules) : e.msg);
+                       json_type_name(rules));
     json_t *inc = json_object_get(rules, "include"), *exc = json_object_get(rules, "exclude");
     if ((inc && !json_is_array(inc)) || (exc && !json_is_array(exc)))
         return verdict(reason, 0, "check_include_exclude: rules.include and rules.exclude must be arrays of strings");
@@ -328,8 +340,10 @@ static double m_match_in_list(const metric_ctx *ctx, json_t *result, json_t *exp
     if (!r)
         return verdict(reason, 0, "match_in_list: result: %s", e.msg);
     json_auto_t *x = expected_value(expected, &e);
+    if (!x)
+        return expected_unreadable(reason, "match_in_list", e.msg);
     if (!json_is_array(x))
-        return verdict(reason, 0, "match_in_list: the expected value must be a list, got %s", x ? json_type_name(x) : e.msg);
+        return verdict(reason, 0, "match_in_list: the expected value must be a list, got %s", json_type_name(x));
     _cleanup_free_ char *rs = show(r);
     if (array_contains(x, r))
         return verdict(reason, 1, "match_in_list: %s is in the list", rs);
@@ -344,7 +358,7 @@ static double m_is_in_list(const metric_ctx *ctx, json_t *result, json_t *expect
         return verdict(reason, 0, "is_in_list: result: %s", e.msg);
     json_auto_t *x = expected_value(expected, &e);
     if (!x)
-        return verdict(reason, 0, "is_in_list: expected: %s", e.msg);
+        return expected_unreadable(reason, "is_in_list", e.msg);
     _cleanup_free_ char *xs = show(x);
     bool in;
     if (json_is_array(r))
@@ -376,7 +390,7 @@ static double m_literal_match(const metric_ctx *ctx, json_t *result, json_t *exp
         return verdict(reason, 0, "literal_match: result: %s", e.msg);
     json_auto_t *x = expected_value(expected, &e);
     if (!x)
-        return verdict(reason, 0, "literal_match: expected: %s", e.msg);
+        return expected_unreadable(reason, "literal_match", e.msg);
     const char *type = json_string_value(json_object_get(options, "type"));
     bool icase = opt_bool(options, "ignore_case");
     _cleanup_free_ char *rs = show(r), *xs = show(x);
@@ -448,7 +462,7 @@ static double m_fuzzy_match(const metric_ctx *ctx, json_t *result, json_t *expec
     if (art_bytes(result, &r, &rn, &e) < 0)
         return verdict(reason, 0, "fuzzy_match: result: %s", e.msg);
     if (expected_bytes(expected, &x, &xn, &e) < 0)
-        return verdict(reason, 0, "fuzzy_match: expected: %s", e.msg);
+        return expected_unreadable(reason, "fuzzy_match", e.msg);
     double ratio = metric_fuzzy_ratio(r, rn, x, xn);
     if (ratio < 0)
         return verdict(reason, 0, "fuzzy_match: texts longer than %d characters are not compared", METRIC_FUZZY_MAX);
@@ -489,7 +503,7 @@ static double m_compare_text_file(const metric_ctx *ctx, json_t *result, json_t 
     if (art_bytes(result, &r, &rn, &e) < 0)
         return verdict(reason, 0, "compare_text_file: result: %s", e.msg);
     if (expected_bytes(expected, &x, &xn, &e) < 0)
-        return verdict(reason, 0, "compare_text_file: expected: %s", e.msg);
+        return expected_unreadable(reason, "compare_text_file", e.msg);
     if (opt_bool(options, "ignore_blanks")) {
         rn = collapse_blanks(r, rn);
         xn = collapse_blanks(x, xn);
@@ -534,6 +548,8 @@ static double m_direct_json_object(const metric_ctx *ctx, json_t *result, json_t
     if (!json_is_object(r))
         return verdict(reason, 0, "check_direct_json_object: the result is not a JSON object (%s)", json_type_name(r));
     json_auto_t *rules = art_value(expected, &e);
+    if (!rules)
+        return expected_unreadable(reason, "check_direct_json_object", e.msg);
     json_t *x = json_object_get(rules, "expected");
     if (!json_is_object(x))
         return verdict(reason, 0, "check_direct_json_object: expected rules {\"expected\": {...}}");
@@ -613,7 +629,7 @@ static double m_compare_images_exact(const metric_ctx *ctx, json_t *result, json
         return verdict(reason, 0, "compare_images_exact: result: %s", e.msg);
     if (art_pixels(expected, &b, &bw, &bh, &e) < 0) {
         free(a);
-        return verdict(reason, 0, "compare_images_exact: expected: %s", e.msg);
+        return expected_unreadable(reason, "compare_images_exact", e.msg);
     }
     if (aw != bw || ah != bh) {
         free(a);
@@ -645,9 +661,6 @@ static double m_infeasible(const metric_ctx *ctx, json_t *result, json_t *expect
 }
 
 /* ---- scripts, in the evaluator sandbox ---- */
-
-/* What a metric function returns for an evaluator_error (its reason says what happened). */
-#define EVALUATOR_ERROR (-1.0)
 
 /* A bare name is looked up in the built-in scripts folder first, then in
  * the task folder; a name with a '/' only in the task folder. */

@@ -65,11 +65,12 @@ int metric_check_options(const char *func, json_t *options, em_err *err);
 
 /* Score result against expected. Returns METRIC_SCORED with *score in 0..1
  * and a one-line *reason (malloc'd) whenever the metric decided, including
- * when its inputs were missing or malformed (score 0, the reason says why).
+ * when its result was missing or malformed (score 0, the reason says why).
  * Returns METRIC_EVALUATOR_ERROR with *score 0 and *reason the one-line
  * message naming the metric when the evaluator itself failed: a script
  * crashed, timed out, hit a limit, printed garbage or answered
- * {"error": ...}, or the sandbox could not run. That is no score. Returns
+ * {"error": ...}, the sandbox could not run, or a built-in metric could not
+ * read or decode its expected artifact (the task's fault). That is no score. Returns
  * negative with err set only for an unknown func or a NULL argument.
  *
  * Registry metrics: evaluator/metrics/run.py in the sandbox, stdin

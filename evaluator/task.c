@@ -493,6 +493,17 @@ static char *percent_decode(const char *s)
     return out;
 }
 
+int task_file_path(const char *dir, const char *p, bool must_exist, char **abs, em_err *err)
+{
+    struct stat st;
+    if (path_inside(dir, p, false, abs, err) < 0)
+        return -1;
+    if (!must_exist && lstat(*abs, &st) < 0 && errno == ENOENT)
+        return 0; /* not there yet: checked when setup reads it */
+    free(*abs);
+    return path_inside(dir, p, true, abs, err);
+}
+
 static int download_source(const task *t, const char *url, const char *field, task_file *tf, em_err *err)
 {
     char **host = &tf->host_path;
@@ -508,7 +519,7 @@ static int download_source(const task *t, const char *url, const char *field, ta
         _cleanup_free_ char *path = percent_decode(rest);
         if (!path)
             return em_fail_input(err, "%s: `%.200s` decodes to a NUL byte", field, url);
-        if (path_inside(t->dir, path, false, host, err) < 0)
+        if (task_file_path(t->dir, path, false, host, err) < 0)
             return em_prefix(err, "%s: ", field);
         return 0;
     }
@@ -517,7 +528,7 @@ static int download_source(const task *t, const char *url, const char *field, ta
                              "%s: `%.200s`: only http(s) URLs, file:// URLs and files shipped with the task are "
                              "supported",
                              field, url);
-    if (path_inside(t->dir, url, false, host, err) < 0)
+    if (task_file_path(t->dir, url, false, host, err) < 0)
         return em_prefix(err, "%s: ", field);
     return 0;
 }
@@ -555,7 +566,7 @@ static int parse_files(pctx *c, json_t *params, const char *base, bool download,
                 tf->url = NULL;
                 return -1;
             }
-        } else if (path_inside(c->t->dir, src, false, &tf->host_path, err) < 0) {
+        } else if (task_file_path(c->t->dir, src, false, &tf->host_path, err) < 0) {
             return em_prefix(err, "%s: ", f);
         }
         tf->guest_path = xstrdup(dst);
@@ -818,7 +829,7 @@ static int parse_step(pctx *c, json_t *j, const char *base, task_step *s, em_err
             get_nonempty_str(params, p, "reference", false, &str, err) < 0 || parse_region(params, p, s, err) < 0)
             return -1;
         s->stable_ms = (int)l;
-        if (str && path_inside(c->t->dir, str, false, &s->reference, err) < 0) {
+        if (str && task_file_path(c->t->dir, str, false, &s->reference, err) < 0) {
             char q[PATH_BUF];
             jp(q, p, "reference");
             return em_prefix(err, "%s: ", q);

@@ -138,6 +138,14 @@ int task_load(const char *path, task **out, em_err *err);
 int task_parse(const char *json_text, size_t len, const char *base_dir, task **out, em_err *err);
 void task_free(task *t);
 
+/* A file the task ships (an upload's local_path, a download's local url, a wait_screen reference):
+ * p relative to the task folder dir (or absolute inside it), no `..` component, and once the file
+ * is there its real path (symlinks resolved) inside the folder's real path, else "`p` resolves
+ * outside the task folder". At load (must_exist false) a file not there yet passes; setup asks
+ * again with must_exist before it reads the file, so a symlink placed after loading cannot lead
+ * out either. *abs (malloc'd) is the path to read. */
+int task_file_path(const char *dir, const char *p, bool must_exist, char **abs, em_err *err);
+
 /* Every problem of a task file, for `envmgr task check`: one line each ("config[2].type: ..."),
  * in document order, without the file name. */
 typedef struct task_check_result {

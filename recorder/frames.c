@@ -8,12 +8,13 @@
 #include <sys/stat.h>
 
 #include "envmgr/base/fileio.h"
+#include "envmgr/base/png.h"
 #include "envmgr/base/sha256.h"
 #include "envmgr/base/util.h"
 #include "trace.h"
 
-const blob_kind BLOB_FRAME = {TRACE_FRAMES_DIR, ".png", "frame", TRACE_MAX_FRAME_BYTES};
-const blob_kind BLOB_A11Y = {TRACE_A11Y_DIR, ".xml", "accessibility tree", TRACE_MAX_A11Y_BYTES};
+const blob_kind BLOB_FRAME = {TRACE_FRAMES_DIR, ".png", "frame", TRACE_MAX_FRAME_BYTES, true};
+const blob_kind BLOB_A11Y = {TRACE_A11Y_DIR, ".xml", "accessibility tree", TRACE_MAX_A11Y_BYTES, false};
 
 char *blob_path(const char *dir, const blob_kind *k, const char *sha)
 {
@@ -68,6 +69,8 @@ int blob_load(const char *dir, const blob_kind *k, const char *sha, char **data,
     sha256_hex(buf, n, got);
     if (strcmp(got, sha))
         return em_fail_input(err, "`%s`: content does not match its name (the %s was changed)", path, k->what);
+    if (k->png && !png_signature_ok(buf, n))
+        return em_fail_input(err, "`%s`: not a PNG file (a %s must be one)", path, k->what);
     *data = buf;
     buf = NULL;
     *len = n;

@@ -10,10 +10,12 @@
 #include "envmgr/base/err.h"
 
 /* One store: its folder in the trace, the file name's extension, what errors call a blob, the
- * largest blob it accepts. */
+ * largest blob it accepts, and whether a blob must start with the PNG signature (a frame: the
+ * HTML export copies it out as .png, and bytes that are not a PNG have no business there). */
 typedef struct blob_kind {
     const char *subdir, *ext, *what;
     size_t max;
+    bool png;
 } blob_kind;
 
 extern const blob_kind BLOB_FRAME; /* frames/<sha>.png */
@@ -25,7 +27,8 @@ char *blob_path(const char *dir, const blob_kind *k, const char *sha);
 int blob_store(const char *dir, const blob_kind *k, const void *data, size_t len, char out_sha[65], em_err *err);
 /* Whether the blob exists as a regular file (for the writer: cheap, no hashing). */
 bool blob_exist(const char *dir, const blob_kind *k, const char *sha);
-/* Read a blob (regular file, no symlink, within k->max) and check that its bytes hash to its name. */
+/* Read a blob (regular file, no symlink, within k->max) and check that its bytes hash to its name
+ * (and, for k->png, that they are a PNG). */
 int blob_load(const char *dir, const blob_kind *k, const char *sha, char **data, size_t *len, em_err *err);
 /* blob_load, then write the bytes to dest (temp file + rename). */
 int blob_copy_to(const char *dir, const blob_kind *k, const char *sha, const char *dest, em_err *err);

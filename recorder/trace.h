@@ -115,8 +115,11 @@ int trace_verify(const char *dir, json_t **report, em_err *err);
 int trace_show(const char *dir, FILE *out, em_err *err);
 
 /* out_dir/index.html (self-contained: no scripts, no network) with every step
- * drawn on its frame, plus out_dir/frames/<sha256>.png. Frames are checked
- * against their names while copied. Nothing is written outside out_dir. */
+ * drawn on its frame, plus out_dir/frames/<sha256>.png and, for each tree
+ * observed, out_dir/a11y/<sha256>.html (the tree as escaped text, under the
+ * same policy: never the guest's XML itself). Frames are checked against
+ * their names and for the PNG signature while copied. Nothing is written
+ * outside out_dir. */
 int trace_export_html(const char *dir, const char *out_dir, em_err *err);
 /* out_dir/0000.png is the screen before step 0, out_dir/NNNN.png (N >= 1) the
  * screen after step N-1; a step without frame_after leaves a gap. */

@@ -1,8 +1,12 @@
-/* Export a trace as one self-contained HTML page: out_dir/index.html and the
- * frames it shows in out_dir/frames/. No scripts at all, no network: a CSP
- * meta tag forbids everything but inline styles and same-origin images, so
- * even a mistake in escaping could not run code. Every string from the trace
- * is HTML-escaped; numbers are printed from parsed JSON numbers. */
+/* Export a trace as one self-contained HTML page: out_dir/index.html, the
+ * frames it shows in out_dir/frames/ (PNG, checked by blob_load) and each
+ * accessibility tree as a page of its own in out_dir/a11y/. No scripts at all,
+ * no network: every page carries a CSP meta tag that forbids everything but
+ * inline styles and same-origin images, so even a mistake in escaping could not
+ * run code. Every string from the trace is HTML-escaped; numbers are printed
+ * from parsed JSON numbers. No file the guest wrote is copied as it is but the
+ * frames: a tree is XML the guest chose, and an XHTML one with a <script> runs
+ * when a browser opens it as a document. */
 #include <math.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -59,30 +63,68 @@ static void html_json(page *p, json_t *v)
     html(p, s);
 }
 
+/* Every page starts the same: the policy first, before anything that could load. */
+static void page_start(sbuf *b, const char *title_prefix, const char *title)
+{
+    sbuf_printf(b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+                   "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; img-src 'self'; "
+                   "style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'\">\n"
+                   "<meta name=\"referrer\" content=\"no-referrer\">\n<title>%s",
+                title_prefix);
+    sbuf_add_html(b, title ? title : "");
+    sbuf_printf(b, "</title>\n<style>%s</style></head><body>\n", style);
+}
+
+/* Whether out_dir/<subdir>/<sha> was written already (frames and trees repeat); marks it written. */
+static bool written(page *p, const blob_kind *k, const char *sha)
+{
+    _cleanup_free_ char *key = xasprintf("%s/%s", k->subdir, sha);
+    if (json_object_get(p->copied, key))
+        return true;
+    json_object_set_new(p->copied, key, json_true());
+    return false;
+}
+
 static int copy_blob(page *p, const blob_kind *k, const char *sha, em_err *err)
 {
-    if (json_object_get(p->copied, sha))
-        return 0;
     _cleanup_free_ char *dest = blob_path(p->out_dir, k, sha), *sub = xasprintf("%s/%s", p->out_dir, k->subdir);
     if (!dest)
         return em_fail_input(err, "bad %s name", k->what);
-    if (mkdir_p(sub, 0755, err) < 0 || blob_copy_to(trace_dir(p->t), k, sha, dest, err) < 0)
-        return -1;
-    json_object_set_new(p->copied, sha, json_true());
-    return 0;
+    if (written(p, k, sha))
+        return 0;
+    return mkdir_p(sub, 0755, err) < 0 || blob_copy_to(trace_dir(p->t), k, sha, dest, err) < 0 ? -1 : 0;
 }
 
-#define A11Y_SHOWN (64u << 10) /* bytes of a tree shown inline; the whole file is linked */
+/* The whole tree, escaped, in out_dir/a11y/<sha>.html under the same policy as index.html. */
+static int a11y_page(page *p, const char *sha, const char *data, size_t len, em_err *err)
+{
+    if (written(p, &BLOB_A11Y, sha))
+        return 0;
+    _cleanup_free_ char *sub = xasprintf("%s/" TRACE_A11Y_DIR, p->out_dir);
+    _cleanup_free_ char *dest = xasprintf("%s/%s.html", sub, sha);
+    sbuf b = {0};
+    page_start(&b, "accessibility tree ", sha);
+    sbuf_printf(&b, "<h1>Accessibility tree</h1>\n<p><code>%s</code>: %zu bytes, as the guest gave them, shown "
+                    "as text (<a href=\"../index.html\">the trace</a>)</p><pre>",
+                sha, len);
+    sbuf_add_html(&b, data);
+    sbuf_puts(&b, "</pre></body></html>\n");
+    int rc = mkdir_p(sub, 0755, err) < 0 ? -1 : write_file_atomic(dest, b.s, b.len, 0644, err);
+    sbuf_release(&b);
+    return rc;
+}
 
-/* The step's accessibility tree (a11y_tree observations): linked, and its start shown. */
+#define A11Y_SHOWN (64u << 10) /* bytes of a tree shown inline; the whole tree is a page of its own */
+
+/* The step's accessibility tree (a11y_tree observations): its page linked, and its start shown. */
 static int a11y_details(page *p, const char *sha, em_err *err)
 {
     _cleanup_free_ char *data = NULL;
     size_t len;
-    if (copy_blob(p, &BLOB_A11Y, sha, err) < 0 || blob_load(trace_dir(p->t), &BLOB_A11Y, sha, &data, &len, err) < 0)
+    if (blob_load(trace_dir(p->t), &BLOB_A11Y, sha, &data, &len, err) < 0 || a11y_page(p, sha, data, len, err) < 0)
         return -1;
     sbuf_printf(&p->b, "<details><summary>accessibility tree observed (%zu bytes, <a href=\"" TRACE_A11Y_DIR
-                       "/%s.xml\">XML</a>)</summary><pre>", len, sha);
+                       "/%s.html\">all of it</a>)</summary><pre>", len, sha);
     if (len > A11Y_SHOWN) {
         size_t cut = A11Y_SHOWN;
         while (cut > 0 && ((unsigned char)data[cut] & 0xC0) == 0x80)
@@ -321,12 +363,7 @@ static int build_page(page *p, em_err *err)
     p->width = (int)json_integer_value(json_object_get(screen, "width"));
     p->height = (int)json_integer_value(json_object_get(screen, "height"));
     sbuf *b = &p->b;
-    sbuf_puts(b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
-                 "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; img-src 'self'; "
-                 "style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'\">\n"
-                 "<meta name=\"referrer\" content=\"no-referrer\">\n<title>trace: ");
-    html_field(p, trace_header(p->t), "task_id");
-    sbuf_printf(b, "</title>\n<style>%s</style></head><body>\n", style);
+    page_start(b, "trace: ", json_string_value(json_object_get(trace_header(p->t), "task_id")));
     header_section(p);
     evaluation_section(p);
     setup_section(p);

@@ -254,12 +254,11 @@ int trace_add_frame_rgb(trace_writer *w, const uint8_t *rgbx, int width, int hei
 
 int trace_add_frame_file(trace_writer *w, const char *png_path, char out_sha[65], em_err *err)
 {
-    static const unsigned char sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
     _cleanup_free_ char *data = NULL;
     size_t len;
     if (read_file_flags(png_path, TRACE_MAX_FRAME_BYTES, 0, &data, &len, err) < 0)
         return em_prefix(err, "trace: frame: ");
-    if (len < sizeof sig || memcmp(data, sig, sizeof sig))
+    if (!png_signature_ok(data, len))
         return em_fail_input(err, "trace: frame: `%s` is not a PNG file", png_path);
     return frames_store_png(w->dir, data, len, out_sha, err) < 0 ? em_prefix(err, "trace: ") : 0;
 }

@@ -92,9 +92,14 @@ static void mem_read(png_structp p, png_bytep dst, png_size_t n)
     r->off += n;
 }
 
+bool png_signature_ok(const void *data, size_t len)
+{
+    return len >= 8 && !png_sig_cmp((png_const_bytep)data, 0, 8);
+}
+
 int png_decode_mem(const void *data, size_t len, uint8_t **pixels, int *width, int *height, em_err *err)
 {
-    if (len < 8 || png_sig_cmp((png_const_bytep)data, 0, 8))
+    if (!png_signature_ok(data, len))
         return em_fail(err, "png: not a PNG file");
     mem_reader r = {.data = data, .len = len};
     uint8_t *volatile px = NULL;

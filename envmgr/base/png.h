@@ -3,6 +3,7 @@
 #ifndef ENVMGR_PNG_H
 #define ENVMGR_PNG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -30,6 +31,9 @@ void png_buf_free(png_buf *b);
  * buffer comes from try_malloc (out of memory is an error, EM_EXIT_NOMEM). */
 int png_decode_file(const char *path, uint8_t **pixels, int *width, int *height, em_err *err);
 int png_decode_mem(const void *data, size_t len, uint8_t **pixels, int *width, int *height, em_err *err);
+
+/* Whether data starts with the 8-byte PNG signature (which no content sniffer takes for markup). */
+bool png_signature_ok(const void *data, size_t len);
 
 /* Encode and write to path atomically. */
 int png_write_rgbx(const char *path, const uint8_t *pixels, int width, int height, size_t stride, em_err *err);

@@ -226,8 +226,7 @@ static int upload(env *e, const task *t, const task_step *s, json_t **detail, em
         if (s->files[i].url) {
             if (asset_source(t, &s->files[i], &real, item, err) < 0)
                 return setup_failed(err, "files[%zu]: %s", i, err->msg);
-        } else if (path_inside(t->dir, s->files[i].host_path, true, &real, err) < 0) {
-            /* Resolve now: a symlink placed after loading must not lead out of the task folder. */
+        } else if (task_file_path(t->dir, s->files[i].host_path, true, &real, err) < 0) {
             return em_prefix(err, "files[%zu]: ", i);
         }
         const char *mkdir_argv[] = {"sh", "-c", "mkdir -p \"$(dirname \"$1\")\"", "sh", dst, NULL};
@@ -456,7 +455,7 @@ int setup_run_step(env *e, const task *t, const task_step *s, const char *cache_
     case STEP_CLOSE_WINDOW:
         return window_step(e, s, detail, err);
     case STEP_WAIT_SCREEN:
-        return setup_wait_screen(e, s, err);
+        return setup_wait_screen(e, t, s, err);
     case STEP_CHROME_OPEN_TABS:
         return chrome_open(e, s, detail, err);
     case STEP_CHROME_CLOSE_TABS:
@@ -499,7 +498,7 @@ static double region_diff(const uint8_t *px, int w, const uint8_t *ref, int rw, 
     return total ? (double)differ / (double)total : 0;
 }
 
-int setup_wait_screen(env *e, const task_step *s, em_err *err)
+int setup_wait_screen(env *e, const task *t, const task_step *s, em_err *err)
 {
     vnc_session *v;
     if (env_vnc(e, &v, err) < 0)
@@ -513,8 +512,10 @@ int setup_wait_screen(env *e, const task_step *s, em_err *err)
         region[1] + region[3] > h)
         return em_fail_input(err, "region: outside the %dx%d screen", w, h);
     if (s->reference) {
-        if (png_decode_file(s->reference, &ref, &rw, &rh, err) < 0)
-            return -1;
+        _cleanup_free_ char *real = NULL;
+        if (task_file_path(t->dir, s->reference, true, &real, err) < 0 ||
+            png_decode_file(real, &ref, &rw, &rh, err) < 0)
+            return em_prefix(err, "reference: ");
         if (rw != w || rh != h)
             return em_fail_input(err, "reference: %dx%d, the screen is %dx%d", rw, rh, w, h);
     }

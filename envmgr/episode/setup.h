@@ -21,8 +21,9 @@
 int setup_run_step(env *e, const task *t, const task_step *s, const char *cache_dir, json_t **detail, em_err *err);
 
 /* Wait until the screen has not changed for stable_ms (or, with a reference,
- * until the region matches it within tolerance), at most timeout_s. */
-int setup_wait_screen(env *e, const task_step *s, em_err *err);
+ * until the region matches it within tolerance), at most timeout_s. The
+ * reference is t's file, resolved again here (task_file_path). */
+int setup_wait_screen(env *e, const task *t, const task_step *s, em_err *err);
 
 /* How a wait for the screen ended, recorded per step in the trace. */
 typedef struct settle_info {

@@ -83,6 +83,46 @@ def check_zip(path, what="result"):
     return path
 
 
+def check_office(path, what="result"):
+    """check_zip for an office container (docx, pptx, xlsx, odt), then every member's XML prolog,
+    read up to its root element: a DTD declaring entities is refused (refuse_entities) before any
+    library parses the container, whichever parser that library uses."""
+    import zipfile
+    from lxml import etree
+    check_zip(path, what)
+    try:
+        with zipfile.ZipFile(path) as z:
+            for info in z.infolist():
+                if info.is_dir():
+                    continue
+                with z.open(info) as f:
+                    try:
+                        for _event, el in etree.iterparse(f, events=("start",), resolve_entities=False,
+                                                          load_dtd=False, no_network=True, huge_tree=False):
+                            refuse_entities(el.getroottree(), what, info.filename)
+                            break
+                    except etree.XMLSyntaxError:
+                        pass  # not XML (media), or malformed: the library reading it says so
+    except MetricInputError:
+        raise
+    except Exception as e:  # zlib/CRC errors in a damaged container
+        raise MetricInputError(f"{what}: unreadable container: {e}") from None
+    return path
+
+
+def refuse_entities(tree, what, member):
+    """MetricInputError when the document's DTD declares entities. No parser here expands them, but
+    internal ones can expand without bound (billion laughs) and external ones name host files or
+    URLs (XXE): a document that declares them is refused, never scored on its unexpanded text."""
+    dtd = tree.docinfo.internalDTD
+    ents = list(dtd.iterentities()) if dtd is not None else []
+    if ents:
+        e = ents[0]
+        first = f"external entity {e.name!r} ({e.system_url})" if e.system_url else f"entity {e.name!r}"
+        more = f" and {len(ents) - 1} more" if len(ents) > 1 else ""
+        raise MetricInputError(f"{what}: {member}: its DTD declares {first}{more}: refused")
+
+
 def safe_xml_parser():
     """An lxml parser that never resolves entities, reads no DTD and fetches nothing."""
     from lxml import etree
@@ -96,9 +136,9 @@ def result_missing(path):
 
 
 def zip_xml(zf, member, what="result", required=True):
-    """Parse one member of an already check_zip'ed container with safe_xml_parser. A member that
-    is absent gives None (or MetricInputError when required); one that does not parse always
-    raises MetricInputError."""
+    """Parse one member of an already check_office'd container with safe_xml_parser. A member that
+    is absent gives None (or MetricInputError when required); one that does not parse, or whose
+    DTD declares entities, always raises MetricInputError."""
     from lxml import etree
     try:
         data = zf.read(member)
@@ -109,9 +149,11 @@ def zip_xml(zf, member, what="result", required=True):
     except Exception as e:  # zlib/CRC errors in a damaged container
         raise MetricInputError(f"{what}: {member}: unreadable: {e}") from None
     try:
-        return etree.fromstring(data, safe_xml_parser())
+        root = etree.fromstring(data, safe_xml_parser())
     except etree.XMLSyntaxError as e:
         raise MetricInputError(f"{what}: {member}: malformed XML: {e}") from None
+    refuse_entities(root.getroottree(), what, member)
+    return root
 
 
 def lcs_length(a, b):

@@ -4,7 +4,8 @@ others.compare_epub and the newer docs.compare_unique_train_records.
 docx files are read with python-docx (Debian's python3-docx, the library OSWorld uses), odt
 files with odfpy (python3-odf). OSWorld returns 0 when a file fails to open; here a result that
 is absent scores 0 but a file that is present and unreadable is an input error (evaluator_error),
-so a broken fixture or a corrupt save is reported rather than scored.
+so a broken fixture or a corrupt save is reported rather than scored; so is one whose XML declares
+entities in a DTD (check_office: billion laughs and XXE alike).
 """
 import difflib
 import os
@@ -12,15 +13,15 @@ import re
 import subprocess
 import zipfile
 
-from _common import (MAX_IMAGE_PIXELS, MetricInputError, check_file, check_zip, fuzz_ratio, metric,
-                     result_missing, safe_xml_parser)
+from _common import (MAX_IMAGE_PIXELS, MetricInputError, check_file, check_office, check_zip, fuzz_ratio,
+                     metric, result_missing, safe_xml_parser)
 
 W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 MAX_PARAGRAPHS = 200_000
 
 
 def open_docx(path, what):
-    check_zip(path, what)
+    check_office(path, what)
     import docx
     try:
         return docx.Document(path)
@@ -29,7 +30,7 @@ def open_docx(path, what):
 
 
 def open_odt(path, what):
-    check_zip(path, what)
+    check_office(path, what)
     from odf.opendocument import load
     try:
         return load(path)

@@ -17,7 +17,7 @@ import subprocess
 import sys
 import tempfile
 
-from _common import MetricInputError, check_file, check_zip, metric, safe_xml_parser
+from _common import MetricInputError, check_file, check_office, metric, safe_xml_parser
 from _util import key, lines, match_rule, need, open_sqlite, read_json, read_text, record_rules, records_match, regex
 
 FUZZY_MAX_CHARS = 200_000
@@ -213,7 +213,7 @@ def fuzzy_place_math(result, expected):
     answers = [need(a, str, "expected.expected item") for a in need(key(expected, "expected"), list, "expected.expected")]
     if result is None:
         return 0.0
-    check_zip(result)
+    check_office(result)
     import docx
     try:
         document = docx.Document(result)

@@ -13,7 +13,8 @@ import zipfile
 
 from lxml import etree
 
-from _common import MetricInputError, check_file, check_zip, metric, result_missing, safe_xml_parser, zip_xml
+from _common import (MetricInputError, check_file, check_office, metric, result_missing, safe_xml_parser,
+                     zip_xml)
 
 NS = {"a": "http://schemas.openxmlformats.org/drawingml/2006/main",
       "p": "http://schemas.openxmlformats.org/presentationml/2006/main",
@@ -46,7 +47,7 @@ class Package:
 
     def __init__(self, path, role):
         self.role = role
-        check_zip(path, role)
+        check_office(path, role)
         try:
             self.zf = zipfile.ZipFile(path)
         except (zipfile.BadZipFile, OSError) as e:
@@ -565,7 +566,7 @@ def check_transition(result, expected, **_ignored):
     if not isinstance(expected, dict) or not isinstance(expected.get("slide_idx"), int) or \
             not isinstance(expected.get("transition_type"), str):
         raise MetricInputError("expected: a rule {\"slide_idx\": int, \"transition_type\": str}")
-    check_zip(result)
+    check_office(result)
     try:
         zf = zipfile.ZipFile(result)
     except (zipfile.BadZipFile, OSError) as e:
@@ -599,7 +600,7 @@ def check_page_number_colors(result, expected, **_ignored):
     color = expected.get("color") if isinstance(expected, dict) else None
     if not isinstance(color, str):   # OSWorld scores 1 for a name other than these four; so does this
         raise MetricInputError("expected: a rule {\"color\": \"red\"|\"blue\"|\"green\"|\"black\"}")
-    check_zip(result)
+    check_office(result)
     try:
         zf = zipfile.ZipFile(result)
     except (zipfile.BadZipFile, OSError) as e:

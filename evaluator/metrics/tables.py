@@ -15,7 +15,7 @@ import os
 import re
 import zipfile
 
-from _common import (MetricInputError, check_file, check_zip, fuzz_ratio, metric, result_missing,
+from _common import (MetricInputError, check_file, check_office, fuzz_ratio, metric, result_missing,
                      zip_xml)
 
 NS_MAIN = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
@@ -51,11 +51,11 @@ class Book:
 
     def __init__(self, path, role, extras=()):
         self.path, self.role, self.extras = path, role, list(extras)
-        check_zip(path, role)
+        check_office(path, role)
         self._xl = self._pd = self._raw = None
 
     # openpyxl: full (not read-only) load, since charts, pivots, panes and validations are only
-    # read in that mode; check_zip has already refused bombs.
+    # read in that mode; check_office has already refused bombs and entity declarations.
     @property
     def xl(self):
         if self._xl is None:

@@ -380,6 +380,87 @@ code=$(ws_code -b "envmgr_live_$ID=$COOKIE" "$URL/v1/envs/$ID/live/ws?control=0&
 check "13 held: also on the websocket ($code)" test "$code" = 400
 curl -s -o /dev/null -X DELETE -H "$H" "$URL/v1/envs/$ID"
 stop_servers; SERVERS=()
+# --- 14. a hostile trace's accessibility tree through the HTML export (issue 27) -------------------
+# The export promises no scripts and no network for every file it writes, and a tree is XML the guest
+# chose. A trace anyone can write (no key) whose tree is XHTML with a script and an image on a host
+# listener; every file the export wrote is then opened in headless Chromium.
+cat >"$T/tree-trace.py" <<'EOF'
+import hashlib, json, os, struct, sys, zlib
+d, port = sys.argv[1], sys.argv[2]
+def chunk(t, b):
+    return struct.pack(">I", len(b)) + t + b + struct.pack(">I", zlib.crc32(t + b) & 0xFFFFFFFF)
+png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 64, 40, 8, 2, 0, 0, 0))
+       + chunk(b"IDAT", zlib.compress(b"".join(b"\0" + b"\x80" * 192 for _ in range(40)))) + chunk(b"IEND", b""))
+tree = ('<?xml version="1.0"?><html xmlns="http://www.w3.org/1999/xhtml"><head><title>tree</title></head><body>'
+        '<script>fetch("http://127.0.0.1:%s/script")</script><img src="http://127.0.0.1:%s/img"/></body></html>'
+        % (port, port)).encode()
+def store(sub, ext, data):
+    os.makedirs(os.path.join(d, sub), exist_ok=True)
+    sha = hashlib.sha256(data).hexdigest()
+    open(os.path.join(d, sub, sha + ext), "wb").write(data)
+    return sha
+frame, a11y = store("frames", ".png", png), store("a11y", ".xml", tree)
+lines = [{"type": "header", "format": 1, "envmgr_version": "0.1.0", "task_id": "hostile-tree", "task_sha256": "1" * 64,
+          "image_manifest_sha256": "2" * 64, "screen": {"width": 64, "height": 40}, "accel": "tcg",
+          "started": "2024-05-01T12:00:00.000Z", "unsafe_open_network": False},
+         {"type": "step", "index": 0, "action": {"action_type": "WAIT"}, "source": "computer_13", "agent_ms": 1,
+          "action_ms": 1, "t": 0.5, "frame_before": frame, "frame_after": frame, "a11y_tree": a11y}]
+out, prev = b"", "0" * 64
+for line in lines + [None]:
+    if line is None:
+        line = {"type": "trailer", "lines": len(lines), "sha256": hashlib.sha256(out).hexdigest(), "complete": True}
+    line["prev"] = prev
+    s = json.dumps(line, separators=(",", ":")).encode()
+    out += s + b"\n"
+    prev = hashlib.sha256(s).hexdigest()
+open(os.path.join(d, "trace.jsonl"), "wb").write(out)
+print(os.path.join(d, "a11y", a11y + ".xml"))
+EOF
+BROWSER=$(command -v chromium || true)
+open_page() { # FILE: loaded as a person would, scripts on, 3 s of virtual time
+    timeout 90 "$BROWSER" --headless --no-sandbox --disable-gpu --no-first-run --disable-background-networking \
+        --disable-component-update --disable-sync --user-data-dir="$(mktemp -d "$T/chromium.XXXXXX")" \
+        --virtual-time-budget=3000 --dump-dom "file://$1" >/dev/null 2>&1
+}
+if [ -z "$BROWSER" ]; then
+    bad "14: chromium is missing (scripts/apt-packages.txt lists it: apt-get install chromium)"
+else
+    : >"$T/export.log"
+    listen_on 127.0.0.1 7490 "$T/export.log"
+    raw=$(python3 "$T/tree-trace.py" "$T/tree-trace" 7490)
+    check "14: the hostile trace verifies (no key needed to write one)" bash -c "'$ENVMGR' trace verify '$T/tree-trace' >/dev/null"
+    open_page "$raw"
+    check "14: (control) the tree opened as the guest wrote it reaches the listener ($(wc -l <"$T/export.log") connections)" \
+        test -s "$T/export.log"
+    : >"$T/export.log"
+    tried "export the trace to HTML and open every file it wrote in headless Chromium"
+    "$ENVMGR" trace export "$T/tree-trace" --html "$T/tree-site" >/dev/null 2>&1
+    written=$(cd "$T/tree-site" 2>/dev/null && find . -type f | sort)
+    for f in $written; do open_page "$T/tree-site/$f"; done
+    check "14: the export wrote the page, the frame and the tree ($(echo $written))" \
+        bash -c "[ \$(echo '$written' | wc -l) = 3 ] && echo '$written' | grep -qx './index.html'"
+    check "14 held: no file it wrote reached the listener ($(wc -l <"$T/export.log") connections)" test ! -s "$T/export.log"
+    check "14 held: the tree is shown as text, under the page's policy" bash -c \
+        "f=\$(ls '$T/tree-site/a11y/'*.html) && grep -q 'Content-Security-Policy' \"\$f\" && grep -q '&lt;script&gt;fetch' \"\$f\" && ! grep -qi '<script' \"\$f\""
+    stop_servers; SERVERS=()
+fi
+
+# --- 15. a task-folder symlink as wait_screen's reference (issue 27) --------------------------------
+tried "a task whose wait_screen reference is ref.png -> a host PNG outside its folder"
+mkdir -p "$T/ref-task"
+printf '\x89PNG\r\n\x1a\nhost file' >"$T/host-screen.png"
+ln -sf "$T/host-screen.png" "$T/ref-task/ref.png"
+cat >"$T/ref-task/task.json" <<'EOF'
+{"id": "ref-link", "instruction": "x", "config": [{"type": "sleep", "parameters": {"seconds": 0}},
+ {"type": "wait_screen", "parameters": {"reference": "ref.png", "timeout": 5}}], "evaluator": {"func": "infeasible"}}
+EOF
+out=$("$ENVMGR" task check "$T/ref-task/task.json" 2>&1); rc=$?
+check "15 held: refused at load, naming config[1].parameters.reference (exit $rc)" bash -c \
+    "[ $rc != 0 ] && echo \"\$1\" | grep -qx '$T/ref-task/task.json: config\[1\].parameters.reference: \`ref.png\` resolves outside the task folder'" _ "$out"
+out=$("$ENVMGR" up --name at-ref --accel tcg --task "$T/ref-task/task.json" 2>&1); rc=$?
+check "15 held: up --task refuses it in one line, exit 2, no env ($out)" bash -c \
+    "[ $rc = 2 ] && [ ! -e '$ENVMGR_RUN_DIR/at-ref' ] && [ \$(echo \"\$1\" | wc -l) = 1 ] && echo \"\$1\" | grep -q 'config\[1\].parameters.reference: .ref.png. resolves outside the task folder'" _ "$out"
+"$ENVMGR" down at-ref >/dev/null 2>&1
 
 check "nothing of this suite is left running" no_qemu_under "$ENVMGR_RUN_DIR/"
 finish

@@ -75,7 +75,16 @@ usage_error "compare_pdfs without --expected: exit 2" compare_pdfs --result "$F/
 
 # ---- hostile documents ----
 eval_error "zip-bomb xlsx" "inflates" 60 compare_table --result "$F/bomb.xlsx" --expected "$F/ok.xlsx" --options "$RULES"
-eval_error "billion-laughs docx" "entity" 60 compare_docx_files --result "$F/laughs.docx" --expected "$F/ok.docx"
+eval_error "billion-laughs docx" "its DTD declares entity 'lol'" 60 compare_docx_files --result "$F/laughs.docx" --expected "$F/ok.docx"
+eval_error "XXE docx (an external entity naming /etc/passwd), as the result" \
+    "word/document.xml: its DTD declares external entity 'xxe' (file:///etc/passwd)" 60 \
+    compare_docx_files --result "$F/xxe.docx" --expected "$F/ok.docx"
+eval_error "XXE docx as the expected file" "expected: word/document.xml: its DTD declares external entity" 60 \
+    compare_docx_files --result "$F/ok.docx" --expected "$F/xxe.docx"
+eval_error "compare_images_exact: an expected file that is no PNG (the task's fault)" "expected: " 10 \
+    compare_images_exact --result "$F/small.png" --expected "$F/ok.docx"
+scored "compare_images_exact: a result that is no PNG (the agent's) scores 0" 0.0 compare_images_exact \
+    --result "$F/ok.docx" --expected "$F/small.png"
 eval_error "30000x30000 PNG" "pixel" 60 compare_images --result "$F/huge.png" --expected "$F/small.png"
 
 # ---- hostile scripts (the `script` metric, from the task folder) ----

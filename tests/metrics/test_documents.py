@@ -9,6 +9,7 @@ from docx.enum.text import WD_ALIGN_PARAGRAPH, WD_BREAK, WD_TAB_ALIGNMENT
 from docx.shared import Pt, RGBColor
 from PIL import Image, ImageDraw, ImageFont
 
+from dtd_fixture import LAUGHS, with_dtd, xxe
 from metric_testlib import MetricCase
 
 FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
@@ -70,6 +71,34 @@ class CompareDocxFiles(DocCase):
         e = self.docx("e.docx", TEXT)
         self.assertScore(0.0, "compare_docx_files", self.path("absent.docx"), e)
         self.assertError("compare_docx_files", self.bad(), e)
+
+    def test_entities_are_refused(self):
+        """A DTD that declares entities is an evaluator_error on either side, whether they are internal
+        (billion laughs) or external (XXE: never read, and never scored on the text left without it)."""
+        e = self.docx("e.docx", ["same text"])
+        laughs = with_dtd(e, self.path("laughs.docx"), "word/document.xml", LAUGHS, "same text", "lol9")
+        secret = self.write("secret.txt", "same text")  # what the entity names: scored 1 if it were read
+        ext = with_dtd(e, self.path("xxe.docx"), "word/document.xml", xxe("file://" + secret), "same text", "xxe")
+        for name in ("compare_docx_files", "compare_docx_lines"):
+            err = self.assertError(name, ext, e)
+            self.assertIn(f"result: word/document.xml: its DTD declares external entity 'xxe' (file://{secret})", err)
+            self.assertIn("expected: word/document.xml: its DTD declares external entity",
+                          self.assertError(name, e, ext))
+            self.assertIn("result: word/document.xml: its DTD declares entity 'lol' and 9 more: refused",
+                          self.assertError(name, laughs, e))
+        rels = with_dtd(e, self.path("rels.docx"), "word/_rels/document.xml.rels", xxe("http://127.0.0.1:9/"),
+                        "styles.xml", "xxe")  # in a part python-docx reads before any text
+        self.assertIn("word/_rels/document.xml.rels: its DTD declares external entity",
+                      self.assertError("compare_docx_files", rels, e))
+        from odf.opendocument import OpenDocumentText
+        from odf.text import P
+        d = OpenDocumentText()
+        d.text.addElement(P(text="same text"))
+        d.save(self.path("e.odt"))
+        odt = with_dtd(self.path("e.odt"), self.path("xxe.odt"), "content.xml", xxe("file://" + secret), "same text",
+                       "xxe")
+        self.assertIn("result: content.xml: its DTD declares external entity",
+                      self.assertError("compare_docx_files", odt, self.path("e.odt")))
 
     def test_ignore_new_lines(self):
         e = self.docx("e.docx", ["a", "b"])

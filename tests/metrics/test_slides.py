@@ -4,6 +4,7 @@ import io
 
 from PIL import Image
 
+from dtd_fixture import xxe, with_dtd
 from metric_testlib import MetricCase
 from pptx_fixture import para, pic, run, solid_bg, sp, table, write_pptx
 
@@ -84,6 +85,11 @@ class ComparePptx(MetricCase):
         with zipfile.ZipFile(self.path("r2.pptx"), "w") as z:
             z.writestr("ppt/presentation.xml", "<p:presentation")
         self.assertError("compare_pptx_files", self.path("r2.pptx"), e, {})
+        # an external entity in a slide's text: refused, not scored on the text without it
+        r3 = with_dtd(e, self.path("r3.pptx"), "ppt/slides/slide1.xml", xxe("file:///etc/passwd"), "Quarterly report",
+                      "xxe")
+        self.assertIn("result: ppt/slides/slide1.xml: its DTD declares external entity 'xxe' (file:///etc/passwd): "
+                      "refused", self.assertError("compare_pptx_files", r3, e, {}))
 
 
 class SlideChecks(MetricCase):

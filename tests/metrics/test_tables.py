@@ -7,6 +7,7 @@ from openpyxl.formatting.rule import FormulaRule
 from openpyxl.styles import Font, PatternFill
 from openpyxl.worksheet.datavalidation import DataValidation
 
+from dtd_fixture import xxe, with_dtd
 from metric_testlib import MetricCase
 
 SHEET_DATA = {"rules": [{"type": "sheet_data", "sheet_idx0": 0, "sheet_idx1": "EI0"}]}
@@ -60,6 +61,11 @@ class CompareTableData(TablesCase):
         with zipfile.ZipFile(z, "w") as zf:
             zf.writestr("hello.txt", "no workbook here")
         self.assertError("compare_table", z, self.book("e.xlsx", ROWS), SHEET_DATA)
+        # an external entity in a cell: refused before openpyxl (or the raw reader) parses the sheet
+        e = self.book("e.xlsx", ROWS)
+        r = with_dtd(e, self.path("xxe.xlsx"), "xl/worksheets/sheet1.xml", xxe("file:///etc/passwd"), "<v>10</v>", "xxe")
+        self.assertIn("result: xl/worksheets/sheet1.xml: its DTD declares external entity 'xxe'",
+                      self.assertError("compare_table", r, e, SHEET_DATA))
 
     def test_unknown_rule_is_an_error(self):
         p = self.book("r.xlsx", ROWS)

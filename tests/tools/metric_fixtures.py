@@ -6,8 +6,8 @@ hostile inputs.
 
 ok.xlsx/same.xlsx/other.xlsx, ok.docx/same.docx/other.docx, ok.pptx/same.pptx/other.pptx,
 ok.pdf/same.pdf/other.pdf; with --hostile also bomb.xlsx (a member inflating 1000x),
-laughs.docx (billion laughs in word/document.xml), huge.png (a 30000x30000 IHDR, 74 bytes) and
-small.png.
+laughs.docx (billion laughs in word/document.xml), xxe.docx (an external entity naming
+/etc/passwd there), huge.png (a 30000x30000 IHDR, 74 bytes) and small.png.
 """
 import os
 import struct
@@ -17,6 +17,7 @@ import zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "metrics"))
+from dtd_fixture import LAUGHS, with_dtd, xxe  # noqa: E402
 from pdf_fixture import text_pdf  # noqa: E402
 from pptx_fixture import para, run, sp, write_pptx  # noqa: E402
 
@@ -51,19 +52,6 @@ def bomb(src, path, mib=32):
                 f.write(zero)
 
 
-def laughs(src, path):
-    """word/document.xml with a billion-laughs DTD, the text replaced by &lol9;."""
-    ents = "".join('<!ENTITY lol%d "%s">' % (i, ("&lol%s;" % ("" if i == 1 else i - 1)) * 10) for i in range(1, 10))
-    dtd = '<?xml version="1.0"?>\n<!DOCTYPE lolz [<!ENTITY lol "lol">%s]>\n' % ents
-    with zipfile.ZipFile(src) as s, zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as d:
-        for i in s.infolist():
-            data = s.read(i.filename)
-            if i.filename == "word/document.xml":
-                body = data.split(b"?>", 1)[1].replace(b"same text", b"&lol9;")
-                data = dtd.encode() + body
-            d.writestr(i, data)
-
-
 def huge_png(path, side=30000):
     """A PNG header claiming side x side RGB pixels, one tiny IDAT: 74 bytes."""
     def chunk(t, b):
@@ -92,7 +80,8 @@ def main():
             f.write(text_pdf([text]))
     if "--hostile" in sys.argv[2:]:
         bomb(p("ok.xlsx"), p("bomb.xlsx"))
-        laughs(p("ok.docx"), p("laughs.docx"))
+        with_dtd(p("ok.docx"), p("laughs.docx"), "word/document.xml", LAUGHS, "same text", "lol9")
+        with_dtd(p("ok.docx"), p("xxe.docx"), "word/document.xml", xxe("file:///etc/passwd"), "same text", "xxe")
         huge_png(p("huge.png"))
         from PIL import Image
         Image.new("RGB", (64, 64), "white").save(p("small.png"))

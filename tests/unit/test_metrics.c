@@ -150,6 +150,15 @@ static void test_exact_match(void)
     expect_score("exact_match", NULL, json_art("{\"expected\": 1}"), NULL, 0, "exact_match: result: no artifact");
     expect_score("exact_match", file_art("/nonexistent/x"), json_art("{\"expected\": 1}"), NULL, 0,
                  "exact_match: result: open `/nonexistent/x`: No such file or directory");
+    /* the same for the expected side is the task's fault: no score, for every built-in metric */
+    static const char *const builtins[] = {"exact_match", "check_include_exclude", "match_in_list", "is_in_list",
+                                           "literal_match", "fuzzy_match", "compare_text_file",
+                                           "check_direct_json_object"};
+    for (size_t i = 0; i < ARRAY_LEN(builtins); i++) {
+        char *want = xasprintf("%s: expected: open `/nonexistent/x`: No such file or directory", builtins[i]);
+        expect_error(builtins[i], text_art("{}"), file_art("/nonexistent/x"), NULL, want);
+        free(want);
+    }
 }
 
 static void test_include_exclude(void)
@@ -316,8 +325,19 @@ static void test_compare_images(void)
     region = json_pack("{s:s,s:s,s:[iiii]}", "type", "file", "path", c, "region", 3, 3, 2, 2);
     expect_score("compare_images_exact", region, file_art(small), NULL, 0,
                  "compare_images_exact: result: region is outside the 4x4 image");
-    expect_score("compare_images_exact", file_art(notpng), file_art(a), NULL, 0, NULL);
+    /* What the agent left cannot be decoded: its failure, 0. The reference cannot be: the task's, no score. */
+    char *want = xasprintf("compare_images_exact: result: `%s`: png: not a PNG file", notpng);
+    expect_score("compare_images_exact", file_art(notpng), file_art(a), NULL, 0, want);
+    free(want);
     expect_score("compare_images_exact", text_art("x"), file_art(a), NULL, 0, "compare_images_exact: result: not a file artifact");
+    want = xasprintf("compare_images_exact: expected: `%s`: png: not a PNG file", notpng);
+    expect_error("compare_images_exact", file_art(a), file_art(notpng), NULL, want);
+    free(want);
+    expect_error("compare_images_exact", file_art(a), text_art("x"), NULL,
+                 "compare_images_exact: expected: not a file artifact");
+    region = json_pack("{s:s,s:s,s:[iiii]}", "type", "file", "path", small, "region", 1, 1, 4, 4);
+    expect_error("compare_images_exact", file_art(a), region, NULL,
+                 "compare_images_exact: expected: region is outside the 2x2 image");
     free(a);
     free(b);
     free(c);

@@ -770,6 +770,65 @@ static void test_path_inside(void)
     free(f);
 }
 
+/* Files a task ships (wait_screen's reference, an upload's local_path, a local download url) are
+ * checked by one helper: a symlink in the task folder that reaches a host file is refused at load,
+ * naming the field, and again when setup reads the file. */
+static void test_shipped_files(void)
+{
+    const char *d = task_dir();
+    char *host = xasprintf("%s/host-secret.png", test_tmpdir()); /* outside the task folder */
+    write_text(host, "\x89PNG host file");
+    static const char *const links[] = {"ref-link.png", "files/up-link", "files/inside-link"};
+    char *paths[3];
+    for (size_t i = 0; i < 3; i++) {
+        paths[i] = xasprintf("%s/%s", d, links[i]);
+        unlink(paths[i]);
+    }
+    char *inside = xasprintf("%s/files/inside.png", d);
+    write_text(inside, "x");
+    CU_ASSERT_EQUAL_FATAL(symlink(host, paths[0]), 0);
+    CU_ASSERT_EQUAL_FATAL(symlink(host, paths[1]), 0);
+    CU_ASSERT_EQUAL_FATAL(symlink("inside.png", paths[2]), 0);
+
+    field_err("config", "[{\"type\": \"wait_screen\", \"parameters\": {\"reference\": \"ref-link.png\"}}]",
+              "config[0].parameters.reference: `ref-link.png` resolves outside the task folder");
+    field_err("config", "[{\"type\": \"upload_file\", \"parameters\": {\"files\": [{\"local_path\": "
+                        "\"files/up-link\", \"path\": \"/tmp/x\"}]}}]",
+              "config[0].parameters.files[0].local_path: `files/up-link` resolves outside the task folder");
+    field_err("config", "[{\"type\": \"download\", \"parameters\": {\"files\": [{\"url\": "
+                        "\"files/up-link\", \"path\": \"/tmp/x\"}]}}]",
+              "config[0].parameters.files[0].url: `files/up-link` resolves outside the task folder");
+    /* A symlink that stays inside is fine, and so is a file not there yet (checked at setup). */
+    char *ok = with_field("config", "[{\"type\": \"wait_screen\", \"parameters\": {\"reference\": "
+                                    "\"files/inside-link\"}}, {\"type\": \"wait_screen\", \"parameters\": "
+                                    "{\"reference\": \"later.png\"}}]");
+    task *t = parse_ok(ok);
+    CU_ASSERT_FATAL(t != NULL);
+    char *want = xasprintf("%s/files/inside.png", d);
+    CU_ASSERT_STRING_EQUAL(t->config[0].reference, want); /* resolved */
+    free(want);
+    /* The link placed after loading: setup's own check (must_exist) refuses it. */
+    char *later = xasprintf("%s/later.png", d), *abs = NULL;
+    unlink(later);
+    CU_ASSERT_EQUAL_FATAL(symlink(host, later), 0);
+    em_err err = {0};
+    CU_ASSERT_EQUAL(task_file_path(d, t->config[1].reference, true, &abs, &err), -1);
+    CU_ASSERT_PTR_NULL(abs);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "resolves outside the task folder"));
+    CU_ASSERT_EQUAL(task_file_path(d, "later.png", false, &abs, &err), -1); /* and a load now */
+    unlink(later);
+    task_free(t);
+    for (size_t i = 0; i < 3; i++) {
+        unlink(paths[i]);
+        free(paths[i]);
+    }
+    unlink(inside);
+    free(inside);
+    free(later);
+    free(ok);
+    free(host);
+}
+
 static void mkfile(const char *dir, const char *name)
 {
     char *p = xasprintf("%s/%s", dir, name);
@@ -1005,6 +1064,7 @@ static CU_TestInfo tests[] = {
     {"task_load errors name the file", test_load_errors},
     {"screen size substitution", test_screen_substitution},
     {"paths stay inside the task folder", test_path_inside},
+    {"shipped files: a symlink out of the folder is refused at load and at setup", test_shipped_files},
     {"suites: folders and OSWorld indexes", test_list_dir},
     {"step type names", test_step_type_names},
     {"OSWorld's syntax: new steps, parameters, assets, placeholders", test_osworld_syntax},

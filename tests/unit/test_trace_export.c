@@ -219,6 +219,74 @@ static void test_export_html_bad_frame(void)
     CU_ASSERT(stat(index, &st) < 0); /* no page for a trace that does not check out */
 }
 
+/* A tree is XML the guest chose: an XHTML one with a <script> ran when the export linked it raw
+ * (a11y/<sha>.xml). It is exported as text in a page of its own under the same policy. */
+static void test_export_html_a11y_markup(void)
+{
+    static const char xhtml[] = "<?xml version=\"1.0\"?><html xmlns=\"http://www.w3.org/1999/xhtml\"><body>"
+                                "<script>fetch('http://127.0.0.1:9/')</script><img src=\"http://127.0.0.1:9/i\"/>"
+                                "</body></html>";
+    _cleanup_free_ char *dir = fx_path("html-a11y");
+    em_err err = {0};
+    trace_writer *w = fx_open(dir);
+    CU_ASSERT_FATAL(w != NULL);
+    char a[65], b[65], tree[65];
+    CU_ASSERT_FATAL(fx_add_frame(w, 1, a) == 0 && fx_add_frame(w, 2, b) == 0);
+    CU_ASSERT_FATAL(trace_add_a11y(w, xhtml, strlen(xhtml), tree, &err) == 0);
+    for (int i = 0; i < 2; i++) /* the same tree twice: one page */
+        CU_ASSERT(fx_append(w, json_pack("{s:s, s:{s:s}, s:s, s:i, s:i, s:s, s:s, s:s}", "type", "step", "action",
+                                         "action_type", "WAIT", "source", "computer_13", "agent_ms", 1, "action_ms", 1,
+                                         "frame_before", a, "frame_after", b, "a11y_tree", tree)) == 0);
+    CU_ASSERT_FATAL(trace_close(w, &err) == 0);
+
+    _cleanup_free_ char *out = fx_path("html-a11y-out");
+    CU_ASSERT_FATAL(trace_export_html(dir, out, &err) == 0);
+    _cleanup_free_ char *a11y = xasprintf("%s/a11y", out), *name = xasprintf("a11y/%s.html", tree);
+    CU_ASSERT_EQUAL(fx_count_files(a11y), 1); /* the page, and no .xml a browser would render */
+    size_t len;
+    _cleanup_free_ char *page = fx_read(out, name, &len), *index = fx_read(out, "index.html", &len);
+    CU_ASSERT_FATAL(page != NULL && index != NULL);
+    CU_ASSERT(strncmp(page, "<!DOCTYPE html>", 15) == 0);
+    CU_ASSERT(fx_contains(page, "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'"));
+    CU_ASSERT(!case_insensitive_has(page, "<script") && !case_insensitive_has(page, "<img"));
+    CU_ASSERT(fx_contains(page, "&lt;script&gt;fetch(&#39;http://127.0.0.1:9/&#39;)&lt;/script&gt;"));
+    _cleanup_free_ char *link = xasprintf("<a href=\"%s\">", name);
+    CU_ASSERT(fx_contains(index, link));
+    CU_ASSERT(!case_insensitive_has(index, ".xml\""));
+    CU_ASSERT(!case_insensitive_has(index, "<script"));
+}
+
+/* A frame is copied out as .png as it is: bytes that hash to their name but are no PNG (markup
+ * with a script) are refused, by the export and by verify. */
+static void test_export_html_frame_not_png(void)
+{
+    static const char fake[] = "<html><script>fetch('http://127.0.0.1:9/')</script></html>";
+    char sha[65];
+    sha256_hex(fake, strlen(fake), sha);
+    _cleanup_free_ char *dir = fx_path("html-notpng");
+    _cleanup_free_ char *step = xasprintf("{\"type\":\"step\",\"index\":0,\"action\":{\"action_type\":\"WAIT\"},"
+                                          "\"source\":\"computer_13\",\"agent_ms\":1,\"action_ms\":2,\"t\":0.5,"
+                                          "\"frame_before\":\"%s\",\"frame_after\":\"%s\"}", sha, sha);
+    const char *lines[] = {FX_HEADER, step};
+    CU_ASSERT_FATAL(fx_write_chained(dir, lines, 2, true) == 0);
+    _cleanup_free_ char *name = xasprintf("frames/%s.png", sha);
+    CU_ASSERT_FATAL(fx_write(dir, name, fake, strlen(fake)) == 0);
+    em_err err = {0};
+    _cleanup_free_ char *out = fx_path("html-notpng-out");
+    CU_ASSERT(trace_export_html(dir, out, &err) < 0);
+    CU_ASSERT(fx_contains(err.msg, "not a PNG file (a frame must be one)"));
+    CU_ASSERT(strchr(err.msg, '\n') == NULL);
+    _cleanup_free_ char *copied = xasprintf("%s/%s", out, name);
+    struct stat st;
+    CU_ASSERT(stat(copied, &st) < 0);
+    _cleanup_free_ char *fout = fx_path("frames-notpng-out");
+    CU_ASSERT(trace_export_frames(dir, fout, &err) < 0);
+    CU_ASSERT(fx_contains(err.msg, "not a PNG file"));
+    json_t *report = NULL;
+    CU_ASSERT(trace_verify(dir, &report, &err) < 0);
+    CU_ASSERT(fx_contains(err.msg, "not a PNG file"));
+}
+
 static void test_export_frames(void)
 {
     _cleanup_free_ char *dir = fx_path("frames-src");
@@ -344,6 +412,8 @@ static CU_TestInfo tests[] = {
     {"export html", test_export_html},
     {"export html escapes hostile text", test_export_html_hostile},
     {"export html refuses a changed frame", test_export_html_bad_frame},
+    {"export html shows a tree as text, never its markup", test_export_html_a11y_markup},
+    {"exports refuse a frame that is no PNG", test_export_html_frame_not_png},
     {"export frames", test_export_frames},
     {"export video", test_export_video},
     {"action summary", test_action_summary},

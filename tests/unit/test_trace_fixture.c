@@ -50,6 +50,18 @@ FIXTURE json_t *fx_header_fields(void)
                      "tcg", "unsafe_open_network", 0, "agent", "unit-test");
 }
 
+/* A writer on dir with fx_header_fields(), or NULL (said on stderr). */
+FIXTURE trace_writer *fx_open(const char *dir)
+{
+    em_err err = {0};
+    trace_writer *w = NULL;
+    json_t *h = fx_header_fields();
+    if (trace_open(dir, h, &w, &err) < 0)
+        fprintf(stderr, "trace_open: %s\n", err.msg);
+    json_decref(h);
+    return w;
+}
+
 FIXTURE int fx_add_frame(trace_writer *w, int seed, char sha[65])
 {
     em_err err = {0};
