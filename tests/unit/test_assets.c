@@ -3,10 +3,7 @@
  * the URL's spelling), what the operator can allow (--allow-private, ENVMGR_ASSET_ALLOW_PRIVATE,
  * a mirror's own host), that a refusal caches nothing and reaches no server, and a caller's
  * deadline cutting a server that trickles just above the stall limit. */
-#include <arpa/inet.h>
 #include <dirent.h>
-#include <netinet/in.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +11,7 @@
 #include <unistd.h>
 
 #include "envmgr/base/fileio.h"
+#include "envmgr/base/listen.h"
 #include "envmgr/base/util.h"
 #include "envmgr/net/assets.h"
 #include "helpers/cunit_main.h"
@@ -26,7 +24,8 @@ typedef enum { SERVE_SECRET, SERVE_REDIRECT, SERVE_TRICKLE } serve_mode;
 typedef struct server {
     serve_mode mode;
     char location[256]; /* SERVE_REDIRECT */
-    int lfd, port, stop[2];
+    int lfd, port;
+    bool stopping;
     pthread_t th;
     int connections;    /* accepted so far (read after server_stop) */
 } server;
@@ -57,21 +56,17 @@ static void answer(server *s, int c)
     /* 2 KiB a second, forever: above the 1 KiB/s stall limit, so only a deadline ends it. */
     char chunk[512];
     memset(chunk, 'x', sizeof chunk);
-    for (;;) {
-        struct pollfd pf = {.fd = s->stop[0], .events = POLLIN};
-        if (poll(&pf, 1, 250) != 0 || send_full(c, chunk, sizeof chunk, &ignored) < 0)
-            return;
-    }
+    while (!__atomic_load_n(&s->stopping, __ATOMIC_RELAXED) && send_full(c, chunk, sizeof chunk, &ignored) == 0)
+        sleep_ms(250);
 }
 
 static void *server_main(void *arg)
 {
     server *s = arg;
     for (;;) {
-        struct pollfd pf[2] = {{.fd = s->lfd, .events = POLLIN}, {.fd = s->stop[0], .events = POLLIN}};
-        if (poll(pf, 2, -1) < 0 || pf[1].revents)
+        int c = accept(s->lfd, NULL, NULL); /* fails once server_stop shuts the socket down */
+        if (c < 0 && __atomic_load_n(&s->stopping, __ATOMIC_RELAXED))
             return NULL;
-        int c = accept(s->lfd, NULL, NULL);
         if (c < 0)
             continue;
         __atomic_add_fetch(&s->connections, 1, __ATOMIC_RELAXED);
@@ -85,26 +80,22 @@ static void server_start(server *s, serve_mode mode, const char *location)
     memset(s, 0, sizeof *s);
     s->mode = mode;
     snprintf(s->location, sizeof s->location, "%s", location ? location : "");
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t sl = sizeof sa;
-    s->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (s->lfd < 0 || bind(s->lfd, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(s->lfd, 16) < 0 ||
-        getsockname(s->lfd, (struct sockaddr *)&sa, &sl) < 0 || pipe(s->stop) < 0 ||
-        pthread_create(&s->th, NULL, server_main, s)) {
-        perror("test server on 127.0.0.1");
+    char where[LISTEN_WHERE_MAX];
+    em_err err = {0};
+    if (listen_tcp("127.0.0.1:0", true, &s->lfd, where, &err) < 0 || pthread_create(&s->th, NULL, server_main, s)) {
+        fprintf(stderr, "test server on 127.0.0.1: %s\n", err.msg);
         exit(2);
     }
-    s->port = ntohs(sa.sin_port);
+    s->port = atoi(strrchr(where, ':') + 1);
 }
 
+/* Stops the server; returns how many connections it accepted. */
 static int server_stop(server *s)
 {
-    ssize_t w = write(s->stop[1], "x", 1);
-    (void)w;
+    __atomic_store_n(&s->stopping, true, __ATOMIC_RELAXED);
+    shutdown(s->lfd, SHUT_RDWR);
     pthread_join(s->th, NULL);
     close(s->lfd);
-    close(s->stop[0]);
-    close(s->stop[1]);
     return s->connections;
 }
 
