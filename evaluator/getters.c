@@ -501,7 +501,7 @@ static int fetch_cloud_file(const getter_call *gc, const char *src, const char *
         asset_info ai;
         if (asset_lock_for_task(gc->task_dir, &lock, err) < 0)
             return em_prefix(err, "cloud_file: ");
-        int rc = asset_get(src, lock, &ai, err);
+        int rc = asset_get(src, lock, 0, &ai, err);
         asset_lock_free(lock);
         if (rc < 0)
             return em_prefix(err, "cloud_file: ");

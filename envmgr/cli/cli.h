@@ -49,6 +49,12 @@ int cmd_task(int argc, char **argv);
     "  --offline          assets only from the cache (and mirror folders); a missing URL is an error\n"            \
     "  --asset-mirror PREFIX=DIR|URL   fetch http(s) assets starting with PREFIX from DIR/<rest> or URL<rest>\n"
 int cli_asset_option(const char *usage, int offline, const char *mirror);
+/* --allow-private ADDR:PORT, the operator's, on task fetch, run, suite run and serve: the host's
+ * asset fetcher may connect to this loopback/private address (assets.h), and with net, so may the
+ * env's guest when a task's allowlist applies (netpolicy_add_private). Returns 0, or EM_EXIT_USAGE
+ * after printing why. */
+struct netpolicy;
+int cli_allow_private(const char *usage, const char *arg, struct netpolicy *net);
 /* --agent-env NAME (repeatable) and --agent-sandbox on|off, shared by run and suite run
  * (docs/agent-protocol.md, "Environment"). cli_agent_option returns 0, or EM_EXIT_USAGE after
  * printing why. */

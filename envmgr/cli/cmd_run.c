@@ -34,11 +34,13 @@ static const char usage[] =
     "                  names; the tree needs an image with the guest toolbelt: `apps`)\n"
     "  --video         also OUT/recording.mp4: the episode as a video, from the trace (ffmpeg on the host)\n"
     "  --allow-private A:P  the temporary env may reach this loopback/private address when a task's\n"
-    "                  allowlist applies (the operator's choice; tasks cannot; repeatable)\n"
+    "                  allowlist applies, and the host may fetch task assets from it (the operator's\n"
+    "                  choice; tasks cannot; repeatable)\n"
     CLI_IMAGE_USAGE
     CLI_AGENT_USAGE
     CLI_NET_LIMITS_USAGE
-    "                  (--allow-private and --max-*: for the temporary env; `envmgr up` sets them for --env)\n"
+    "                  (--allow-private and --max-*: for the temporary env; `envmgr up` sets them for --env,\n"
+    "                  ENVMGR_ASSET_ALLOW_PRIVATE=ADDR:PORT;... the assets' with --env)\n"
     CLI_ASSET_USAGE;
 
 typedef struct run_args {
@@ -111,8 +113,8 @@ int cmd_run(int argc, char **argv)
                 return cli_usage_error(usage, "--probe-late: expected 0..60000, got `%s`", optarg);
             break;
         case 'P':
-            if (netpolicy_add_private(&a.net, optarg, &err) < 0)
-                return cli_usage_error(usage, "--allow-private: %s", err.msg);
+            if (cli_allow_private(usage, optarg, &a.net))
+                return EM_EXIT_USAGE;
             a.has_net = true;
             break;
         case CLI_OPT_MAX_EGRESS_BYTES:

@@ -28,7 +28,8 @@ static const char usage[] =
     "  --task-root DIR     task paths in requests resolve inside DIR (default: the current directory)\n"
     "  --settle-ms MS      after each action wait for two identical frames MS apart (default 300)\n"
     "  --allow-private A:P every env may reach this loopback/private address when its task's allowlist\n"
-    "                      applies (the operator's choice: no request or task can; repeatable)\n"
+    "                      applies, and the host may fetch task assets from it (the operator's choice:\n"
+    "                      no request or task can; repeatable)\n"
     CLI_NET_LIMITS_USAGE
     CLI_IMAGE_USAGE
     "                  (for POST /v1/envs: a request's own \"image\" always wins)\n"
@@ -57,7 +58,6 @@ int cmd_serve(int argc, char **argv)
     plan_image_choice image = {0};
     netpolicy net;
     netpolicy_init(&net);
-    em_err perr = {0};
     int ch;
     long v;
     while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -82,8 +82,8 @@ int cmd_serve(int argc, char **argv)
                 return cli_usage_error(usage, "--settle-ms: expected 0..10000, got `%s`", optarg);
             break;
         case 'P':
-            if (netpolicy_add_private(&net, optarg, &perr) < 0)
-                return cli_usage_error(usage, "--allow-private: %s", perr.msg);
+            if (cli_allow_private(usage, optarg, &net))
+                return EM_EXIT_USAGE;
             c.net = &net;
             break;
         case CLI_OPT_MAX_EGRESS_BYTES:

@@ -18,8 +18,8 @@ static const char usage[] =
     "usage: envmgr suite run SUITE --agent CMD --out DIR [--envs N] [--resume] [--shard K/N] [--repeat R]\n"
     "                        [--retries N] [--accel auto|kvm|tcg] [--settle-ms MS] [--watchdog S]\n"
     "                        [--watchdog-margin S] [--progress auto|line|plain] [--strict] [--offline]\n"
-    "                        [--asset-mirror PREFIX=DIR|URL]... [--observation KIND] [--video]\n"
-    "                        [--image NAME [--force-image]]\n"
+    "                        [--asset-mirror PREFIX=DIR|URL]... [--allow-private ADDR:PORT]... [--observation KIND]\n"
+    "                        [--video] [--image NAME [--force-image]]\n"
     "                        [--agent-env NAME]... [--agent-sandbox on|off]\n"
     "                        [--max-egress-bytes N] [--max-connections-per-minute N]\n"
     "       envmgr suite compare BASE_DIR NEW_DIR [--tolerance T]\n"
@@ -47,6 +47,9 @@ static const char usage[] =
     CLI_IMAGE_USAGE
     CLI_AGENT_USAGE
     CLI_ASSET_USAGE
+    "    --allow-private A:P  the envs may reach this loopback/private address when a task's allowlist\n"
+    "                      applies, and the host may fetch task assets from it (the operator's choice;\n"
+    "                      tasks cannot; repeatable)\n"
     CLI_NET_LIMITS_USAGE
     "  compare  per-task score changes from BASE_DIR to NEW_DIR, regressions first; exit 1 when a task\n"
     "           regressed or is missing from NEW_DIR (for CI)\n"
@@ -93,6 +96,7 @@ static int cmd_suite_run(int argc, char **argv)
                                          {"strict", no_argument, 0, 'X'},
                                          {"offline", no_argument, 0, 'O'},
                                          {"asset-mirror", required_argument, 0, 'm'},
+                                         {"allow-private", required_argument, 0, 'P'},
                                          {"agent-env", required_argument, 0, CLI_OPT_AGENT_ENV},
                                          {"agent-sandbox", required_argument, 0, CLI_OPT_AGENT_SANDBOX},
                                          CLI_NET_LIMIT_OPTIONS,
@@ -173,6 +177,11 @@ static int cmd_suite_run(int argc, char **argv)
         case 'm':
             if (cli_asset_option(usage, c == 'O', c == 'm' ? optarg : NULL))
                 return EM_EXIT_USAGE;
+            break;
+        case 'P':
+            if (cli_allow_private(usage, optarg, &net))
+                return EM_EXIT_USAGE;
+            o.net = &net;
             break;
         case CLI_OPT_AGENT_ENV:
         case CLI_OPT_AGENT_SANDBOX:

@@ -8,6 +8,7 @@
 #include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
 #include "envmgr/net/assets.h"
+#include "envmgr/net/netpolicy.h"
 #include "evaluator/getters.h"
 #include "evaluator/metrics.h"
 #include "evaluator/osworld.h"
@@ -16,6 +17,7 @@
 static const char usage[] =
     "usage: envmgr task check PATH... [--json]\n"
     "       envmgr task fetch SUITE|TASK... [--parallel N] [--lock FILE] [--offline] [--asset-mirror P=T]...\n"
+    "                         [--allow-private ADDR:PORT]...\n"
     "       envmgr task pieces [--json]\n"
     "       envmgr task get NAME SPEC [--out DIR]\n"
     "  check   load every task without a VM: PATH is a task file, a folder of tasks, or an OSWorld index\n"
@@ -32,10 +34,14 @@ static const char usage[] =
     "    --lock FILE     the lock file to check and extend\n"
     "    --offline       only check that the cache holds them (no network)\n"
     "    --asset-mirror PREFIX=DIR|URL   fetch URLs starting with PREFIX from DIR/<rest> or URL<rest>\n"
+    "    --allow-private ADDR:PORT  an asset server on a loopback, private or link-local address may be\n"
+    "                    fetched from (the operator's choice; without it a URL, or a redirect, that\n"
+    "                    connects to one is refused; repeatable)\n"
     "  pieces  OSWorld's setup step types, getters and metrics and what envmgr does with each (the\n"
     "          tables docs/osworld.md is generated from)\n"
     "  get     run one getter spec on a running env and print its artifact (`task get --help`)\n"
-    "environment: ENVMGR_ASSET_MAX_BYTES, ENVMGR_ASSET_TIMEOUT_S, ENVMGR_ASSET_CA_FILE (a PEM bundle)\n";
+    "environment: ENVMGR_ASSET_MAX_BYTES, ENVMGR_ASSET_TIMEOUT_S, ENVMGR_ASSET_CA_FILE (a PEM bundle),\n"
+    "    ENVMGR_ASSET_ALLOW_PRIVATE (ADDR:PORT;... as --allow-private)\n";
 
 int cli_asset_option(const char *use, int offline, const char *mirror)
 {
@@ -44,6 +50,14 @@ int cli_asset_option(const char *use, int offline, const char *mirror)
         assets_settings()->offline = true;
     if (mirror && assets_add_mirror(mirror, &err) < 0)
         return cli_usage_error(use, "%s", err.msg);
+    return 0;
+}
+
+int cli_allow_private(const char *use, const char *arg, netpolicy *net)
+{
+    em_err err = {0};
+    if ((net && netpolicy_add_private(net, arg, &err) < 0) || assets_allow_private(arg, &err) < 0)
+        return cli_usage_error(use, "--allow-private: %s", err.msg);
     return 0;
 }
 
@@ -211,6 +225,7 @@ static int cmd_task_fetch(int argc, char **argv)
                                          {"lock", required_argument, 0, 'l'},
                                          {"offline", no_argument, 0, 'O'},
                                          {"asset-mirror", required_argument, 0, 'm'},
+                                         {"allow-private", required_argument, 0, 'P'},
                                          {0, 0, 0, 0}};
     int c;
     em_err err = {0};
@@ -225,6 +240,10 @@ static int cmd_task_fetch(int argc, char **argv)
         case 'O':
         case 'm':
             if (cli_asset_option(usage, c == 'O', c == 'm' ? optarg : NULL))
+                return EM_EXIT_USAGE;
+            break;
+        case 'P':
+            if (cli_allow_private(usage, optarg, NULL))
                 return EM_EXIT_USAGE;
             break;
         default: return cli_usage_error(usage, "task fetch: bad option");

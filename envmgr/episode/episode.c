@@ -196,13 +196,18 @@ static int run_steps(run *r, const task_step *steps, size_t n, const char *list_
                      em_err *err)
 {
     json_t *raw = json_object_get(r->t->json, list_name);
-    if (!strcmp(list_name, "postconfig"))
+    /* Setup spends the episode's time (a slow asset server must not stretch it); postconfig runs
+     * after the episode, under the asset timeouts alone. */
+    double deadline = r->t_start + r->t->episode_timeout_s * 1000;
+    if (!strcmp(list_name, "postconfig")) {
         raw = json_object_get(json_object_get(r->t->json, "evaluator"), "postconfig");
+        deadline = 0;
+    }
     for (size_t i = 0; i < n; i++) {
         double t0 = now_ms();
         json_t *detail = NULL;
         em_err serr = {0};
-        int rc = r->ev.setup_step(r->ev.ctx, r->t, &steps[i], r->artifacts, &detail, &serr);
+        int rc = r->ev.setup_step(r->ev.ctx, r->t, &steps[i], r->artifacts, deadline, &detail, &serr);
         json_t *line = json_pack("{s:s, s:O, s:f, s:b}", "type", "setup", "step",
                                  json_array_get(raw, i) ? json_array_get(raw, i) : json_null(), "duration_ms",
                                  now_ms() - t0, "ok", rc == 0);

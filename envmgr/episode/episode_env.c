@@ -37,10 +37,10 @@ static int op_set_network(void *ctx, const netpolicy *p, bool *changed, em_err *
     return env_set_network(ctx, p, changed, err);
 }
 
-static int op_setup_step(void *ctx, const task *t, const task_step *s, const char *cache_dir, json_t **detail,
-                         em_err *err)
+static int op_setup_step(void *ctx, const task *t, const task_step *s, const char *cache_dir, double deadline_ms,
+                         json_t **detail, em_err *err)
 {
-    return setup_run_step(ctx, t, s, cache_dir, detail, err);
+    return setup_run_step(ctx, t, s, cache_dir, deadline_ms, detail, err);
 }
 
 static void op_guest_ops(void *ctx, em_env_ops *ops) { guest_ops_bind(ctx, ops); }

@@ -33,9 +33,9 @@ typedef struct episode_env {
     int (*network)(void *ctx, netpolicy *cur, em_err *err);
     int (*set_network)(void *ctx, const netpolicy *p, bool *changed, em_err *err);
     /* One setup or postconfig step; *detail gets facts for the trace; cache_dir is the episode's
-     * cache (setup.h: 0, SETUP_FAILED or -1). */
-    int (*setup_step)(void *ctx, const task *t, const task_step *s, const char *cache_dir, json_t **detail,
-                      em_err *err);
+     * cache; deadline_ms 0 or when the episode ends (setup.h: 0, SETUP_FAILED or -1). */
+    int (*setup_step)(void *ctx, const task *t, const task_step *s, const char *cache_dir, double deadline_ms,
+                      json_t **detail, em_err *err);
     /* The evaluator's view of the env. */
     void (*guest_ops)(void *ctx, em_env_ops *ops);
     /* Pause the guest while the agent thinks (true) or resume it (false); may be NULL. */

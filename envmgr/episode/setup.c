@@ -194,13 +194,14 @@ static int run_verified(env *e, const task_step *s, json_t **detail, em_err *err
 }
 
 /* A download's URL through the host's asset cache (pinned by the suite's lock file). */
-static int asset_source(const task *t, const task_file *f, char **host, json_t *item, em_err *err)
+static int asset_source(const task *t, const task_file *f, double deadline_ms, char **host, json_t *item,
+                        em_err *err)
 {
     asset_lock *lock = NULL;
     asset_info ai;
     if (asset_lock_for_task(t->dir, &lock, err) < 0)
         return -1;
-    int rc = asset_get(f->url, lock, &ai, err);
+    int rc = asset_get(f->url, lock, deadline_ms, &ai, err);
     asset_lock_free(lock);
     if (rc < 0)
         return -1;
@@ -212,7 +213,7 @@ static int asset_source(const task *t, const task_file *f, char **host, json_t *
     return 0;
 }
 
-static int upload(env *e, const task *t, const task_step *s, json_t **detail, em_err *err)
+static int upload(env *e, const task *t, const task_step *s, double deadline_ms, json_t **detail, em_err *err)
 {
     guest *g;
     if (env_guest(e, &g, err) < 0)
@@ -224,7 +225,7 @@ static int upload(env *e, const task *t, const task_step *s, json_t **detail, em
         json_t *item = json_pack("{s:s}", "path", dst);
         json_array_append_new(done, item);
         if (s->files[i].url) {
-            if (asset_source(t, &s->files[i], &real, item, err) < 0)
+            if (asset_source(t, &s->files[i], deadline_ms, &real, item, err) < 0)
                 return setup_failed(err, "files[%zu]: %s", i, err->msg);
         } else if (task_file_path(t->dir, s->files[i].host_path, true, &real, err) < 0) {
             return em_prefix(err, "files[%zu]: ", i);
@@ -424,7 +425,8 @@ static int act(env *e, const task_step *s, json_t **detail, em_err *err)
     return 0;
 }
 
-int setup_run_step(env *e, const task *t, const task_step *s, const char *cache_dir, json_t **detail, em_err *err)
+int setup_run_step(env *e, const task *t, const task_step *s, const char *cache_dir, double deadline_ms,
+                   json_t **detail, em_err *err)
 {
     *detail = NULL;
     switch (s->type) {
@@ -447,7 +449,7 @@ int setup_run_step(env *e, const task *t, const task_step *s, const char *cache_
     }
     case STEP_UPLOAD_FILE:
     case STEP_DOWNLOAD:
-        return upload(e, t, s, detail, err);
+        return upload(e, t, s, deadline_ms, detail, err);
     case STEP_SLEEP:
         sleep_ms(s->seconds * 1000);
         return check_interrupt(err);

@@ -16,9 +16,11 @@
 
 /* Run one step. *detail receives facts for the trace (exit code, capped output, "tolerated":
  * why, when the step failed the way OSWorld goes on after); cache_dir is the episode's cache
- * (execute's stdout/stderr files, read by cache_file). Returns 0, SETUP_FAILED, or -1 when the
+ * (execute's stdout/stderr files, read by cache_file); deadline_ms: 0, or the now_ms() time the
+ * episode ends, which an asset's fetch may not outlive. Returns 0, SETUP_FAILED, or -1 when the
  * step could not be carried out (the env failed). */
-int setup_run_step(env *e, const task *t, const task_step *s, const char *cache_dir, json_t **detail, em_err *err);
+int setup_run_step(env *e, const task *t, const task_step *s, const char *cache_dir, double deadline_ms,
+                   json_t **detail, em_err *err);
 
 /* Wait until the screen has not changed for stable_ms (or, with a reference,
  * until the region matches it within tolerance), at most timeout_s. The

@@ -1,16 +1,20 @@
 /* Host-side asset cache (assets.h): libcurl transfers into partial files, renamed into
- * content-addressed blobs once complete and hashed; lock files pin URL -> sha256. */
+ * content-addressed blobs once complete and hashed; lock files pin URL -> sha256. Every socket a
+ * transfer opens is checked against the operator's private allowances (on_open). */
 #include "envmgr/net/assets.h"
 
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/file.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -20,6 +24,7 @@
 #include "envmgr/base/paths.h"
 #include "envmgr/base/sha256.h"
 #include "envmgr/base/util.h"
+#include "envmgr/net/netpolicy.h"
 
 #define LOCK_WAIT_MS 600000.0 /* another process fetching the same URL: wait this long for it */
 #define REDIRECTS_MAX 10L
@@ -36,6 +41,7 @@ static asset_settings cfg;
 static mirror mirrors[ASSET_MIRRORS_MAX];
 static size_t nmirrors;
 static char *ca_file;
+static netpolicy allowed; /* the operator's private allowances: only their private_ok rules */
 
 static void load_env_locked(void)
 {
@@ -55,6 +61,16 @@ static void load_env_locked(void)
         cfg.offline = true;
     free(ca_file);
     ca_file = (s = getenv("ENVMGR_ASSET_CA_FILE")) && *s ? xstrdup(s) : NULL;
+    netpolicy_init(&allowed);
+    if ((s = getenv("ENVMGR_ASSET_ALLOW_PRIVATE")) && *s) {
+        _cleanup_free_ char *copy = xstrdup(s);
+        char *save = NULL;
+        for (char *tok = strtok_r(copy, ";", &save); tok; tok = strtok_r(NULL, ";", &save)) {
+            em_err bad;
+            if (netpolicy_add_private(&allowed, tok, &bad) < 0)
+                fprintf(stderr, "envmgr: ENVMGR_ASSET_ALLOW_PRIVATE: %s\n", bad.msg);
+        }
+    }
 }
 
 asset_settings *assets_settings(void)
@@ -75,6 +91,15 @@ asset_settings *assets_settings(void)
         }
     }
     return &cfg;
+}
+
+int assets_allow_private(const char *spec, em_err *err)
+{
+    pthread_mutex_lock(&cfg_mu);
+    load_env_locked(); /* first, or loading later would drop the rule */
+    int rc = netpolicy_add_private(&allowed, spec, err);
+    pthread_mutex_unlock(&cfg_mu);
+    return rc;
 }
 
 void assets_reset(void)
@@ -245,7 +270,52 @@ typedef struct xfer {
     bool too_big, restarted;
     CURL *c;
     volatile uint64_t *live; /* progress counter shared with the fetch-all reporter, or NULL */
+    const netpolicy *allow;  /* where, beyond public unicast addresses, it may connect */
+    double deadline;         /* 0, or the now_ms() time it must end by */
+    long http;
+    /* The first connection refused: the address as a rule names it, what it is, how many
+     * redirects led there and the URL it was for. */
+    const char *refused_cls;
+    char refused[NETPOLICY_HOST_MAX + 16];
+    long refused_hops;
+    char refused_url[512];
 } xfer;
+
+static int sockaddr_port(const struct sockaddr *sa)
+{
+    if (sa->sa_family == AF_INET)
+        return ntohs(((const struct sockaddr_in *)sa)->sin_port);
+    if (sa->sa_family == AF_INET6)
+        return ntohs(((const struct sockaddr_in6 *)sa)->sin6_port);
+    return 0;
+}
+
+/* Every socket libcurl opens, for the URL and for each redirect, for each address it tries: the
+ * address it is about to connect to must be public unicast, or allowed by the operator. The
+ * resolved address, not the URL's text: 0177.0.0.1, 2130706433, x@127.0.0.1, [::ffff:127.0.0.1]
+ * and a name that resolves to loopback all arrive here as what they are. */
+static curl_socket_t on_open(void *ud, curlsocktype purpose, struct curl_sockaddr *a)
+{
+    xfer *x = ud;
+    const struct sockaddr *sa = &a->addr;
+    int port = sockaddr_port(sa);
+    const char *cls = netpolicy_addr_class(sa);
+    if (!cls || netpolicy_addr_listed(x->allow, sa, port))
+        return socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
+    if (!x->refused_cls) {
+        nethost h;
+        x->refused_cls = cls;
+        if (netpolicy_addr_host(sa, &h))
+            netrule_format(&h, port, x->refused, sizeof x->refused);
+        else
+            snprintf(x->refused, sizeof x->refused, "a socket of family %d", a->family);
+        const char *at = NULL;
+        curl_easy_getinfo(x->c, CURLINFO_REDIRECT_COUNT, &x->refused_hops);
+        curl_easy_getinfo(x->c, CURLINFO_EFFECTIVE_URL, &at);
+        snprintf(x->refused_url, sizeof x->refused_url, "%s", at ? at : "");
+    }
+    return CURL_SOCKET_BAD;
+}
 
 static size_t on_data(char *p, size_t sz, size_t nm, void *ud)
 {
@@ -289,22 +359,27 @@ static bool transient(CURLcode rc, long http)
            rc == CURLE_COULDNT_RESOLVE_HOST || rc == CURLE_SSL_CONNECT_ERROR;
 }
 
-/* One attempt into fd (which may hold a partial file to resume). */
-static CURLcode transfer(const char *src, int fd, const asset_settings *s, volatile uint64_t *live, long *http,
-                         bool *too_big, char *ebuf)
+/* One attempt into x->fd (which may hold a partial file to resume); x->fd, live, allow and
+ * deadline set by the caller, the rest reset here. */
+static CURLcode transfer(const char *src, xfer *x, const asset_settings *s, char *ebuf)
 {
     struct stat st;
-    xfer x = {.fd = fd, .cap = s->max_bytes, .live = live};
-    if (fstat(fd, &st) == 0 && st.st_size > 0 && (uint64_t)st.st_size < s->max_bytes)
-        x.offset = (uint64_t)st.st_size;
-    else if (ftruncate(fd, 0) < 0)
+    *x = (xfer){.fd = x->fd, .cap = s->max_bytes, .live = x->live, .allow = x->allow, .deadline = x->deadline};
+    ebuf[0] = '\0';
+    double total_ms = s->timeout_s * 1000;
+    if (x->deadline > 0 && x->deadline - now_ms() < total_ms)
+        total_ms = x->deadline - now_ms();
+    if (total_ms < 1)
+        return CURLE_OPERATION_TIMEDOUT;
+    if (fstat(x->fd, &st) == 0 && st.st_size > 0 && (uint64_t)st.st_size < s->max_bytes)
+        x->offset = (uint64_t)st.st_size;
+    else if (ftruncate(x->fd, 0) < 0)
         return CURLE_WRITE_ERROR;
-    lseek(fd, 0, SEEK_END);
+    lseek(x->fd, 0, SEEK_END);
     CURL *c = curl_easy_init();
     if (!c)
         return CURLE_FAILED_INIT;
-    x.c = c;
-    ebuf[0] = '\0';
+    x->c = c;
     curl_easy_setopt(c, CURLOPT_URL, src);
     curl_easy_setopt(c, CURLOPT_ERRORBUFFER, ebuf);
     curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
@@ -314,30 +389,84 @@ static CURLcode transfer(const char *src, int fd, const asset_settings *s, volat
     curl_easy_setopt(c, CURLOPT_FAILONERROR, 1L);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, (long)ASSET_CONNECT_TIMEOUT_S);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)(s->timeout_s * 1000));
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)total_ms);
+    curl_easy_setopt(c, CURLOPT_PROXY, ""); /* none from the environment: we check where we connect */
+    curl_easy_setopt(c, CURLOPT_OPENSOCKETFUNCTION, on_open);
+    curl_easy_setopt(c, CURLOPT_OPENSOCKETDATA, x);
     curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1024L);
     curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, (long)ASSET_STALL_S);
     curl_easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)s->max_bytes);
     curl_easy_setopt(c, CURLOPT_USERAGENT, "envmgr/" ENVMGR_VERSION);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &x);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, x);
     curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
     curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
     if (ca_file)
         curl_easy_setopt(c, CURLOPT_CAINFO, ca_file);
-    if (x.offset)
-        curl_easy_setopt(c, CURLOPT_RESUME_FROM_LARGE, (curl_off_t)x.offset);
+    if (x->offset)
+        curl_easy_setopt(c, CURLOPT_RESUME_FROM_LARGE, (curl_off_t)x->offset);
     CURLcode rc = curl_easy_perform(c);
-    *http = 0;
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, http);
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &x->http);
     curl_easy_cleanup(c);
-    if (rc == CURLE_HTTP_RETURNED_ERROR && *http == 416) {
+    x->c = NULL;
+    if (rc == CURLE_HTTP_RETURNED_ERROR && x->http == 416) {
         /* The partial file is not a prefix the server can continue: start from zero next time. */
-        if (ftruncate(fd, 0) < 0)
+        if (ftruncate(x->fd, 0) < 0)
             return CURLE_WRITE_ERROR;
     }
-    *too_big = x.too_big || rc == CURLE_FILESIZE_EXCEEDED;
+    x->too_big = x->too_big || rc == CURLE_FILESIZE_EXCEEDED;
     return rc;
+}
+
+/* The operator named this mirror: the addresses its host has now, at its port, may be connected
+ * to by the fetches through it (not by a redirect elsewhere, not by other URLs). */
+static void allow_mirror_host(netpolicy *p, const char *mirror_url)
+{
+    CURLU *u = curl_url();
+    char *host = NULL, *port = NULL;
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV};
+    struct addrinfo *res = NULL;
+    if (u && curl_url_set(u, CURLUPART_URL, mirror_url, 0) == CURLUE_OK &&
+        curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
+        curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK) {
+        size_t n = strlen(host);
+        if (n > 2 && host[0] == '[' && host[n - 1] == ']') { /* an IPv6 literal */
+            memmove(host, host + 1, n - 2);
+            host[n - 2] = '\0';
+        }
+        if (getaddrinfo(host, port, &hints, &res) != 0)
+            res = NULL;
+    }
+    for (const struct addrinfo *a = res; a; a = a->ai_next) {
+        nethost h;
+        char rule[NETPOLICY_HOST_MAX + 16];
+        em_err full;
+        if (!netpolicy_addr_host(a->ai_addr, &h))
+            continue;
+        netrule_format(&h, sockaddr_port(a->ai_addr), rule, sizeof rule);
+        if (netpolicy_add_private(p, rule, &full) < 0)
+            break;
+    }
+    if (res)
+        freeaddrinfo(res);
+    curl_free(host);
+    curl_free(port);
+    curl_url_cleanup(u);
+}
+
+/* The one line for a connection on_open refused. */
+static int refused_error(const char *url, const xfer *x, em_err *err)
+{
+    const char *cls = x->refused_cls, *an = strchr("aeiou", cls[0]) ? "n" : "";
+    if (x->refused_hops > 0)
+        return em_fail_input(err,
+                             "asset `%.300s`: redirected (%ld hop%s, to `%.200s`) to %s, a%s %s address: only the "
+                             "operator may allow it (--allow-private %s)",
+                             url, x->refused_hops, x->refused_hops == 1 ? "" : "s", x->refused_url, x->refused, an, cls,
+                             x->refused);
+    return em_fail_input(err, "asset `%.300s`: connects to %s, a%s %s address: only the operator may allow it "
+                              "(--allow-private %s)",
+                         url, x->refused, an, cls, x->refused);
 }
 
 /* A local mirror file into the partial file, capped. */
@@ -374,24 +503,27 @@ static int copy_local(const char *src, int fd, uint64_t cap, volatile uint64_t *
     return 0;
 }
 
-static int lock_partial(int fd, const char *url, em_err *err)
+static int lock_partial(int fd, const char *url, double deadline, em_err *err)
 {
-    double deadline = now_ms() + LOCK_WAIT_MS;
+    double t0 = now_ms(), until = t0 + LOCK_WAIT_MS;
+    if (deadline > 0 && deadline < until)
+        until = deadline;
     while (flock(fd, LOCK_EX | LOCK_NB) < 0) {
         if (errno != EWOULDBLOCK && errno != EINTR)
             return em_fail_errno(err, "asset `%.200s`: lock", url);
         if (check_interrupt(err) < 0)
             return -1;
-        if (now_ms() > deadline)
-            return em_fail(err, "asset `%.200s`: another envmgr has been fetching it for %.0f s", url,
-                           LOCK_WAIT_MS / 1000);
+        if (now_ms() > until)
+            return em_fail(err, "asset `%.200s`: another envmgr has been fetching it for %.0f s%s", url,
+                           (now_ms() - t0) / 1000, until == deadline ? " (and the deadline came)" : "");
         sleep_ms(100);
     }
     return 0;
 }
 
-/* Fetch url (through its mirror, if any) into the blob store. */
-static int fetch(const char *url, volatile uint64_t *live, char sha[65], uint64_t *size, em_err *err)
+/* Fetch url (through its mirror, if any) into the blob store, by deadline (0: none). */
+static int fetch(const char *url, volatile uint64_t *live, double deadline, char sha[65], uint64_t *size,
+                 em_err *err)
 {
     const asset_settings *s = assets_settings();
     struct timespec started;
@@ -411,7 +543,7 @@ static int fetch(const char *url, volatile uint64_t *live, char sha[65], uint64_
     _cleanup_close_ int fd = open(part, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (fd < 0)
         return em_fail_errno(err, "asset cache `%s`", part);
-    if (lock_partial(fd, url, err) < 0)
+    if (lock_partial(fd, url, deadline, err) < 0)
         return -1;
     /* Another process (or thread) may have finished it while we waited for the lock: an index
      * written since we started, naming a blob that exists. */
@@ -433,24 +565,48 @@ static int fetch(const char *url, volatile uint64_t *live, char sha[65], uint64_
     } else {
         pthread_once(&curl_once, curl_init_once);
         const char *from = src ? src : url;
+        _cleanup_free_ netpolicy *allow = xmalloc(sizeof *allow);
+        pthread_mutex_lock(&cfg_mu);
+        *allow = allowed;
+        pthread_mutex_unlock(&cfg_mu);
+        if (src)
+            allow_mirror_host(allow, src);
         char ebuf[CURL_ERROR_SIZE];
-        long http = 0;
-        bool too_big = false;
+        xfer x = {.fd = fd, .live = live, .allow = allow, .deadline = deadline};
         CURLcode rc = CURLE_OK;
         int tries = 0;
+        uint64_t got = 0;
+        double t0 = now_ms();
+        bool late = false;
         for (int attempt = 0; attempt <= s->retries; attempt++) {
-            tries++;
             if (attempt) {
-                sleep_ms(500.0 * (1 << (attempt - 1)));
+                double nap = 500.0 * (1 << (attempt - 1));
+                if ((late = deadline > 0 && now_ms() + nap >= deadline))
+                    break;
+                sleep_ms(nap);
                 if (check_interrupt(err) < 0)
                     return -1;
             }
-            rc = transfer(from, fd, s, live, &http, &too_big, ebuf);
-            if (rc == CURLE_OK || too_big || !transient(rc, http) || interrupted())
+            tries++;
+            rc = transfer(from, &x, s, ebuf);
+            got += x.written;
+            if (rc == CURLE_OK || x.too_big || x.refused_cls || !transient(rc, x.http) || interrupted())
                 break;
         }
+        long http = x.http;
+        bool too_big = x.too_big;
         if (interrupted())
             return check_interrupt(err);
+        if (rc != CURLE_OK && x.refused_cls) {
+            if (ftruncate(fd, 0) < 0)
+                return em_fail_errno(err, "asset cache `%s`", part);
+            return refused_error(url, &x, err);
+        }
+        if (rc != CURLE_OK && (late || (deadline > 0 && now_ms() >= deadline - 1000)))
+            return em_fail(err, "asset `%.300s`: not fetched by its deadline (the episode's end), %.1f s and %llu bytes "
+                                "in: %s (%d tr%s)",
+                           url, (now_ms() - t0) / 1000, (unsigned long long)got,
+                           ebuf[0] ? ebuf : curl_easy_strerror(rc), tries, tries == 1 ? "y" : "ies");
         if (too_big) {
             ftruncate(fd, 0);
             return em_fail_input(err, "asset `%.300s`: larger than the limit of %llu bytes (ENVMGR_ASSET_MAX_BYTES)",
@@ -495,7 +651,8 @@ static json_t *lock_entry(const asset_lock *lock, const char *url)
     return lock && lock->assets ? json_object_get(lock->assets, url) : NULL;
 }
 
-static int get_one(const char *url, const asset_lock *lock, volatile uint64_t *live, asset_info *out, em_err *err)
+static int get_one(const char *url, const asset_lock *lock, volatile uint64_t *live, double deadline, asset_info *out,
+                   em_err *err)
 {
     memset(out, 0, sizeof *out);
     json_t *pin = lock_entry(lock, url);
@@ -515,7 +672,7 @@ static int get_one(const char *url, const asset_lock *lock, volatile uint64_t *l
         return 0;
     char sha[65];
     uint64_t size = 0;
-    if (fetch(url, live, sha, &size, err) < 0) {
+    if (fetch(url, live, deadline, sha, &size, err) < 0) {
         if (pinned)
             em_prefix(err, "%s pins this asset, but: ", lock->path);
         return -1;
@@ -535,12 +692,12 @@ static int get_one(const char *url, const asset_lock *lock, volatile uint64_t *l
     return 0;
 }
 
-int asset_get(const char *url, const asset_lock *lock, asset_info *out, em_err *err)
+int asset_get(const char *url, const asset_lock *lock, double deadline_ms, asset_info *out, em_err *err)
 {
     if (!asset_url_is_remote(url))
         return em_fail_input(err, "asset `%.300s`: not an http(s) URL", url);
     double t0 = now_ms();
-    if (get_one(url, lock, NULL, out, err) < 0)
+    if (get_one(url, lock, NULL, deadline_ms, out, err) < 0)
         return -1;
     if (out->fetched && assets_settings()->progress != 0) {
         double s = (now_ms() - t0) / 1000;
@@ -686,7 +843,7 @@ static void *fetch_worker(void *arg)
         if (i >= f->n || interrupted())
             return NULL;
         em_err e = {0};
-        if (get_one(f->urls[i], f->lock, &f->live, &f->info[i], &e) < 0)
+        if (get_one(f->urls[i], f->lock, &f->live, 0, &f->info[i], &e) < 0)
             f->errs[i] = xstrdup(e.msg);
         pthread_mutex_lock(&f->mu);
         f->done++;

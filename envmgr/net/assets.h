@@ -12,7 +12,16 @@
  * it: a cached blob whose bytes no longer hash to the pinned value (tampered) is refused, and a
  * fetch that brings other bytes (the upstream file changed) or none (it vanished) is an error
  * naming the URL. Transfers have a size cap, connect/stall/total timeouts and retries with
- * backoff, follow at most ten redirects and speak only http and https. docs/osworld.md. */
+ * backoff, follow at most ten redirects and speak only http and https. docs/osworld.md.
+ *
+ * Where a transfer connects is checked as the egress proxy checks the guest's (netpolicy.h): every
+ * connection libcurl opens, the first and each redirect's, goes to the address it resolved only
+ * when that address is public unicast, or the operator allowed it (assets_allow_private, or the
+ * host of a URL mirror the operator configured, for the connections of a fetch through it). So a
+ * task's URL cannot make the host read its own loopback services, its LAN or a cloud metadata
+ * address, in whatever spelling (0177.0.0.1, 2130706433, [::ffff:127.0.0.1], a redirect).
+ * Proxies from the environment (http_proxy, https_proxy, ALL_PROXY) are not used: through one, the
+ * address checked would be the proxy's, not the asset server's. docs/security.md. */
 #ifndef ENVMGR_NET_ASSETS_H
 #define ENVMGR_NET_ASSETS_H
 
@@ -42,16 +51,21 @@ typedef struct asset_settings {
 } asset_settings;
 
 /* The current settings (defaults, then ENVMGR_ASSET_MAX_BYTES, ENVMGR_ASSET_TIMEOUT_S,
- * ENVMGR_ASSETS_OFFLINE=1, ENVMGR_ASSET_MIRRORS="P=T;P=T" and ENVMGR_ASSET_CA_FILE, a PEM bundle
- * that replaces the system's CAs, read on first use). */
+ * ENVMGR_ASSETS_OFFLINE=1, ENVMGR_ASSET_MIRRORS="P=T;P=T", ENVMGR_ASSET_ALLOW_PRIVATE="A:P;A:P"
+ * (as --allow-private, for commands without the option, e.g. `run --env`) and
+ * ENVMGR_ASSET_CA_FILE, a PEM bundle that replaces the system's CAs, read on first use). */
 asset_settings *assets_settings(void);
+/* The operator's --allow-private ADDR:PORT (netpolicy_add_private's syntax): transfers may connect
+ * to this loopback, private, link-local or metadata address. Only the CLI calls it: no task file
+ * and no API request can add one. */
+int assets_allow_private(const char *spec, em_err *err);
 /* --asset-mirror PREFIX=DIR|URL: a URL starting with PREFIX is fetched from DIR/<rest> (a local
  * folder, also when offline) or URL<rest>. The first matching mirror wins. */
 int assets_add_mirror(const char *spec, em_err *err);
 /* The URL a mirror rewrites `url` to (caller frees), or NULL when none applies. *is_dir: the
  * result is a host path. */
 char *assets_mirror_for(const char *url, bool *is_dir);
-/* Drop mirrors and reload the environment settings (tests). */
+/* Drop mirrors and private allowances and reload the environment settings (tests). */
 void assets_reset(void);
 
 /* http:// or https:// (case-insensitive scheme) with a host. */
@@ -85,8 +99,9 @@ typedef struct asset_info {
 
 /* The cached blob of url, fetched first when it is not cached (unless offline). With a lock
  * that pins url, the blob must hash to the pinned value; without, to what the cache index
- * recorded. Errors are one line naming the URL. */
-int asset_get(const char *url, const asset_lock *lock, asset_info *out, em_err *err);
+ * recorded. deadline_ms: 0, or a now_ms() time (an episode's end) the fetch may not outlive,
+ * retries and waits included. Errors are one line naming the URL. */
+int asset_get(const char *url, const asset_lock *lock, double deadline_ms, asset_info *out, em_err *err);
 void asset_info_free(asset_info *a);
 
 /* ---- prefetching many ---- */

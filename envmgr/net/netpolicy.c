@@ -496,26 +496,32 @@ static bool embedded_v4(const struct in6_addr *a, struct in_addr *v4)
     return true;
 }
 
-bool netpolicy_addr_listed(const netpolicy *p, const struct sockaddr *sa, int port)
+bool netpolicy_addr_host(const struct sockaddr *sa, nethost *h)
 {
-    nethost h = {0};
+    memset(h, 0, sizeof *h);
     if (sa->sa_family == AF_INET) {
-        h.kind = NETHOST_IPV4;
-        inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, h.name, sizeof h.name);
+        h->kind = NETHOST_IPV4;
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, h->name, sizeof h->name);
     } else if (sa->sa_family == AF_INET6) {
         const struct in6_addr *a6 = &((const struct sockaddr_in6 *)sa)->sin6_addr;
         struct in_addr v4;
         if (embedded_v4(a6, &v4)) {
-            h.kind = NETHOST_IPV4;
-            inet_ntop(AF_INET, &v4, h.name, sizeof h.name);
+            h->kind = NETHOST_IPV4;
+            inet_ntop(AF_INET, &v4, h->name, sizeof h->name);
         } else {
-            h.kind = NETHOST_IPV6;
-            inet_ntop(AF_INET6, a6, h.name, sizeof h.name);
+            h->kind = NETHOST_IPV6;
+            inet_ntop(AF_INET6, a6, h->name, sizeof h->name);
         }
     } else {
         return false;
     }
-    return netpolicy_match(p, &h, port) >= 0;
+    return true;
+}
+
+bool netpolicy_addr_listed(const netpolicy *p, const struct sockaddr *sa, int port)
+{
+    nethost h;
+    return netpolicy_addr_host(sa, &h) && netpolicy_match(p, &h, port) >= 0;
 }
 
 static const char *v4_class(uint32_t a) /* host byte order */

@@ -138,6 +138,9 @@ int netpolicy_load(const char *dir, netpolicy *p, em_err *err);
 
 /* Index of the first rule that admits host:port, or -1. */
 int netpolicy_match(const netpolicy *p, const nethost *h, int port);
+/* An IPv4/IPv6 address as a rule names it (IPv4-mapped and NAT64 addresses as their IPv4 part);
+ * false for any other family. */
+bool netpolicy_addr_host(const struct sockaddr *sa, nethost *h);
 /* Does an IPv4/IPv6 rule list exactly this address with this port? */
 bool netpolicy_addr_listed(const netpolicy *p, const struct sockaddr *sa, int port);
 /* NULL for a public unicast address, else what it is ("loopback",

@@ -337,6 +337,160 @@ out=$(ENVMGR_RUN_DIR="$T/squat2" "$ENVMGR" up --name sq 2>&1); rc=$?
 check "10 held: a run root owned by another user is refused" bash -c "[ $rc != 0 ] && echo \"\$1\" | grep -q 'belongs to uid'" _ "$out"
 check "10 held: no QEMU was started there" no_qemu_under "$T/squat"
 
+# --- 12. a task's asset URL aimed at the host's own services (issue 27) ------------------------------
+# `download` steps and `cloud_file` getters are fetched by the host (libcurl) and written into the
+# guest: a task must not make the host read its loopback services (here a secret on 127.0.0.1:P2), in
+# any spelling of the address or by a redirect from a server the operator allowed.
+AS=$T/assets12
+mkdir -p "$AS/fetch" "$AS/runs"
+SECRET12="asset-secret-$RANDOM$RANDOM"
+cat >"$AS/srv.py" <<'EOF'
+# srv.py MODE PORTFILE LOG [ARG]: secret (answers ARG, the secret), redirect (302 to ARG) or trickle
+# (2 KiB/s of a 1 GiB body, forever); every request is logged.
+import http.server, os, sys, time
+mode, portfile, log = sys.argv[1:4]
+arg = sys.argv[4] if len(sys.argv) > 4 else ""
+class H(http.server.BaseHTTPRequestHandler):
+    def log_message(self, *a):
+        pass
+    def do_GET(self):
+        open(log, "a").write("%s %s\n" % (self.client_address[0], self.path))
+        if mode == "redirect":
+            self.send_response(302); self.send_header("Location", arg); self.send_header("Content-Length", "0")
+            self.end_headers(); return
+        body = (arg + "\n").encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body) if mode == "secret" else 1 << 30))
+        self.end_headers()
+        if mode == "secret":
+            self.wfile.write(body); return
+        while True:
+            self.wfile.write(b"x" * 512); self.wfile.flush(); time.sleep(0.25)
+srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+srv.daemon_threads = True
+open(portfile + ".tmp", "w").write(str(srv.server_address[1])); os.rename(portfile + ".tmp", portfile)
+srv.serve_forever()
+EOF
+asrv() { python3 "$AS/srv.py" "$@" >/dev/null 2>&1 & SERVERS+=($!); wait_until 10 test -s "$2"; }
+: >"$AS/secret.log"
+asrv secret "$AS/p2" "$AS/secret.log" "$SECRET12"; P2=$(cat "$AS/p2")
+asrv redirect "$AS/p1" "$AS/redirect.log" "http://127.0.0.1:$P2/secret"; P1=$(cat "$AS/p1")
+asrv trickle "$AS/p3" "$AS/trickle.log"; P3=$(cat "$AS/p3")
+MIRROR12="--asset-mirror http://assets.envmgr-test.invalid/=http://127.0.0.1:$P1/"
+# at_task FILE ID URL [config|cloud_file] [EPISODE_TIMEOUT_S]: the URL as a download step in setup
+# (the evaluator scores 1 when the guest has no such file or, with EXPECT12 set, when the file holds
+# EXPECT12), or as the evaluator's expected cloud_file.
+at_task() {
+    python3 - "$@" <<'EOF'
+import json, os, sys
+f, tid, url = sys.argv[1:4]
+where = sys.argv[4] if len(sys.argv) > 4 else "config"
+step = {"type": "download", "parameters": {"files": [{"url": url, "path": "/tmp/at-asset"}]}}
+has = {"type": "vm_command_line", "command": "cat /tmp/at-asset 2>/dev/null || echo absent"}
+ev = {"func": "exact_match", "result": has,
+      "expected": {"type": "rule", "rules": {"expected": os.environ.get("EXPECT12", "absent") + "\n"}}}
+t = {"id": tid, "instruction": "x", "limits": {"max_steps": 2, "episode_timeout_s": float(sys.argv[5]) if len(sys.argv) > 5 else 600}}
+if where == "config":
+    t["config"] = [step]
+else:
+    ev = {"func": "exact_match", "result": has, "expected": {"type": "cloud_file", "path": url, "dest": "x"}}
+t["evaluator"] = ev
+json.dump(t, open(f, "w"))
+EOF
+}
+FORMS12=("http://127.0.0.1:$P2/secret" "http://0177.0.0.1:$P2/secret" "http://2130706433:$P2/secret"
+    "http://x@127.0.0.1:$P2/secret" "http://[::ffff:127.0.0.1]:$P2/secret")
+for i in "${!FORMS12[@]}"; do at_task "$AS/fetch/form$i.json" "form$i" "${FORMS12[$i]}"; done
+at_task "$AS/fetch/redirect.json" redirect "http://127.0.0.1:$P1/r"
+at_task "$AS/fetch/mirror.json" mirror "http://assets.envmgr-test.invalid/secret"
+at_task "$AS/fetch/getter.json" getter "http://127.0.0.1:$P2/secret?getter" cloud_file
+at_task "$AS/fetch/metadata.json" metadata "http://169.254.169.254/latest/meta-data/"
+cache_empty() { ! grep -rqs "$SECRET12" "$1" && [ -z "$(find "$1/blobs" "$1/urls" -type f 2>/dev/null)" ]; }
+export -f cache_empty
+export SECRET12
+
+tried "task fetch of 9 URLs: the secret on 127.0.0.1:$P2 in five spellings, as a cloud_file, a redirect from 127.0.0.1:$P1 (allowed by --allow-private, and as an --asset-mirror) to it, and 169.254.169.254"
+out=$(ENVMGR_ASSET_CACHE=$AS/cache "$ENVMGR" task fetch --allow-private 127.0.0.1:$P1 $MIRROR12 "$AS/fetch" 2>&1); rc=$?
+check "12 held: task fetch exits 1 ($(tail -1 <<<"$out"))" test $rc = 1
+check "12 held: task fetch: all 9 refused" grep -q '^9 assets: 0 cached before, 0 fetched .*, 9 failed' <<<"$out"
+for u in "${FORMS12[@]}"; do
+    check "12 held: task fetch $u: one line naming it, the address and the flag" \
+        grep -qF "asset \`$u\`: connects to 127.0.0.1:$P2, a loopback address: only the operator may allow it (--allow-private 127.0.0.1:$P2)" <<<"$out"
+done
+check "12 held: task fetch: the redirect past the allowed first hop is refused, naming its target" \
+    grep -qF "asset \`http://127.0.0.1:$P1/r\`: redirected (1 hop, to \`http://127.0.0.1:$P2/secret\`) to 127.0.0.1:$P2, a loopback address" <<<"$out"
+check "12 held: task fetch: so is the redirect from the operator's mirror" \
+    grep -qF "asset \`http://assets.envmgr-test.invalid/secret\`: redirected (1 hop, to \`http://127.0.0.1:$P2/secret\`) to 127.0.0.1:$P2" <<<"$out"
+check "12 held: task fetch: the metadata address is refused" \
+    grep -qF "connects to 169.254.169.254:80, a link-local address" <<<"$out"
+check "12 held: the secret server saw no request" test ! -s "$AS/secret.log"
+check "12 held: the redirector did (its hop was allowed): $(wc -l <"$AS/redirect.log") requests" test -s "$AS/redirect.log"
+check "12 held: nothing in the asset cache, no lock written" \
+    bash -c "cache_empty '$AS/cache' && [ ! -e '$AS/fetch/assets.lock.json' ]"
+tried "the same URL with the operator's --allow-private 127.0.0.1:$P2 (the control)"
+mkdir -p "$AS/ok" && cp "$AS/fetch/form0.json" "$AS/ok/"
+out=$(ENVMGR_ASSET_CACHE=$AS/cache-fetch-ok "$ENVMGR" task fetch --allow-private 127.0.0.1:$P2 "$AS/ok" 2>&1); rc=$?
+check "12: with --allow-private the asset is fetched (exit $rc)" \
+    bash -c "[ $rc = 0 ] && grep -rqs '$SECRET12' '$AS/cache-fetch-ok/blobs'"
+: >"$AS/secret.log"
+
+E12=at-assets
+"$ENVMGR" up --name $E12 --accel tcg >/dev/null 2>&1 || bad "up $E12"
+cat >"$AS/done-agent" <<'EOF'
+#!/bin/sh
+while read obs; do echo '{"action_type": "DONE"}'; done
+EOF
+chmod +x "$AS/done-agent"
+run12() { # run12 NAME TASK [ARGS...]: an episode on $E12, its own asset cache
+    local name=$1 task=$2; shift 2
+    ENVMGR_ASSET_CACHE=$AS/cache-$name "$ENVMGR" run "$task" --env $E12 --agent "$AS/done-agent" --out "$AS/runs/$name" "$@" \
+        >"$AS/runs/$name.log" 2>&1
+}
+res12() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(r.get(sys.argv[2]))" "$AS/runs/$1/result.json" "$2" 2>/dev/null; }
+for i in "${!FORMS12[@]}"; do
+    u=${FORMS12[$i]}
+    tried "envmgr run with a download step from $u"
+    run12 form$i "$AS/fetch/form$i.json"
+    check "12 held: run $u: setup_error ($(res12 form$i exit_cause))" test "$(res12 form$i exit_cause)" = setup_error
+    check "12 held: run $u: the reason names the step, the URL and the address" grep -qF \
+        "config[0] (download): files[0]: asset \`$u\`: connects to 127.0.0.1:$P2, a loopback address: only the operator may allow it (--allow-private 127.0.0.1:$P2)" "$AS/runs/form$i/result.json"
+    check "12 held: run $u: nothing uploaded, nothing cached" bash -c \
+        "[ -s '$AS/runs/form$i/trace/trace.jsonl' ] && ! grep -q upload_ms '$AS/runs/form$i/trace/trace.jsonl' && cache_empty '$AS/cache-form$i'"
+done
+tried "envmgr run with a download from 127.0.0.1:$P1 (the operator allows it: ENVMGR_ASSET_ALLOW_PRIVATE, as run --env takes no --allow-private) redirecting to the secret; the same as an --asset-mirror"
+ENVMGR_ASSET_ALLOW_PRIVATE=127.0.0.1:$P1 run12 redirect "$AS/fetch/redirect.json"
+check "12 held: run, a redirect past the allowed hop: setup_error naming its target" bash -c \
+    "[ '$(res12 redirect exit_cause)' = setup_error ] && grep -qF 'redirected (1 hop, to \`http://127.0.0.1:$P2/secret\`) to 127.0.0.1:$P2' '$AS/runs/redirect/result.json'"
+run12 mirror "$AS/fetch/mirror.json" $MIRROR12
+check "12 held: run, a redirect from the operator's mirror: setup_error naming its target" bash -c \
+    "[ '$(res12 mirror exit_cause)' = setup_error ] && grep -qF 'to 127.0.0.1:$P2, a loopback address' '$AS/runs/mirror/result.json'"
+check "12 held: neither cached anything" bash -c "cache_empty '$AS/cache-redirect' && cache_empty '$AS/cache-mirror'"
+tried "a cloud_file getter naming the secret's URL"
+run12 getter "$AS/fetch/getter.json"
+check "12 held: the getter's fetch is refused: evaluator_error naming the address ($(res12 getter status))" bash -c \
+    "[ '$(res12 getter status)' = evaluator_error ] && grep -qF 'connects to 127.0.0.1:$P2, a loopback address' '$AS/runs/getter/result.json' && cache_empty '$AS/cache-getter'"
+check "12 held: the secret server saw no request in all these episodes: the secret never left it, for the guest or the cache" \
+    test ! -s "$AS/secret.log"
+tried "the control: ENVMGR_ASSET_ALLOW_PRIVATE=127.0.0.1:$P2, the operator's, lets setup fetch it"
+EXPECT12=$SECRET12 at_task "$AS/runs/ok.json" ok "http://127.0.0.1:$P2/secret"
+ENVMGR_ASSET_ALLOW_PRIVATE=127.0.0.1:$P2 run12 ok "$AS/runs/ok.json"
+check "12: allowed, setup fetched the asset into the guest (score $(res12 ok score), $(res12 ok exit_cause))" bash -c \
+    "[ '$(res12 ok score)' = 1.0 ] && grep -rqs '$SECRET12' '$AS/cache-ok/blobs'"
+tried "an allowed asset server that trickles 2 KiB/s forever (above the 1 KiB/s stall limit), in a task with episode_timeout_s 40"
+at_task "$AS/runs/slow.json" slow "http://127.0.0.1:$P3/slow" config 40
+t0=$(date +%s)
+ENVMGR_ASSET_ALLOW_PRIVATE=127.0.0.1:$P3 run12 slow "$AS/runs/slow.json"
+took=$(( $(date +%s) - t0 ))
+check "12 held: setup ended at the episode's deadline, not an hour later (run took $took s)" test "$took" -lt 150
+check "12 held: setup_error saying the deadline came ($(res12 slow exit_cause))" bash -c \
+    "[ '$(res12 slow exit_cause)' = setup_error ] && grep -q 'not fetched by its deadline' '$AS/runs/slow/result.json'"
+check "12 held: the setup step lasted no longer than the episode (deadline 40 s from its start)" python3 -c "
+import json,sys
+s=[json.loads(l) for l in open(sys.argv[1]) if '\"setup\"' in l][0]
+assert s['duration_ms'] < 41000, s['duration_ms']" "$AS/runs/slow/trace/trace.jsonl"
+"$ENVMGR" down $E12 >/dev/null 2>&1
+stop_servers; SERVERS=()
+
 # --- 13. a live-view link that outlives its expiry (issue 27) ----------------------------------------
 "$ENVMGR" serve --listen 127.0.0.1:0 --token-file "$T/token" >"$T/serve13.out" 2>&1 &
 SERVERS+=($!)

@@ -51,6 +51,8 @@ check "task check: refusal reasons with counts" grep -q '^ *1  getter `page_info
 check "task check --json" python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['refused']==1 and len(d['files'][0]['problems'])==5" "$T/check.json"
 
 # ---- task fetch: parallel, lock file, https with the test CA ----
+# The servers are on loopback: only the operator's --allow-private lets the host fetch from them.
+ALLOW="--allow-private 127.0.0.1:$(cat "$T/http.port") --allow-private 127.0.0.1:$(cat "$T/https.port")"
 sed "s|@BASE@|$TLSBASE|g; s|asset-download|asset-download-tls|" "$D/download.json.in" >"$T/task/tls.json"
 python3 - "$T/task/big.json" "$BASE" <<'EOF'
 import json, sys
@@ -60,10 +62,13 @@ t["config"][0]["parameters"]["files"] = [{"url": sys.argv[2] + "/docs/big.bin", 
 json.dump(t, open(sys.argv[1], "w"))
 EOF
 out=$("$ENVMGR" task fetch "$T/task" 2>&1); rc=$?
+check "task fetch without --allow-private: the loopback servers are refused (exit 1)" \
+    bash -c "[ $rc = 1 ] && grep -q 'a loopback address: only the operator may allow it' <<<\"\$1\"" _ "$out"
+out=$("$ENVMGR" task fetch $ALLOW "$T/task" 2>&1); rc=$?
 echo "$out" | tail -3
 check "task fetch without the test CA: the https asset fails (exit 1)" test $rc = 1
 check "task fetch: a certificate error names the URL" grep -q "asset \`$TLSBASE/docs/report.txt\`" <<<"$out"
-out=$(ENVMGR_ASSET_CA_FILE=$T/ca.pem "$ENVMGR" task fetch --parallel 3 "$T/task" 2>&1); rc=$?
+out=$(ENVMGR_ASSET_CA_FILE=$T/ca.pem "$ENVMGR" task fetch $ALLOW --parallel 3 "$T/task" 2>&1); rc=$?
 echo "$out" | tail -2
 check "task fetch with the test CA: every asset cached (exit 0)" test $rc = 0
 check "task fetch: the lock file pins every URL" python3 -c "
@@ -73,10 +78,10 @@ out=$("$ENVMGR" task fetch --offline "$T/task" 2>&1)
 check "task fetch --offline: all cached already" grep -q '3 cached before, 0 fetched' <<<"$out"
 # upstream changes and vanishing: clear errors naming the URL (another cache, same lock)
 printf 'quarterly report, revised\n' >"$T/www/docs/report.txt"
-out=$(ENVMGR_ASSET_CACHE=$T/assets2 "$ENVMGR" task fetch "$T/task/download.json" 2>&1)
+out=$(ENVMGR_ASSET_CACHE=$T/assets2 "$ENVMGR" task fetch $ALLOW "$T/task/download.json" 2>&1)
 check "a changed upstream file is refused against the lock" grep -q "upstream file changed" <<<"$out"
 mv "$T/www/docs/report.txt" "$T/www/docs/report.moved"
-out=$(ENVMGR_ASSET_CACHE=$T/assets2 "$ENVMGR" task fetch "$T/task/download.json" 2>&1)
+out=$(ENVMGR_ASSET_CACHE=$T/assets2 "$ENVMGR" task fetch $ALLOW "$T/task/download.json" 2>&1)
 check "a vanished upstream file is an error naming it" grep -q "report.txt\`: upstream file vanished (HTTP 404)" <<<"$out"
 printf 'quarterly report\nline two\n' >"$T/www/docs/report.txt"
 

@@ -26,6 +26,7 @@ typedef struct fake {
     action_type last;
     bool fail_act, fail_setup, power_off_on_act, off;
     netpolicy net;
+    double setup_deadline; /* what the last setup step was given */
 } fake;
 
 static int f_frame(void *ctx, bool fresh, const uint8_t **px, uint64_t *hash, em_err *err)
@@ -74,10 +75,12 @@ static int f_set_network(void *ctx, const netpolicy *p, bool *changed, em_err *e
     f->net = *p;
     return 0;
 }
-static int f_setup(void *ctx, const task *t, const task_step *s, const char *cache_dir, json_t **detail, em_err *err)
+static int f_setup(void *ctx, const task *t, const task_step *s, const char *cache_dir, double deadline_ms,
+                   json_t **detail, em_err *err)
 {
     fake *f = ctx;
     f->setups++;
+    f->setup_deadline = deadline_ms;
     return f->fail_setup ? em_fail(err, "execute: exited with status 1") : 0;
 }
 #define FAKE_TREE "<desktop-frame><application name=\"Fake\"><push-button name=\"OK\"/></application></desktop-frame>"
@@ -373,8 +376,12 @@ static void test_setup_failure_and_network(void)
     episode_opts o = opts();
     episode *ep;
     em_err err = {0};
+    double t0 = now_ms();
     CU_ASSERT_EQUAL_FATAL(episode_begin_with(&ev, t, NULL, SHA0, &o, &ep, &err), 0);
     CU_ASSERT_EQUAL(f.setups, 1);
+    /* setup spends the episode's time: its steps (an asset's fetch) end by the episode's end */
+    CU_ASSERT_TRUE(f.setup_deadline >= t0 + t->episode_timeout_s * 1000 &&
+                   f.setup_deadline <= now_ms() + t->episode_timeout_s * 1000);
     CU_ASSERT_EQUAL(episode_exit_cause(ep), EXIT_ENV_ERROR);
     CU_ASSERT_PTR_NOT_NULL(strstr(episode_reason(ep), "config[0] (execute)"));
     /* the task's allowlist went to the env, and a changed policy restarts even a fresh env */
