@@ -18,7 +18,9 @@
 
 #include "envmgr/base/err.h"
 
-#define TRACE_FORMAT 1
+/* The format written; a reader takes TRACE_FORMAT_OLDEST up to it. 2 added postconfig lines. */
+#define TRACE_FORMAT 2
+#define TRACE_FORMAT_OLDEST 1
 #define TRACE_FILE "trace.jsonl"
 #define TRACE_FRAMES_DIR "frames"
 #define TRACE_A11Y_DIR "a11y" /* accessibility trees of a11y_tree observations, <sha256>.xml */
@@ -58,9 +60,9 @@ int trace_add_frame_file(trace_writer *w, const char *png_path, char out_sha[65]
  * like frames; a step names it in `a11y_tree`. At most TRACE_MAX_A11Y_BYTES. */
 int trace_add_a11y(trace_writer *w, const char *xml, size_t len, char out_sha[65], em_err *err);
 
-/* Append one line: a "setup", "step", "egress" or "evaluation" object
- * (borrowed; must not carry "prev"). The writer adds "prev", fills in a
- * missing "index" (setup, step) and "t" (step: wall seconds since
+/* Append one line: a "setup", "step", "postconfig", "egress" or "evaluation"
+ * object (borrowed; must not carry "prev"). The writer adds "prev", fills in a
+ * missing "index" (setup, step, postconfig) and "t" (step: wall seconds since
  * trace_open), checks the line against the format (a step's frames must have
  * been added already) and writes it with one write() followed by fsync, so a
  * crash leaves every earlier line readable. After a failed write the writer
@@ -80,7 +82,7 @@ const char *trace_writer_dir(const trace_writer *w);
 typedef struct trace trace;
 
 /* Parse dir/trace.jsonl with the limits above, checking every line's types,
- * the order of lines and that step and setup indices count up from 0.
+ * the order of lines and that setup, step and postconfig indices count up from 0.
  * A trace without a trailer is returned with trace_complete() false.
  * Hashes are not checked here: that is trace_verify's job. */
 int trace_read(const char *dir, trace **out, em_err *err);
@@ -94,6 +96,8 @@ size_t trace_n_setups(const trace *t);
 json_t *trace_setup(const trace *t, size_t i);
 size_t trace_n_steps(const trace *t);
 json_t *trace_step(const trace *t, size_t i);
+size_t trace_n_postconfig(const trace *t); /* the task's evaluator.postconfig steps, after the agent's */
+json_t *trace_postconfig(const trace *t, size_t i);
 size_t trace_n_egress(const trace *t);
 json_t *trace_egress(const trace *t, size_t i);
 json_t *trace_evaluation(const trace *t); /* NULL when the episode was not evaluated */
@@ -111,7 +115,7 @@ size_t trace_n_lines(const trace *t); /* trailer included */
  * trace never verifies. */
 int trace_verify(const char *dir, json_t **report, em_err *err);
 
-/* Human summary: task, image, accel, start, setup and agent steps, score. */
+/* Human summary: task, image, accel, start, setup, agent and postconfig steps, score. */
 int trace_show(const char *dir, FILE *out, em_err *err);
 
 /* out_dir/index.html (self-contained: no scripts, no network) with every step

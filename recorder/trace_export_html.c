@@ -289,22 +289,25 @@ static void evaluation_section(page *p)
     sbuf_puts(b, "</table></section>\n");
 }
 
-static void setup_section(page *p)
+/* The task's own steps: setup (before the agent) and postconfig (after it, before the evaluator). */
+static void task_steps_section(page *p, const char *id, const char *title, size_t n,
+                               json_t *(*line)(const trace *, size_t))
 {
     sbuf *b = &p->b;
-    size_t n = trace_n_setups(p->t);
-    sbuf_printf(b, "<section id=\"setup\"><h2>Setup (%zu step%s)</h2>", n, n == 1 ? "" : "s");
+    sbuf_printf(b, "<section id=\"%s\"><h2>%s (%zu step%s)</h2>", id, title, n, n == 1 ? "" : "s");
     if (n)
         sbuf_puts(b, "<table><tr><th>#</th><th>ok</th><th>ms</th><th>step</th><th>error</th></tr>");
     for (size_t i = 0; i < n; i++) {
-        json_t *s = trace_setup(p->t, i);
+        json_t *s = line(p->t, i);
         bool ok = json_is_true(json_object_get(s, "ok"));
+        bool tolerated = json_object_get(s, "tolerated") != NULL;
         sbuf_printf(b, "<tr><td>%zu</td><td class=\"%s\">%s</td><td>%.0f</td><td><pre>", i,
-                    ok ? "status-ok" : "status-bad", ok ? "ok" : "FAILED",
+                    ok && !tolerated ? "status-ok" : "status-bad", !ok ? "FAILED" : tolerated ? "tolerated" : "ok",
                     json_number_value(json_object_get(s, "duration_ms")));
         html_json(p, json_object_get(s, "step"));
         sbuf_puts(b, "</pre></td><td class=\"error\">");
         html_field(p, s, "error");
+        html_field(p, s, "tolerated");
         sbuf_puts(b, "</td></tr>");
     }
     sbuf_puts(b, n ? "</table></section>\n" : "</section>\n");
@@ -366,13 +369,15 @@ static int build_page(page *p, em_err *err)
     page_start(b, "trace: ", json_string_value(json_object_get(trace_header(p->t), "task_id")));
     header_section(p);
     evaluation_section(p);
-    setup_section(p);
+    task_steps_section(p, "setup", "Setup", trace_n_setups(p->t), trace_setup);
     size_t n = trace_n_steps(p->t);
     sbuf_printf(b, "<section id=\"steps\"><h2>Agent steps (%zu)</h2>\n", n);
     for (size_t i = 0; i < n; i++)
         if (step_article(p, i, err) < 0)
             return -1;
     sbuf_puts(b, "</section>\n");
+    if (trace_n_postconfig(p->t))
+        task_steps_section(p, "postconfig", "Postconfig", trace_n_postconfig(p->t), trace_postconfig);
     egress_section(p);
     sbuf_puts(b, "</body></html>\n");
     return 0;

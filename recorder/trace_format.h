@@ -31,11 +31,12 @@ int trace_line_parse(const char *line, size_t n, int lineno, json_t **out, em_er
 
 /* ---- what each line must hold, and in which order ---- */
 
-typedef enum { TL_HEADER, TL_SETUP, TL_STEP, TL_EGRESS, TL_EVALUATION, TL_TRAILER } trace_line_type;
+typedef enum { TL_HEADER, TL_SETUP, TL_STEP, TL_POSTCONFIG, TL_EGRESS, TL_EVALUATION, TL_TRAILER } trace_line_type;
 
 typedef struct trace_schema {
-    int lines; /* lines accepted so far */
-    size_t setups, steps, egress;
+    int lines;  /* lines accepted so far */
+    int format; /* the header's */
+    size_t setups, steps, postconfig, egress;
     bool have_eval, have_trailer;
 } trace_schema;
 

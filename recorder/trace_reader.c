@@ -9,7 +9,7 @@
 
 struct trace {
     char *dir;
-    json_t *header, *setups, *steps, *egress, *evaluation, *trailer;
+    json_t *header, *setups, *steps, *postconfig, *egress, *evaluation, *trailer;
     size_t lines;
 };
 
@@ -20,6 +20,7 @@ void trace_free(trace *t)
     json_decref(t->header);
     json_decref(t->setups);
     json_decref(t->steps);
+    json_decref(t->postconfig);
     json_decref(t->egress);
     json_decref(t->evaluation);
     json_decref(t->trailer);
@@ -33,6 +34,7 @@ static void keep(trace *t, trace_line_type type, json_t *line)
     case TL_HEADER: t->header = line; return;
     case TL_SETUP: json_array_append_new(t->setups, line); return;
     case TL_STEP: json_array_append_new(t->steps, line); return;
+    case TL_POSTCONFIG: json_array_append_new(t->postconfig, line); return;
     case TL_EGRESS: json_array_append_new(t->egress, line); return;
     case TL_EVALUATION: t->evaluation = line; return;
     case TL_TRAILER: t->trailer = line; return;
@@ -51,6 +53,7 @@ int trace_read(const char *dir, trace **out, em_err *err)
     t->dir = xstrdup(dir);
     t->setups = json_array();
     t->steps = json_array();
+    t->postconfig = json_array();
     t->egress = json_array();
     trace_scan scan;
     trace_schema schema = {0};
@@ -113,6 +116,16 @@ size_t trace_n_steps(const trace *t)
 json_t *trace_step(const trace *t, size_t i)
 {
     return json_array_get(t->steps, i);
+}
+
+size_t trace_n_postconfig(const trace *t)
+{
+    return json_array_size(t->postconfig);
+}
+
+json_t *trace_postconfig(const trace *t, size_t i)
+{
+    return json_array_get(t->postconfig, i);
 }
 
 size_t trace_n_egress(const trace *t)

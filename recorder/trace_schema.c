@@ -175,9 +175,9 @@ static int check_header(ctx *c)
     const char *prev;
     if (get_int(c, "format", true, 0, INT32_MAX, &format) < 0)
         return -1;
-    if (format != TRACE_FORMAT)
-        return em_fail_input(c->err, TRACE_FILE " line %d: trace format %lld; this envmgr reads format %d",
-                             c->lineno, (long long)format, TRACE_FORMAT);
+    if (format < TRACE_FORMAT_OLDEST || format > TRACE_FORMAT)
+        return em_fail_input(c->err, TRACE_FILE " line %d: trace format %lld; this envmgr reads formats %d to %d",
+                             c->lineno, (long long)format, TRACE_FORMAT_OLDEST, TRACE_FORMAT);
     json_t *screen;
     if (get_string(c, "envmgr_version", true, 1, 64, TEXT_ID, NULL) < 0 ||
         get_string(c, "task_id", true, 1, TRACE_MAX_ID, TEXT_ID, NULL) < 0 ||
@@ -206,6 +206,7 @@ static int check_index(ctx *c, size_t expected)
     return 0;
 }
 
+/* A setup line, and a postconfig line (the same fields: a step of the task's own, not the agent's). */
 static int check_setup(ctx *c, size_t expected)
 {
     return check_index(c, expected) < 0 || get_object(c, "step", true, NULL) < 0 ||
@@ -294,7 +295,7 @@ static const struct {
     const char *name;
     trace_line_type type;
 } types[] = {
-    {"header", TL_HEADER}, {"setup", TL_SETUP},           {"step", TL_STEP},
+    {"header", TL_HEADER}, {"setup", TL_SETUP},           {"step", TL_STEP},         {"postconfig", TL_POSTCONFIG},
     {"egress", TL_EGRESS}, {"evaluation", TL_EVALUATION}, {"trailer", TL_TRAILER},
 };
 
@@ -315,22 +316,27 @@ int trace_schema_check(trace_schema *st, json_t *line, trace_line_type *type, em
             break;
     if (i == ARRAY_LEN(types))
         return em_fail_input(err, TRACE_FILE " line %d: unknown line type (expected header, setup, step, "
-                                  "egress, evaluation or trailer)", lineno);
+                                  "postconfig, egress, evaluation or trailer)", lineno);
     trace_line_type t = types[i].type;
     ctx c = {lineno, types[i].name, line, err};
 
-    /* Order: header first, setups before steps, nothing but egress after the
-     * evaluation, nothing at all after the trailer. */
+    /* Order: header first, then setups, steps and postconfig steps in that order (each may be
+     * absent), nothing but egress after the evaluation, nothing at all after the trailer. */
     if (st->have_trailer)
         return em_fail_input(err, TRACE_FILE " line %d: a line after the trailer", lineno);
     if ((lineno == 1) != (t == TL_HEADER))
         return em_fail_input(err, TRACE_FILE " line %d: %s", lineno,
                              lineno == 1 ? "the first line must be the header" : "a second header");
+    if (t == TL_POSTCONFIG && st->format < 2)
+        return em_fail_input(err, TRACE_FILE " line %d: a postconfig line in a format %d trace (they came with "
+                                  "format 2)", lineno, st->format);
     if (t == TL_SETUP && st->steps > 0)
         return em_fail_input(err, TRACE_FILE " line %d: a setup line after step lines", lineno);
+    if ((t == TL_SETUP || t == TL_STEP) && st->postconfig > 0)
+        return em_fail_input(err, TRACE_FILE " line %d: a %s line after postconfig lines", lineno, types[i].name);
     if (t == TL_EVALUATION && st->have_eval)
         return em_fail_input(err, TRACE_FILE " line %d: a second evaluation line", lineno);
-    if ((t == TL_SETUP || t == TL_STEP) && st->have_eval)
+    if ((t == TL_SETUP || t == TL_STEP || t == TL_POSTCONFIG) && st->have_eval)
         return em_fail_input(err, TRACE_FILE " line %d: a %s line after the evaluation", lineno, types[i].name);
     if (t != TL_HEADER && get_sha(&c, "prev", true, NULL) < 0)
         return -1;
@@ -340,6 +346,7 @@ int trace_schema_check(trace_schema *st, json_t *line, trace_line_type *type, em
     case TL_HEADER: rc = check_header(&c); break;
     case TL_SETUP: rc = check_setup(&c, st->setups); break;
     case TL_STEP: rc = check_step(&c, st->steps); break;
+    case TL_POSTCONFIG: rc = check_setup(&c, st->postconfig); break;
     case TL_EGRESS: break; /* free-form: the proxy decides what an event holds */
     case TL_EVALUATION: rc = check_evaluation(&c); break;
     case TL_TRAILER: rc = check_trailer(&c, st->lines); break;
@@ -347,8 +354,11 @@ int trace_schema_check(trace_schema *st, json_t *line, trace_line_type *type, em
     if (rc < 0)
         return -1;
     st->lines++;
+    if (t == TL_HEADER)
+        st->format = (int)json_integer_value(json_object_get(line, "format"));
     st->setups += t == TL_SETUP;
     st->steps += t == TL_STEP;
+    st->postconfig += t == TL_POSTCONFIG;
     st->egress += t == TL_EGRESS;
     st->have_eval |= t == TL_EVALUATION;
     st->have_trailer |= t == TL_TRAILER;

@@ -46,18 +46,24 @@ static void show_header(sbuf *b, const trace *t)
                                                                          : "restricted to the task's allowlist");
 }
 
-static void show_setups(sbuf *b, const trace *t)
+/* The task's own steps: setup (before the agent) and postconfig (after it, before the evaluator). */
+static void show_task_steps(sbuf *b, const char *label, const trace *t, size_t n,
+                            json_t *(*line)(const trace *, size_t))
 {
-    size_t n = trace_n_setups(t), failed = 0;
+    size_t failed = 0;
     for (size_t i = 0; i < n; i++)
-        failed += !json_is_true(json_object_get(trace_setup(t, i), "ok"));
-    sbuf_printf(b, "setup:    %zu step%s, %zu failed\n", n, n == 1 ? "" : "s", failed);
+        failed += !json_is_true(json_object_get(line(t, i), "ok"));
+    sbuf_printf(b, "%s%zu step%s, %zu failed\n", label, n, n == 1 ? "" : "s", failed);
     for (size_t i = 0; i < n; i++) {
-        json_t *s = trace_setup(t, i);
+        json_t *s = line(t, i);
         bool ok = json_is_true(json_object_get(s, "ok"));
         sbuf_printf(b, "  #%-4zu %-5s %8.0f ms  ", i, ok ? "ok" : "FAIL", num(s, "duration_ms"));
         const char *kind = json_string_value(json_object_get(json_object_get(s, "step"), "type"));
         sbuf_add_visible(b, kind ? kind : "(step)", 64);
+        if (json_object_get(s, "tolerated")) { /* failed in the guest; OSWorld goes on, and so did envmgr */
+            sbuf_puts(b, "  tolerated: ");
+            add_field(b, s, "tolerated", 200);
+        }
         if (json_object_get(s, "error")) {
             sbuf_puts(b, "  error: ");
             add_field(b, s, "error", 200);
@@ -105,8 +111,10 @@ int trace_show(const char *dir, FILE *out, em_err *err)
         return -1;
     sbuf b = {0};
     show_header(&b, t);
-    show_setups(&b, t);
+    show_task_steps(&b, "setup:    ", t, trace_n_setups(t), trace_setup);
     show_steps(&b, t);
+    if (trace_n_postconfig(t))
+        show_task_steps(&b, "postconfig: ", t, trace_n_postconfig(t), trace_postconfig);
     show_evaluation(&b, t);
     trace_free(t);
     int rc = 0;

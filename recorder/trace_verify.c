@@ -166,10 +166,11 @@ int trace_verify(const char *dir, json_t **report, em_err *err)
     if (rc == 0)
         rc = check_blobs(dir, &BLOB_A11Y, res.trees, err);
     if (rc == 0) {
-        *report = json_pack("{s:b, s:i, s:i, s:i, s:i, s:i, s:s, s:s, s:s, s:b}", "ok", 1, "lines",
+        *report = json_pack("{s:b, s:i, s:i, s:i, s:i, s:i, s:i, s:s, s:s, s:s, s:b}", "ok", 1, "lines",
                             res.schema.lines, "setups", (int)res.schema.setups, "steps", (int)res.schema.steps,
-                            "egress", (int)res.schema.egress, "frames", (int)json_object_size(res.frames), "chain",
-                            "ok", "sha256", "ok", "hmac", hmac_status, "complete", 1);
+                            "postconfig", (int)res.schema.postconfig, "egress", (int)res.schema.egress, "frames",
+                            (int)json_object_size(res.frames), "chain", "ok", "sha256", "ok", "hmac", hmac_status,
+                            "complete", 1);
         if (json_object_size(res.trees))
             json_object_set_new(*report, "a11y_trees", json_integer((json_int_t)json_object_size(res.trees)));
     }

@@ -268,7 +268,7 @@ int trace_add_a11y(trace_writer *w, const char *xml, size_t len, char out_sha[65
     return blob_store(w->dir, &BLOB_A11Y, xml, len, out_sha, err) < 0 ? em_prefix(err, "trace: ") : 0;
 }
 
-static const char *const append_types[] = {"setup", "step", "egress", "evaluation"};
+static const char *const append_types[] = {"setup", "step", "postconfig", "egress", "evaluation"};
 
 int trace_append(trace_writer *w, json_t *line, em_err *err)
 {
@@ -282,17 +282,19 @@ int trace_append(trace_writer *w, json_t *line, em_err *err)
         if (!strcmp(type, append_types[i]))
             break;
     if (!type || i == ARRAY_LEN(append_types))
-        return em_fail_input(err, "trace: a line's \"type\" must be setup, step, egress or evaluation");
+        return em_fail_input(err, "trace: a line's \"type\" must be setup, step, postconfig, egress or evaluation");
     if (json_object_get(line, "prev"))
         return em_fail_input(err, "trace: a %s line must not carry \"prev\" (the writer sets it)", type);
 
     /* "type" and "index" first for people reading the file, then the
      * caller's fields, then what the writer fills in, "prev" last. */
-    bool step = !strcmp(type, "step"), setup = !strcmp(type, "setup");
+    bool step = !strcmp(type, "step"), setup = !strcmp(type, "setup"), post = !strcmp(type, "postconfig");
     json_t *obj = json_object();
     json_object_set_new(obj, "type", json_string(type));
-    if (step || setup)
-        json_object_set_new(obj, "index", json_integer((json_int_t)(step ? w->schema.steps : w->schema.setups)));
+    if (step || setup || post)
+        json_object_set_new(obj, "index", json_integer((json_int_t)(step ? w->schema.steps
+                                                                    : post ? w->schema.postconfig
+                                                                           : w->schema.setups)));
     json_object_update(obj, line); /* a caller's "index" replaces ours in place: the schema checks it */
     if (step && !json_object_get(obj, "t")) {
         double t = round((wall_time() - w->started) * 1000) / 1000;

@@ -161,13 +161,18 @@ static int finish_egress(run *r, em_err *err)
     return rc;
 }
 
-static void set_end(run *r, exit_cause cause, const char *why)
+/* The episode ends this way, whatever ended it before (the env failed after the agent was done). */
+static void end_as(run *r, exit_cause cause, const char *why)
 {
-    if (r->cause != EXIT_NONE)
-        return;
     r->cause = cause;
     free(r->reason);
     r->reason = why ? xstrdup(why) : NULL;
+}
+
+static void set_end(run *r, exit_cause cause, const char *why)
+{
+    if (r->cause == EXIT_NONE)
+        end_as(r, cause, why);
 }
 
 /* The screen's frame (fresh, or the one the settle wait ended on) into the trace, named by its
@@ -192,28 +197,31 @@ static int frame_sha(run *r, bool fresh, char sha[65], em_err *err)
     return 0;
 }
 
-static int run_steps(run *r, const task_step *steps, size_t n, const char *list_name, bool abort_on_error,
-                     em_err *err)
+/* The task's config steps (setup lines, before the agent) or its evaluator.postconfig steps
+ * (postconfig lines, after the agent, before the getters). A step that failed the way OSWorld
+ * goes on after is flagged and the next one runs; any other failure ends the episode as
+ * setup_error (the step's own check failed) or env_error, unevaluated either way: OSWorld
+ * records no result for such an episode, and envmgr gives it no score. Returns 1 then. */
+static int run_steps(run *r, const task_step *steps, size_t n, const char *list_name, em_err *err)
 {
-    json_t *raw = json_object_get(r->t->json, list_name);
+    bool post = !strcmp(list_name, "postconfig");
+    json_t *raw = post ? json_object_get(json_object_get(r->t->json, "evaluator"), "postconfig")
+                       : json_object_get(r->t->json, list_name);
     /* Setup spends the episode's time (a slow asset server must not stretch it); postconfig runs
      * after the episode, under the asset timeouts alone. */
-    double deadline = r->t_start + r->t->episode_timeout_s * 1000;
-    if (!strcmp(list_name, "postconfig")) {
-        raw = json_object_get(json_object_get(r->t->json, "evaluator"), "postconfig");
-        deadline = 0;
-    }
+    double deadline = post ? 0 : r->t_start + r->t->episode_timeout_s * 1000;
     for (size_t i = 0; i < n; i++) {
         double t0 = now_ms();
         json_t *detail = NULL;
         em_err serr = {0};
         int rc = r->ev.setup_step(r->ev.ctx, r->t, &steps[i], r->artifacts, deadline, &detail, &serr);
-        json_t *line = json_pack("{s:s, s:O, s:f, s:b}", "type", "setup", "step",
+        json_t *line = json_pack("{s:s, s:O, s:f, s:b}", "type", post ? "postconfig" : "setup", "step",
                                  json_array_get(raw, i) ? json_array_get(raw, i) : json_null(), "duration_ms",
                                  now_ms() - t0, "ok", rc == 0);
         if (!json_is_object(json_object_get(line, "step")))
             json_object_set_new(line, "step", json_pack("{s:s}", "type", task_step_type_name(steps[i].type)));
-        json_object_set_new(line, "phase", json_string(list_name));
+        if (!post) /* a postconfig line says so by its type */
+            json_object_set_new(line, "phase", json_string(list_name));
         const char *tolerated = json_string_value(json_object_get(detail, "tolerated"));
         if (tolerated) { /* kept going as OSWorld does, but visible: in the trace line and the result */
             json_object_set_new(line, "tolerated", json_string(tolerated));
@@ -234,14 +242,8 @@ static int run_steps(run *r, const task_step *steps, size_t n, const char *list_
                 return -1;
             char why[EM_ERR_MAX + 64];
             snprintf(why, sizeof why, "%s[%zu] (%s): %s", list_name, i, task_step_type_name(steps[i].type), serr.msg);
-            if (abort_on_error) {
-                set_end(r, rc == SETUP_FAILED ? EXIT_SETUP_ERROR : EXIT_ENV_ERROR, why);
-                return 1;
-            }
-            json_array_append_new(r->setup_flags, json_pack("{s:s, s:I, s:s, s:s}", "phase", list_name, "index",
-                                                            (json_int_t)i, "type", task_step_type_name(steps[i].type),
-                                                            "why", serr.msg));
-            fprintf(stderr, "envmgr: %s\n", why);
+            end_as(r, rc == SETUP_FAILED ? EXIT_SETUP_ERROR : EXIT_ENV_ERROR, why);
+            return 1;
         }
     }
     return 0;
@@ -760,7 +762,7 @@ int episode_begin_with(const episode_env *ev, const task *t, const char *task_pa
     }
 
     double t0 = now_ms();
-    rc = run_steps(r, t->config, t->nconfig, "config", true, err);
+    rc = run_steps(r, t->config, t->nconfig, "config", err);
     if (rc >= 0 && drain_egress(r, err) < 0)
         rc = -1;
     r->setup_ms = now_ms() - t0;
@@ -796,24 +798,25 @@ int episode_finish(episode *ep, exit_cause cause, json_t **result, em_err *err)
     if (r->cause == EXIT_NONE)
         set_end(r, cause != EXIT_NONE ? cause : EXIT_EVALUATED, NULL);
     em_err herr = {0};
-    if (hold_guest(r, false, &herr) < 0) { /* postconfig and getters need a running guest */
-        r->cause = EXIT_ENV_ERROR;
-        free(r->reason);
-        r->reason = xstrdup(herr.msg);
-    }
+    if (hold_guest(r, false, &herr) < 0) /* postconfig and getters need a running guest */
+        end_as(r, EXIT_ENV_ERROR, herr.msg);
     int rc = 0;
     double t_eval = now_ms();
     double score = 0;
     char *reason = NULL;
     json_t *details = NULL;
     bool evaluate = r->cause != EXIT_ENV_ERROR && r->cause != EXIT_SETUP_ERROR && r->cause != EXIT_GUEST_SHUTDOWN;
-    if (r->cause == EXIT_GUEST_SHUTDOWN) { /* nothing to read in a powered-off guest: a 0, recorded */
+    if (evaluate && (rc = run_steps(r, t->postconfig, t->npostconfig, "postconfig", err)) == 1) {
+        rc = 0; /* a postconfig step failed: the episode ended as setup_error or env_error, unevaluated */
+        evaluate = false;
+    }
+    if (rc < 0) {
+        /* interrupted, or the trace cannot be written: below */
+    } else if (r->cause == EXIT_GUEST_SHUTDOWN) { /* nothing to read in a powered-off guest: a 0, recorded */
         rc = finish_egress(r, err);
         reason = xstrdup("not evaluated: the guest shut down (a scored outcome: 0)");
     } else if (evaluate) {
-        rc = run_steps(r, t->postconfig, t->npostconfig, "postconfig", false, err);
-        if (rc == 0)
-            rc = finish_egress(r, err);
+        rc = finish_egress(r, err);
         em_env_ops ops;
         r->ev.guest_ops(r->ev.ctx, &ops);
         if (rc == 0)

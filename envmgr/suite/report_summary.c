@@ -54,26 +54,40 @@ bool report_evaluator_error(json_t *line)
     return status && !strcmp(status, "evaluator_error");
 }
 
+static bool cause_is(json_t *line, exit_cause cause)
+{
+    return exit_cause_from_name(json_string_value(json_object_get(line, "exit_cause"))) == cause;
+}
+
+bool report_env_error(json_t *line)
+{
+    return cause_is(line, EXIT_ENV_ERROR);
+}
+
+bool report_scored(json_t *line)
+{
+    return !cause_is(line, EXIT_UNSUPPORTED) && !report_evaluator_error(line) && !report_env_error(line);
+}
+
 static void tally_add(tally *t, json_t *line)
 {
     if (!t->tasks)
         t->tasks = json_object();
     json_object_set_new(t->tasks, json_string_value(json_object_get(line, "task_id")), json_true());
-    const char *cause = json_string_value(json_object_get(line, "exit_cause"));
-    if (exit_cause_from_name(cause) == EXIT_UNSUPPORTED) { /* neither a pass nor a 0: counted apart */
+    if (cause_is(line, EXIT_UNSUPPORTED)) { /* neither a pass nor a 0: counted apart */
         t->unsupported++;
         return;
     }
     double score = num(line, "score");
     t->episodes++;
-    if (report_evaluator_error(line)) {
-        t->evaluator_errors++; /* not scored: neither a pass nor a 0 in the mean */
-    } else {
+    /* not scored, neither a pass nor a 0 in the mean: the evaluator failed, or the episode crashed */
+    t->evaluator_errors += report_evaluator_error(line);
+    t->env_errors += report_env_error(line);
+    if (report_scored(line)) {
         t->passed += report_passed(score);
         t->score_sum += score;
     }
     t->steps_sum += num(line, "steps");
-    t->env_errors += exit_cause_from_name(cause) == EXIT_ENV_ERROR;
     t->times = xrealloc(t->times, (t->ntimes + 1) * sizeof *t->times);
     t->times[t->ntimes++] = num(line, "duration_s");
 }
@@ -81,7 +95,7 @@ static void tally_add(tally *t, json_t *line)
 static json_t *tally_json(tally *t)
 {
     double n = t->episodes ? (double)t->episodes : 1;
-    size_t scored = t->episodes - t->evaluator_errors;
+    size_t scored = t->episodes - t->evaluator_errors - t->env_errors;
     double ns = scored ? (double)scored : 1;
     json_t *o = json_pack("{s:I, s:I, s:I, s:f, s:f, s:f, s:f, s:I, s:I}", "tasks", (json_int_t)json_object_size(t->tasks),
                           "episodes", (json_int_t)t->episodes, "passed", (json_int_t)t->passed, "pass_rate",
@@ -172,7 +186,9 @@ void report_print_table(FILE *out, json_t *summary)
     long long errs = json_integer_value(json_object_get(json_object_get(summary, "all"), "env_errors"));
     fprintf(out, "%lld of %lld episodes finished%s", fin, exp, fin < exp ? " (incomplete: --resume runs the rest)" : "");
     if (errs)
-        fprintf(out, "; %lld ended in env_error after retries", errs);
+        fprintf(out, "; %lld ended in env_error after retries (crashed, not scored: the pass rate and mean score "
+                     "leave them out; suite run exits 1)",
+                errs);
     long long eval_errs = json_integer_value(json_object_get(json_object_get(summary, "all"), "evaluator_errors"));
     if (eval_errs)
         fprintf(out, "; %lld ended in evaluator_error (not scored: pass rate and mean score leave them out)", eval_errs);
@@ -280,8 +296,8 @@ char *report_junit(json_t *meta, json_t *final, const char *dir_abs)
         if (!cases[i].line || is_unsupported(cases[i].line))
             skipped++;
         else {
-            errors += report_evaluator_error(cases[i].line);
-            failures += !report_evaluator_error(cases[i].line) && !report_passed(num(cases[i].line, "score"));
+            errors += !report_scored(cases[i].line);
+            failures += report_scored(cases[i].line) && !report_passed(num(cases[i].line, "score"));
             time += num(cases[i].line, "duration_s");
         }
     }
@@ -299,8 +315,8 @@ char *report_junit(json_t *meta, json_t *final, const char *dir_abs)
             if (!cases[end].line || is_unsupported(cases[end].line))
                 s++;
             else {
-                e += report_evaluator_error(cases[end].line);
-                f += !report_evaluator_error(cases[end].line) && !report_passed(num(cases[end].line, "score"));
+                e += !report_scored(cases[end].line);
+                f += report_scored(cases[end].line) && !report_passed(num(cases[end].line, "score"));
                 tt += num(cases[end].line, "duration_s");
             }
             end++;
@@ -328,12 +344,13 @@ char *report_junit(json_t *meta, json_t *final, const char *dir_abs)
                 double score = num(c->line, "score");
                 const char *cause = json_string_value(json_object_get(c->line, "exit_cause"));
                 const char *reason = json_string_value(json_object_get(c->line, "reason"));
-                bool eval_error = report_evaluator_error(c->line);
-                if (eval_error || !report_passed(score)) {
-                    /* JUnit's error: the evaluator broke, so the test could not be judged */
-                    const char *elem = eval_error ? "error" : "failure";
+                bool eval_error = report_evaluator_error(c->line), error = !report_scored(c->line);
+                if (error || !report_passed(score)) {
+                    /* JUnit's error: the evaluator broke or the episode crashed, so the test could not be judged */
+                    const char *elem = error ? "error" : "failure";
                     _cleanup_free_ char *msg =
                         eval_error ? xasprintf("evaluator_error (%s): %s", cause ? cause : "?", reason ? reason : "")
+                        : error    ? xasprintf("%s: %s", cause ? cause : "?", reason ? reason : "")
                                    : xasprintf("score %.2f (%s): %s", score, cause ? cause : "?",
                                                reason && *reason ? reason : "no reason given");
                     _cleanup_free_ char *body = report_xml_escape(msg);

@@ -77,7 +77,7 @@ typedef struct pool {
     int nslots;
     job *q;                /* pending episodes; retries go to the front */
     size_t qhead, qlen, qcap;
-    size_t expected, finished, passed, finished_here, retried, unsupported;
+    size_t expected, finished, passed, scored, finished_here, retried, unsupported;
     double t_start, last_draw, last_sample;
     bool tty, drawn, stopping;
     size_t running;
@@ -145,7 +145,7 @@ static void progress_draw(pool *p)
     else if (left == 0)
         snprintf(eta, sizeof eta, "0:00");
     fprintf(stderr, "\r\033[Ksuite: %zu/%zu done, %zu running, pass %.0f%%, %s elapsed, ETA %s", p->finished,
-            p->expected, p->running, p->finished ? 100.0 * (double)p->passed / (double)p->finished : 0.0, el, eta);
+            p->expected, p->running, p->scored ? 100.0 * (double)p->passed / (double)p->scored : 0.0, el, eta);
     fflush(stderr);
     p->drawn = true;
     p->last_draw = now_ms();
@@ -305,7 +305,7 @@ static int record(pool *p, slot *sl, const job *j, json_t *res, em_err *err)
         json_object_set(line, "status", json_object_get(res, "status"));
     if (timings)
         json_object_set(line, "timings", timings);
-    bool eval_error = report_evaluator_error(line);
+    bool eval_error = report_evaluator_error(line), scored = report_scored(line);
     int rc = results_append(p->results_fd, line, err);
     json_decref(line);
     if (rc < 0)
@@ -322,10 +322,12 @@ static int record(pool *p, slot *sl, const job *j, json_t *res, em_err *err)
     } else {
         p->finished++;
         p->finished_here++;
-        p->passed += report_passed(score);
+        p->passed += scored && report_passed(score);
+        p->scored += scored;
         _cleanup_free_ char *key = suite_episode_key(t->id, j->rep);
         plog(p, "[%zu/%zu] %s %s score %.2f (%s, %.1f s, %s)%s%s", p->finished, p->expected,
-             eval_error ? "EVALUATOR_ERROR" : report_passed(score) ? "PASS" : "FAIL", key, score, cause, duration, sl->env,
+             eval_error ? "EVALUATOR_ERROR" : !scored ? "ENV_ERROR" : report_passed(score) ? "PASS" : "FAIL", key, score,
+             cause, duration, sl->env,
              report_passed(score) ? "" : ": ", report_passed(score) ? "" : (why.s ? why.s : ""));
     }
     sbuf_release(&why);
@@ -781,7 +783,8 @@ int suite_run(const suite *s, const pool_opts *o, json_t **summary_out, em_err *
             json_t *done = json_object_get(final, key);
             if (done) {
                 p.finished++;
-                p.passed += report_passed(json_number_value(json_object_get(done, "score")));
+                p.scored += report_scored(done);
+                p.passed += report_scored(done) && report_passed(json_number_value(json_object_get(done, "score")));
             } else if (s->tasks[i].unsupported) {
                 if (record_unsupported(&p, &s->tasks[i], r, err) < 0) {
                     json_decref(final);
@@ -903,6 +906,12 @@ int suite_run(const suite *s, const pool_opts *o, json_t **summary_out, em_err *
         *err = serr;
         rc = -1;
     }
+    /* A crashed episode is no score: the run did not measure what it was asked to. */
+    json_int_t crashed = json_integer_value(json_object_get(json_object_get(summary, "all"), "env_errors"));
+    if (rc == 0 && !signalled && crashed > 0)
+        rc = em_fail(err, "suite: %lld episode%s ended in env_error after %d retr%s (not scored; `%s/" SUITE_RESULTS_FILE
+                          "` says why)",
+                     (long long)crashed, crashed == 1 ? "" : "s", o->retries, o->retries == 1 ? "y" : "ies", p.dir);
     json_decref(extra);
     if (signalled && rc == 0) {
         check_interrupt(err);

@@ -165,5 +165,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 /* Seeds: written by the real writer with the frame above, e.g.
  *   ENVMGR_TRACE_KEY=fuzz  -> complete-hmac
  *   (unset)                -> complete, incomplete (abandoned), header-only
- * plus hand-made edge cases (a cut-off line, a line after the trailer) and
+ * plus hand-made edge cases (a cut-off line, a line after the trailer; complete-postconfig: the
+ * complete one in format 2 with postconfig lines after its steps, chained by hand) and
  * every crashing input found, kept as crash-* files. */

@@ -6,7 +6,8 @@
 # SIGTERM mid-run, then --resume (no finished line lost, no partial line, no
 # QEMU left); kill -9 of envmgr (with and without its workers), then gc and
 # --resume; a QEMU killed or frozen mid-episode and a frozen worker
-# (env_error recorded, env restored, episode retried, the suite goes on);
+# (env_error recorded, env restored, episode retried, the suite goes on); a QEMU killed with no
+# retry left (the env_error is final, no score, exit 1);
 # compare; gc of golden states whose image is gone. Prints `N passed, N failed`.
 SUITE=suite
 source "$(dirname "$0")/lib.sh"
@@ -256,6 +257,33 @@ check "the failed attempt's trace is kept beside the retry's" test -d "$T/qk/tra
 check_results "$T/qk" kernel-name slow-marker && ok "after the retry every task scores 1.0" || bad "scores after a retry"
 check "summary.json counts the retried attempt" python3 -c "
 import json; s = json.load(open('$T/qk/summary.json')); assert s['retried_attempts'] == 1 and s['complete']"
+
+# --- the same without a retry: the crash is final, no score, and the run fails --------------
+"${SRUN[@]}" "$DATA/system" --envs 1 --retries 0 --out "$T/qk0" >"$T/qk0.out" 2>"$T/qk0.err" &
+pid=$!
+BG+=($pid)
+wait_until 120 grep -q '^suite: start slow-marker' "$T/qk0.err"
+sleep 3
+qpid=$(cat "$ENVMGR_RUN_DIR"/suite-*/qemu.pid 2>/dev/null | head -1)
+[ -n "$qpid" ] && kill -9 "$qpid"
+wait $pid; rc=$?
+tail -3 "$T/qk0.err"
+check "--retries 0, QEMU killed: the crashed episode fails the run (exit $rc)" test $rc = 1
+check "the error names the env_error and results.jsonl" \
+    grep -q 'suite: 1 episode ended in env_error after 0 retries (not scored; .*results.jsonl' "$T/qk0.err"
+check "the crash is no 0: env_errors 1, the pass rate over the episode that ran" python3 - "$T/qk0" <<'EOF'
+import json, sys
+d = sys.argv[1]
+ls = [json.loads(l) for l in open(d + "/results.jsonl")]
+assert [(l["task_id"], l["final"], l["exit_cause"]) for l in ls if l["task_id"] == "slow-marker"] == \
+    [("slow-marker", True, "env_error")], ls
+a = json.load(open(d + "/summary.json"))["all"]
+assert a["episodes"] == 2 and a["env_errors"] == 1 and a["passed"] == 1, a
+assert a["pass_rate"] == 1.0 and a["mean_score"] == 1.0, a
+j = open(d + "/junit.xml").read()
+assert 'failures="0" errors="1"' in j and 'type="env_error"' in j, j
+EOF
+check "the table says it was not scored" grep -q '1 ended in env_error after retries (crashed, not scored' "$T/qk0.out"
 
 # --- hangs: a frozen QEMU and a frozen worker, side by side ------------------------------
 # Two copies of slow-marker (~14 s each) on 2 envs with a 30 s watchdog: one

@@ -12,6 +12,7 @@
 #include "envmgr/base/util.h"
 #include "envmgr/episode/episode.h"
 #include "envmgr/episode/episode_env.h"
+#include "envmgr/episode/setup.h"
 #include "helpers/cunit_main.h"
 #include "recorder/trace.h"
 
@@ -25,6 +26,8 @@ typedef struct fake {
     int acts, resets, setups, set_networks;
     action_type last;
     bool fail_act, fail_setup, power_off_on_act, off;
+    int setup_rc;         /* what a setup step returns when not fail_setup: 0, SETUP_FAILED or -1 */
+    bool tolerate_setup;  /* steps fail the way OSWorld goes on after */
     netpolicy net;
     double setup_deadline; /* what the last setup step was given */
 } fake;
@@ -81,7 +84,11 @@ static int f_setup(void *ctx, const task *t, const task_step *s, const char *cac
     fake *f = ctx;
     f->setups++;
     f->setup_deadline = deadline_ms;
-    return f->fail_setup ? em_fail(err, "execute: exited with status 1") : 0;
+    if (f->tolerate_setup)
+        *detail = json_pack("{s:i, s:s}", "exit_code", 1, "tolerated", "exit status 1");
+    if (f->setup_rc == SETUP_FAILED)
+        return em_fail(err, "the command exited with status 2 (check: true)"), SETUP_FAILED;
+    return f->fail_setup || f->setup_rc ? em_fail(err, "execute: exited with status 1") : 0;
 }
 #define FAKE_TREE "<desktop-frame><application name=\"Fake\"><push-button name=\"OK\"/></application></desktop-frame>"
 /* The guest answers every command with "hi\n", and the toolbelt's a11y-tree with a small tree. */
@@ -155,6 +162,8 @@ static episode_step_out step(episode *ep, const char *reply_json)
     json_decref(reply);
     return out;
 }
+
+static const char *cause_of(json_t *res) { return json_string_value(json_object_get(res, "exit_cause")); }
 
 static json_t *finish(episode *ep)
 {
@@ -420,6 +429,95 @@ static void test_episode_timeout_and_evaluated(void)
     task_free(t);
 }
 
+/* The postconfig steps after the agent's (OSWorld's shape: stop the app, wait, then read what it
+ * saved): recorded as postconfig lines after the step lines; a step failed the way OSWorld goes on
+ * after is tolerated, flagged and the episode scored; one that failed otherwise leaves it
+ * unevaluated (setup_error or env_error), never a 0 for the agent. The trace verifies each time. */
+static json_t *run_postconfig(fake *f, int setup_rc, bool tolerate, char **trace_dir)
+{
+    episode_env ev = fake_env(f);
+    task *t = NULL;
+    em_err err = {0};
+    static const char post[] = "{\"id\": \"unit\", \"instruction\": \"x\", \"evaluator\": {\"func\": \"exact_match\", "
+                               "\"postconfig\": [{\"type\": \"execute\", \"parameters\": {\"command\": [\"pkill\", \"app\"]}}, "
+                               "{\"type\": \"sleep\", \"parameters\": {\"seconds\": 0.01}}], "
+                               "\"result\": {\"type\": \"vm_command_line\", \"command\": \"echo hi\"}, "
+                               "\"expected\": {\"type\": \"rule\", \"rules\": {\"expected\": \"hi\\n\"}}}}";
+    CU_ASSERT_EQUAL_FATAL(task_parse(post, strlen(post), test_tmpdir(), &t, &err), 0);
+    episode_opts o = opts();
+    episode *ep;
+    CU_ASSERT_EQUAL_FATAL(episode_begin_with(&ev, t, NULL, SHA0, &o, &ep, &err), 0);
+    step(ep, "{\"action_type\": \"CLICK\", \"x\": 1, \"y\": 1}");
+    step(ep, "{\"action_type\": \"DONE\"}");
+    f->setup_rc = setup_rc;
+    f->tolerate_setup = tolerate;
+    *trace_dir = xstrdup(episode_trace_dir(ep));
+    json_t *res = finish(ep);
+    task_free(t);
+    json_t *report = NULL;
+    CU_ASSERT(trace_verify(*trace_dir, &report, &err) == 0);
+    json_decref(report);
+    return res;
+}
+
+static void test_postconfig(void)
+{
+    fake f;
+    _cleanup_free_ char *dir = NULL;
+    json_t *res = run_postconfig(&f, 0, false, &dir);
+    CU_ASSERT_EQUAL(f.setups, 2);
+    CU_ASSERT_STRING_EQUAL(cause_of(res), "done");
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(res, "status")), "scored");
+    CU_ASSERT_DOUBLE_EQUAL(json_number_value(json_object_get(res, "score")), 1.0, 1e-9);
+    json_decref(res);
+    em_err err = {0};
+    trace *tr = NULL;
+    CU_ASSERT_FATAL(trace_read(dir, &tr, &err) == 0);
+    CU_ASSERT_EQUAL(trace_n_steps(tr), 2);
+    CU_ASSERT_EQUAL_FATAL(trace_n_postconfig(tr), 2);
+    json_t *p0 = trace_postconfig(tr, 0);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(json_object_get(p0, "step"), "type")), "execute");
+    CU_ASSERT(json_is_true(json_object_get(p0, "ok")));
+    CU_ASSERT_PTR_NULL(json_object_get(p0, "phase")); /* the line's type says it */
+    trace_free(tr);
+
+    /* tolerated: flagged in the line and in result.json, and the episode is scored */
+    free(dir);
+    res = run_postconfig(&f, 0, true, &dir);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(res, "status")), "scored");
+    CU_ASSERT_DOUBLE_EQUAL(json_number_value(json_object_get(res, "score")), 1.0, 1e-9);
+    json_t *flag = json_array_get(json_object_get(res, "setup_flags"), 0);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(flag, "phase")), "postconfig");
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(flag, "why")), "exit status 1");
+    CU_ASSERT_EQUAL(json_array_size(json_object_get(res, "setup_flags")), 2);
+    json_decref(res);
+    CU_ASSERT_FATAL(trace_read(dir, &tr, &err) == 0);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(trace_postconfig(tr, 0), "tolerated")), "exit status 1");
+    trace_free(tr);
+
+    /* the env failed in postconfig: env_error, not evaluated, the rest of postconfig not run */
+    free(dir);
+    res = run_postconfig(&f, -1, false, &dir);
+    CU_ASSERT_EQUAL(f.setups, 1);
+    CU_ASSERT_STRING_EQUAL(cause_of(res), "env_error");
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(res, "status")), "not_evaluated");
+    CU_ASSERT_PTR_NOT_NULL(strstr(json_string_value(json_object_get(res, "reason")),
+                                  "not evaluated: postconfig[0] (execute): execute: exited with status 1"));
+    json_decref(res);
+    CU_ASSERT_FATAL(trace_read(dir, &tr, &err) == 0);
+    CU_ASSERT_EQUAL(trace_n_postconfig(tr), 1);
+    CU_ASSERT(json_is_false(json_object_get(trace_postconfig(tr, 0), "ok")));
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(trace_evaluation(tr), "status")), "not_evaluated");
+    trace_free(tr);
+
+    /* its own check failed: setup_error, not evaluated */
+    free(dir);
+    res = run_postconfig(&f, SETUP_FAILED, false, &dir);
+    CU_ASSERT_STRING_EQUAL(cause_of(res), "setup_error");
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(res, "status")), "not_evaluated");
+    json_decref(res);
+}
+
 /* A stdio agent written as a shell script into the scratch dir. */
 static const char *agent(const char *name, const char *body)
 {
@@ -456,7 +554,6 @@ static json_t *run_agent(const char *cmd, const char *limits, int *acts)
     return res;
 }
 
-static const char *cause_of(json_t *res) { return json_string_value(json_object_get(res, "exit_cause")); }
 
 static void test_stdio_agents(void)
 {
@@ -585,6 +682,7 @@ static CU_TestInfo tests[] = {
     {"a failed setup step ends it before it begins; the allowlist reaches the env", test_setup_failure_and_network},
     {"a guest that powers off ends the episode as guest_shutdown, scored 0", test_guest_shutdown},
     {"the episode timeout, and evaluate while running", test_episode_timeout_and_evaluated},
+    {"postconfig: recorded after the steps; tolerated, failed", test_postconfig},
     {"stdio agents: done, crash, garbage, hang, step limit, refusal feedback", test_stdio_agents},
     CU_TEST_INFO_NULL,
 };

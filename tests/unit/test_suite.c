@@ -389,6 +389,43 @@ static void test_evaluator_errors(void)
     json_decref(meta);
 }
 
+/* An episode that crashed (env_error after its retries) is no score either: counted in env_errors,
+ * left out of the pass rate and the mean (it was counted as a 0 before), a JUnit error. */
+static void test_env_errors(void)
+{
+    const char *ids[] = {"a", "b", "c"}, *doms[] = {"x", "x", "x"};
+    json_t *meta = meta_for(ids, doms, 3, 1);
+    json_t *lines = json_array();
+    json_array_append_new(lines, line("a", "x", 0, 1, true, 10, 4, "done", ""));
+    json_array_append_new(lines, line("b", "x", 0, 0, true, 20, 6, "done", ""));
+    json_array_append_new(lines, line("c", "x", 0, 0, false, 30, 2, "env_error", "qemu died"));
+    json_array_append_new(lines, line("c", "x", 0, 0, true, 30, 2, "env_error", "trace: refusing to write"));
+    json_t *final = results_final(lines);
+    CU_ASSERT(report_env_error(json_object_get(final, "c")) && !report_scored(json_object_get(final, "c")));
+    CU_ASSERT(report_scored(json_object_get(final, "b")));
+    json_t *s = report_summary(meta, final);
+    json_t *all = json_object_get(s, "all");
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(all, "episodes")), 3);
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(all, "env_errors")), 1);
+    CU_ASSERT_DOUBLE_EQUAL(json_number_value(json_object_get(all, "pass_rate")), 0.5, 1e-9);
+    CU_ASSERT_DOUBLE_EQUAL(json_number_value(json_object_get(all, "mean_score")), 0.5, 1e-9);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    report_print_table(f, s);
+    fclose(f);
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "1 ended in env_error after retries (crashed, not scored"));
+    free(buf);
+    char *xml = report_junit(meta, final, "/runs/r1");
+    CU_ASSERT_PTR_NOT_NULL(strstr(xml, "tests=\"3\" failures=\"1\" errors=\"1\" skipped=\"0\""));
+    CU_ASSERT_PTR_NOT_NULL(strstr(xml, "<error message=\"env_error: trace: refusing to write\" type=\"env_error\">"));
+    free(xml);
+    json_decref(s);
+    json_decref(final);
+    json_decref(lines);
+    json_decref(meta);
+}
+
 static void test_xml_escape(void)
 {
     char *e = report_xml_escape("a<b>&\"c'\x01\x1b\t\n\xef\xbf\xbe");
@@ -855,6 +892,7 @@ static CU_TestInfo tests[] = {
     {"summary by domain and the table", test_summary},
     {"XML escaping", test_xml_escape},
     {"evaluator_error: counted apart in the summary, a JUnit error", test_evaluator_errors},
+    {"env_error: not a 0 in the pass rate, a JUnit error", test_env_errors},
     {"junit.xml", test_junit},
     {"summary.json and junit.xml written from a run directory", test_write_all},
     {"unsupported tasks in summary, JUnit and compare", test_unsupported},

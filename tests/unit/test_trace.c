@@ -13,7 +13,7 @@ static void test_round_trip(void)
     CU_ASSERT_STRING_EQUAL(trace_dir(t), dir);
     json_t *h = trace_header(t);
     CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(h, "type")), "header");
-    CU_ASSERT_EQUAL(json_integer_value(json_object_get(h, "format")), 1);
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(h, "format")), TRACE_FORMAT);
     CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(h, "task_id")), "demo-task");
     CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(h, "task_sha256")), TASK_SHA);
     CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(h, "image_manifest_sha256")), IMAGE_SHA);
@@ -185,10 +185,10 @@ static void test_append_refusals(void)
         const char *json, *msg;
     } cases[] = {
         {"[1]", "a line must be a JSON object"},
-        {"{\"type\":\"header\"}", "must be setup, step, egress or evaluation"},
-        {"{\"type\":\"trailer\"}", "must be setup, step, egress or evaluation"},
-        {"{\"type\":\"bogus\"}", "must be setup, step, egress or evaluation"},
-        {"{\"nothing\":1}", "must be setup, step, egress or evaluation"},
+        {"{\"type\":\"header\"}", "must be setup, step, postconfig, egress or evaluation"},
+        {"{\"type\":\"trailer\"}", "must be setup, step, postconfig, egress or evaluation"},
+        {"{\"type\":\"bogus\"}", "must be setup, step, postconfig, egress or evaluation"},
+        {"{\"nothing\":1}", "must be setup, step, postconfig, egress or evaluation"},
         {"{\"type\":\"egress\",\"prev\":\"x\"}", "must not carry \"prev\""},
         {"{\"type\":\"setup\",\"step\":{},\"duration_ms\":1,\"ok\":true}", "a setup line after step lines"},
         {"{\"type\":\"step\",\"index\":5,\"action\":{\"action_type\":\"DONE\"},\"source\":\"computer_13\","
@@ -265,6 +265,63 @@ static void test_append_refusals(void)
     trace_free(t);
 }
 
+/* Postconfig lines: after the steps, indexed from 0 on their own, read back, counted by verify and
+ * covered by the trailer's HMAC; the writer refuses a setup or step after them and a postconfig
+ * after the evaluation. */
+static void test_postconfig_lines(void)
+{
+    setenv("ENVMGR_TRACE_KEY", "postconfig-key", 1);
+    _cleanup_free_ char *dir = fx_path("postconfig");
+    CU_ASSERT_FATAL(fx_write_postconfig_trace(dir) == 0);
+    em_err err = {0};
+    trace *t;
+    CU_ASSERT_FATAL(trace_read(dir, &t, &err) == 0);
+    CU_ASSERT_EQUAL(trace_n_setups(t), 2);
+    CU_ASSERT_EQUAL(trace_n_steps(t), 2);
+    CU_ASSERT_EQUAL_FATAL(trace_n_postconfig(t), 2);
+    for (size_t i = 0; i < 2; i++)
+        CU_ASSERT_EQUAL(json_integer_value(json_object_get(trace_postconfig(t, i), "index")), (json_int_t)i);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(trace_postconfig(t, 0), "tolerated")),
+                           "exit status 1 <b>\x1b[2J");
+    CU_ASSERT_PTR_NULL(trace_postconfig(t, 2));
+    trace_free(t);
+    json_t *report = NULL;
+    CU_ASSERT_FATAL(trace_verify(dir, &report, &err) == 0);
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(report, "postconfig")), 2);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(report, "hmac")), "ok");
+    json_decref(report);
+    /* The HMAC covers them: a postconfig line that said ok where the recording said otherwise is caught
+     * even with the chain and the sha256 recomputed. */
+    setenv("ENVMGR_TRACE_KEY", "another-key", 1);
+    CU_ASSERT(trace_verify(dir, &report, &err) < 0);
+    unsetenv("ENVMGR_TRACE_KEY");
+
+    _cleanup_free_ char *dir2 = fx_path("postconfig-order");
+    trace_writer *w = fx_write_open(dir2, 1, false);
+    CU_ASSERT_FATAL(w != NULL);
+    const char *post = "{\"type\":\"postconfig\",\"step\":{\"type\":\"sleep\"},\"duration_ms\":1,\"ok\":true}";
+    CU_ASSERT(append_err(w, post, &err) == 0);
+    CU_ASSERT(append_err(w, "{\"type\":\"setup\",\"step\":{},\"duration_ms\":1,\"ok\":true}", &err) == -1);
+    CU_ASSERT(fx_contains(err.msg, "a setup line after step lines"));
+    CU_ASSERT(append_err(w, "{\"type\":\"step\",\"action\":{\"action_type\":\"DONE\"},\"source\":\"computer_13\","
+                            "\"agent_ms\":1,\"action_ms\":1}",
+                         &err) == -1);
+    CU_ASSERT(fx_contains(err.msg, "a step line after postconfig lines"));
+    CU_ASSERT(append_err(w, "{\"type\":\"postconfig\",\"index\":0,\"step\":{},\"duration_ms\":1,\"ok\":true}", &err) ==
+              -1);
+    CU_ASSERT(fx_contains(err.msg, "postconfig.index is 0, expected 1 (postconfig lines count up from 0)"));
+    CU_ASSERT(append_err(w, "{\"type\":\"egress\"}", &err) == 0); /* egress may come anywhere */
+    CU_ASSERT(append_err(w, post, &err) == 0);
+    CU_ASSERT(append_err(w, "{\"type\":\"evaluation\",\"score\":0,\"reason\":\"\",\"exit_cause\":\"done\"}", &err) ==
+              0);
+    CU_ASSERT(append_err(w, post, &err) == -1);
+    CU_ASSERT(fx_contains(err.msg, "a postconfig line after the evaluation"));
+    CU_ASSERT_FATAL(trace_close(w, &err) == 0);
+    CU_ASSERT(trace_verify(dir2, &report, &err) == 0);
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(report, "postconfig")), 2);
+    json_decref(report);
+}
+
 static void test_key_checked_at_open(void)
 {
     em_err err = {0};
@@ -312,6 +369,7 @@ static CU_TestInfo tests[] = {
     {"refuses to overwrite a trace", test_refuses_overwrite},
     {"bad header refused, nothing created", test_bad_header},
     {"append refusals", test_append_refusals},
+    {"postconfig lines", test_postconfig_lines},
     {"key checked at open", test_key_checked_at_open},
     {"line layout and chain", test_line_layout},
     CU_TEST_INFO_NULL,

@@ -65,6 +65,18 @@ static void test_show(void)
     CU_ASSERT(clean);
     CU_ASSERT(strstr(out2, "\xc2\x9b") == NULL && strstr(out2, "\xe2\x80\xae") == NULL);
 
+    /* Postconfig lines after the steps, a tolerated one with its reason, escaped. */
+    _cleanup_free_ char *dirp = fx_path("show-postconfig");
+    CU_ASSERT_FATAL(fx_write_postconfig_trace(dirp) == 0);
+    _cleanup_free_ char *outp = show(dirp, &err, &rc);
+    CU_ASSERT_FATAL(rc == 0);
+    CU_ASSERT(fx_contains(outp, "postconfig: 2 steps, 0 failed\n"));
+    CU_ASSERT(fx_contains(outp, "  #0    ok          40 ms  execute  tolerated: exit status 1 <b>\\x1b[2J\n"));
+    CU_ASSERT(fx_contains(outp, "  #1    ok        1000 ms  sleep\n"));
+    char *steps = strstr(outp, "steps:    2"), *post = strstr(outp, "postconfig:"), *score = strstr(outp, "score:");
+    CU_ASSERT(steps && post && score && steps < post && post < score); /* in the order they ran */
+    CU_ASSERT(strstr(out, "postconfig:") == NULL); /* a trace without them has no such section */
+
     /* A broken trace: an error, nothing printed. */
     _cleanup_free_ char *dir3 = fx_path("show-missing");
     _cleanup_free_ char *out3 = show(dir3, &err, &rc);
@@ -134,6 +146,21 @@ static void test_export_html(void)
     CU_ASSERT_EQUAL(fx_count_files(out), 2);
     /* Exporting again over the same directory works (files are replaced). */
     CU_ASSERT(trace_export_html(dir, out, &err) == 0);
+    CU_ASSERT(strstr(page, "id=\"postconfig\"") == NULL); /* none in this trace: no section */
+
+    /* Postconfig steps: their own section after the agent's steps, a tolerated step marked, escaped. */
+    _cleanup_free_ char *pdir = fx_path("html-postconfig"), *pout = fx_path("html-postconfig-out");
+    CU_ASSERT_FATAL(fx_write_postconfig_trace(pdir) == 0);
+    CU_ASSERT_FATAL(trace_export_html(pdir, pout, &err) == 0);
+    _cleanup_free_ char *ppage = fx_read(pout, "index.html", &len);
+    CU_ASSERT_FATAL(ppage != NULL);
+    CU_ASSERT(fx_contains(ppage, "<section id=\"postconfig\"><h2>Postconfig (2 steps)</h2>"));
+    CU_ASSERT(fx_contains(ppage, "<td class=\"status-bad\">tolerated</td><td>40</td>"));
+    CU_ASSERT(fx_contains(ppage, "exit status 1 &lt;b&gt;"));
+    CU_ASSERT(!case_insensitive_has(ppage, "<b>"));
+    char *steps = strstr(ppage, "id=\"steps\""), *post = strstr(ppage, "id=\"postconfig\""),
+         *egress = strstr(ppage, "id=\"egress\"");
+    CU_ASSERT(steps && post && egress && steps < post && post < egress);
 }
 
 /* Hand-made trace with markup in every string the page shows. */

@@ -125,18 +125,42 @@ fail:
     return NULL;
 }
 
-/* A complete trace; 0 on success. */
-FIXTURE int fx_write_trace(const char *dir, int nsteps)
+FIXTURE int fx_close(trace_writer *w)
 {
-    trace_writer *w = fx_write_open(dir, nsteps, true);
-    if (!w)
-        return -1;
     em_err err = {0};
     if (trace_close(w, &err) < 0) {
         fprintf(stderr, "trace_close: %s\n", err.msg);
         return -1;
     }
     return 0;
+}
+
+/* A complete trace; 0 on success. */
+FIXTURE int fx_write_trace(const char *dir, int nsteps)
+{
+    trace_writer *w = fx_write_open(dir, nsteps, true);
+    return w ? fx_close(w) : -1;
+}
+
+/* A complete trace with 2 steps, then 2 postconfig lines as an episode writes them (OSWorld's
+ * shape: a pkill that found nothing, tolerated, with hostile output; a sleep), then the evaluation. */
+FIXTURE int fx_write_postconfig_trace(const char *dir)
+{
+    trace_writer *w = fx_write_open(dir, 2, false);
+    if (!w)
+        return -1;
+    if (fx_append(w, json_pack("{s:s, s:{s:s, s:{s:[s, s]}}, s:f, s:b, s:s, s:{s:i, s:s}}", "type", "postconfig",
+                               "step", "type", "execute", "parameters", "command", "pkill", "vlc", "duration_ms",
+                               40.0, "ok", 1, "tolerated", "exit status 1 <b>\x1b[2J", "detail", "exit_code", 1,
+                               "stderr", "none")) < 0 ||
+        fx_append(w, json_pack("{s:s, s:{s:s, s:{s:i}}, s:f, s:b}", "type", "postconfig", "step", "type", "sleep",
+                               "parameters", "seconds", 1, "duration_ms", 1000.0, "ok", 1)) < 0 ||
+        fx_append(w, json_pack("{s:s, s:f, s:s, s:{}, s:s}", "type", "evaluation", "score", 1.0, "reason",
+                               "config matches", "artifacts", "exit_cause", "done")) < 0) {
+        trace_abandon(w);
+        return -1;
+    }
+    return fx_close(w);
 }
 
 FIXTURE char *fx_read(const char *dir, const char *name, size_t *len)
@@ -238,11 +262,14 @@ FIXTURE int fx_write_chained(const char *dir, const char *const *lines, int n, b
     return rc;
 }
 
-/* A valid header line as JSON text (for fx_write_chained). */
-#define FX_HEADER                                                                                                 \
-    "{\"type\":\"header\",\"format\":1,\"envmgr_version\":\"0.1.0\",\"task_id\":\"t\",\"task_sha256\":\"" TASK_SHA \
+/* A valid header line as JSON text (for fx_write_chained): of format 1 (the first envmgr's, still
+ * read), and of format 2 (postconfig lines). */
+#define FX_HEADER_FORMAT(f)                                                                                          \
+    "{\"type\":\"header\",\"format\":" f ",\"envmgr_version\":\"0.1.0\",\"task_id\":\"t\",\"task_sha256\":\"" TASK_SHA \
     "\",\"image_manifest_sha256\":\"" IMAGE_SHA "\",\"screen\":{\"width\":64,\"height\":40},\"accel\":\"kvm\","     \
     "\"started\":\"2024-05-01T12:00:00.000Z\",\"unsafe_open_network\":false}"
+#define FX_HEADER FX_HEADER_FORMAT("1")
+#define FX_HEADER2 FX_HEADER_FORMAT("2")
 
 FIXTURE bool fx_contains(const char *haystack, const char *needle)
 {

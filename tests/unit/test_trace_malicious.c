@@ -109,7 +109,8 @@ static void test_wrong_types(void)
     static const struct {
         const char *field, *msg;
     } header[] = {
-        {"\"format\":2", "trace.jsonl line 1: trace format 2; this envmgr reads format 1"},
+        {"\"format\":3", "trace.jsonl line 1: trace format 3; this envmgr reads formats 1 to 2"},
+        {"\"format\":0", "trace.jsonl line 1: trace format 0; this envmgr reads formats 1 to 2"},
         {"\"format\":\"1\"", "header.format must be an integer"},
         {"\"screen\":{\"width\":64}", "header.screen.height is missing"},
         {"\"screen\":{\"width\":100000,\"height\":1}", "header.screen.width must be in 1..16384"},
@@ -208,6 +209,58 @@ static void test_order(void)
     expect_refused(g, 3, "trace.jsonl line 3: a line after the trailer");
     const char *h[] = {FX_HEADER, "{\"type\":\"trailer\",\"lines\":1,\"sha256\":\"" SHA_A "\",\"complete\":false}"};
     expect_refused(h, 2, "trace.jsonl line 2: trailer.complete must be true");
+}
+
+/* Postconfig lines (format 2): after the setups and steps (either may be absent), before the
+ * evaluation, counted from 0; nowhere else, and not in a format 1 trace. */
+static void test_postconfig_order(void)
+{
+    const char *setup = "{\"type\":\"setup\",\"index\":0,\"step\":{},\"duration_ms\":1,\"ok\":true}";
+    const char *post0 = "{\"type\":\"postconfig\",\"index\":0,\"step\":{},\"duration_ms\":1,\"ok\":true}";
+    const char *post1 = "{\"type\":\"postconfig\",\"index\":1,\"step\":{},\"duration_ms\":1,\"ok\":false,"
+                        "\"error\":\"x\"}";
+    const char *eval = "{\"type\":\"evaluation\",\"score\":1,\"reason\":\"\",\"exit_cause\":\"done\"}";
+    const char *egress = "{\"type\":\"egress\"}";
+    /* accepted: after steps; with no step at all; with egress between them */
+    const char *const good[][6] = {{FX_HEADER2, setup, GOOD_STEP, post0, post1, eval},
+                                   {FX_HEADER2, setup, post0, egress, post1, eval},
+                                   {FX_HEADER2, post0, eval, egress, NULL}};
+    const int ngood[] = {6, 6, 4};
+    for (size_t i = 0; i < ARRAY_LEN(good); i++) {
+        _cleanup_free_ char *dir = fx_path("postconfig-ok");
+        CU_ASSERT_FATAL(fx_write_chained(dir, good[i], ngood[i], true) == 0);
+        em_err err = {0};
+        trace *t = NULL;
+        CU_ASSERT(trace_read(dir, &t, &err) == 0);
+        CU_ASSERT(t && trace_n_postconfig(t) == (i == 2 ? 1u : 2u));
+        trace_free(t);
+        json_t *report = NULL;
+        CU_ASSERT(i == 0 || trace_verify(dir, &report, &err) == 0); /* the first names frames it lacks */
+        json_decref(report);
+    }
+    /* refused */
+    const char *a[] = {FX_HEADER2, GOOD_STEP, post0, GOOD_STEP};
+    expect_refused(a, 4, "trace.jsonl line 4: a step line after postconfig lines");
+    const char *b[] = {FX_HEADER2, post0, setup};
+    expect_refused(b, 3, "trace.jsonl line 3: a setup line after postconfig lines");
+    const char *c[] = {FX_HEADER2, GOOD_STEP, eval, post0};
+    expect_refused(c, 4, "trace.jsonl line 4: a postconfig line after the evaluation");
+    const char *d[] = {FX_HEADER2, GOOD_STEP, post1};
+    expect_refused(d, 3, "trace.jsonl line 3: postconfig.index is 1, expected 0 (postconfig lines count up from 0)");
+    const char *e[] = {FX_HEADER, GOOD_STEP, post0};
+    expect_refused(e, 3, "trace.jsonl line 3: a postconfig line in a format 1 trace (they came with format 2)");
+    const char *f[] = {FX_HEADER2, "{\"type\":\"postconfig\",\"index\":0,\"step\":{},\"duration_ms\":1,\"ok\":\"yes\"}"};
+    expect_refused(f, 2, "trace.jsonl line 2: postconfig.ok must be true or false");
+    const char *g[] = {FX_HEADER2, "{\"type\":\"postconfig\",\"index\":0,\"step\":{},\"ok\":true}"};
+    expect_refused(g, 2, "trace.jsonl line 2: postconfig.duration_ms is missing");
+    /* A format 1 trace as envmgr wrote them (no postconfig lines) still reads and verifies. */
+    _cleanup_free_ char *dir = fx_path("format1");
+    const char *old[] = {FX_HEADER, setup, GOOD_STEP, eval};
+    CU_ASSERT_FATAL(fx_write_chained(dir, old, 4, true) == 0);
+    em_err err = {0};
+    trace *t = NULL;
+    CU_ASSERT(trace_read(dir, &t, &err) == 0);
+    trace_free(t);
 }
 
 /* Limits: a line of exactly 1 MiB is fine, one byte more is refused without parsing. */
@@ -320,6 +373,7 @@ static CU_TestInfo tests[] = {
     {"wrong types", test_wrong_types},
     {"not JSON", test_not_json},
     {"line order", test_order},
+    {"postconfig line order", test_postconfig_order},
     {"long lines", test_long_lines},
     {"too many lines", test_too_many_lines},
     {"odd files", test_odd_files},
