@@ -151,6 +151,26 @@ static void dispatch(api_request *q, api_reply *r)
     }
 }
 
+/* The whole request is in (its body in cr->buf). */
+static enum MHD_Result respond(api_server *s, struct MHD_Connection *c, const conn_req *cr, const char *method)
+{
+    api_error ae = {0};
+    api_request q = {.s = s, .conn = c, .method = method, .rt = cr->rt};
+    if (api_parse_body(cr->buf ? cr->buf : "", cr->len, &q.body, &ae) < 0)
+        return send_error(s, c, cr, &ae);
+    if (cr->len && strcmp(method, "POST")) {
+        json_decref(q.body);
+        api_fail(&ae, 400, "body", "%s takes no body", method);
+        return send_error(s, c, cr, &ae);
+    }
+    api_reply r = {0};
+    dispatch(&q, &r);
+    json_decref(q.body);
+    enum MHD_Result rc = send_reply(s, c, cr, &r);
+    api_reply_free(&r);
+    return rc;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                                   const char *version, const char *upload_data, size_t *upload_size, void **req_cls)
 {
@@ -175,6 +195,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             api_fail(&ae, 503, "", "the server is stopping");
             return send_error(s, c, cr, &ae);
         }
+        if (!cr->credential) /* /v1/health without the token: answered now, so no body can hold the connection */
+            return respond(s, c, cr, method);
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         long v;
         if (cl && (parse_int(cl, 0, (long)API_BODY_MAX, &v) < 0)) {
@@ -227,21 +249,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         api_fail(&ae, 503, "body", "out of memory for the request body: try again later");
         return send_error(s, c, cr, &ae);
     }
-    /* the whole request is in */
-    api_request q = {.s = s, .conn = c, .method = method, .rt = cr->rt};
-    if (api_parse_body(cr->buf ? cr->buf : "", cr->len, &q.body, &ae) < 0)
-        return send_error(s, c, cr, &ae);
-    if (cr->len && strcmp(method, "POST")) {
-        json_decref(q.body);
-        api_fail(&ae, 400, "body", "%s takes no body", method);
-        return send_error(s, c, cr, &ae);
-    }
-    api_reply r = {0};
-    dispatch(&q, &r);
-    json_decref(q.body);
-    enum MHD_Result rc = send_reply(s, c, cr, &r);
-    api_reply_free(&r);
-    return rc;
+    return respond(s, c, cr, method);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls, enum MHD_RequestTerminationCode toe)

@@ -90,14 +90,15 @@ stop_servers; SERVERS=()
 
 # --- 12. slow and idle HTTP clients against `envmgr serve`'s connections (issue 27) -----------------
 # Clients that hold connections: MODE slow (one address: the request line, then a header line
-# every 5 s), spread (the same from 127.0.0.2..), noauth (a whole request without a token, then
-# idle with keep-alive), auth (a whole request with the token, then idle). Prints what it saw as
+# every 5 s), spread (the same from 127.0.0.2..), noauth (a whole request head without a token,
+# then idle with keep-alive), auth (a whole request with the token, then idle). Prints what it saw as
 # JSON: connections still open 1 s after the last was opened, closed by the server, the longest
 # any stayed open before the server closed it. It stops itself after SECONDS.
 cat >"$T/holders.py" <<'EOF2'
 import json, select, socket, sys, time
 mode, port, n, secs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
 token = sys.argv[5] if len(sys.argv) > 5 else ""
+head_body = "GET /v1/health HTTP/1.1\r\nHost: x\r\nContent-Length: 99999\r\n\r\n{"
 head = {"slow": "GET /v1/health HTTP/1.1\r\nHost: x\r\n", "spread": "GET /v1/health HTTP/1.1\r\nHost: x\r\n",
         "noauth": "GET /v1/%s HTTP/1.1\r\nHost: x\r\n\r\n",
         "auth": "GET /v1/health HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + token + "\r\n\r\n"}[mode]
@@ -112,7 +113,10 @@ for i in range(n):
         if mode == "spread":
             s.bind(("127.0.0.%d" % (2 + i), 0))
         s.connect(("127.0.0.1", port))
-        s.sendall((head % ("envs" if i < 10 else "health") if mode == "noauth" else head).encode())
+        if mode == "noauth":  # 10 refused, 10 announcing a body that never comes, 60 answered
+            s.sendall((head % "envs" if i < 10 else head_body if i < 20 else head % "health").encode())
+        else:
+            s.sendall(head.encode())
     except OSError:
         c[2] = time.time()
     s.setblocking(False)
@@ -179,7 +183,7 @@ check "12 held: the authenticated request was answered at once ($got)" answered_
 holders_end
 check "12 held: the server closed all 70 within the header deadline ($(held closed) closed, longest open $(held longest_s) s)" \
     bash -c "[ $(held closed) = 70 ] && awk 'BEGIN { exit !($(held longest_s) <= 7) }'"
-tried "80 complete requests without a token (10 GET /v1/envs, then 70 GET /v1/health), each connection then left idle with keep-alive"
+tried "80 complete requests without a token (10 GET /v1/envs, 10 GET /v1/health announcing a body that never comes, 60 GET /v1/health), each connection then left idle with keep-alive"
 holders_start noauth 80 8
 got=$(authed)
 check "12 held: the authenticated request was answered at once ($got)" answered_soon "$got"
