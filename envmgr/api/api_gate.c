@@ -44,13 +44,13 @@ static void drop(api_gate *g, int i)
     api_gate_book_remove(&g->book, i);
 }
 
-/* A short answer, then close: the bytes the client sent are read first, so the close is a FIN
- * after the answer and not a reset that could destroy it. */
+/* A short answer, then close: the head the client sent is read first (once: a client that keeps
+ * sending cannot keep the gate here), so the close is a FIN after the answer and not a reset that
+ * could destroy it. */
 static void refuse(api_gate *g, int i, int status, const char *reason, const char *msg)
 {
     int fd = g->book.c[i].fd;
-    while (recv(fd, g->head, API_GATE_HEAD_MAX, MSG_DONTWAIT) > 0)
-        ;
+    (void)recv(fd, g->head, API_GATE_HEAD_MAX, MSG_DONTWAIT); /* a failure: the answer goes out all the same */
     api_error ae;
     api_fail(&ae, status, "", "%s", msg);
     json_t *j = api_error_json(&ae);
@@ -87,7 +87,8 @@ static void admit(api_gate *g, int i, size_t head_len)
         bool cred = api_gate_head_credential(g->head, head_len, g->master, (long)time(NULL));
         if (!cred || busy >= API_CONN_LIMIT) {
             refuse(g, i, 503, "Service Unavailable",
-                   "the server is busy: every connection is in use; try again later");
+                   "the server is busy: its connections are in use or kept for requests with a token; "
+                   "try again later");
             return;
         }
     }
@@ -120,8 +121,7 @@ static void look(api_gate *g, int i, uint32_t events)
         char msg[80];
         snprintf(msg, sizeof msg, "the request head is over %d bytes", API_GATE_HEAD_MAX);
         refuse(g, i, 431, "Request Header Fields Too Large", msg);
-    }
-    else if (++c->peeks > API_GATE_PEEKS_MAX || (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)))
+    } else if (++c->peeks > API_GATE_PEEKS_MAX || (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)))
         drop(g, i); /* in too many pieces, or the client stopped sending before the end */
 }
 
