@@ -93,7 +93,8 @@ static void admit(api_gate *g, int i, size_t head_len)
         }
     }
     api_gate_conn c = g->book.c[i];
-    epoll_ctl(g->epfd, EPOLL_CTL_DEL, c.fd, NULL);
+    if (c.watched)
+        epoll_ctl(g->epfd, EPOLL_CTL_DEL, c.fd, NULL);
     api_gate_book_remove(&g->book, i);
     atomic_fetch_add(&g->queued, 1);
     g->last_hand = now_ms();
@@ -101,28 +102,33 @@ static void admit(api_gate *g, int i, size_t head_len)
         atomic_fetch_sub(&g->queued, 1); /* MHD closed it and said why on stderr */
 }
 
-/* Bytes arrived on held connection i (or it was just accepted). */
-static void look(api_gate *g, int i, uint32_t events)
+/* Bytes arrived on held connection i (or it was just accepted); true when it is still held. */
+static bool look(api_gate *g, int i, uint32_t events)
 {
     api_gate_conn *c = &g->book.c[i];
     ssize_t n = recv(c->fd, g->head, API_GATE_HEAD_MAX, MSG_PEEK | MSG_DONTWAIT);
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
-        return;
+        return true;
     if (n <= 0) {
         drop(g, i);
-        return;
+        return false;
     }
     size_t end = api_gate_head_end(g->head, (size_t)n);
     if (end) {
         admit(g, i, end);
-        return;
+        return false;
     }
     if (n >= API_GATE_HEAD_MAX) {
         char msg[80];
         snprintf(msg, sizeof msg, "the request head is over %d bytes", API_GATE_HEAD_MAX);
         refuse(g, i, 431, "Request Header Fields Too Large", msg);
-    } else if (++c->peeks > API_GATE_PEEKS_MAX || (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)))
+        return false;
+    }
+    if (++c->peeks > API_GATE_PEEKS_MAX || (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))) {
         drop(g, i); /* in too many pieces, or the client stopped sending before the end */
+        return false;
+    }
+    return true;
 }
 
 static void accept_new(api_gate *g)
@@ -150,13 +156,17 @@ static void accept_new(api_gate *g)
         int victim = api_gate_book_victim(&g->book, c.key, API_GATE_PER_ADDR, API_GATE_PENDING_MAX);
         if (victim >= 0)
             drop(g, victim);
-        struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP | EPOLLET, .data.fd = c.fd};
-        if (epoll_ctl(g->epfd, EPOLL_CTL_ADD, c.fd, &ev) < 0) {
-            close(c.fd);
-            continue;
-        }
         api_gate_book_add(&g->book, &c);
-        look(g, g->book.n - 1, 0); /* a client usually sent its head before it was accepted */
+        int i = g->book.n - 1;
+        /* A client usually sent its head before it was accepted: then it goes on at once and
+         * never enters the epoll set. Bytes arriving after this peek are reported by the add. */
+        if (!look(g, i, 0))
+            continue;
+        struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP | EPOLLET, .data.fd = c.fd};
+        if (epoll_ctl(g->epfd, EPOLL_CTL_ADD, c.fd, &ev) < 0)
+            drop(g, i);
+        else
+            g->book.c[i].watched = true;
     }
 }
 

@@ -41,6 +41,7 @@ typedef struct api_gate_conn {
     double t0;                   /* accepted (ms, now_ms) */
     uint8_t key[16];             /* the client address as counted */
     int peeks;                   /* times head bytes arrived */
+    bool watched;                /* in the gate's epoll set */
     struct sockaddr_storage addr;
     socklen_t alen;
 } api_gate_conn;
