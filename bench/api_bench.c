@@ -1,11 +1,14 @@
-/* make bench: the HTTP API's cost. (1) Round trips of step and screenshot
+/* make bench: the HTTP API's cost. (0) The request rate of a cheap
+ * authenticated request (GET /v1/health with the token), on one keep-alive
+ * connection and on a new connection per request (each passes the server's
+ * accept path); no guest needed. (1) Round trips of step and screenshot
  * through `envmgr serve`'s code (in process, on loopback, keep-alive) against
  * the same library calls made directly, interleaved so both see the same
  * guest; the difference is the API's overhead (goal: at most 2 ms at the
  * median). The CLI's own commands (a process per call) are timed too.
  * (2) N clients, each stepping its own env for S seconds: errors, p50/p99,
  * and that no env and no QEMU is left afterwards.
- *   api_bench [--iterations N] [--clients N] [--seconds S]
+ *   api_bench [--iterations N] [--clients N] [--seconds S] [--requests N]
  * Figures, not pass/fail (exit 1 only when the soak saw errors or leaks). */
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -117,6 +120,30 @@ static double pct(double *v, size_t n, double p)
     qsort(v, n, sizeof *v, cmp_d);
     size_t i = (size_t)ceil(p / 100.0 * (double)n);
     return v[i ? i - 1 : 0];
+}
+
+/* ---- (0) the request rate ---- */
+static void request_rate(int port, int requests)
+{
+    conn c = {0};
+    conn_open(&c, port);
+    long errors = 0;
+    double t0 = now_ms();
+    for (int i = 0; i < requests; i++)
+        errors += http(&c, "GET", "/v1/health", NULL, NULL, NULL) != 200;
+    double keep_s = (now_ms() - t0) / 1000;
+    close(c.fd);
+    t0 = now_ms();
+    for (int i = 0; i < requests; i++) {
+        conn_open(&c, port);
+        errors += http(&c, "GET", "/v1/health", NULL, NULL, NULL) != 200;
+        close(c.fd);
+    }
+    double new_s = (now_ms() - t0) / 1000;
+    free(c.buf);
+    printf("api: request rate, GET /v1/health with the token: %.0f/s on one keep-alive connection, "
+           "%.0f/s with a new connection each (%d requests each, %ld errors)\n",
+           requests / keep_s, requests / new_s, requests, errors);
 }
 
 static char *json_field_str(const char *json, const char *key)
@@ -245,7 +272,7 @@ static double run_cli(char *const argv[])
 
 int main(int argc, char **argv)
 {
-    int iters = 40, clients = 8;
+    int iters = 40, clients = 8, requests = 3000;
     double seconds = 120;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--iterations"))
@@ -254,6 +281,8 @@ int main(int argc, char **argv)
             clients = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--seconds"))
             seconds = atof(argv[i + 1]);
+        else if (!strcmp(argv[i], "--requests"))
+            requests = atoi(argv[i + 1]);
     }
     install_interrupt_handlers();
     setvbuf(stdout, NULL, _IOLBF, 0); /* figures appear as they are measured */
@@ -274,6 +303,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "api_bench: %s\n", err.msg);
         return 1;
     }
+    request_rate(port_of(srv), requests);
     conn c = {0};
     conn_open(&c, port_of(srv));
     char *body;

@@ -120,3 +120,21 @@ bool api_auth_bearer(const char *header, const char *token)
     return api_token_equal(buf, token);
 }
 
+
+bool api_auth_credential(const char *master, const api_route *rt, const api_creds *c, long now)
+{
+    if (api_auth_bearer(c->authorization, master))
+        return true;
+    /* A browser cannot send a header with a page's scripts or its websocket: the live view's
+     * pages take a live-view token (one env, view or control, expiring; never the master token)
+     * from the cookie the live page sets, and the page itself from ?token= (the master token or
+     * a live-view token from POST /v1/envs/{id}/live-token). */
+    if (rt->id == API_R_LIVE || rt->id == API_R_LIVE_WS) {
+        api_live_grant_t g;
+        return api_live_grant(master, c->cookie, c->query_token, rt->id == API_R_LIVE, rt->env,
+                              api_truthy(c->query_control), now, &g);
+    }
+    if (rt->id == API_R_NOVNC) /* static files: any live page of this server */
+        return api_live_cookie_check(c->cookie, master, NULL, false, now);
+    return false;
+}

@@ -117,6 +117,19 @@ typedef struct api_live_grant_t {
 bool api_live_grant(const char *master, const char *cookies, const char *query_token, bool page, const char *env,
                     bool need_control, long now, api_live_grant_t *g);
 
+/* What a request carries that can prove it may pass: values as received, NULL when absent. */
+typedef struct api_creds {
+    const char *authorization; /* the Authorization header */
+    const char *cookie;        /* the Cookie header */
+    const char *query_token;   /* ?token= */
+    const char *query_control; /* ?control= */
+} api_creds;
+/* A credential good for the route: the bearer token; on the live page and its websocket a
+ * live-view cookie for its env (a control one with ?control=1), on the page also ?token= (the
+ * master or a live-view token); on noVNC's files a live cookie of any env. /v1/health needs
+ * none, but this says whether one was sent. */
+bool api_auth_credential(const char *master, const api_route *rt, const api_creds *c, long now);
+
 /* ---- metrics ---- */
 #define API_RESET_BUCKETS 9
 typedef struct api_metrics {
@@ -171,6 +184,7 @@ struct api_server {
     int listen_fd;
     bool unix_sock;
     struct MHD_Daemon *mhd;
+    struct api_gate *gate; /* accepts connections and hands complete requests to mhd */
     pthread_mutex_t lock; /* the table, the counters below */
     pthread_cond_t cond;
     api_env *envs;

@@ -1,9 +1,11 @@
 /* The HTTP side of the API: libmicrohttpd with a thread per connection (a
  * step that takes seconds on one env never delays another env's requests),
+ * fed by the gate (api_gate.c) with connections whose request head is in,
  * request bodies gathered with a cap, the token checked before a body is
  * read, handlers dispatched, responses built. */
 #include <errno.h>
 #include <microhttpd.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "envmgr/api/api_gate.h"
 #include "envmgr/api/api_int.h"
 #include "envmgr/base/sha256.h"
 #include "envmgr/base/fileio.h"
@@ -20,6 +23,7 @@
 typedef struct conn_req {
     double t0;
     bool ready;        /* route and auth checked */
+    bool credential;   /* the request proved itself: only then may the connection stay open */
     api_route rt;
     char *buf;
     size_t len, cap;
@@ -30,7 +34,7 @@ typedef struct conn_req {
 
 #define API_DISCARD_MAX ((size_t)64 << 20) /* bytes of an oversized body read before hanging up */
 
-static enum MHD_Result send_reply(api_server *s, struct MHD_Connection *c, api_reply *r)
+static enum MHD_Result send_reply(api_server *s, struct MHD_Connection *c, const conn_req *cr, api_reply *r)
 {
     struct MHD_Response *resp = r->mhd;
     r->mhd = NULL;
@@ -58,6 +62,10 @@ static enum MHD_Result send_reply(api_server *s, struct MHD_Connection *c, api_r
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, r->ctype);
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
     MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+    /* A client that proved nothing gets no keep-alive: it cannot hold a connection slot after
+     * its answer (issue 27; api_gate.c admits new connections). */
+    if (!cr->credential)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
     for (size_t i = 0; i < ARRAY_LEN(r->headers); i++) {
         if (!r->headers[i])
             continue;
@@ -80,39 +88,26 @@ static enum MHD_Result send_reply(api_server *s, struct MHD_Connection *c, api_r
     return rc;
 }
 
-static enum MHD_Result send_error(api_server *s, struct MHD_Connection *c, const api_error *ae)
+static enum MHD_Result send_error(api_server *s, struct MHD_Connection *c, const conn_req *cr, const api_error *ae)
 {
     api_reply r = {0};
     api_reply_error(&r, ae);
-    enum MHD_Result rc = send_reply(s, c, &r);
+    enum MHD_Result rc = send_reply(s, c, cr, &r);
     api_reply_free(&r);
     return rc;
 }
 
 /* ---- auth ---- */
 
-static bool authorized(api_server *s, struct MHD_Connection *c, const api_route *rt)
+static bool credential(api_server *s, struct MHD_Connection *c, const api_route *rt)
 {
-    if (rt->id == API_R_HEALTH)
-        return true;
-    const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
-    if (api_auth_bearer(h, s->cfg.token))
-        return true;
-    /* A browser cannot send a header with a page's scripts or its websocket: the live view's
-     * pages take a live-view token (one env, view or control, expiring; never the master token)
-     * from the cookie the live page sets, and the page itself from ?token= (the master token or
-     * a live-view token from POST /v1/envs/{id}/live-token). */
-    const char *cookies = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_COOKIE);
-    long now = (long)time(NULL);
-    if (rt->id == API_R_LIVE || rt->id == API_R_LIVE_WS) {
-        api_live_grant_t g;
-        return api_live_grant(s->cfg.token, cookies, MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "token"),
-                              rt->id == API_R_LIVE, rt->env,
-                              api_truthy(MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "control")), now, &g);
-    }
-    if (rt->id == API_R_NOVNC) /* static files: any live page of this server */
-        return api_live_cookie_check(cookies, s->cfg.token, NULL, false, now);
-    return false;
+    api_creds cr = {
+        .authorization = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION),
+        .cookie = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_COOKIE),
+        .query_token = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "token"),
+        .query_control = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "control"),
+    };
+    return api_auth_credential(s->cfg.token, rt, &cr, (long)time(NULL));
 }
 
 /* ---- dispatch ---- */
@@ -156,6 +151,26 @@ static void dispatch(api_request *q, api_reply *r)
     }
 }
 
+/* The whole request is in (its body in cr->buf). */
+static enum MHD_Result respond(api_server *s, struct MHD_Connection *c, const conn_req *cr, const char *method)
+{
+    api_error ae = {0};
+    api_request q = {.s = s, .conn = c, .method = method, .rt = cr->rt};
+    if (api_parse_body(cr->buf ? cr->buf : "", cr->len, &q.body, &ae) < 0)
+        return send_error(s, c, cr, &ae);
+    if (cr->len && strcmp(method, "POST")) {
+        json_decref(q.body);
+        api_fail(&ae, 400, "body", "%s takes no body", method);
+        return send_error(s, c, cr, &ae);
+    }
+    api_reply r = {0};
+    dispatch(&q, &r);
+    json_decref(q.body);
+    enum MHD_Result rc = send_reply(s, c, cr, &r);
+    api_reply_free(&r);
+    return rc;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                                   const char *version, const char *upload_data, size_t *upload_size, void **req_cls)
 {
@@ -166,21 +181,27 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         cr = xcalloc(1, sizeof *cr);
         cr->t0 = now_ms();
         *req_cls = cr;
-        if (api_route_match(method, url, &cr->rt, &ae) < 0 || api_query_unique(c, &ae) < 0)
-            return send_error(s, c, &ae);
-        if (!authorized(s, c, &cr->rt)) {
+        if (api_route_match(method, url, &cr->rt, &ae) < 0 || api_query_unique(c, &ae) < 0) {
+            cr->credential = api_auth_bearer(
+                MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION), s->cfg.token);
+            return send_error(s, c, cr, &ae);
+        }
+        cr->credential = credential(s, c, &cr->rt);
+        if (!cr->credential && cr->rt.id != API_R_HEALTH) {
             api_fail(&ae, 401, "Authorization", "missing or wrong token (Authorization: Bearer <token>)");
-            return send_error(s, c, &ae);
+            return send_error(s, c, cr, &ae);
         }
         if (s->stopping) {
             api_fail(&ae, 503, "", "the server is stopping");
-            return send_error(s, c, &ae);
+            return send_error(s, c, cr, &ae);
         }
+        if (!cr->credential) /* /v1/health without the token: answered now, so no body can hold the connection */
+            return respond(s, c, cr, method);
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         long v;
         if (cl && (parse_int(cl, 0, (long)API_BODY_MAX, &v) < 0)) {
             api_fail(&ae, 413, "body", "request body of %.20s bytes is over the limit of %zu", cl, API_BODY_MAX);
-            return send_error(s, c, &ae);
+            return send_error(s, c, cr, &ae);
         }
         cr->ready = true;
         return MHD_YES;
@@ -222,27 +243,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     }
     if (cr->too_big) {
         api_fail(&ae, 413, "body", "request body is over the limit of %zu bytes", API_BODY_MAX);
-        return send_error(s, c, &ae);
+        return send_error(s, c, cr, &ae);
     }
     if (cr->nomem) {
         api_fail(&ae, 503, "body", "out of memory for the request body: try again later");
-        return send_error(s, c, &ae);
+        return send_error(s, c, cr, &ae);
     }
-    /* the whole request is in */
-    api_request q = {.s = s, .conn = c, .method = method, .rt = cr->rt};
-    if (api_parse_body(cr->buf ? cr->buf : "", cr->len, &q.body, &ae) < 0)
-        return send_error(s, c, &ae);
-    if (cr->len && strcmp(method, "POST")) {
-        json_decref(q.body);
-        api_fail(&ae, 400, "body", "%s takes no body", method);
-        return send_error(s, c, &ae);
-    }
-    api_reply r = {0};
-    dispatch(&q, &r);
-    json_decref(q.body);
-    enum MHD_Result rc = send_reply(s, c, &r);
-    api_reply_free(&r);
-    return rc;
+    return respond(s, c, cr, method);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls, enum MHD_RequestTerminationCode toe)
@@ -253,6 +260,24 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls, en
     free(cr->buf);
     free(cr);
     *req_cls = NULL;
+}
+
+/* What the gate counts against MHD's connection limit. */
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_ctx, enum MHD_ConnectionNotificationCode toe)
+{
+    api_server *s = cls;
+    if (s->gate)
+        api_gate_note(s->gate, toe == MHD_CONNECTION_NOTIFY_STARTED ? 1 : -1);
+}
+
+/* MHD's messages, but for those about TCP options on a unix-socket connection: MHD cannot tell
+ * one handed to it from a TCP one, tries TCP_NODELAY and TCP_CORK on each, and says it failed. */
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    api_server *s = cls;
+    if (s->unix_sock && (!strncmp(fmt, "Setting ", 8) || !strncmp(fmt, "Failed to push the data", 23)))
+        return;
+    vfprintf(stderr, fmt, ap);
 }
 
 static char *dup_or_null(const char *s)
@@ -306,16 +331,23 @@ int api_server_start(const api_config *c, api_server **out, em_err *err)
         api_server_stop(s);
         return -1;
     }
+    /* MHD gets only connections whose request head is in (api_gate.c accepts them); its own
+     * limit is a backstop above the gate's, with room for connections it closed and has not
+     * counted off yet. Its timeout (idle) is for keep-alive connections that proved themselves. */
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_ALLOW_UPGRADE |
-                     MHD_USE_POLL | MHD_USE_ERROR_LOG;
-    s->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s, MHD_OPTION_LISTEN_SOCKET, s->listen_fd,
+                     MHD_USE_POLL | MHD_USE_ERROR_LOG | MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC;
+    s->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
                               MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)API_CONN_TIMEOUT_S,
-                              MHD_OPTION_CONNECTION_LIMIT, (unsigned)API_CONN_LIMIT,
+                              MHD_OPTION_CONNECTION_LIMIT, (unsigned)(API_CONN_LIMIT + API_GATE_RESERVE),
                               MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024), MHD_OPTION_NOTIFY_COMPLETED,
-                              on_completed, s, MHD_OPTION_END);
+                              on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, on_connection, s, MHD_OPTION_END);
     if (!s->mhd) {
         api_server_stop(s);
         return em_fail(err, "serve: libmicrohttpd did not start");
+    }
+    if (api_gate_start(s->listen_fd, s->mhd, s->cfg.token, &s->metrics, &s->gate, err) < 0) {
+        api_server_stop(s);
+        return -1;
     }
     *out = s;
     return 0;
@@ -343,8 +375,10 @@ void api_server_stop(api_server *s)
             pthread_mutex_lock(&s->lock);
         }
         pthread_mutex_unlock(&s->lock);
+        api_gate_stop(s->gate); /* no new connections; the ones it held are closed */
         MHD_stop_daemon(s->mhd);
     }
+    api_gate_free(s->gate);
     if (s->listen_fd >= 0)
         close(s->listen_fd);
     if (s->unix_sock && s->cfg.socket_path)

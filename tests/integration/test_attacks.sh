@@ -88,6 +88,126 @@ for a in 10.0.2.2:80 169.254.169.254:80 '[::1]:80' '[fe80::1]:80'; do
 done
 stop_servers; SERVERS=()
 
+# --- 16. slow and idle HTTP clients against `envmgr serve`'s connections (issue 27) -----------------
+# Clients that hold connections: MODE slow (one address: the request line, then a header line
+# every 5 s), spread (the same from 127.0.0.2..), noauth (a whole request head without a token,
+# then idle with keep-alive), auth (a whole request with the token, then idle). Prints what it saw as
+# JSON: connections still open 1 s after the last was opened, closed by the server, the longest
+# any stayed open before the server closed it. It stops itself after SECONDS.
+cat >"$T/holders.py" <<'EOF2'
+import json, select, socket, sys, time
+mode, port, n, secs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+token = sys.argv[5] if len(sys.argv) > 5 else ""
+head_body = "GET /v1/health HTTP/1.1\r\nHost: x\r\nContent-Length: 99999\r\n\r\n{"
+head = {"slow": "GET /v1/health HTTP/1.1\r\nHost: x\r\n", "spread": "GET /v1/health HTTP/1.1\r\nHost: x\r\n",
+        "noauth": "GET /v1/%s HTTP/1.1\r\nHost: x\r\n\r\n",
+        "auth": "GET /v1/health HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + token + "\r\n\r\n"}[mode]
+t0 = time.time()
+conns = []  # [socket, opened, closed by the server]
+for i in range(n):
+    s = socket.socket()
+    s.settimeout(3)
+    c = [s, time.time(), None]
+    conns.append(c)
+    try:
+        if mode == "spread":
+            s.bind(("127.0.0.%d" % (2 + i), 0))
+        s.connect(("127.0.0.1", port))
+        if mode == "noauth":  # 10 refused, 10 announcing a body that never comes, 60 answered
+            s.sendall((head % "envs" if i < 10 else head_body if i < 20 else head % "health").encode())
+        else:
+            s.sendall(head.encode())
+    except OSError:
+        c[2] = time.time()
+    s.setblocking(False)
+opened = time.time()
+open_after_1s, next_line = None, t0 + 5
+while time.time() - t0 < secs:
+    live = [c for c in conns if c[2] is None]
+    if open_after_1s is None and time.time() - opened >= 1:
+        open_after_1s = len(live)
+    if not live and open_after_1s is not None:
+        break
+    ready = select.select([c[0] for c in live], [], [], 0.1)[0] if live else []
+    for c in live:
+        if c[0] in ready:
+            try:
+                data = c[0].recv(65536)
+            except OSError:
+                data = b""
+            if not data:
+                c[2] = time.time()
+    if mode in ("slow", "spread") and time.time() >= next_line:
+        next_line += 5
+        for c in conns:
+            try:
+                c[2] is None and c[0].send(b"X-Slow: 1\r\n")
+            except OSError:
+                c[2] = time.time()
+closed = [c[2] - c[1] for c in conns if c[2] is not None]
+print(json.dumps({"open_after_1s": open_after_1s, "closed": len(closed), "longest_s": round(max(closed or [0]), 1)}))
+EOF2
+# holders_start MODE N SECONDS: in the background, its JSON in $T/holders.json; waits until they are open
+holders_start() {
+    rm -f "$T/holders.json"
+    /usr/bin/python3 "$T/holders.py" "$1" "$PORT" "$2" "$3" "$(cat "$T/token")" >"$T/holders.json" &
+    HOLDERS=$!
+    sleep 1.5
+}
+holders_end() { wait "$HOLDERS"; echo "     saw: $(cat "$T/holders.json")"; }
+held() { /usr/bin/python3 -c "import json, sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$T/holders.json" "$1"; }
+# An authenticated request's status and time (a few seconds at most)
+authed() { curl -s -o /dev/null -m 8 -w '%{http_code} %{time_total}' -H "Authorization: Bearer $(cat "$T/token")" "$URL/v1/envs"; }
+answered_soon() { set -- $1; [ "$1" = 200 ] && awk -v t="$2" 'BEGIN { exit !(t < 3) }'; }
+"$ENVMGR" serve --listen 127.0.0.1:0 --token-file "$T/token" >"$T/serve.out" 2>&1 &
+SERVE=$!
+SERVERS+=($SERVE)
+wait_until 30 grep -q 'listening on' "$T/serve.out"
+URL=$(sed -n 's/.*listening on \(http[^ ]*\).*/\1/p' "$T/serve.out" | head -1)
+PORT=${URL##*:}
+authed >/dev/null
+fds=$(ls /proc/$SERVE/fd | wc -l)
+tried "70 slowloris connections from one address (a header line every 5 s), then an authenticated GET /v1/envs"
+holders_start slow 70 12
+got=$(authed)
+check "16 held: the authenticated request was answered at once while they were open ($got)" answered_soon "$got"
+holders_end
+check "16 held: one address keeps at most 8 incomplete connections ($(held open_after_1s) open 1 s after opening 70)" \
+    test "$(held open_after_1s)" -le 8
+check "16 held: the server closed all 70 within the 5 s header deadline ($(held closed) closed, longest open $(held longest_s) s)" \
+    bash -c "[ $(held closed) = 70 ] && awk 'BEGIN { exit !($(held longest_s) <= 7) }'"
+tried "70 slowloris connections from 70 addresses (127.0.0.2-71: no per-address cap applies), then an authenticated GET"
+holders_start spread 70 12
+got=$(authed)
+check "16 held: the authenticated request was answered at once ($got)" answered_soon "$got"
+holders_end
+check "16 held: the server closed all 70 within the header deadline ($(held closed) closed, longest open $(held longest_s) s)" \
+    bash -c "[ $(held closed) = 70 ] && awk 'BEGIN { exit !($(held longest_s) <= 7) }'"
+tried "80 complete requests without a token (10 GET /v1/envs, 10 GET /v1/health announcing a body that never comes, 60 GET /v1/health), each connection then left idle with keep-alive"
+holders_start noauth 80 8
+got=$(authed)
+check "16 held: the authenticated request was answered at once ($got)" answered_soon "$got"
+holders_end
+check "16 held: the server closed every unauthenticated connection after its answer ($(held closed) of 80, longest open $(held longest_s) s)" \
+    bash -c "[ $(held closed) = 80 ] && awk 'BEGIN { exit !($(held longest_s) <= 3) }'"
+tried "60 authenticated keep-alive connections left idle (near the limit of 64), then a request without a token and one with"
+holders_start auth 60 8
+code=$(curl -s -o "$T/busy.out" -m 8 -w '%{http_code}' "$URL/v1/health")
+got=$(authed)
+check "16 held: without a token: 503, the server is busy ($code)" bash -c "[ $code = 503 ] && grep -q 'server is busy' '$T/busy.out'"
+check "16 held: with the token: served from the reserve ($got)" answered_soon "$got"
+holders_end
+check "16 held: the server holds no more descriptors than before the attacks ($fds)" \
+    wait_until 10 bash -c "[ \$(ls /proc/$SERVE/fd | wc -l) -le $fds ]"
+tried "SIGTERM while 70 slowloris connections are open"
+holders_start slow 70 12
+kill -TERM $SERVE
+check "16 held: the server stopped at once" wait_until 10 bash -c "! kill -0 $SERVE && grep -q 'envmgr serve: stopped' '$T/serve.out'"
+holders_end
+check "16 held: stopping closed the connections it held ($(held closed) closed, longest open $(held longest_s) s)" \
+    bash -c "[ $(held closed) = 70 ] && awk 'BEGIN { exit !($(held longest_s) < 4.5) }'"
+stop_servers; SERVERS=()
+
 # --- 3. a hostile trace directory name must not reach a shell ----------------------------------------
 E=at-replay
 "$ENVMGR" up --name $E --accel tcg >/dev/null 2>&1 || bad "up $E"

@@ -9,7 +9,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <arpa/inet.h>
+#include <sys/un.h>
+
 #include "envmgr/api/api.h"
+#include "envmgr/api/api_gate.h"
 #include "envmgr/api/api_int.h"
 #include "envmgr/view/relay.h"
 #include "envmgr/view/vnc_auth.h"
@@ -643,6 +647,160 @@ static void test_tar_header(void)
     CU_ASSERT_EQUAL(api_tar_header(h, longname, 1, 0), -1);
 }
 
+/* ---- the connection gate (issue 27): request heads, credentials, the book of held connections ---- */
+
+#define HEAD_END(lit) api_gate_head_end(lit, sizeof lit - 1)
+
+static void test_gate_head_end(void)
+{
+    CU_ASSERT_EQUAL(HEAD_END("GET / HTTP/1.1\r\nHost: x\r\n\r\n"), 27);
+    CU_ASSERT_EQUAL(HEAD_END("GET / HTTP/1.1\r\nHost: x\r\n\r\n{\"a\": 1}"), 27); /* a body is not the head */
+    CU_ASSERT_EQUAL(HEAD_END("GET / HTTP/1.1\nHost: x\n\n"), 24);                  /* bare LF, as MHD reads it */
+    CU_ASSERT_EQUAL(HEAD_END("GET / HTTP/1.1\r\nHost: x\r\n\n"), 26);
+    CU_ASSERT_EQUAL(HEAD_END("GET / HTTP/1.1\r\nHost: x\r\n"), 0);
+    CU_ASSERT_EQUAL(HEAD_END("GET / HTTP/1.1\r\nHost: x\r\n\r"), 0);
+    CU_ASSERT_EQUAL(HEAD_END(""), 0);
+    /* empty lines before the request line are skipped by MHD: they end nothing, or a client
+     * could pass the gate with a blank line and trickle its request to MHD */
+    CU_ASSERT_EQUAL(HEAD_END("\r\n\r\n\n"), 0);
+    CU_ASSERT_EQUAL(HEAD_END("\r\n\r\nGET / HTTP/1.1\r\n"), 0);
+    CU_ASSERT_EQUAL(HEAD_END("\r\nGET / HTTP/1.1\r\n\r\n"), 20);
+    /* MHD takes a line starting with NUL for an empty one */
+    CU_ASSERT_EQUAL(HEAD_END("\0\r\n\r\nGET / HTTP/1.1\r\n"), 0);
+    CU_ASSERT_EQUAL(HEAD_END("GET / HTTP/1.1\r\n\0x\r\nHost: x"), 20);
+    /* a CR before CR LF is a line of its own, not an empty one */
+    CU_ASSERT_EQUAL(HEAD_END("GET / HTTP/1.1\r\n\r\r\n"), 0);
+}
+
+static bool head_cred(const char *head, const char *master, long now)
+{
+    char *copy = xstrdup(head); /* parsed in place */
+    bool ok = api_gate_head_credential(copy, strlen(copy), master, now);
+    free(copy);
+    return ok;
+}
+
+static void test_gate_head_credential(void)
+{
+    const char *tok = "0123456789abcdef0123456789abcdef";
+    char h[4096], view[API_LIVE_TOKEN_MAX], ctl[API_LIVE_TOKEN_MAX], other[API_LIVE_TOKEN_MAX];
+    CU_ASSERT_EQUAL_FATAL(api_live_token_make(tok, "api1-1", false, 2000, view), 0);
+    CU_ASSERT_EQUAL_FATAL(api_live_token_make(tok, "api1-1", true, 2000, ctl), 0);
+    CU_ASSERT_EQUAL_FATAL(api_live_token_make(tok, "api1-2", true, 2000, other), 0);
+    snprintf(h, sizeof h, "GET /v1/envs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n", tok);
+    CU_ASSERT_TRUE(head_cred(h, tok, 1000));
+    snprintf(h, sizeof h, "POST /v1/envs/api1-1/step HTTP/1.1\nauthorization:   bearer %s \n\n", tok);
+    CU_ASSERT_TRUE(head_cred(h, tok, 1000));
+    CU_ASSERT_FALSE(head_cred("GET /v1/envs HTTP/1.1\r\nAuthorization: Bearer 0123456789abcdef\r\n\r\n", tok, 1000));
+    CU_ASSERT_FALSE(head_cred("GET /v1/health HTTP/1.1\r\nHost: x\r\n\r\n", tok, 1000)); /* public, but no credential */
+    /* the first Authorization counts, as MHD_lookup_connection_value finds it */
+    snprintf(h, sizeof h, "GET /v1/envs HTTP/1.1\r\nAuthorization: Bearer x\r\nAuthorization: Bearer %s\r\n\r\n", tok);
+    CU_ASSERT_FALSE(head_cred(h, tok, 1000));
+    /* a header after the head's end is no part of it */
+    snprintf(h, sizeof h, "GET /v1/envs HTTP/1.1\r\n\r\nAuthorization: Bearer %s\r\n\r\n", tok);
+    CU_ASSERT_FALSE(head_cred(h, tok, 1000));
+    /* unknown paths: the bearer token alone */
+    snprintf(h, sizeof h, "GET /nowhere HTTP/1.1\r\nAuthorization: Bearer %s\r\n\r\n", tok);
+    CU_ASSERT_TRUE(head_cred(h, tok, 1000));
+    CU_ASSERT_FALSE(head_cred("GET /nowhere HTTP/1.1\r\n\r\n", tok, 1000));
+    CU_ASSERT_FALSE(head_cred("GARBAGE\r\n\r\n", tok, 1000));
+    /* the live page: ?token= (master or live-view token for this env), its cookie */
+    snprintf(h, sizeof h, "GET /v1/envs/api1-1/live?a=1&token=%s HTTP/1.1\r\n\r\n", tok);
+    CU_ASSERT_TRUE(head_cred(h, tok, 1000));
+    snprintf(h, sizeof h, "GET /v1/envs/api1-1/live?token=%s&control=1 HTTP/1.1\r\n\r\n", ctl);
+    CU_ASSERT_TRUE(head_cred(h, tok, 1000));
+    snprintf(h, sizeof h, "GET /v1/envs/api1-1/live?control=1&token=%s HTTP/1.1\r\n\r\n", view);
+    CU_ASSERT_FALSE(head_cred(h, tok, 1000)); /* a view token opens no control page */
+    snprintf(h, sizeof h, "GET /v1/envs/api1-1/live?token=%s HTTP/1.1\r\n\r\n", other);
+    CU_ASSERT_FALSE(head_cred(h, tok, 1000)); /* another env's */
+    snprintf(h, sizeof h, "GET /v1/envs/api1-1/live?token=%s HTTP/1.1\r\n\r\n", view);
+    CU_ASSERT_FALSE(head_cred(h, tok, 2001)); /* expired */
+    snprintf(h, sizeof h, "GET /v1/envs/api1-1/live/ws HTTP/1.1\r\nCookie: a=b; envmgr_live_api1-1=%s\r\n\r\n", view);
+    CU_ASSERT_TRUE(head_cred(h, tok, 1000));
+    snprintf(h, sizeof h, "GET /v1/envs/api1-1/live/ws?token=%s HTTP/1.1\r\n\r\n", tok);
+    CU_ASSERT_FALSE(head_cred(h, tok, 1000)); /* the websocket takes the cookie only */
+    snprintf(h, sizeof h, "GET /v1/novnc/app/ui.js HTTP/1.1\r\nCookie: envmgr_live_api1-2=%s\r\n\r\n", other);
+    CU_ASSERT_TRUE(head_cred(h, tok, 1000));
+    snprintf(h, sizeof h, "GET /v1/envs HTTP/1.1\r\nCookie: envmgr_live_api1-1=%s\r\n\r\n", view);
+    CU_ASSERT_FALSE(head_cred(h, tok, 1000)); /* a live cookie opens no API endpoint */
+}
+
+static api_gate_conn gate_conn(int fd, const char *ip)
+{
+    api_gate_conn c = {.fd = fd};
+    struct sockaddr_in sa = {.sin_family = AF_INET};
+    inet_pton(AF_INET, ip, &sa.sin_addr);
+    api_gate_addr_key((struct sockaddr *)&sa, sizeof sa, c.key);
+    return c;
+}
+
+static void test_gate_book(void)
+{
+    uint8_t k1[16], k2[16];
+    struct sockaddr_in a = {.sin_family = AF_INET}, b = a;
+    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+    inet_pton(AF_INET, "127.0.0.2", &b.sin_addr);
+    api_gate_addr_key((struct sockaddr *)&a, sizeof a, k1);
+    api_gate_addr_key((struct sockaddr *)&b, sizeof b, k2);
+    CU_ASSERT_NOT_EQUAL(memcmp(k1, k2, 16), 0);
+    a.sin_port = 1234; /* the port is no part of the address */
+    api_gate_addr_key((struct sockaddr *)&a, sizeof a, k2);
+    CU_ASSERT_EQUAL(memcmp(k1, k2, 16), 0);
+    struct sockaddr_in6 m = {.sin6_family = AF_INET6}, v6 = m;
+    inet_pton(AF_INET6, "::ffff:127.0.0.1", &m.sin6_addr); /* IPv4-mapped: the IPv4 address */
+    api_gate_addr_key((struct sockaddr *)&m, sizeof m, k2);
+    CU_ASSERT_EQUAL(memcmp(k1, k2, 16), 0);
+    inet_pton(AF_INET6, "2001:db8:1:2::1", &v6.sin6_addr); /* IPv6: its /64 */
+    api_gate_addr_key((struct sockaddr *)&v6, sizeof v6, k1);
+    inet_pton(AF_INET6, "2001:db8:1:2:ffff::9", &v6.sin6_addr);
+    api_gate_addr_key((struct sockaddr *)&v6, sizeof v6, k2);
+    CU_ASSERT_EQUAL(memcmp(k1, k2, 16), 0);
+    inet_pton(AF_INET6, "2001:db8:1:3::1", &v6.sin6_addr);
+    api_gate_addr_key((struct sockaddr *)&v6, sizeof v6, k2);
+    CU_ASSERT_NOT_EQUAL(memcmp(k1, k2, 16), 0);
+    struct sockaddr_un u1 = {.sun_family = AF_UNIX}, u2 = u1;
+    api_gate_addr_key((struct sockaddr *)&u1, sizeof(sa_family_t), k1);
+    snprintf(u2.sun_path, sizeof u2.sun_path, "/x");
+    api_gate_addr_key((struct sockaddr *)&u2, sizeof u2, k2);
+    CU_ASSERT_EQUAL(memcmp(k1, k2, 16), 0); /* every unix-socket client is one address */
+
+    /* per address: its oldest goes; another address is not touched */
+    api_gate_book *bk = xcalloc(1, sizeof *bk);
+    api_gate_conn x = gate_conn(100, "10.0.0.1"), y = gate_conn(200, "10.0.0.2");
+    for (int i = 0; i < 3; i++) {
+        y.fd = 200 + i;
+        CU_ASSERT_EQUAL(api_gate_book_victim(bk, y.key, 3, 8), -1);
+        api_gate_book_add(bk, &y);
+        x.fd = 100 + i;
+        CU_ASSERT_EQUAL(api_gate_book_victim(bk, x.key, 3, 8), -1);
+        api_gate_book_add(bk, &x);
+    }
+    CU_ASSERT_EQUAL(api_gate_book_count(bk, x.key), 3);
+    int v = api_gate_book_victim(bk, x.key, 3, 8);
+    CU_ASSERT_EQUAL_FATAL(v, 1);
+    CU_ASSERT_EQUAL(bk->c[v].fd, 100);
+    api_gate_book_remove(bk, v);
+    CU_ASSERT_EQUAL(api_gate_book_find(bk, 100), -1);
+    CU_ASSERT_EQUAL(api_gate_book_find(bk, 200), 0); /* order kept: the oldest first */
+    CU_ASSERT_EQUAL(api_gate_book_find(bk, 101), 2);
+    x.fd = 103;
+    api_gate_book_add(bk, &x);
+    CU_ASSERT_EQUAL(api_gate_book_victim(bk, x.key, 3, 8), api_gate_book_find(bk, 101));
+    /* in all: the oldest of anyone's when the book is full */
+    api_gate_conn z = gate_conn(300, "10.0.0.3");
+    CU_ASSERT_EQUAL(api_gate_book_victim(bk, z.key, 3, 8), -1);
+    api_gate_book_add(bk, &z);
+    api_gate_conn w = gate_conn(400, "10.0.0.4");
+    CU_ASSERT_EQUAL(bk->n, 7);
+    api_gate_book_add(bk, &w);
+    CU_ASSERT_EQUAL(api_gate_book_victim(bk, gate_conn(500, "10.0.0.5").key, 3, 8), 0);
+    api_gate_book_remove(bk, 0);
+    CU_ASSERT_EQUAL(bk->c[0].fd, 201);
+    api_gate_book_remove(bk, 99); /* out of range: nothing */
+    CU_ASSERT_EQUAL(bk->n, 7);
+    free(bk);
+}
+
 static CU_TestInfo tests[] = {
     {"routes", test_routes},
     {"route errors", test_route_errors},
@@ -658,6 +816,9 @@ static CU_TestInfo tests[] = {
     {"view-only RFB filter", test_rfb_filter},
     {"VNC authentication for TCP viewers", test_rfb_auth},
     {"tar headers", test_tar_header},
+    {"gate: where a request head ends", test_gate_head_end},
+    {"gate: a credential in a request head", test_gate_head_credential},
+    {"gate: held connections per address and in all", test_gate_book},
     CU_TEST_INFO_NULL,
 };
 
