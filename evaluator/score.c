@@ -21,23 +21,40 @@ static char *entry_path(const task *t, const char *key, size_t i)
     return t->nmetrics > 1 ? xasprintf("evaluator.%s[%zu]", key, i) : xasprintf("evaluator.%s", key);
 }
 
+/* A getter that could not do its job for reasons that are the image's or the task's, never the
+ * agent's: said in details.getter_flags even when the score hides it (conj "or", a later metric). */
+static void flag(json_t *flags, const char *path, const char *why)
+{
+    json_array_append_new(flags, json_pack("{s:s, s:o}", "path", path, "why", reason_json(why)));
+}
+
 /* Fetch one side; on failure *art stays NULL and *why says what went wrong. */
 static void fetch(const em_env_ops *ops, const task *t, json_t *spec, const char *key, size_t i,
-                  const char *artifact_dir, const char *task_dir, json_t **art, char **why)
+                  const char *artifact_dir, const char *task_dir, json_t *flags, json_t **art, char **why)
 {
     *art = NULL;
     if (!spec)
         return;
     em_err e = {0};
+    _cleanup_free_ char *path = entry_path(t, key, i);
     if (getter_run(ops, t, spec, artifact_dir, task_dir, art, &e) < 0) {
-        _cleanup_free_ char *path = entry_path(t, key, i);
         *why = xasprintf("%s: %s", path, e.msg);
+        return;
+    }
+    /* A command getter whose program is not on the image (the shell's 126/127): its output is
+     * empty whatever the agent did. */
+    json_int_t code = json_integer_value(json_object_get(*art, "exit_code"));
+    if (code == 126 || code == 127) {
+        _cleanup_free_ char *msg =
+            xasprintf("%s: the command could not run (exit status %d: %s on the image)", json_string_value(json_object_get(spec, "type")),
+                      (int)code, code == 127 ? "a program it names is not" : "a program it names cannot run");
+        flag(flags, path, msg);
     }
 }
 
 /* Returns METRIC_SCORED or METRIC_EVALUATOR_ERROR (then *reason is the error). */
 static int run_metric(const em_env_ops *ops, const task *t, size_t i, const char *artifact_dir, const char *task_dir,
-                      const char *agent_exit, json_t *detail, double *score, char **reason)
+                      const char *agent_exit, json_t *detail, json_t *flags, double *score, char **reason)
 {
     int outcome = METRIC_SCORED;
     const task_metric *m = &t->metrics[i];
@@ -46,9 +63,9 @@ static int run_metric(const em_env_ops *ops, const task *t, size_t i, const char
     *score = 0;
     *reason = NULL;
     /* What the agent left cannot be read: its failure, scored 0. */
-    fetch(ops, t, m->result, "result", i, artifact_dir, task_dir, &result, &why);
+    fetch(ops, t, m->result, "result", i, artifact_dir, task_dir, flags, &result, &why);
     if (!why) {
-        fetch(ops, t, m->expected, "expected", i, artifact_dir, task_dir, &expected, &why);
+        fetch(ops, t, m->expected, "expected", i, artifact_dir, task_dir, flags, &expected, &why);
         /* The reference cannot be had (a missing asset, a broken rule): no score, rather than a 0
          * that blames the agent. */
         if (why)
@@ -90,7 +107,7 @@ int evaluate_task(const em_env_ops *ops, const task *t, const char *task_dir, co
     if (t->nmetrics == 0)
         return em_fail(err, "evaluate_task: the task has no metric");
 
-    json_t *metrics = json_array();
+    json_t *metrics = json_array(), *flags = json_array();
     *details = json_pack("{s:s,s:o}", "conj", t->conj_or ? "or" : "and", "metrics", metrics);
 
     if (!t->infeasible && exit_cause_from_name(agent_exit) == EXIT_FAIL) {
@@ -111,8 +128,11 @@ int evaluate_task(const em_env_ops *ops, const task *t, const char *task_dir, co
             }
             double s;
             char *r;
-            if (run_metric(ops, t, i, artifact_dir, task_dir, agent_exit, d, &s, &r) == METRIC_EVALUATOR_ERROR) {
-                /* no score: "and" cannot be decided any more; "or" still can, by a later 1 */
+            if (run_metric(ops, t, i, artifact_dir, task_dir, agent_exit, d, flags, &s, &r) == METRIC_EVALUATOR_ERROR) {
+                /* no score: "and" cannot be decided any more; "or" still can, by a later 1, so it is
+                 * flagged whatever the final score */
+                _cleanup_free_ char *path = t->nmetrics > 1 ? xasprintf("evaluator.func[%zu]", i) : xstrdup("evaluator.func");
+                flag(flags, path, r);
                 if (failed == SIZE_MAX) {
                     failed = i;
                     error = r;
@@ -160,6 +180,9 @@ int evaluate_task(const em_env_ops *ops, const task *t, const char *task_dir, co
         }
         free(error);
     }
+    if (json_array_size(flags))
+        json_object_set(*details, "getter_flags", flags);
+    json_decref(flags);
     if (!json_object_get(*details, "status"))
         json_object_set_new(*details, "status", json_string("scored"));
     json_object_set_new(*details, "score", json_real(*score));

@@ -48,7 +48,9 @@ int guest_ops_run(env *e, const char *const *argv, int as_user, int detach, doub
          * runs to close, so a detached app must not inherit them or the exec never returns. */
         full[k++] = "sh";
         full[k++] = "-c";
-        full[k++] = "exec setsid -f \"$@\" </dev/null >/dev/null 2>&1";
+        /* setsid -f forks before it execs: a program that is not there would still "start" (exit 0),
+         * so look it up first; 127 is the shell's own "not found". */
+        full[k++] = "command -v \"$1\" >/dev/null 2>&1 || exit 127; exec setsid -f \"$@\" </dev/null >/dev/null 2>&1";
         full[k++] = "sh";
     }
     for (size_t i = 0; i < n; i++)

@@ -879,6 +879,12 @@ int episode_finish(episode *ep, exit_cause cause, json_t **result, em_err *err)
         json_object_set_new(res, "evaluation", details);
     if (json_array_size(r->setup_flags))
         json_object_set(res, "setup_flags", r->setup_flags);
+    /* Something the image or the task did, not the agent, even where the score hides it: the suite
+     * summary counts these episodes (docs/osworld.md, "Flagged episodes"). */
+    json_t *gflags = json_object_get(details, "getter_flags");
+    if (gflags)
+        json_object_set(res, "getter_flags", gflags);
+    json_object_set_new(res, "flagged", json_boolean(json_array_size(r->setup_flags) || json_array_size(gflags)));
     if (rc == 0 && r->o.video)
         add_video(r, res);
     free(reason);

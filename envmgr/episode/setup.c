@@ -77,6 +77,8 @@ static int run_flagged(env *e, const char *const *argv, int detach, double timeo
     *detail = exec_detail(&r);
     if (r.timed_out)
         tolerate(*detail, "%s did not finish within %.0f s", what, timeout_s);
+    else if (r.exit_code == 127) /* the shell's "not found": the image lacks it, whatever the agent does */
+        tolerate(*detail, "%s `%.200s`: not found on the image (exit status 127)", what, argv[0]);
     else if (r.exit_code != 0)
         tolerate(*detail, "%s failed (exit status %d)", what, r.exit_code);
     guest_exec_result_free(&r);
@@ -140,6 +142,8 @@ static int run_execute(env *e, const task_step *s, const char *cache_dir, json_t
         rc = setup_failed(err, "the command exited with status %d (check: true)", r.exit_code);
     else if (r.timed_out)
         tolerate(*detail, "did not finish within %.0f s", s->timeout_s);
+    else if (r.exit_code == 127)
+        tolerate(*detail, "a program it runs is not on the image (exit status 127)");
     else if (r.exit_code != 0)
         tolerate(*detail, "exit status %d", r.exit_code);
     guest_exec_result_free(&r);

@@ -42,7 +42,7 @@ static double num(json_t *o, const char *key)
 /* Running totals of one domain (or of all). */
 typedef struct tally {
     json_t *tasks;  /* set of task ids */
-    size_t episodes, passed, env_errors, evaluator_errors, unsupported;
+    size_t episodes, passed, env_errors, evaluator_errors, unsupported, flagged;
     double score_sum, steps_sum;
     double *times;
     size_t ntimes;
@@ -83,6 +83,7 @@ static void tally_add(tally *t, json_t *line)
     /* not scored, neither a pass nor a 0 in the mean: the evaluator failed, or the episode crashed */
     t->evaluator_errors += report_evaluator_error(line);
     t->env_errors += report_env_error(line);
+    t->flagged += json_is_true(json_object_get(line, "flagged"));
     if (report_scored(line)) {
         t->passed += report_passed(score);
         t->score_sum += score;
@@ -103,6 +104,7 @@ static json_t *tally_json(tally *t)
                           t->steps_sum / n, "p50_episode_s", report_p50(t->times, t->ntimes), "env_errors",
                           (json_int_t)t->env_errors, "evaluator_errors", (json_int_t)t->evaluator_errors);
     json_object_set_new(o, "unsupported", json_integer((json_int_t)t->unsupported));
+    json_object_set_new(o, "flagged", json_integer((json_int_t)t->flagged));
     json_decref(t->tasks);
     free(t->times);
     memset(t, 0, sizeof *t);
@@ -165,17 +167,17 @@ static void row(FILE *out, const char *name, json_t *t)
 {
     sbuf b = {0};
     sbuf_add_visible(&b, name, 24);
-    fprintf(out, "%-24s %6lld %8lld %9.1f%% %10.3f %10.1f %10.1f s %11lld\n", b.s ? b.s : "",
+    fprintf(out, "%-24s %6lld %8lld %9.1f%% %10.3f %10.1f %10.1f s %11lld %8lld\n", b.s ? b.s : "",
             json_integer_value(json_object_get(t, "tasks")), json_integer_value(json_object_get(t, "episodes")),
             100 * num(t, "pass_rate"), num(t, "mean_score"), num(t, "mean_steps"), num(t, "p50_episode_s"),
-            json_integer_value(json_object_get(t, "unsupported")));
+            json_integer_value(json_object_get(t, "unsupported")), json_integer_value(json_object_get(t, "flagged")));
     sbuf_release(&b);
 }
 
 void report_print_table(FILE *out, json_t *summary)
 {
-    fprintf(out, "%-24s %6s %8s %10s %10s %10s %12s %11s\n", "DOMAIN", "TASKS", "EPISODES", "PASS RATE", "MEAN SCORE",
-            "MEAN STEPS", "P50 EPISODE", "UNSUPPORTED");
+    fprintf(out, "%-24s %6s %8s %10s %10s %10s %12s %11s %8s\n", "DOMAIN", "TASKS", "EPISODES", "PASS RATE", "MEAN SCORE",
+            "MEAN STEPS", "P50 EPISODE", "UNSUPPORTED", "FLAGGED");
     const char *key;
     json_t *t;
     json_object_foreach(json_object_get(summary, "domains"), key, t)
@@ -195,6 +197,10 @@ void report_print_table(FILE *out, json_t *summary)
     long long unsup = json_integer_value(json_object_get(json_object_get(summary, "all"), "unsupported"));
     if (unsup)
         fprintf(out, "; %lld unsupported (not scored: the pass rate and mean score leave them out)", unsup);
+    long long flagged = json_integer_value(json_object_get(json_object_get(summary, "all"), "flagged"));
+    if (flagged)
+        fprintf(out, "; %lld flagged (a setup step or getter failed for the image's or the task's reasons: "
+                     "results.jsonl \"flags\" says which)", flagged);
     fputc('\n', out);
 }
 

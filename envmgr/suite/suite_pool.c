@@ -305,6 +305,13 @@ static int record(pool *p, slot *sl, const job *j, json_t *res, em_err *err)
         json_object_set(line, "status", json_object_get(res, "status"));
     if (timings)
         json_object_set(line, "timings", timings);
+    if (json_is_true(json_object_get(res, "flagged"))) { /* the image's or the task's fault, said per episode */
+        json_object_set_new(line, "flagged", json_true());
+        json_t *why = json_array();
+        json_array_extend(why, json_object_get(res, "setup_flags") ? json_object_get(res, "setup_flags") : json_array());
+        json_array_extend(why, json_object_get(res, "getter_flags") ? json_object_get(res, "getter_flags") : json_array());
+        json_object_set_new(line, "flags", why);
+    }
     bool eval_error = report_evaluator_error(line), scored = report_scored(line);
     int rc = results_append(p->results_fd, line, err);
     json_decref(line);

@@ -61,6 +61,32 @@ check "refused steps are in the trace with their error" grep -q '"REFUSED"' "$T/
 run_with "$D/agents/waiter" waiter
 check "an agent that never finishes: max_steps" test "$(field "$T/waiter/result.json" exit_cause)" = max_steps
 
+# No silent failure (issue 29): a launch of a program the image lacks, and a getter piping into a tool
+# it lacks under conj "or", are flagged in result.json even though the other metric makes the score 1.
+cat >"$T/flags.json" <<'EOF2'
+{"id": "flags", "instruction": "nothing to do",
+ "config": [{"type": "launch", "parameters": {"command": ["no-such-app", "--x"]}}],
+ "evaluator": {"func": ["exact_match", "check_include_exclude"], "conj": "or",
+   "result": [{"type": "vm_command_line", "command": "echo 2+3 | no-such-calc", "shell": true},
+              {"type": "vm_command_line", "command": ["echo", "ok"]}],
+   "expected": [{"type": "rule", "rules": {"expected": "5"}},
+                {"type": "rule", "rules": {"include": ["ok"], "exclude": []}}]}}
+EOF2
+"$ENVMGR" run "$T/flags.json" --env $E --agent "$ROOT/tasks/agents/null" --out "$T/flags" >/dev/null 2>&1
+check "flags: the 'or' still scores 1.0" test "$(field "$T/flags/result.json" score)" = 1.0
+check "flags: result.json says flagged, the launch names the missing program, the getter its exit 127" \
+    python3 - "$T/flags/result.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+s, g = r.get("setup_flags", []), r.get("getter_flags", [])
+ok = (r.get("flagged") is True and any("no-such-app" in f["why"] and "not found on the image" in f["why"] for f in s)
+      and any(f["path"] == "evaluator.result[0]" and "exit status 127" in f["why"] for f in g))
+print(s, g)
+sys.exit(0 if ok else 1)
+PY
+check "flags: a clean episode is not flagged" python3 -c \
+    "import json,sys; sys.exit(0 if json.load(open(sys.argv[1]))['flagged'] is False else 1)" "$T/ok/result.json"
+
 # Bad task files: one line naming the JSON path, exit 2, no VM started.
 echo '{"id":"x","instruction":"y","evaluator":{"func":"exact_match","result":{"type":7}}}' >"$T/bad.json"
 out=$("$ENVMGR" run "$T/bad.json" --agent /bin/true 2>&1); rc=$?

@@ -569,6 +569,35 @@ static void make_shard(const char *dir, int k, int n, const char *const *ids, si
     close(fd);
 }
 
+/* Flagged episodes (issue 29): counted in the summary and said under the table, whatever their score. */
+static void test_flagged(void)
+{
+    const char *ids[] = {"a", "b"}, *doms[] = {"x", "x"};
+    json_t *meta = meta_for(ids, doms, 2, 1);
+    json_t *lines = json_array();
+    json_t *fl = line("a", "x", 0, 1, true, 10, 4, "done", "");
+    json_object_set_new(fl, "flagged", json_true());
+    json_array_append_new(lines, fl);
+    json_array_append_new(lines, line("b", "x", 0, 1, true, 10, 4, "done", ""));
+    json_t *final = results_final(lines);
+    json_t *s = report_summary(meta, final);
+    json_t *all = json_object_get(s, "all");
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(all, "flagged")), 1);
+    CU_ASSERT_DOUBLE_EQUAL(json_number_value(json_object_get(all, "pass_rate")), 1.0, 1e-9); /* a flag is no score */
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    report_print_table(f, s);
+    fclose(f);
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "FLAGGED"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "; 1 flagged ("));
+    free(buf);
+    json_decref(s);
+    json_decref(final);
+    json_decref(lines);
+    json_decref(meta);
+}
+
 /* Unsupported tasks: neither a pass nor a 0 in the summary, skipped in JUnit, apart in compare. */
 static void test_unsupported(void)
 {
@@ -896,6 +925,7 @@ static CU_TestInfo tests[] = {
     {"junit.xml", test_junit},
     {"summary.json and junit.xml written from a run directory", test_write_all},
     {"unsupported tasks in summary, JUnit and compare", test_unsupported},
+    {"flagged episodes in the summary", test_flagged},
     {"compare: regressions first", test_compare},
     {"merge of shards", test_merge},
     {"default number of envs", test_default_envs},
