@@ -101,6 +101,7 @@ enum { CLI_OPT_IMAGE = 0x1020, CLI_OPT_FORCE_IMAGE };
 struct plan_image_choice;
 int cli_image_option(const char *usage, int opt, const char *arg, struct plan_image_choice *ch);
 int cli_image_check(const char *usage, const struct plan_image_choice *ch);
+int cmd_suite_audit(int argc, char **argv);
 int cmd_gc(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_view(int argc, char **argv);

@@ -26,6 +26,8 @@ static const char usage[] =
     "       envmgr suite merge --out DIR SHARD_DIR...\n"
     "       envmgr suite list SUITE [--shard K/N] [--strict] [--image NAME [--force-image]]\n"
     "       envmgr suite summary DIR\n"
+    "       envmgr suite audit SUITE --out DIR [--image NAME [--force-image]] [--solutions DIR] [--envs N]\n"
+    "                          [--accel auto|kvm|tcg] [--resume] [--progress MODE] [--offline] [--asset-mirror P=T]...\n"
     "  run      run every task of SUITE (a folder of task files, or an index JSON {domain: [ids]}) with\n"
     "           the agent, N envs at once, each restored to its clean snapshot between tasks. Writes\n"
     "           DIR/results.jsonl (a line per finished episode, appended atomically), DIR/traces/<id>/,\n"
@@ -59,7 +61,13 @@ static const char usage[] =
     "  merge    join the run directories of a suite's shards into DIR (results, summary, junit; traces\n"
     "           are linked); exit 1 when a shard or an episode is missing\n"
     "  list     the task ids (and domains) a run would run, in order; unsupported ones with their reason\n"
-    "  summary  print DIR's table again and rewrite its summary.json and junit.xml\n";
+    "  summary  print DIR's table again and rewrite its summary.json and junit.xml\n"
+    "  audit    every task with an agent answering DONE at once (DIR/done/), the infeasible ones also\n"
+    "           answering FAIL (DIR/fail/), and with --solutions DIR the scripted agent playing each task's\n"
+    "           `solution` (DIR/solutions/); one line per finding and DIR/audit.json: pre_satisfied (a\n"
+    "           feasible task above 0 with nothing done), infeasible_passes_done, infeasible_fails_fail,\n"
+    "           crashed, evaluator_error, flagged (setup or getters failed for the image's or the task's\n"
+    "           reasons), solution_below_1, missing. Exit 1 when something is found\n";
 
 static int parse_seconds(const char *arg, const char *opt, double *out)
 {
@@ -349,6 +357,6 @@ int cmd_suite(int argc, char **argv)
 {
     static const cli_command subs[] = {{"run", "", cmd_suite_run},         {"compare", "", cmd_suite_compare},
                                        {"merge", "", cmd_suite_merge},     {"list", "", cmd_suite_list},
-                                       {"summary", "", cmd_suite_summary}};
+                                       {"summary", "", cmd_suite_summary}, {"audit", "", cmd_suite_audit}};
     return cli_dispatch(argc, argv, usage, "suite", subs, sizeof subs / sizeof *subs);
 }

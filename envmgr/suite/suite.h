@@ -33,6 +33,7 @@ typedef struct suite_task {
     char *domain;  /* the index's key, else the task's folder name */
     char *image;   /* the image its env boots (default "desktop") */
     double episode_timeout_s;
+    bool infeasible;    /* OSWorld's infeasible metric: FAIL is the right answer */
     char *unsupported;  /* why the task cannot run (its first load problem), NULL when it loads */
 } suite_task;
 

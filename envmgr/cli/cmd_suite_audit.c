@@ -1,0 +1,169 @@
+/* envmgr suite audit: a suite's tasks with agents that do nothing (DONE, and FAIL for infeasible
+ * tasks) and, with --solutions, their reference solutions; what a benchmark maintainer must look at
+ * (pre-satisfied, broken infeasible, crashing, flagged tasks) as a table and DIR/audit.json. Each
+ * pass is an ordinary suite run into DIR/<pass>/, so its traces and summary stay for a closer look. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "envmgr/base/fileio.h"
+#include "envmgr/base/json_save.h"
+#include "envmgr/base/paths.h"
+#include "envmgr/base/util.h"
+#include "envmgr/episode/plan.h"
+#include "envmgr/suite/report_audit.h"
+#include "envmgr/suite/results_log.h"
+#include "envmgr/suite/suite.h"
+#include "envmgr/suite/suite_pool.h"
+
+static const char usage[] =
+    "usage: envmgr suite audit SUITE --out DIR [--image NAME [--force-image]] [--solutions DIR] [--envs N]\n"
+    "                          [--accel auto|kvm|tcg] [--resume] [--progress auto|line|plain] [--offline]\n"
+    "                          [--asset-mirror PREFIX=DIR|URL]...\n"
+    "  Run every task of SUITE with an agent that answers DONE at once (DIR/done/), the infeasible ones\n"
+    "  also with one that answers FAIL (DIR/fail/), and with --solutions the scripted agent playing the\n"
+    "  `solution` of each task found in DIR (DIR/solutions/). Prints one line per finding and writes\n"
+    "  DIR/audit.json. Findings: pre_satisfied (a feasible task scores above 0 with nothing done),\n"
+    "  infeasible_passes_done, infeasible_fails_fail, crashed (env_error, setup_error), evaluator_error,\n"
+    "  flagged (a setup step or getter failed for the image's or the task's reasons, even when the score\n"
+    "  hides it), solution_below_1, missing. Exit 0 when nothing is found, 1 when something is.\n"
+    "  --solutions DIR   tasks with a `solution` (the scripted agent's --tasks: a task file or folder)\n"
+    CLI_IMAGE_USAGE
+    CLI_ASSET_USAGE;
+
+/* One pass: an ordinary suite run into dir, then its final results (NULL and err on failure). A run
+ * that ended with crashed episodes is no failure here: the crashes are findings. */
+static json_t *run_pass(const suite *s, pool_opts o, const char *agent, const char *dir, em_err *err)
+{
+    o.agent = agent;
+    o.out_dir = dir;
+    json_t *summary = NULL;
+    if (suite_run(s, &o, &summary, err) < 0) {
+        if (!summary || err->code == SUITE_EXIT_INTERRUPTED) {
+            json_decref(summary);
+            return NULL;
+        }
+        fprintf(stderr, "envmgr: suite audit: %s\n", err->msg);
+        em_err_clear(err);
+    }
+    json_decref(summary);
+    _cleanup_free_ char *path = xasprintf("%s/" SUITE_RESULTS_FILE, dir);
+    json_t *lines = NULL;
+    size_t skipped;
+    if (results_read(path, &lines, &skipped, err) < 0)
+        return NULL;
+    json_t *final = results_final(lines);
+    json_decref(lines);
+    return final;
+}
+
+/* The infeasible tasks of s, sharing its strings (free only the array). */
+static suite infeasible_only(const suite *s)
+{
+    suite sub = *s;
+    sub.tasks = xcalloc(s->ntasks ? s->ntasks : 1, sizeof *sub.tasks);
+    sub.ntasks = 0;
+    for (size_t i = 0; i < s->ntasks; i++)
+        if (s->tasks[i].infeasible && !s->tasks[i].unsupported)
+            sub.tasks[sub.ntasks++] = s->tasks[i];
+    return sub;
+}
+
+int cmd_suite_audit(int argc, char **argv)
+{
+    plan_image_choice image = {0};
+    pool_opts o = {.accel = "auto", .repeat = 1, .retries = 1, .settle_ms = 300,
+                   .watchdog_margin_s = SUITE_WATCHDOG_MARGIN_S, .progress = -1};
+    const char *out = NULL, *solutions = NULL;
+    static const struct option opts[] = {{"out", required_argument, 0, 'o'},
+                                         {"solutions", required_argument, 0, 'L'},
+                                         {"envs", required_argument, 0, 'n'},
+                                         {"accel", required_argument, 0, 'A'},
+                                         {"resume", no_argument, 0, 'R'},
+                                         {"progress", required_argument, 0, 'p'},
+                                         {"offline", no_argument, 0, 'O'},
+                                         {"asset-mirror", required_argument, 0, 'm'},
+                                         CLI_IMAGE_OPTIONS,
+                                         {0, 0, 0, 0}};
+    int c;
+    long v;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "o:n:", opts, NULL)) != -1) {
+        switch (c) {
+        case 'o': out = optarg; break;
+        case 'L': solutions = optarg; break;
+        case 'n':
+            if (parse_int(optarg, 1, 256, &v) < 0)
+                return cli_usage_error(usage, "--envs: expected 1..256, got `%s`", optarg);
+            o.envs = (int)v;
+            break;
+        case 'A':
+            if (strcmp(optarg, "auto") && strcmp(optarg, "kvm") && strcmp(optarg, "tcg"))
+                return cli_usage_error(usage, "--accel: expected auto, kvm or tcg, got `%s`", optarg);
+            o.accel = optarg;
+            break;
+        case 'R': o.resume = true; break;
+        case 'p':
+            if (!strcmp(optarg, "auto"))
+                o.progress = -1;
+            else if (!strcmp(optarg, "line") || !strcmp(optarg, "plain"))
+                o.progress = !strcmp(optarg, "line");
+            else
+                return cli_usage_error(usage, "--progress: expected auto, line or plain, got `%s`", optarg);
+            break;
+        case 'O':
+        case 'm':
+            if (cli_asset_option(usage, c == 'O', c == 'm' ? optarg : NULL))
+                return EM_EXIT_USAGE;
+            break;
+        case CLI_OPT_IMAGE:
+        case CLI_OPT_FORCE_IMAGE:
+            if (cli_image_option(usage, c, optarg, &image))
+                return EM_EXIT_USAGE;
+            break;
+        default: return cli_usage_error(usage, "suite audit: bad option");
+        }
+    }
+    if (argc - optind != 1)
+        return cli_usage_error(usage, "suite audit: expected one SUITE (a folder of tasks or an index JSON)");
+    if (!out)
+        return cli_usage_error(usage, "--out: missing (the audit's directory)");
+    if (cli_image_check(usage, &image))
+        return EM_EXIT_USAGE;
+    em_err err = {0};
+    suite *s = NULL;
+    if (suite_load(argv[optind], 1, 1, false, &image, &s, &err) < 0)
+        return cli_report(&err);
+    const char *data = paths_data_dir();
+    _cleanup_free_ char *done_agent = xasprintf("'%s/tasks/agents/null'", data),
+                        *fail_agent = xasprintf("'%s/tasks/agents/null' --fail", data),
+                        *sol_agent = solutions ? xasprintf("'%s/tasks/agents/scripted' --tasks '%s'", data, solutions) : NULL,
+                        *done_dir = xasprintf("%s/done", out), *fail_dir = xasprintf("%s/fail", out),
+                        *sol_dir = xasprintf("%s/solutions", out), *report = xasprintf("%s/audit.json", out);
+    suite infeasible = infeasible_only(s);
+    json_t *done = NULL, *fail = NULL, *sol = NULL, *audit = NULL;
+    int rc = -1;
+    if (mkdir_p(out, 0755, &err) == 0 && (done = run_pass(s, o, done_agent, done_dir, &err)) &&
+        (fail = infeasible.ntasks ? run_pass(&infeasible, o, fail_agent, fail_dir, &err) : json_object()) &&
+        (!solutions || (sol = run_pass(s, o, sol_agent, sol_dir, &err)))) {
+        audit = report_audit(s, done, fail, sol);
+        rc = json_save(report, audit, JSON_INDENT(2) | JSON_SORT_KEYS, 0644, &err);
+    }
+    if (rc == 0) {
+        report_audit_print(stdout, audit);
+        printf("audit: %s\n", report);
+    }
+    bool found = rc == 0 && json_integer_value(json_object_get(audit, "with_findings")) > 0;
+    json_decref(done);
+    json_decref(fail);
+    json_decref(sol);
+    json_decref(audit);
+    free(infeasible.tasks);
+    suite_free(s);
+    if (rc < 0)
+        return cli_report(&err);
+    fflush(stdout);
+    return found ? EM_EXIT_FAIL : 0;
+}
