@@ -83,6 +83,7 @@ static const sub_route subs[] = {
     {"reset", API_R_RESET, "POST"},       {"step", API_R_STEP, "POST"},   {"evaluate", API_R_EVALUATE, "POST"},
     {"screenshot", API_R_SCREENSHOT, "GET"}, {"trace", API_R_TRACE, "GET"}, {"live", API_R_LIVE, "GET"},
     {"live/ws", API_R_LIVE_WS, "GET"}, {"live-token", API_R_LIVE_TOKEN, "POST"},
+    {"video", API_R_VIDEO, "GET"},
 };
 
 static int want(const char *method, const char *allow, api_route_id id, api_route *out, api_error *ae)
