@@ -44,9 +44,9 @@ check "POST video: 405" \
 curl -s -o /dev/null -X DELETE -H "Authorization: Bearer $TOKEN" "$URL/v1/envs/$ID"
 
 R=$T/results/pyautogui/screenshot/scripted/demo/terminal-mkdir-tree
-(cd "$T" && timeout 1200 "$T/venv/bin/python" "$ROOT/clients/python/tests/osworld_loop_check.py" \
-    "$URL" "$TOKEN" "$ROOT/tasks/demo/terminal-mkdir-tree.json" "$R" 2>"$T/loop.err") | tally "osworld loop"
-[ -s "$T/loop.err" ] && { bad "the loop wrote to stderr"; tail -20 "$T/loop.err"; }
+tally "osworld loop" < <(cd "$T" && timeout 1200 "$T/venv/bin/python" "$ROOT/clients/python/tests/osworld_loop_check.py" \
+    "$URL" "$TOKEN" "$ROOT/tasks/demo/terminal-mkdir-tree.json" "$R" 2>"$T/loop.err")
+check "the loop ran all its checks without a traceback" bash -c "[ ! -s '$T/loop.err' ] || { tail -20 '$T/loop.err' >&2; false; }"
 check "OSWorld's results: traj.jsonl with 4 steps, step_N pngs, result.txt 1.0" \
     bash -c "[ \$(wc -l <'$R/traj.jsonl') = 4 ] && [ \$(ls '$R'/step_*.png | wc -l) = 4 ] && grep -qx 1.0 '$R/result.txt'"
 dur=$(ffprobe -v error -select_streams v:0 -show_entries stream=codec_name,width,height -of csv=p=0 "$R/recording.mp4" 2>&1)
