@@ -1176,3 +1176,17 @@ int pyautogui_parse(const char *code, json_t **actions, em_err *err)
     *actions = p.out;
     return 0;
 }
+
+int pyautogui_actions(const char *code, json_t **actions, em_err *err)
+{
+    em_err perr = {0};
+    if (pyautogui_parse(code, actions, &perr) == 0)
+        return 0;
+    size_t len = code ? strlen(code) : 0;
+    if (len == 0 || len > PYAUTOGUI_CODE_MAX) {
+        *err = perr;
+        return -1;
+    }
+    *actions = json_pack("[{s:s, s:s}]", "action_type", "PYAUTOGUI", "code", code);
+    return 0;
+}
