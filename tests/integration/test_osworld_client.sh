@@ -54,6 +54,16 @@ check "ffprobe reads recording.mp4 as H.264 1280x800 ($dur)" test "$dur" = "h264
 check "the video is also kept beside the episode's trace under --out" \
     bash -c "ls '$T'/out/*/*/recording.mp4 >/dev/null 2>&1"
 
+mkdir -p "$T/tr" && tar -xf "$R/trace.tar" -C "$T/tr" 2>/dev/null
+check "the set-of-marks answer ran in the guest: a PYAUTOGUI step with the code, no error" python3 -c '
+import json, sys
+s = [json.loads(l) for l in open(sys.argv[1]) if "\"type\":\"step\"" in l]
+a = s[0]["action"]
+sys.exit(0 if a["action_type"] == "PYAUTOGUI" and "tag_3=" in a["code"] and "error" not in s[0] else 1)' "$T/tr/trace/trace.jsonl"
+# an API episode with an inline task does not carry it in its trace: --task with --force
+check "envmgr replay re-runs the guest-run code and reproduces frames and score" \
+    bash -c "'$ENVMGR' replay '$T/tr/trace' --task '$ROOT/tasks/demo/terminal-mkdir-tree.json' --force --fast --out '$T/replay' >'$T/replay.out' 2>&1 || { tail -5 '$T/replay.out' >&2; false; }"
+
 check "SIGTERM: the server exits 0" stop_server
 check "no QEMU left" no_qemu_under "$ENVMGR_RUN_DIR/"
 finish

@@ -40,8 +40,13 @@ class ScriptedAgent:
         self.seen.append(obs)
         self.turn += 1
         if self.turn == 1:
-            return ("I type the command into the focused terminal.", [
-                "import pyautogui\nimport time\npyautogui.typewrite('mkdir -p ~/projects/envmgr/src', interval=0.01)",
+            # a set-of-marks answer: the tag_N=(x, y) lines the agent prepends for its boxes, code that
+            # names a tag, a variable and a loop: outside the translated subset, it runs in the guest
+            tags = "".join("tag_%d=(%d, %d)\n" % (i + 1, 100 + 40 * i, 120 + 25 * i) for i in range(12))
+            return ("The terminal is focused (tag 3 is its window); I type the command.", [
+                tags + "import pyautogui\nimport time\npyautogui.moveTo(*tag_3)\n"
+                "command = 'mkdir -p ~/projects/envmgr/src'\nfor word in command.split(' ')[:-1]:\n"
+                "    pyautogui.typewrite(word + ' ', interval=0.01)\npyautogui.typewrite(command.split(' ')[-1])",
                 "pyautogui.press('enter')\ntime.sleep(0.5)",
             ])
         if self.turn == 2:
@@ -102,6 +107,7 @@ try:
     with open(os.path.join(OUT, "result.txt"), "w", encoding="utf-8") as f:
         f.write("%s\n" % result)
     check("evaluate scores the solved task 1.0", result == 1.0, "%r (%s)" % (result, env.last_evaluation))
+    env.trace(os.path.join(OUT, "trace.tar"))
     mp4 = env.controller.end_recording(os.path.join(OUT, "recording.mp4"))
     check("end_recording wrote an mp4", os.path.getsize(mp4) > 1000 and open(mp4, "rb").read(12)[4:8] == b"ftyp")
 finally:
