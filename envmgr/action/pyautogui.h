@@ -1,7 +1,8 @@
 /* A safe translator of the pyautogui subset OSWorld agents write into
- * computer_13 actions. Nothing is executed: the code is tokenised and only
- * literal arguments to a fixed list of calls are accepted, so
- * `__import__('os').system(...)` is a parse error, not a risk.
+ * computer_13 actions. pyautogui_parse executes nothing: the code is tokenised
+ * and only literal arguments to a fixed list of calls are accepted, so
+ * `__import__('os').system(...)` is a parse error, not a risk on the host.
+ * pyautogui_actions hands what the subset lacks to the guest, as OSWorld does.
  *
  * Accepted (statements separated by newlines or ';', `#` comments, and
  * `import pyautogui` / `import time` lines, which are ignored):
