@@ -17,8 +17,8 @@ import http.client
 import json
 import os
 import socket
-import time
 import urllib.error
+import urllib.parse
 import urllib.request
 
 __all__ = ["EnvmgrEnv", "EnvmgrError", "Client"]
@@ -104,16 +104,30 @@ class EnvmgrEnv:
     are dicts) or "pyautogui" (actions are code strings, or "DONE", "FAIL",
     "WAIT"); both are accepted either way, it only documents the agent's kind.
     observation_type is OSWorld's: "screenshot" (default), "a11y_tree" or
-    "screenshot_a11y_tree"; with a tree, obs["accessibility_tree"] is OSWorld's
-    XML of the nodes that are showing (docs/agent-protocol.md; the image needs
-    the guest toolbelt: image="apps").
+    "screenshot_a11y_tree" (or DesktopEnv's require_a11y_tree=True); with a
+    tree, obs["accessibility_tree"] is OSWorld's XML of the nodes that are
+    showing (docs/agent-protocol.md; the image needs the guest toolbelt:
+    image="apps"), and obs["screenshot"] is there too, as in OSWorld.
+    DesktopEnv's provider arguments (provider_name, path_to_vm, ...) are
+    accepted and ignored. vm_ip, _get_obs() and controller.start_recording()/
+    end_recording(path) are there for OSWorld's run loop (lib_run_single).
     The env is created at once and deleted by close() (or the with-block).
     """
 
     OBSERVATION_TYPES = ("screenshot", "a11y_tree", "screenshot_a11y_tree")
 
+    # DesktopEnv's constructor arguments about its own VM provider: accepted so OSWorld's
+    # construction line runs, and without effect (the server owns the VMs; docs/osworld.md)
+    DESKTOPENV_ARGS = ("provider_name", "region", "path_to_vm", "snapshot_name", "cache_dir", "screen_size",
+                       "headless", "require_terminal", "os_type", "enable_proxy", "client_password")
+
     def __init__(self, url, token=None, image=None, task_config=None, action_space="computer_13", timeout=600,
-                 observation_type="screenshot"):
+                 observation_type="screenshot", require_a11y_tree=False, **desktop_env_args):
+        unknown = sorted(set(desktop_env_args) - set(self.DESKTOPENV_ARGS))
+        if unknown:
+            raise TypeError("EnvmgrEnv: unexpected argument %s" % unknown[0])
+        if require_a11y_tree and observation_type == "screenshot":
+            observation_type = "screenshot_a11y_tree"  # DesktopEnv's way of asking for the tree
         if action_space not in ("computer_13", "pyautogui"):
             raise ValueError("action_space: expected computer_13 or pyautogui")
         if observation_type not in self.OBSERVATION_TYPES:
@@ -131,24 +145,36 @@ class EnvmgrEnv:
         self.screen_size = (info["width"], info["height"])
         self.instruction = None
         self.closed = False
+        self.controller = _Controller(self)
+        self._last_obs = None
 
     # -- OSWorld's DesktopEnv surface --------------------------------------------
     def reset(self, task_config=None, seed=None, options=None):
         """Restore the golden state, run the task's setup; returns the first observation."""
         body = {} if task_config is None else {"task": task_config}
         if self.observation_type != "screenshot":
-            body["observation"] = self.observation_type
+            # OSWorld's env always hands over the screenshot and lets the agent choose what to read,
+            # so a tree-only agent still gets obs["screenshot"] (run loops save it as step_N.png)
+            body["observation"] = "screenshot_a11y_tree"
         r = self.api.request("POST", self._path("reset"), body)
         return self._obs(r["observation"])
 
-    def step(self, action, pause=0):
+    def step(self, action, pause=2):
         """Execute one action (computer_13 dict, pyautogui code, or "DONE"/"FAIL"/"WAIT");
-        returns (observation, reward, done, info) like DesktopEnv.step."""
+        returns (observation, reward, done, info) like DesktopEnv.step.
+
+        pause is accepted and not slept: OSWorld sleeps it so the screen can settle before its
+        screenshot; the server already waits until the screen is still (--settle-ms) before it
+        takes the observation, and the guest is paused while the agent thinks, so a sleep here
+        would only spend the episode's time budget. info has OSWorld's keys ("done": True after
+        DONE, "fail": True after FAIL) beside envmgr's (step, actions, step_ms, exit_cause)."""
         r = self.api.request("POST", self._path("step"), {"action": action})
-        if pause:
-            time.sleep(pause)
         obs = self._obs(r["observation"]) if r.get("observation") else None
-        return obs, r.get("reward", 0), bool(r["done"]), r.get("info", {})
+        info = dict(r.get("info", {}))
+        cause = info.get("exit_cause")
+        if cause in ("done", "fail"):
+            info[cause] = True
+        return obs, r.get("reward", 0), bool(r["done"]), info
 
     def evaluate(self):
         """Score the episode (0..1); the reason is in .last_evaluation."""
@@ -163,6 +189,25 @@ class EnvmgrEnv:
             except EnvmgrError as e:
                 if e.status != 404:
                     raise
+
+    @property
+    def vm_ip(self):
+        """The host name of the envmgr server (from url; "localhost" for a unix socket), where
+        OSWorld's DesktopEnv has its VM's address. Agents pass it around (agent.reset(vm_ip=...))
+        and may log it; an agent that talks to OSWorld's in-guest server on port 5000 itself does
+        not work: the guest is reached only through the server's API (docs/osworld.md)."""
+        if self.api.url.startswith("unix:"):
+            return "localhost"
+        return urllib.parse.urlsplit(self.api.url).hostname
+
+    def _get_obs(self):
+        """The observation now, as DesktopEnv._get_obs: a fresh screenshot; the other keys are the
+        last observation's (the guest waits paused between steps, so its tree has not changed)."""
+        if self._last_obs is None:
+            raise RuntimeError("_get_obs: no episode yet (call reset first)")
+        obs = dict(self._last_obs)
+        obs["screenshot"] = self.screenshot()
+        return obs
 
     # -- more ----------------------------------------------------------------------
     def screenshot(self):
@@ -191,7 +236,7 @@ class EnvmgrEnv:
     def _obs(self, o):
         self.instruction = o.get("instruction")
         shot = o.get("screenshot")
-        return {
+        self._last_obs = {
             "screenshot": base64.b64decode(shot) if shot else None,
             "instruction": o.get("instruction"),
             "step": o.get("step"),
@@ -203,9 +248,36 @@ class EnvmgrEnv:
             # DesktopEnv's other key, so agents that read it keep working
             "terminal": None,
         }
+        return dict(self._last_obs)
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
         self.close()
+
+
+class _Controller:
+    """env.controller: the part of OSWorld's PythonController its run loop uses. The video comes
+    from the episode's trace (every observation since reset is in it), built by the server
+    (GET /v1/envs/{id}/video), so recording costs the guest nothing."""
+
+    def __init__(self, env):
+        self.env = env
+        self.recording = False
+
+    def start_recording(self):
+        """Marks the recording as started; the video covers the whole episode from its reset."""
+        self.recording = True
+
+    def end_recording(self, dest):
+        """Write the episode's video (H.264 mp4, one frame per observation) to dest."""
+        data = self.env.api.request("GET", self.env._path("video"), raw=True)
+        with open(dest, "wb") as f:
+            f.write(data)
+        self.recording = False
+        return dest
+
+    def get_screenshot(self):
+        """PNG bytes of the screen now."""
+        return self.env.screenshot()

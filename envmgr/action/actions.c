@@ -1,4 +1,5 @@
 #include "envmgr/action/actions.h"
+#include "envmgr/action/pyautogui.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -35,6 +36,7 @@ static const struct {
     {"WAIT", ACT_WAIT, " seconds "},
     {"FAIL", ACT_FAIL, " "},
     {"DONE", ACT_DONE, " "},
+    {"PYAUTOGUI", ACT_PYAUTOGUI, " code "},
 };
 
 const char *action_type_name(action_type t)
@@ -245,6 +247,20 @@ static int parse_fields(json_t *j, int w, int h, action *a, const char *allowed,
     case ACT_FAIL:
     case ACT_DONE:
         return 0;
+    case ACT_PYAUTOGUI: {
+        json_t *c = json_object_get(j, "code");
+        if (!c)
+            return em_fail_input(err, "action.code: missing");
+        if (!json_is_string(c))
+            return em_fail_input(err, "action.code: expected a string, got %s", json_type_name(c));
+        size_t n = json_string_length(c);
+        if (n == 0 || n > PYAUTOGUI_CODE_MAX)
+            return em_fail_input(err, "action.code: %zu bytes (1 to %d)", n, PYAUTOGUI_CODE_MAX);
+        if (strlen(json_string_value(c)) != n) /* an argv string in the guest */
+            return em_fail_input(err, "action.code: contains a NUL byte");
+        a->text = xstrdup(json_string_value(c));
+        return 0;
+    }
     }
     return em_fail_input(err, "action.action_type: unhandled");
 }
@@ -339,6 +355,9 @@ json_t *action_to_json(const action *a)
     }
     case ACT_WAIT:
         json_object_set_new(j, "seconds", json_real(a->seconds));
+        break;
+    case ACT_PYAUTOGUI:
+        json_object_set_new(j, "code", json_string(a->text));
         break;
     default:
         break;
@@ -468,6 +487,8 @@ int action_execute(vnc_session *v, const action *a, em_err *err)
     case ACT_FAIL:
     case ACT_DONE:
         return 0;
+    case ACT_PYAUTOGUI:
+        return em_fail(err, "PYAUTOGUI: runs in the guest (env_act), not over VNC");
     }
     return em_fail(err, "action: unhandled type");
 }

@@ -32,6 +32,7 @@ typedef enum {
     ACT_WAIT,
     ACT_FAIL,
     ACT_DONE,
+    ACT_PYAUTOGUI, /* agent code outside the translated subset: run in the guest (env_act), as OSWorld does */
 } action_type;
 
 typedef enum { BUTTON_LEFT = 1, BUTTON_MIDDLE = 2, BUTTON_RIGHT = 4 } mouse_button;
@@ -43,7 +44,7 @@ typedef struct action {
     mouse_button button;
     int num_clicks;
     int dx, dy;
-    char *text;                         /* TYPING */
+    char *text;                         /* TYPING; PYAUTOGUI: the code */
     key_code keys[ACTION_HOTKEY_MAX];   /* PRESS, KEY_DOWN, KEY_UP: one; HOTKEY: several */
     char *key_names[ACTION_HOTKEY_MAX]; /* as given, for the canonical JSON */
     size_t nkeys;
@@ -64,7 +65,8 @@ json_t *action_to_json(const action *a);
 bool action_is_terminal(const action *a);
 
 /* Send the action as VNC events. The session's pointer state is the
- * starting point for actions without coordinates. */
+ * starting point for actions without coordinates. PYAUTOGUI is not sent
+ * over VNC: env_act runs it in the guest. */
 int action_execute(vnc_session *v, const action *a, em_err *err);
 
 #endif

@@ -322,7 +322,14 @@ static int next(parser *p)
 {
     free(p->tok.str);
     memset(&p->tok, 0, sizeof p->tok);
+    size_t from = p->pos;
+    bool line_start = p->at_stmt && (from == 0 || p->src[from - 1] == '\n');
     skip_space(p);
+    /* An indented statement is Python's IndentationError (the subset has no blocks): not translated,
+     * so OSWorld's outcome comes from the guest's python. Blank and comment-only lines may be indented. */
+    if (line_start && p->pos > from && (p->src[from] == ' ' || p->src[from] == '\t') && peekc(p, 0) >= 0 &&
+        peekc(p, 0) != '\n' && peekc(p, 0) != '\r')
+        return fail_at(p, p->line, "unexpected indent (Python's IndentationError)");
     p->tok.start = p->pos;
     p->tok.line = p->line;
     if (p->at_stmt) {
@@ -1174,5 +1181,19 @@ int pyautogui_parse(const char *code, json_t **actions, em_err *err)
         return -1;
     }
     *actions = p.out;
+    return 0;
+}
+
+int pyautogui_actions(const char *code, json_t **actions, em_err *err)
+{
+    em_err perr = {0};
+    if (pyautogui_parse(code, actions, &perr) == 0)
+        return 0;
+    size_t len = code ? strlen(code) : 0;
+    if (len == 0 || len > PYAUTOGUI_CODE_MAX) {
+        *err = perr;
+        return -1;
+    }
+    *actions = json_pack("[{s:s, s:s}]", "action_type", "PYAUTOGUI", "code", code);
     return 0;
 }

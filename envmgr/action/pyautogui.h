@@ -1,7 +1,8 @@
 /* A safe translator of the pyautogui subset OSWorld agents write into
- * computer_13 actions. Nothing is executed: the code is tokenised and only
- * literal arguments to a fixed list of calls are accepted, so
- * `__import__('os').system(...)` is a parse error, not a risk.
+ * computer_13 actions. pyautogui_parse executes nothing: the code is tokenised
+ * and only literal arguments to a fixed list of calls are accepted, so
+ * `__import__('os').system(...)` is a parse error, not a risk on the host.
+ * pyautogui_actions hands what the subset lacks to the guest, as OSWorld does.
  *
  * Accepted (statements separated by newlines or ';', `#` comments, and
  * `import pyautogui` / `import time` lines, which are ignored):
@@ -34,5 +35,11 @@
  * Errors are one line, bad input (EM_EXIT_USAGE), e.g.
  * "pyautogui: line 2: `eval('x')` is not in the supported subset". */
 int pyautogui_parse(const char *code, json_t **actions, em_err *err);
+
+/* What an agent's code does, as OSWorld runs any of it in the guest: the subset's exact
+ * translation when pyautogui_parse takes it, else one {"action_type": "PYAUTOGUI", "code": code}
+ * that env_act runs in the guest with the toolbelt's pyautogui (docs/agent-protocol.md). Only
+ * code that is empty or over PYAUTOGUI_CODE_MAX is an error. */
+int pyautogui_actions(const char *code, json_t **actions, em_err *err);
 
 #endif

@@ -3,9 +3,12 @@
  * serve one caller. The table lock is held only to find, add or remove an
  * entry, never across env work, so a slow reset on one env never stalls the
  * others. */
+#include <fcntl.h>
+#include <microhttpd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "envmgr/api/api_int.h"
@@ -716,4 +719,44 @@ void api_h_trace(api_request *q, api_reply *r)
     r->mhd = resp;
     r->ctype = "application/x-tar";
     api_reply_header(r, "Content-Disposition", "attachment; filename=\"trace.tar\"");
+}
+
+/* OSWorld's recording.mp4 for a remote client (its controller.end_recording): the current or last
+ * episode's trace as a video, written next to the trace (the episode's folder under --out) and sent. */
+void api_h_video(api_request *q, api_reply *r)
+{
+    api_env *ae = lock_env(q, r);
+    if (!ae)
+        return;
+    if (!ae->trace_dir) {
+        unlock_env(q, ae);
+        return reply_fail(r, 404, "", "no trace yet: POST /v1/envs/{id}/reset starts an episode");
+    }
+    em_err err = {0};
+    _cleanup_free_ char *dir = xstrdup(ae->trace_dir);
+    char *slash = strrchr(dir, '/');
+    if (slash && slash != dir)
+        *slash = '\0';
+    _cleanup_free_ char *mp4 = xasprintf("%s/recording.mp4", slash && slash != dir ? dir : ".");
+    int rc = trace_export_video(ae->trace_dir, mp4, &err);
+    unlock_env(q, ae);
+    if (rc < 0)
+        return reply_em(r, &err, "");
+    int fd = open(mp4, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) < 0) {
+        em_fail_errno(&err, "video `%s`", mp4);
+        if (fd >= 0)
+            close(fd);
+        return reply_em(r, &err, "");
+    }
+    struct MHD_Response *resp = MHD_create_response_from_fd((uint64_t)st.st_size, fd); /* it closes fd */
+    if (!resp) {
+        close(fd);
+        return reply_fail(r, 500, "", "video: cannot create the response");
+    }
+    r->status = 200;
+    r->mhd = resp;
+    r->ctype = "video/mp4";
+    api_reply_header(r, "Content-Disposition", "attachment; filename=\"recording.mp4\"");
 }

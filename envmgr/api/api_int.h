@@ -55,6 +55,7 @@ typedef enum {
     API_R_STEP,
     API_R_EVALUATE,
     API_R_TRACE,
+    API_R_VIDEO,      /* GET: the episode's trace as an mp4 */
     API_R_LIVE,       /* the HTML page */
     API_R_LIVE_WS,    /* the websocket the page's noVNC connects to */
     API_R_NOVNC,      /* noVNC's static files */
@@ -236,6 +237,7 @@ void api_h_step(api_request *q, api_reply *r);
 void api_h_screenshot(api_request *q, api_reply *r);
 void api_h_evaluate(api_request *q, api_reply *r);
 void api_h_trace(api_request *q, api_reply *r);
+void api_h_video(api_request *q, api_reply *r);
 void api_h_live_page(api_request *q, api_reply *r);
 void api_h_live_ws(api_request *q, api_reply *r);
 void api_h_live_token(api_request *q, api_reply *r);

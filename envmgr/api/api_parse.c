@@ -83,6 +83,7 @@ static const sub_route subs[] = {
     {"reset", API_R_RESET, "POST"},       {"step", API_R_STEP, "POST"},   {"evaluate", API_R_EVALUATE, "POST"},
     {"screenshot", API_R_SCREENSHOT, "GET"}, {"trace", API_R_TRACE, "GET"}, {"live", API_R_LIVE, "GET"},
     {"live/ws", API_R_LIVE_WS, "GET"}, {"live-token", API_R_LIVE_TOKEN, "POST"},
+    {"video", API_R_VIDEO, "GET"},
 };
 
 static int want(const char *method, const char *allow, api_route_id id, api_route *out, api_error *ae)
@@ -208,7 +209,7 @@ int api_parse_step(json_t *body, int w, int h, json_t **reply, api_error *ae)
     em_err err = {0};
     json_t *code = json_object_get(r, "pyautogui");
     if (code) {
-        if (pyautogui_parse(json_string_value(code), &list, &err) < 0) {
+        if (pyautogui_actions(json_string_value(code), &list, &err) < 0) {
             json_decref(r);
             api_fail_em(ae, &err, "action");
             snprintf(ae->field, sizeof ae->field, "action");

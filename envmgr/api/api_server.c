@@ -144,6 +144,7 @@ static void dispatch(api_request *q, api_reply *r)
     case API_R_EVALUATE: api_h_evaluate(q, r); return;
     case API_R_SCREENSHOT: api_h_screenshot(q, r); return;
     case API_R_TRACE: api_h_trace(q, r); return;
+    case API_R_VIDEO: api_h_video(q, r); return;
     case API_R_LIVE: api_h_live_page(q, r); return;
     case API_R_LIVE_TOKEN: api_h_live_token(q, r); return;
     case API_R_LIVE_WS: api_h_live_ws(q, r); return;

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "envmgr/env/guest_ops.h"
 #include "envmgr/vm/accel.h"
 #include "envmgr/vm/boundaries.h"
 #include "envmgr/vm/golden.h"
@@ -457,8 +458,45 @@ int env_screenshot(env *e, const png_buf **png, em_err *err)
     return 0;
 }
 
+/* An agent's pyautogui code outside the translated subset, run as OSWorld's in-guest server runs
+ * it: python3 as the desktop user with pyautogui imported (the toolbelt's, over XTEST), FAILSAFE
+ * off, at most 120 s. The code is one argv string (no shell). A non-zero exit or the timeout is
+ * the agent's error (EM_EXIT_USAGE, the last line of its stderr), not the env's. */
+#define ENV_AGENT_CODE_TIMEOUT_S 120.0 /* OSWorld's /execute timeout */
+
+static int run_agent_code(env *e, const action *a, em_err *err)
+{
+    static const char prelude[] =
+        "import sys, time, pyautogui\n"
+        "pyautogui.FAILSAFE = False\n"
+        "exec(compile(sys.argv[1], '<action>', 'exec'), {'__name__': '__main__', 'pyautogui': pyautogui, "
+        "'time': time})\n";
+    const char *argv[] = {"python3", "-c", prelude, a->text, NULL};
+    guest_exec_result r;
+    if (guest_ops_run(e, argv, 1, 0, ENV_AGENT_CODE_TIMEOUT_S, 64 * 1024, &r, err) < 0)
+        return -1;
+    int rc = 0;
+    if (r.timed_out || r.exit_code != 0) {
+        char *last = r.err ? r.err : "";
+        size_t n = r.err ? r.err_len : 0;
+        while (n > 0 && (last[n - 1] == '\n' || last[n - 1] == '\r'))
+            last[--n] = '\0';
+        char *nl = strrchr(last, '\n');
+        rc = em_fail_input(err, "pyautogui code %s in the guest: %.300s",
+                           r.timed_out ? "ran out of time" : "failed", nl ? nl + 1 : last);
+    }
+    free(r.out);
+    free(r.err);
+    return rc;
+}
+
 int env_act(env *e, const action *a, em_err *err)
 {
+    if (a->type == ACT_PYAUTOGUI) {
+        if (ensure_running(e, err) < 0)
+            return -1;
+        return run_agent_code(e, a, err) < 0 ? em_prefix(err, "env %s: PYAUTOGUI: ", e->name) : 0;
+    }
     vnc_session *v;
     if (ensure_running(e, err) < 0 || env_vnc(e, &v, err) < 0)
         return -1;

@@ -266,7 +266,7 @@ static int decode_reply(run *r, json_t *reply, json_t **actions, const char **so
             *refusal = xstrdup("a pyautogui reply has no other fields");
             return 0;
         }
-        if (pyautogui_parse(json_string_value(code), actions, &perr) < 0) {
+        if (pyautogui_actions(json_string_value(code), actions, &perr) < 0) {
             *refusal = xstrdup(perr.msg);
             return 0;
         }
@@ -327,8 +327,16 @@ static int execute_actions(run *r, json_t *actions, const char *source, double a
         double t0 = now_ms();
         int rc = 0;
         settle_info settle = {0};
+        char agent_err[EM_ERR_MAX] = "";
         if (!action_is_terminal(&parsed)) {
             rc = r->ev.act(r->ev.ctx, &parsed, &aerr);
+            if (rc < 0 && parsed.type == ACT_PYAUTOGUI && aerr.code == EM_EXIT_USAGE) {
+                /* the agent's code failed in the guest (a syntax error, an exception): OSWorld's step
+                 * goes on and so does the episode; the step records why */
+                snprintf(agent_err, sizeof agent_err, "%s", aerr.msg);
+                em_err_clear(&aerr);
+                rc = 0;
+            }
             if (rc == 0)
                 rc = r->ev.settle(r->ev.ctx, r->o.settle_ms, r->t->settle_max_s * 1000, &settle, &aerr);
         }
@@ -339,7 +347,7 @@ static int execute_actions(run *r, json_t *actions, const char *source, double a
         if (rc == 0) /* after a settle, the frame it judged still: another fetch only waits for a refresh */
             rc = frame_sha(r, action_is_terminal(&parsed), after, &aerr);
         int wrc = record_step(r, canon, source, i == 0 ? agent_ms : 0, action_ms, before, rc == 0 ? after : NULL,
-                              &settle, rc == 0 ? NULL : aerr.msg, err);
+                              &settle, rc == 0 ? (agent_err[0] ? agent_err : NULL) : aerr.msg, err);
         json_decref(canon);
         bool terminal = action_is_terminal(&parsed);
         action_type type = parsed.type;

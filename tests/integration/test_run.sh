@@ -56,7 +56,17 @@ check "no process of the hanging agent survives" no_qemu_under "$D/agents/hang"
 run_with "$D/agents/refused-then-done" refused
 check "refused actions are reported to the agent, then DONE ends it" \
     test "$(field "$T/refused/result.json" exit_cause)" = done
-check "unsafe pyautogui was not executed" bash -c "! '$ENVMGR' exec $E -- test -e /tmp/pwned"
+check "pyautogui code outside the subset ran in the guest, as the desktop user on its display (exit 0)" python3 -c '
+import json, sys
+s = [json.loads(l) for l in open(sys.argv[1]) if "\"type\":\"step\"" in l]
+p = [x for x in s if x["action"]["action_type"] == "PYAUTOGUI"]
+sys.exit(0 if len(p) == 2 and "error" not in p[0] and p[0]["source"] == "pyautogui" else 1)' "$T/refused/trace/trace.jsonl"
+check "a syntax error in the agent's code is its error, recorded in the step; the episode went on" python3 -c '
+import json, sys
+s = [json.loads(l) for l in open(sys.argv[1]) if "\"type\":\"step\"" in l]
+p = [x for x in s if x["action"]["action_type"] == "PYAUTOGUI"]
+sys.exit(0 if "SyntaxError" in p[1].get("error", "") and p[1].get("frame_after") and s[-1]["action"]["action_type"] == "DONE" else 1)' "$T/refused/trace/trace.jsonl"
+check "the trace with guest-run code verifies" bash -c "'$ENVMGR' trace verify '$T/refused/trace' >/dev/null"
 check "refused steps are in the trace with their error" grep -q '"REFUSED"' "$T/refused/trace/trace.jsonl"
 run_with "$D/agents/waiter" waiter
 check "an agent that never finishes: max_steps" test "$(field "$T/waiter/result.json" exit_cause)" = max_steps

@@ -46,6 +46,8 @@ static int f_act(void *ctx, const action *a, em_err *err)
     fake *f = ctx;
     if (f->fail_act)
         return em_fail(err, "vnc: the connection to QEMU closed");
+    if (a->type == ACT_PYAUTOGUI && !strcmp(a->text, "pyautogui.click(")) /* what the guest's python3 says */
+        return em_fail_input(err, "pyautogui code failed in the guest: SyntaxError: '(' was never closed");
     f->acts++;
     f->last = a->type;
     f->off |= f->power_off_on_act;
@@ -275,9 +277,17 @@ static void test_refusals_and_pyautogui(void)
     CU_ASSERT_FALSE(so.ended);
     CU_ASSERT_PTR_NOT_NULL(strstr(so.error, "action.x"));
     CU_ASSERT_EQUAL(f.acts, 0);
-    so = step(ep, "{\"pyautogui\": \"import os\\nos.system('rm -rf /')\"}");
-    CU_ASSERT_TRUE(so.refused);
-    CU_ASSERT_EQUAL(f.acts, 0);
+    /* code outside the translated subset (set-of-marks variables) runs whole in the guest, as in OSWorld */
+    so = step(ep, "{\"pyautogui\": \"tag_1 = (51, 13)\\npyautogui.click(tag_1)\"}");
+    CU_ASSERT_FALSE(so.refused);
+    CU_ASSERT_EQUAL(so.actions, 1);
+    CU_ASSERT_EQUAL(f.last, ACT_PYAUTOGUI);
+    CU_ASSERT_EQUAL(f.acts, 1);
+    /* code that fails there is the agent's error: recorded, the episode goes on */
+    so = step(ep, "{\"pyautogui\": \"pyautogui.click(\"}");
+    CU_ASSERT_FALSE(so.refused);
+    CU_ASSERT_FALSE(so.ended);
+    CU_ASSERT_EQUAL(f.acts, 1);
     /* one valid reply of two actions: both run; a bad second action refuses the whole reply */
     so = step(ep, "{\"pyautogui\": \"pyautogui.click(10, 10)\\npyautogui.press('enter')\"}");
     CU_ASSERT_FALSE(so.refused);
@@ -285,8 +295,8 @@ static void test_refusals_and_pyautogui(void)
     CU_ASSERT_EQUAL(f.last, ACT_PRESS);
     so = step(ep, "{\"pyautogui\": \"pyautogui.click(10, 10)\\npyautogui.click(9999, 1)\"}");
     CU_ASSERT_TRUE(so.refused);
-    CU_ASSERT_EQUAL(f.acts, 2);
-    CU_ASSERT_EQUAL(episode_steps(ep), 4); /* refused replies count as steps */
+    CU_ASSERT_EQUAL(f.acts, 3);
+    CU_ASSERT_EQUAL(episode_steps(ep), 5); /* refused replies count as steps */
     json_decref(finish(ep));
     task_free(t);
 }

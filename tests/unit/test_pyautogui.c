@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "envmgr/action/actions.h"
 #include "envmgr/action/pyautogui.h"
 #include "envmgr/base/util.h"
 #include "tests/unit/helpers/cunit_main.h"
@@ -211,12 +212,16 @@ static void test_sleep(void)
 
 static void test_statements(void)
 {
-    /* what OSWorld agents actually print: imports, comments, ';', blank lines, indentation, CRLF */
-    check_ok("import pyautogui\nimport time\n\n# open the menu\npyautogui.click(10, 10)  # there\r\n"
-             "time.sleep(0.5); pyautogui.press('down');\n    pyautogui.press('enter')\n",
+    /* what OSWorld agents actually print: imports, comments (indented too), ';', blank lines, CRLF */
+    check_ok("import pyautogui\nimport time\n\n# open the menu\npyautogui.click(10, 10)  # there\r\n  \n"
+             "    # then\ntime.sleep(0.5); pyautogui.press('down');\npyautogui.press('enter')\n",
              "[{\"action_type\":\"CLICK\",\"x\":10,\"y\":10,\"button\":\"left\",\"num_clicks\":1},"
              "{\"action_type\":\"WAIT\",\"seconds\":0.5},{\"action_type\":\"PRESS\",\"key\":\"down\"},"
              "{\"action_type\":\"PRESS\",\"key\":\"enter\"}]");
+    /* an indented statement is Python's IndentationError, as OSWorld's guest python says: not translated */
+    check_err("pyautogui.click(10, 10)\n    pyautogui.press('enter')",
+              "pyautogui: line 2: unexpected indent (Python's IndentationError)");
+    check_err(" pyautogui.press('enter')", "pyautogui: line 1: unexpected indent (Python's IndentationError)");
     check_ok("import pyautogui, time", "[]");
     check_ok("", "[]");
     check_ok(";;\n;", "[]");
@@ -354,6 +359,54 @@ static void test_limits(void)
     check_err("pyautogui.click(99999999999, 1)", "pyautogui: line 1: number `99999999999` is out of range");
 }
 
+/* tests/data/pyautogui_corpus: every agent string is taken (translated or run in the guest), and
+ * a string OSWorld's python refuses is never translated into actions that would silently run. */
+static void test_corpus(void)
+{
+    FILE *f = fopen(ENVMGR_SOURCE_DIR "/tests/data/pyautogui_corpus/corpus.jsonl", "r");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    char *line = NULL;
+    size_t cap = 0, n = 0, guest = 0, som = 0;
+    while (getline(&line, &cap, f) > 0) {
+        json_t *o = json_loads(line, 0, NULL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+        const char *code = json_string_value(json_object_get(o, "code"));
+        const char *outcome = json_string_value(json_object_get(o, "osworld"));
+        const char *style = json_string_value(json_object_get(o, "style"));
+        em_err err = {0};
+        json_t *acts = NULL;
+        int rc = pyautogui_actions(code, &acts, &err);
+        if (rc < 0)
+            fprintf(stderr, "\n  corpus line %zu refused: %s\n", n + 1, err.msg);
+        CU_ASSERT_EQUAL_FATAL(rc, 0);
+        size_t i;
+        json_t *a;
+        bool run_in_guest = false;
+        json_array_foreach(acts, i, a)
+        {
+            action parsed;
+            if (action_parse(a, 1280, 800, &parsed, &err) < 0)
+                fprintf(stderr, "\n  corpus line %zu: %s\n", n + 1, err.msg);
+            else
+                run_in_guest |= parsed.type == ACT_PYAUTOGUI, action_free(&parsed);
+            CU_ASSERT_EQUAL(err.msg[0], '\0');
+        }
+        if (strcmp(outcome, "ok") && !run_in_guest)
+            fprintf(stderr, "\n  corpus line %zu: OSWorld says %s, envmgr translated it\n", n + 1, outcome);
+        CU_ASSERT_TRUE(!strcmp(outcome, "ok") || run_in_guest);
+        guest += run_in_guest;
+        som += !strcmp(style, "som") && run_in_guest;
+        json_decref(acts);
+        json_decref(o);
+        n++;
+    }
+    free(line);
+    fclose(f);
+    CU_ASSERT_TRUE(n >= 200);
+    CU_ASSERT_EQUAL(som, 50); /* set-of-marks code names its tags: always run in the guest */
+    CU_ASSERT_TRUE(guest > 0 && guest < n);
+}
+
 static CU_TestInfo tests[] = {
     {"click", test_click},
     {"double, triple, right and middle clicks", test_other_clicks},
@@ -367,6 +420,7 @@ static CU_TestInfo tests[] = {
     {"unsafe code is refused", test_rejects_unsafe},
     {"argument errors", test_argument_errors},
     {"size limits", test_limits},
+    {"the agents' corpus: every string is taken", test_corpus},
     CU_TEST_INFO_NULL,
 };
 
