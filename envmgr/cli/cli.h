@@ -2,6 +2,7 @@
 #ifndef ENVMGR_CLI_H
 #define ENVMGR_CLI_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "envmgr/base/err.h"
@@ -102,6 +103,10 @@ struct plan_image_choice;
 int cli_image_option(const char *usage, int opt, const char *arg, struct plan_image_choice *ch);
 int cli_image_check(const char *usage, const struct plan_image_choice *ch);
 int cmd_suite_audit(int argc, char **argv);
+/* --envs N (-n), --resume, --accel, --progress for suite run and suite audit (getopt returns 'n', 'R',
+ * 'A', 'p'): true when c was one of them, with *rc 0 or EM_EXIT_USAGE after printing why. */
+struct pool_opts;
+bool cli_pool_option(const char *usage, int c, const char *arg, struct pool_opts *o, int *rc);
 int cmd_gc(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_view(int argc, char **argv);

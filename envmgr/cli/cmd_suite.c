@@ -83,6 +83,34 @@ static void print_outputs(const char *dir)
            dir, dir, dir, dir);
 }
 
+bool cli_pool_option(const char *use, int c, const char *arg, pool_opts *o, int *rc)
+{
+    long v;
+    *rc = 0;
+    switch (c) {
+    case 'n':
+        if (parse_int(arg, 1, 256, &v) < 0)
+            *rc = cli_usage_error(use, "--envs: expected 1..256, got `%s`", arg);
+        else
+            o->envs = (int)v;
+        return true;
+    case 'R': o->resume = true; return true;
+    case 'A':
+        if (strcmp(arg, "auto") && strcmp(arg, "kvm") && strcmp(arg, "tcg"))
+            *rc = cli_usage_error(use, "--accel: expected auto, kvm or tcg, got `%s`", arg);
+        else
+            o->accel = arg;
+        return true;
+    case 'p':
+        if (!strcmp(arg, "auto") || !strcmp(arg, "line") || !strcmp(arg, "plain"))
+            o->progress = !strcmp(arg, "auto") ? -1 : !strcmp(arg, "line");
+        else
+            *rc = cli_usage_error(use, "--progress: expected auto, line or plain, got `%s`", arg);
+        return true;
+    default: return false;
+    }
+}
+
 static int cmd_suite_run(int argc, char **argv)
 {
     plan_image_choice image = {0};
@@ -121,15 +149,15 @@ static int cmd_suite_run(int argc, char **argv)
     cli_agent ag = {0};
     optind = 1;
     while ((c = getopt_long(argc, argv, "a:o:n:", opts, NULL)) != -1) {
+        int prc;
+        if (cli_pool_option(usage, c, optarg, &o, &prc)) {
+            if (prc)
+                return prc;
+            continue;
+        }
         switch (c) {
         case 'a': o.agent = optarg; break;
         case 'o': o.out_dir = optarg; break;
-        case 'n':
-            if (parse_int(optarg, 1, 256, &v) < 0)
-                return cli_usage_error(usage, "--envs: expected 1..256, got `%s`", optarg);
-            o.envs = (int)v;
-            break;
-        case 'R': o.resume = true; break;
         case 's':
             if (suite_parse_shard(optarg, &shard_k, &shard_n, &err) < 0)
                 return cli_usage_error(usage, "%s", err.msg);
@@ -143,11 +171,6 @@ static int cmd_suite_run(int argc, char **argv)
             if (parse_int(optarg, 0, 10, &v) < 0)
                 return cli_usage_error(usage, "--retries: expected 0..10, got `%s`", optarg);
             o.retries = (int)v;
-            break;
-        case 'A':
-            if (strcmp(optarg, "auto") && strcmp(optarg, "kvm") && strcmp(optarg, "tcg"))
-                return cli_usage_error(usage, "--accel: expected auto, kvm or tcg, got `%s`", optarg);
-            o.accel = optarg;
             break;
         case 'S':
             if (parse_double(optarg, &o.settle_ms) < 0 || o.settle_ms < 0 || o.settle_ms > 10000)
@@ -172,16 +195,6 @@ static int cmd_suite_run(int argc, char **argv)
         case 'W':
             if (parse_seconds(optarg, "--watchdog-margin", &o.watchdog_margin_s))
                 return EM_EXIT_USAGE;
-            break;
-        case 'p':
-            if (!strcmp(optarg, "auto"))
-                o.progress = -1;
-            else if (!strcmp(optarg, "line"))
-                o.progress = 1;
-            else if (!strcmp(optarg, "plain"))
-                o.progress = 0;
-            else
-                return cli_usage_error(usage, "--progress: expected auto, line or plain, got `%s`", optarg);
             break;
         case 'X': strict = true; break;
         case 'O':

@@ -88,31 +88,17 @@ int cmd_suite_audit(int argc, char **argv)
                                          CLI_IMAGE_OPTIONS,
                                          {0, 0, 0, 0}};
     int c;
-    long v;
     optind = 1;
     while ((c = getopt_long(argc, argv, "o:n:", opts, NULL)) != -1) {
+        int prc;
+        if (cli_pool_option(usage, c, optarg, &o, &prc)) {
+            if (prc)
+                return prc;
+            continue;
+        }
         switch (c) {
         case 'o': out = optarg; break;
         case 'L': solutions = optarg; break;
-        case 'n':
-            if (parse_int(optarg, 1, 256, &v) < 0)
-                return cli_usage_error(usage, "--envs: expected 1..256, got `%s`", optarg);
-            o.envs = (int)v;
-            break;
-        case 'A':
-            if (strcmp(optarg, "auto") && strcmp(optarg, "kvm") && strcmp(optarg, "tcg"))
-                return cli_usage_error(usage, "--accel: expected auto, kvm or tcg, got `%s`", optarg);
-            o.accel = optarg;
-            break;
-        case 'R': o.resume = true; break;
-        case 'p':
-            if (!strcmp(optarg, "auto"))
-                o.progress = -1;
-            else if (!strcmp(optarg, "line") || !strcmp(optarg, "plain"))
-                o.progress = !strcmp(optarg, "line");
-            else
-                return cli_usage_error(usage, "--progress: expected auto, line or plain, got `%s`", optarg);
-            break;
         case 'O':
         case 'm':
             if (cli_asset_option(usage, c == 'O', c == 'm' ? optarg : NULL))
