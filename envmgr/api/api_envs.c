@@ -700,15 +700,23 @@ void api_h_evaluate(api_request *q, api_reply *r)
     api_reply_json(r, 200, j);
 }
 
-void api_h_trace(api_request *q, api_reply *r)
+/* The env, locked, when it has a trace (its current or last episode's); else NULL, answered. */
+static api_env *lock_traced_env(api_request *q, api_reply *r)
 {
     api_env *ae = lock_env(q, r);
+    if (ae && !ae->trace_dir) {
+        unlock_env(q, ae);
+        reply_fail(r, 404, "", "no trace yet: POST /v1/envs/{id}/reset starts an episode");
+        return NULL;
+    }
+    return ae;
+}
+
+void api_h_trace(api_request *q, api_reply *r)
+{
+    api_env *ae = lock_traced_env(q, r);
     if (!ae)
         return;
-    if (!ae->trace_dir) {
-        unlock_env(q, ae);
-        return reply_fail(r, 404, "", "no trace yet: POST /v1/envs/{id}/reset starts an episode");
-    }
     em_err err = {0};
     /* the file list and sizes are taken now, under the env's lock: the trace only grows by appends */
     struct MHD_Response *resp = api_tar_response(ae->trace_dir, &err);
@@ -725,13 +733,9 @@ void api_h_trace(api_request *q, api_reply *r)
  * episode's trace as a video, written next to the trace (the episode's folder under --out) and sent. */
 void api_h_video(api_request *q, api_reply *r)
 {
-    api_env *ae = lock_env(q, r);
+    api_env *ae = lock_traced_env(q, r);
     if (!ae)
         return;
-    if (!ae->trace_dir) {
-        unlock_env(q, ae);
-        return reply_fail(r, 404, "", "no trace yet: POST /v1/envs/{id}/reset starts an episode");
-    }
     em_err err = {0};
     _cleanup_free_ char *dir = xstrdup(ae->trace_dir);
     char *slash = strrchr(dir, '/');
