@@ -25,6 +25,12 @@ json_t *getter_json_artifact(json_t *v)
 
 int toolbelt_run(const getter_call *gc, const char *type, const char *const *args, json_t **answer, em_err *err)
 {
+    return toolbelt_run_for(gc, type, args, TOOLBELT_TIMEOUT_S, answer, err);
+}
+
+int toolbelt_run_for(const getter_call *gc, const char *type, const char *const *args, double timeout_s,
+                     json_t **answer, em_err *err)
+{
     const char *argv[24] = {"/bin/sh", "-c",
                             "command -v envmgr-guest >/dev/null 2>&1 || exit 127; exec envmgr-guest \"$@\"", "sh",
                             "--max-bytes", MAX_BYTES_ARG};
@@ -36,8 +42,7 @@ int toolbelt_run(const getter_call *gc, const char *type, const char *const *arg
     size_t len;
     int code;
     *answer = NULL;
-    if (getter_exec(gc->ops, type, argv, 0, TOOLBELT_TIMEOUT_S, TOOLBELT_ANSWER_CAP + 4096, &out, &len, &code,
-                    err) < 0)
+    if (getter_exec(gc->ops, type, argv, 0, timeout_s, TOOLBELT_ANSWER_CAP + 4096, &out, &len, &code, err) < 0)
         return -1;
     return toolbelt_answer(type, out, len, code, answer, err);
 }
