@@ -262,13 +262,16 @@ static int run_appearance(const getter_call *gc, json_t *spec, json_t **art, em_
 {
     const char *args[] = {"chrome-appearance", NULL};
     json_auto_t *a = NULL;
-    if (toolbelt_run(gc, "chrome_appearance_mode_ui", args, &a, err) < 0)
+    /* chrome://settings takes a minute to come up under TCG; its fallback reads Preferences for 5 s */
+    if (toolbelt_run_for(gc, "chrome_appearance_mode_ui", args, 240.0, &a, err) < 0)
         return -1;
     const char *mode = json_string_value(json_object_get(a, "mode"));
     if (!mode)
         return em_fail(err, "chrome_appearance_mode_ui: envmgr-guest's answer has no `mode`");
     *art = getter_text_artifact(mode);
     json_object_set(*art, "from", json_object_get(a, "from"));
+    if (json_object_get(a, "why"))
+        json_object_set(*art, "why", json_object_get(a, "why"));
     return 0;
 }
 

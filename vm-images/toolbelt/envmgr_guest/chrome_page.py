@@ -18,6 +18,7 @@ import urllib.parse
 from .chrome import ChromeError, _http_json, _WebSocket, color_scheme, targets
 
 EVENTS_MAX = 10000
+LOAD, DOM_READY = "Page.loadEventFired", "Page.domContentEventFired"
 IDLE_QUIET_S = 0.5      # playwright's networkidle: no request in flight for 500 ms
 
 
@@ -103,14 +104,15 @@ class Tab:
             self.close()
             raise
 
-    def goto(self, url, timeout, idle=True):
-        """Navigate and wait for the load event, then (idle) for the network to be quiet; a
-        navigation Chrome refuses (net::ERR_...) is an error."""
+    def goto(self, url, timeout, idle=True, until=LOAD):
+        """Navigate and wait for the load event (or until=DOM_READY: DOMContentLoaded), then
+        (idle) for the network to be quiet; a navigation Chrome refuses (net::ERR_...) is an error."""
         self.page.events.clear()
         res = self.page.call("Page.navigate", {"url": url}, timeout)
         if res.get("errorText"):
             raise ChromeError("%s did not load in the guest's browser: %s" % (url, res["errorText"]))
-        wait_loaded(self.page, timeout, idle, poll_state=False)   # the old document may still be complete
+        # the old document may still be complete: only the new one's event counts
+        wait_loaded(self.page, timeout, idle, poll_state=False, until=until)
 
     def close(self):
         for call, key, val in (("Target.closeTarget", "targetId", getattr(self, "target", None)),
@@ -128,10 +130,11 @@ class Tab:
 NAVIGATING = ("Page.frameStartedLoading", "Page.frameRequestedNavigation", "Page.frameNavigated")
 
 
-def wait_loaded(page, timeout, idle=True, poll_state=True):
-    """The load event (with poll_state, a document already complete will do: a page loaded
-    before we came), then, with idle, no request in flight for IDLE_QUIET_S, within timeout: a
-    page that keeps fetching is read as it is then."""
+def wait_loaded(page, timeout, idle=True, poll_state=True, until=None):
+    """The load event (until=DOM_READY: DOMContentLoaded; with poll_state, a document already
+    complete will do: a page loaded before we came), then, with idle, no request in flight for
+    IDLE_QUIET_S, within timeout: a page that keeps fetching is read as it is then."""
+    until = until or LOAD
     end = time.monotonic() + timeout
     loaded = False
     inflight = set()
@@ -140,7 +143,7 @@ def wait_loaded(page, timeout, idle=True, poll_state=True):
     while time.monotonic() < end:
         for ev in page.events[seen:]:
             m, p = ev.get("method"), ev.get("params") or {}
-            if m == "Page.loadEventFired":
+            if m == until:
                 loaded = True
             elif m == "Network.requestWillBeSent":
                 inflight.add(p.get("requestId"))
@@ -377,27 +380,31 @@ APPEARANCE_JS = r"""
 """
 
 
-def appearance(home, port=None, timeout=30.0, settle=2.5, probe_for=8.0):
-    """OSWorld's chrome_appearance_mode_ui: the settings page's mode, read settle seconds after it
-    loads (and again for up to probe_for seconds while it says nothing: the guest may be slow),
-    else the Preferences files' (color_scheme)."""
+def appearance(home, port=None, timeout=150.0, settle=2.5, probe_for=30.0):
+    """OSWorld's chrome_appearance_mode_ui: the settings page's mode, read settle seconds after its
+    DOM is ready (and again for up to probe_for seconds while it says nothing or the page is too
+    busy to answer: under TCG the settings UI takes a minute to come up), else the Preferences
+    files' (color_scheme)."""
     why = None
+    mode = None
     try:
         tab = Tab(port, timeout)
         try:
-            tab.goto("chrome://settings/appearance", timeout, idle=False)
+            tab.goto("chrome://settings/appearance", timeout, idle=False, until=DOM_READY)
             time.sleep(settle)
             end = time.monotonic() + probe_for
-            while True:
-                mode = tab.page.evaluate(APPEARANCE_JS, timeout)
-                if mode in ("light", "dark", "system") or time.monotonic() >= end:
-                    break
-                time.sleep(0.5)
+            while mode not in ("light", "dark", "system") and time.monotonic() < end:
+                try:
+                    mode = tab.page.evaluate(APPEARANCE_JS, 10)
+                except ChromeError as e:
+                    why = str(e)
+                if mode not in ("light", "dark", "system"):
+                    time.sleep(0.5)
         finally:
             tab.close()
         if mode in ("light", "dark", "system"):
             return {"mode": mode, "from": "chrome://settings/appearance"}
-        why = "the settings page showed no mode"
+        why = why or "the settings page showed no mode"
     except (ChromeError, OSError, ValueError) as e:
         why = str(e)
     return {"mode": color_scheme(home), "from": "Preferences", "why": why}

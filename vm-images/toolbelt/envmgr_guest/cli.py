@@ -488,8 +488,8 @@ def build_parser():
         for arg in args:
             p.add_argument("--" + arg, required=True)
         p.add_argument("--port", type=int, help="DevTools port (default: 1337, then 9222)")
-        p.add_argument("--timeout", type=float, default=60.0 if name in ("chrome-page-info", "chrome-pdf",
-                                                                      "chrome-website-info") else 30.0,
+        p.add_argument("--timeout", type=float, default=30.0 if name == "chrome-html-parse" else
+                       150.0 if name == "chrome-appearance" else 60.0,
                        help="seconds for each load or DevTools answer")
     cmd("chrome-prefs", chrome_prefs, "settings from Default/Preferences and Local State")
     cmd("chrome-bookmarks", chrome_bookmarks, "Default/Bookmarks roots")
