@@ -68,6 +68,28 @@ def image(name, flip=None):
     im.save(os.path.join(HERE, name), optimize=False)
 
 
+# A form whose button writes tomorrow's date as the page's own clock (the guest's) sees it, in the
+# format of OSWorld's flight tasks: chrome-book-tomorrow compares it with rule_relativeTime's.
+BOOKING = """<!doctype html>
+<html><head><meta charset="utf-8"><title>Booking</title>
+<style>body{font:20px sans-serif;margin:40px} input,button{font:20px sans-serif;margin:8px}</style></head>
+<body><h1>Book a visit</h1>
+<form onsubmit="return false"><label>Name <input id="name" autofocus></label>
+<button id="book" type="button">Book for tomorrow</button></form>
+<p>Booked: <span class="booked-date">nothing yet</span></p>
+<script>
+document.getElementById('book').onclick = () => {
+  const d = new Date(); d.setDate(d.getDate() + 1);
+  const dow = ['Sun','Mon','Tue','Wed','Thu','Fri','Sat'][d.getDay()];
+  const mon = ['Jan','Feb','Mar','Apr','May','Jun','Jul','Aug','Sep','Oct','Nov','Dec'][d.getMonth()];
+  document.querySelector('.booked-date').textContent =
+    dow + ', ' + mon + ' ' + String(d.getDate()).padStart(2, '0') + ', ' + d.getFullYear();
+};
+window.onload = () => document.getElementById('name').focus();
+</script></body></html>
+"""
+
+
 def main():
     odf("budget.ods", "application/vnd.oasis.opendocument.spreadsheet", sheet([["Item", "Cost"], ["Rent", 800], ["Food", 250]]))
     odf("numbers.ods", "application/vnd.oasis.opendocument.spreadsheet", sheet([[10, 32]]))
@@ -82,6 +104,8 @@ def main():
         with open(os.path.join(HERE, "page-%s.html" % page), "w") as f:
             f.write("<!doctype html><title>Page %s</title><h1>Page %s</h1><p>See also page %s.</p>\n"
                     % (page.upper(), page.upper(), other.upper()))
+    with open(os.path.join(HERE, "booking.html"), "w") as f:
+        f.write(BOOKING)
 
 
 if __name__ == "__main__":
