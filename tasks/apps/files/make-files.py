@@ -54,6 +54,41 @@ def slide(n, title):
             '<draw:text-box><text:p>%s</text:p></draw:text-box></draw:frame></draw:page>' % (n, title))
 
 
+def xlsx(name, rows):
+    """A minimal Office Open XML workbook: one sheet of inline strings and numbers."""
+    ns = 'xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"'
+    rel = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
+    pkg = "http://schemas.openxmlformats.org/package/2006/relationships"
+
+    def c(ref, v):
+        if isinstance(v, (int, float)):
+            return '<c r="%s"><v>%s</v></c>' % (ref, v)
+        return '<c r="%s" t="inlineStr"><is><t>%s</t></is></c>' % (ref, v)
+    data = "".join('<row r="%d">%s</row>' % (i + 1, "".join(c("%s%d" % ("ABCDEFGH"[j], i + 1), v)
+                                                           for j, v in enumerate(r))) for i, r in enumerate(rows))
+    parts = (
+        ("[Content_Types].xml", '<?xml version="1.0" encoding="UTF-8"?><Types xmlns="http://schemas.openxmlformats.'
+         'org/package/2006/content-types"><Default Extension="rels" ContentType="application/vnd.openxmlformats-'
+         'package.relationships+xml"/><Default Extension="xml" ContentType="application/xml"/><Override PartName='
+         '"/xl/workbook.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml"/>'
+         '<Override PartName="/xl/worksheets/sheet1.xml" ContentType="application/vnd.openxmlformats-officedocument.'
+         'spreadsheetml.worksheet+xml"/></Types>'),
+        ("_rels/.rels", '<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="%s"><Relationship Id="rId1" '
+         'Type="%s/officeDocument" Target="xl/workbook.xml"/></Relationships>' % (pkg, rel)),
+        ("xl/workbook.xml", '<?xml version="1.0" encoding="UTF-8"?><workbook %s xmlns:r="%s"><sheets><sheet name='
+         '"Sheet1" sheetId="1" r:id="rId1"/></sheets></workbook>' % (ns, rel)),
+        ("xl/_rels/workbook.xml.rels", '<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="%s"><Relationship '
+         'Id="rId1" Type="%s/worksheet" Target="worksheets/sheet1.xml"/></Relationships>' % (pkg, rel)),
+        ("xl/worksheets/sheet1.xml", '<?xml version="1.0" encoding="UTF-8"?><worksheet %s><sheetData>%s</sheetData>'
+         '</worksheet>' % (ns, data)),
+    )
+    with zipfile.ZipFile(os.path.join(HERE, name), "w") as z:
+        for member, text in parts:
+            info = zipfile.ZipInfo(member, date_time=(2026, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED
+            z.writestr(info, text)
+
+
 def image(name, flip=None):
     im = Image.new("RGB", (64, 48), (240, 240, 240))
     px = im.load()
@@ -90,6 +125,20 @@ window.onload = () => document.getElementById('name').focus();
 """
 
 
+# A profile page and the paper it links to, read by info_from_website in calc-append-researcher (the
+# shape of OSWorld's Google Scholar task, offline).
+PROFILE = """<!doctype html>
+<html><head><meta charset="utf-8"><title>Profile</title></head>
+<body><h1 id="name">Ada Lovelace</h1>
+<table><tr><td>Papers</td><td id="papers">3</td></tr></table>
+<p>First paper: <a id="first-paper" href="paper.html">open</a></p></body></html>
+"""
+PAPER = """<!doctype html>
+<html><head><meta charset="utf-8"><title>Paper</title></head>
+<body><h1>Sketch of the Analytical Engine</h1><p>Notes by the translator.</p></body></html>
+"""
+
+
 def main():
     odf("budget.ods", "application/vnd.oasis.opendocument.spreadsheet", sheet([["Item", "Cost"], ["Rent", 800], ["Food", 250]]))
     odf("numbers.ods", "application/vnd.oasis.opendocument.spreadsheet", sheet([[10, 32]]))
@@ -104,8 +153,10 @@ def main():
         with open(os.path.join(HERE, "page-%s.html" % page), "w") as f:
             f.write("<!doctype html><title>Page %s</title><h1>Page %s</h1><p>See also page %s.</p>\n"
                     % (page.upper(), page.upper(), other.upper()))
-    with open(os.path.join(HERE, "booking.html"), "w") as f:
-        f.write(BOOKING)
+    for name, text in (("booking.html", BOOKING), ("profile.html", PROFILE), ("paper.html", PAPER)):
+        with open(os.path.join(HERE, name), "w") as f:
+            f.write(text)
+    xlsx("researchers.xlsx", [["Name", "Papers", "First paper"], ["Alan Turing", 2, "On Computable Numbers"]])
 
 
 if __name__ == "__main__":
