@@ -232,7 +232,7 @@ else
     wait "$CHR" 2>/dev/null
     export ENVMGR_GUEST_HOME=$HOMEDIR
     check "chrome-prefs from the profile files" \
-        jq_py 'assert d["default_search_engine"] and d["enable_do_not_track"] is False, d' <<<"$(guest chrome-prefs)"
+        jq_py 'assert d["default_search_engine"] and d["enable_do_not_track"] is False and d["safe_browsing"] is False, d' <<<"$(guest chrome-prefs)"
     check "chrome-history: the visited pages" \
         jq_py 'assert d["columns"] == ["url", "title", "last_visit_time"] and isinstance(d["rows"], list), d' <<<"$(guest chrome-history)"
     check "chrome-bookmarks answers the roots" jq_py 'assert isinstance(d["roots"], dict), d' <<<"$(guest chrome-bookmarks)"

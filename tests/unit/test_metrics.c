@@ -1209,6 +1209,19 @@ static void test_getters_documents(void)
                        "\"a.mp3\"}",
                  "audio_in_slide: ppt_file_path: not a zip container: File is not a zip file");
 
+    /* a zip bomb (300 MiB of zeros in a few hundred KiB): refused before anything inflates it */
+    char *bomb = python_fixture("bomb.pptx",
+                                "import zipfile\nwith zipfile.ZipFile(out, 'w', zipfile.ZIP_DEFLATED) as z:\n"
+                                "    z.writestr('ppt/slides/_rels/slide1.xml.rels', b'\\0' * (300 << 20))", &n);
+    r.file = bomb;
+    r.file_len = n;
+    art = run_getter(&ops, "{\"type\": \"audio_in_slide\", \"ppt_file_path\": \"/d.pptx\", \"slide_index\": 0, "
+                           "\"dest\": \"a.mp3\"}", &err);
+    CU_ASSERT_PTR_NULL(art);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "audio_in_slide: ppt_file_path: zip member 'ppt/slides/_rels/slide1.xml.rels' "
+                                           "inflates "));
+    free(bomb);
+
     char *book = python_fixture("r.xlsx",
                                 "from openpyxl import Workbook\nwb = Workbook()\n"
                                 "for row in (['Name', 'Papers'], ['Ada', 3], ['Yann LeCun', 372]):\n"
