@@ -106,7 +106,7 @@ static int check_path_parse(json_t *spec, em_err *err)
 static int run_path_parse(const getter_call *gc, json_t *spec, json_t **art, em_err *err)
 {
     _cleanup_free_ char *url = NULL;
-    if (address_bar_url(gc, "url_path_parse", spec, &url, err) < 0)
+    if (address_bar_url(gc, json_string_value(json_object_get(spec, "type")), spec, &url, err) < 0)
         return -1;
     *art = getter_json_artifact(url ? url_path_pick(url, json_object_get(spec, "parse_keys")) : NULL);
     return 0;
@@ -275,6 +275,20 @@ static int run_appearance(const getter_call *gc, json_t *spec, json_t **art, em_
     return 0;
 }
 
+/* OSWorld's file-based mode: the profiles' Preferences (`envmgr-guest chrome-color-scheme`). */
+static int run_color_scheme(const getter_call *gc, json_t *spec, json_t **art, em_err *err)
+{
+    const char *args[] = {"chrome-color-scheme", NULL};
+    json_auto_t *a = NULL;
+    if (toolbelt_run(gc, "chrome_color_scheme", args, &a, err) < 0)
+        return -1;
+    const char *mode = json_string_value(json_object_get(a, "mode"));
+    if (!mode)
+        return em_fail(err, "chrome_color_scheme: envmgr-guest's answer has no `mode`");
+    *art = getter_text_artifact(mode);
+    return 0;
+}
+
 /* ---- the profile's settings (`envmgr-guest chrome-prefs`) ---- */
 
 enum pref_shape {
@@ -402,6 +416,7 @@ static const getter_def defs[] = {
     {"url_path_parse", check_path_parse, run_path_parse, false,
      "OSWorld's Macy's product URL reader on the address bar URL: mens_clothing, shirts, short_sleeve and the "
      "parse_keys found in its comma-separated path segments"},
+    {"macys_product_url_parse", check_path_parse, run_path_parse, false, "OSWorld's name for url_path_parse"},
     {"active_tab_html_parse", check_html_parse, run_html_parse, false,
      "OSWorld's DOM queries (categories class, label, xpath, input, class&url) run in the tab showing the "
      "address bar's URL, over DevTools inside the guest (`envmgr-guest chrome-html-parse`); null without an "
@@ -409,6 +424,9 @@ static const getter_def defs[] = {
     {"chrome_appearance_mode_ui", getter_check_nothing, run_appearance, false,
      "the mode chrome://settings/appearance shows, in a background tab closed again (OSWorld leaves its tab "
      "open); else Preferences' color_scheme, as OSWorld"},
+    {"chrome_color_scheme", getter_check_nothing, run_color_scheme, false,
+     "light, dark or system from the profiles' Preferences (browser.theme.color_scheme2 or color_scheme; "
+     "extensions.theme.system_theme 0 is light), newest profile first, read again for 5 s as OSWorld"},
     {"bookmarks", getter_check_nothing, run_bookmarks, false, "the Bookmarks file's roots; [] without one"},
     {"history", getter_check_nothing, run_history, false,
      "[url, title, last_visit_time] rows of the History database (read from a copy); null without one"},

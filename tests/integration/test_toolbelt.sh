@@ -235,6 +235,8 @@ else
         jq_py 'assert d["default_search_engine"] and d["enable_do_not_track"] is False and d["safe_browsing"] is False, d' <<<"$(guest chrome-prefs)"
     check "chrome-history: the visited pages" \
         jq_py 'assert d["columns"] == ["url", "title", "last_visit_time"] and isinstance(d["rows"], list), d' <<<"$(guest chrome-history)"
+    check "chrome-color-scheme from the profile's Preferences" \
+        jq_py 'assert d["mode"] in ("light", "dark", "system"), d' <<<"$(guest chrome-color-scheme)"
     check "chrome-bookmarks answers the roots" jq_py 'assert isinstance(d["roots"], dict), d' <<<"$(guest chrome-bookmarks)"
     unset ENVMGR_GUEST_HOME
 fi

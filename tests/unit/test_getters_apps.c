@@ -393,6 +393,16 @@ static void test_page_getters(void)
     CU_ASSERT_STRING_EQUAL(json_string_value(value_of(art)), "false"); /* OSWorld's value then */
     json_decref(art);
 
+    c = (canned){.out = "{\"mode\": \"dark\"}"};
+    art = run_spec(&c, "{\"type\": \"chrome_color_scheme\"}", &err);
+    CU_ASSERT_STRING_EQUAL(json_string_value(value_of(art)), "dark");
+    CU_ASSERT_PTR_NOT_NULL(strstr(c.argv_all, " chrome-color-scheme "));
+    json_decref(art);
+    c = (canned){.out = TREE_WITH("macys.com/shop/mens-clothing/x")};
+    art = run_spec(&c, "{\"type\": \"macys_product_url_parse\", \"parse_keys\": []}", &err);
+    CU_ASSERT_TRUE(json_is_true(json_object_get(value_of(art), "mens_clothing")));
+    json_decref(art);
+
     /* page_info: the page's three fields; a page that does not load is an error naming why */
     c = (canned){.out = "{\"title\": \"Cart\", \"url\": \"https://s.com/cart/\", \"content\": \"<html></html>\", "
                         "\"content_truncated\": false}"};

@@ -311,6 +311,11 @@ def chrome_appearance(a):
     return chrome_page.appearance(home_of_session(), a.port, a.timeout)
 
 
+def chrome_color_scheme(_a):
+    from . import chrome
+    return {"mode": chrome.color_scheme(home_of_session())}
+
+
 def chrome_page_info(a):
     from . import chrome_page
     return _chrome(chrome_page.page_info, a.url, a.port, a.timeout)
@@ -492,6 +497,8 @@ def build_parser():
                        150.0 if name == "chrome-appearance" else 60.0,
                        help="seconds for each load or DevTools answer")
     cmd("chrome-prefs", chrome_prefs, "settings from Default/Preferences and Local State")
+    cmd("chrome-color-scheme", chrome_color_scheme, "the appearance mode the profiles' Preferences record (newest "
+        "first, read again for 5 s): light, dark or system")
     cmd("chrome-bookmarks", chrome_bookmarks, "Default/Bookmarks roots")
     for name, fn, h in (("chrome-history", chrome_history, "url, title, last_visit_time of Default/History"),
                         ("chrome-cookies", chrome_cookies, "every row of the cookies table")):
