@@ -76,6 +76,9 @@ int toolbelt_run(const getter_call *gc, const char *type, const char *const *arg
 int toolbelt_run_for(const getter_call *gc, const char *type, const char *const *args, double timeout_s,
                      json_t **answer, em_err *err);
 
+/* A string member of a toolbelt answer as a text artifact; a missing one is an error naming type. */
+int toolbelt_text(const char *type, json_t *answer, const char *key, json_t **art, em_err *err);
+
 /* Artifacts of a value: {"type": "text", "value": s} and {"type": "json", "value": v (stolen)}. */
 json_t *getter_text_artifact(const char *s);
 json_t *getter_json_artifact(json_t *v);

@@ -47,8 +47,7 @@ int toolbelt_run_for(const getter_call *gc, const char *type, const char *const 
     return toolbelt_answer(type, out, len, code, answer, err);
 }
 
-/* A string member of a toolbelt answer, as a text artifact; a missing one is an error. */
-static int answer_text(const char *type, json_t *answer, const char *key, json_t **art, em_err *err)
+int toolbelt_text(const char *type, json_t *answer, const char *key, json_t **art, em_err *err)
 {
     const char *v = json_string_value(json_object_get(answer, key));
     if (!v)
@@ -67,7 +66,7 @@ static int run_a11y_tree(const getter_call *gc, json_t *spec, json_t **art, em_e
     json_auto_t *a = NULL;
     if (toolbelt_run(gc, "accessibility_tree", args, &a, err) < 0)
         return -1;
-    return answer_text("accessibility_tree", a, "AT", art, err);
+    return toolbelt_text("accessibility_tree", a, "AT", art, err);
 }
 
 static int run_terminal_output(const getter_call *gc, json_t *spec, json_t **art, em_err *err)
@@ -79,7 +78,7 @@ static int run_terminal_output(const getter_call *gc, json_t *spec, json_t **art
     if (json_is_null(json_object_get(a, "output")))
         return em_fail(err, "vm_terminal_output: the active window (%.100s) has no focused terminal",
                        json_string_value(json_object_get(a, "application")) ?: "none");
-    return answer_text("vm_terminal_output", a, "output", art, err);
+    return toolbelt_text("vm_terminal_output", a, "output", art, err);
 }
 
 static int check_dest(json_t *spec, em_err *err) { return getter_check_string(spec, "dest", true, err); }

@@ -257,36 +257,33 @@ static int run_html_parse(const getter_call *gc, json_t *spec, json_t **art, em_
     return 0;
 }
 
-/* chrome://settings/appearance in a tab opened and closed again, else the profile's files. */
-static int run_appearance(const getter_call *gc, json_t *spec, json_t **art, em_err *err)
+/* An appearance mode (light, dark, system) answered by `envmgr-guest SUB`, with where it was read
+ * (`from`) and, after a fallback, why (`why`). */
+static int toolbelt_mode(const getter_call *gc, const char *type, const char *sub, double timeout_s, json_t **art,
+                         em_err *err)
 {
-    const char *args[] = {"chrome-appearance", NULL};
+    const char *args[] = {sub, NULL};
     json_auto_t *a = NULL;
-    /* chrome://settings takes a minute to come up under TCG; its fallback reads Preferences for 5 s */
-    if (toolbelt_run_for(gc, "chrome_appearance_mode_ui", args, 240.0, &a, err) < 0)
+    if (toolbelt_run_for(gc, type, args, timeout_s, &a, err) < 0 || toolbelt_text(type, a, "mode", art, err) < 0)
         return -1;
-    const char *mode = json_string_value(json_object_get(a, "mode"));
-    if (!mode)
-        return em_fail(err, "chrome_appearance_mode_ui: envmgr-guest's answer has no `mode`");
-    *art = getter_text_artifact(mode);
-    json_object_set(*art, "from", json_object_get(a, "from"));
-    if (json_object_get(a, "why"))
-        json_object_set(*art, "why", json_object_get(a, "why"));
+    const char *extra[] = {"from", "why"};
+    for (size_t i = 0; i < ARRAY_LEN(extra); i++)
+        if (json_object_get(a, extra[i]))
+            json_object_set(*art, extra[i], json_object_get(a, extra[i]));
     return 0;
 }
 
-/* OSWorld's file-based mode: the profiles' Preferences (`envmgr-guest chrome-color-scheme`). */
+/* chrome://settings/appearance in a tab opened and closed again, else the profile's files; the page
+ * takes a minute to come up under TCG, its fallback reads Preferences for 5 s. */
+static int run_appearance(const getter_call *gc, json_t *spec, json_t **art, em_err *err)
+{
+    return toolbelt_mode(gc, "chrome_appearance_mode_ui", "chrome-appearance", 240.0, art, err);
+}
+
+/* OSWorld's file-based mode: the profiles' Preferences. */
 static int run_color_scheme(const getter_call *gc, json_t *spec, json_t **art, em_err *err)
 {
-    const char *args[] = {"chrome-color-scheme", NULL};
-    json_auto_t *a = NULL;
-    if (toolbelt_run(gc, "chrome_color_scheme", args, &a, err) < 0)
-        return -1;
-    const char *mode = json_string_value(json_object_get(a, "mode"));
-    if (!mode)
-        return em_fail(err, "chrome_color_scheme: envmgr-guest's answer has no `mode`");
-    *art = getter_text_artifact(mode);
-    return 0;
+    return toolbelt_mode(gc, "chrome_color_scheme", "chrome-color-scheme", TOOLBELT_TIMEOUT_S, art, err);
 }
 
 /* ---- the profile's settings (`envmgr-guest chrome-prefs`) ---- */

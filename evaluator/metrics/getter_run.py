@@ -22,7 +22,7 @@ import urllib.parse
 import zipfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import MetricInputError, check_file, check_zip, zip_xml  # noqa: E402
+from _common import MetricInputError, answer, check_file, check_zip, one_line, zip_xml  # noqa: E402
 
 REQUEST_MAX = 1 << 20
 MEDIA_MAX = 16 << 20          # envmgr's cap on a fetched guest file (GETTER_FILE_CAP)
@@ -116,17 +116,6 @@ def content_from_vm_file(path, options):
 
 GETTERS = {"audio_in_slide": audio_in_slide, "background_image_in_slide": background_image_in_slide,
            "content_from_vm_file": content_from_vm_file}
-
-
-def answer(obj, code):
-    sys.stdout.write(json.dumps(obj) + "\n")
-    sys.stdout.flush()
-    sys.exit(code)
-
-
-def one_line(s, cap=400):
-    s = " ".join(str(s).split())
-    return s if len(s) <= cap else s[:cap] + "..."
 
 
 def main():

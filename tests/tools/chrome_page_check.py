@@ -15,6 +15,8 @@ import threading
 import time
 import urllib.request
 
+from checklib import check
+
 TOOLBELT, PORT, HOME = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 
 PAGES = {
@@ -63,10 +65,6 @@ threading.Thread(target=srv.serve_forever, daemon=True).start()
 BASE = "http://127.0.0.1:%d" % srv.server_address[1]
 
 
-def report(name, ok, why=""):
-    print(("ok   %s" % name) if ok else ("FAIL %s: %s" % (name, why)), flush=True)
-
-
 def guest(*args):
     """envmgr-guest from the checkout: (exit status, answer)."""
     env = dict(os.environ, ENVMGR_GUEST_HOME=HOME)
@@ -77,14 +75,6 @@ def guest(*args):
         return p.returncode, json.loads(p.stdout)
     except ValueError:
         return p.returncode, {"stdout": p.stdout[-500:], "stderr": p.stderr[-1500:]}
-
-
-def check(name, fn):
-    try:
-        ok, why = fn()
-    except Exception as e:  # a failing check must not stop the others
-        ok, why = False, "%s: %s" % (type(e).__name__, e)
-    report(name, ok, why)
 
 
 def devtools(path, method="GET"):

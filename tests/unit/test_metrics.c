@@ -1160,6 +1160,16 @@ static char *python_fixture(const char *name, const char *code, size_t *len)
     return data;
 }
 
+/* A Python-written fixture served as the guest's file by r (caller frees the returned bytes). */
+static char *serve_fixture(rec *r, const char *name, const char *code)
+{
+    size_t n;
+    char *data = python_fixture(name, code, &n);
+    r->file = data;
+    r->file_len = n;
+    return data;
+}
+
 /* audio_in_slide, background_image_in_slide, content_from_vm_file: the guest file parsed by
  * getter_run.py in the evaluator sandbox, its answer saved or handed on. */
 static void test_getters_documents(void)
@@ -1167,13 +1177,10 @@ static void test_getters_documents(void)
     rec r = {0};
     em_env_ops ops = rec_ops(&r);
     em_err err = {0};
-    size_t n;
-    char *deck = python_fixture("deck.pptx",
-                                "write_pptx(out, [[sp(2, [para(run('t'))], ph='type=\"title\"')]] * 2,"
-                                " media={'m.mp3': b'ID3 audio bytes'},"
-                                " extra_rels={0: [('rId7', 'audio', '../media/m.mp3')]})", &n);
-    r.file = deck;
-    r.file_len = n;
+    char *deck = serve_fixture(&r, "deck.pptx",
+                               "write_pptx(out, [[sp(2, [para(run('t'))], ph='type=\"title\"')]] * 2,"
+                               " media={'m.mp3': b'ID3 audio bytes'},"
+                               " extra_rels={0: [('rId7', 'audio', '../media/m.mp3')]})");
     json_t *art = run_getter(&ops, "{\"type\": \"audio_in_slide\", \"ppt_file_path\": \"~/Desktop/deck.pptx\", "
                                    "\"slide_index\": 0, \"dest\": \"song.mp3\"}", &err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(art);
@@ -1210,11 +1217,9 @@ static void test_getters_documents(void)
                  "audio_in_slide: ppt_file_path: not a zip container: File is not a zip file");
 
     /* a zip bomb (300 MiB of zeros in a few hundred KiB): refused before anything inflates it */
-    char *bomb = python_fixture("bomb.pptx",
-                                "import zipfile\nwith zipfile.ZipFile(out, 'w', zipfile.ZIP_DEFLATED) as z:\n"
-                                "    z.writestr('ppt/slides/_rels/slide1.xml.rels', b'\\0' * (300 << 20))", &n);
-    r.file = bomb;
-    r.file_len = n;
+    char *bomb = serve_fixture(&r, "bomb.pptx",
+                               "import zipfile\nwith zipfile.ZipFile(out, 'w', zipfile.ZIP_DEFLATED) as z:\n"
+                               "    z.writestr('ppt/slides/_rels/slide1.xml.rels', b'\\0' * (300 << 20))");
     art = run_getter(&ops, "{\"type\": \"audio_in_slide\", \"ppt_file_path\": \"/d.pptx\", \"slide_index\": 0, "
                            "\"dest\": \"a.mp3\"}", &err);
     CU_ASSERT_PTR_NULL(art);
@@ -1222,12 +1227,10 @@ static void test_getters_documents(void)
                                            "inflates "));
     free(bomb);
 
-    char *book = python_fixture("r.xlsx",
-                                "from openpyxl import Workbook\nwb = Workbook()\n"
-                                "for row in (['Name', 'Papers'], ['Ada', 3], ['Yann LeCun', 372]):\n"
-                                "    wb.active.append(row)\nwb.save(out)", &n);
-    r.file = book;
-    r.file_len = n;
+    char *book = serve_fixture(&r, "r.xlsx",
+                               "from openpyxl import Workbook\nwb = Workbook()\n"
+                               "for row in (['Name', 'Papers'], ['Ada', 3], ['Yann LeCun', 372]):\n"
+                               "    wb.active.append(row)\nwb.save(out)");
     art = run_getter(&ops, "{\"type\": \"content_from_vm_file\", \"path\": \"/home/user/Desktop/r.xlsx\", \"file_type\": "
                            "\"xlsx\", \"file_content\": \"last_row\"}", &err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(art);
