@@ -32,9 +32,14 @@ typedef struct getter_def {
     const char *note;
 } getter_def;
 
-/* The apps' getters (getters_apps.c) and the browser's (getters_chrome.c). */
+/* The apps' getters (getters_apps.c), the browser's (getters_chrome.c), rule_relativeTime
+ * (getters_time.c), those that read a guest document in the evaluator sandbox (getters_docs.c) and
+ * those that load a URL in the guest's browser (getters_web.c). */
 const getter_def *getter_app_defs(size_t *n);
 const getter_def *getter_chrome_defs(size_t *n);
+const getter_def *getter_time_defs(size_t *n);
+const getter_def *getter_doc_defs(size_t *n);
+const getter_def *getter_web_defs(size_t *n);
 
 /* A string field: missing is an error only when required; present, it must be a non-empty string. */
 int getter_check_string(json_t *spec, const char *key, bool required, em_err *err);
@@ -67,6 +72,12 @@ int getter_save_bytes(const getter_call *gc, const char *type, const char *dest,
  * its one JSON object into *answer. Returns 0, -1, or TOOLBELT_REPORTED (getter_parse.h) when the
  * toolbelt ran and reported an error of the app's state; every error names type. */
 int toolbelt_run(const getter_call *gc, const char *type, const char *const *args, json_t **answer, em_err *err);
+/* The same with another time limit (the page getters wait for the web). */
+int toolbelt_run_for(const getter_call *gc, const char *type, const char *const *args, double timeout_s,
+                     json_t **answer, em_err *err);
+
+/* A string member of a toolbelt answer as a text artifact; a missing one is an error naming type. */
+int toolbelt_text(const char *type, json_t *answer, const char *key, json_t **art, em_err *err);
 
 /* Artifacts of a value: {"type": "text", "value": s} and {"type": "json", "value": v (stolen)}. */
 json_t *getter_text_artifact(const char *s);

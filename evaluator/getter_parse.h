@@ -31,6 +31,16 @@ char *a11y_address_bar(const char *xml, size_t len);
  * plus-decoded, as Python's parse_qs does. */
 json_t *url_query_pick(const char *url, json_t *keys, json_t *replace);
 
+/* OSWorld's split_list for active_tab_url_parse: every string value of params becomes the list
+ * of its comma-separated parts (Python's str.split(",")). */
+void url_split_lists(json_t *params);
+
+/* OSWorld's url_path_parse (its Macy's product URL reader): from the percent-decoded path,
+ * mens_clothing / shirts / short_sleeve (true or null), and each of keys found in the first two
+ * neighbouring path segments that both hold commas (keys, then values; Price_discount_range
+ * reduced to "50_PERCENT_ off & more" or "not_50_PERCENT_ off & more"). */
+json_t *url_path_pick(const char *url, json_t *keys);
+
 /* OSWorld's url_dashPart: part index (negative: from the end, as Python) of url split at '/', cut at '?' when delete_id. NULL when
  * the url has no such part. Caller frees. */
 char *url_dash_part(const char *url, long index, bool delete_id);

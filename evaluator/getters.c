@@ -227,47 +227,11 @@ static int check_window_size(json_t *spec, em_err *err)
     return getter_check_string(spec, "app_class_name", true, err);
 }
 
-static const char *const relative_days[] = {"tomorrow", "5th next month", "10th next month", "11th next month",
-                                            "this month", "this Saturday", "this Sunday", "next Monday",
-                                            "next Friday", "first monday four months later"};
-
-static bool relative_day_known(const char *s)
-{
-    for (size_t i = 0; s && i < ARRAY_LEN(relative_days); i++)
-        if (!strcmp(relative_days[i], s))
-            return true;
-    return false;
-}
-
-/* rules: {relativeTime: {from, to?}, expected: {time} or {from, to}: format strings}. */
-static int check_relative_time(json_t *spec, em_err *err)
-{
-    json_t *rules = json_object_get(spec, "rules");
-    json_t *rel = json_object_get(rules, "relativeTime"), *exp = json_object_get(rules, "expected");
-    if (!json_is_object(rules))
-        return em_fail_input(err, "rules: expected an object with relativeTime and expected");
-    if (!json_is_object(rel) || !json_is_object(exp))
-        return em_fail_input(err, "rules: relativeTime and expected must be objects");
-    const char *keys[] = {"from", "to"};
-    bool has_to = json_object_get(rel, "to") != NULL;
-    for (int k = 0; k < (has_to ? 2 : 1); k++) {
-        const char *v = json_string_value(json_object_get(rel, keys[k]));
-        if (!relative_day_known(v))
-            return em_fail_input(err, "rules.relativeTime.%s: expected one of OSWorld's day phrases (\"tomorrow\", "
-                                      "\"next Monday\", ...)", keys[k]);
-        const char *fk = has_to ? keys[k] : "time";
-        if (!json_is_string(json_object_get(exp, fk)))
-            return em_fail_input(err, "rules.expected.%s: expected a format string", fk);
-    }
-    return 0;
-}
-
 static int run_vm_file(const getter_call *gc, json_t *spec, json_t **art, em_err *err);
 static int run_cloud_file(const getter_call *gc, json_t *spec, json_t **art, em_err *err);
 static int run_command_line(const getter_call *gc, json_t *spec, json_t **art, em_err *err);
 static int run_command_error(const getter_call *gc, json_t *spec, json_t **art, em_err *err);
 static int run_rule(const getter_call *gc, json_t *spec, json_t **art, em_err *err);
-static int run_relative_time(const getter_call *gc, json_t *spec, json_t **art, em_err *err);
 static int run_time_diff_range(const getter_call *gc, json_t *spec, json_t **art, em_err *err);
 static int run_cache_file(const getter_call *gc, json_t *spec, json_t **art, em_err *err);
 static int run_local_file(const getter_call *gc, json_t *spec, json_t **art, em_err *err);
@@ -290,8 +254,6 @@ static const getter_def getters[] = {
      "as the desktop user with its HOME, cwd and session (envmgr's `as_root: true` for root); stdout"},
     {"vm_command_error", check_command, run_command_error, false, "the same, stderr"},
     {"rule", check_rule, run_rule, false, ""},
-    {"rule_relativeTime", check_relative_time, run_relative_time, false,
-     "OSWorld's day phrases and {DoW} {Month} {DayD} ... formats, from the host's local date"},
     {"time_diff_range", getter_check_nothing, run_time_diff_range, false, "the spec's diff_range_in_minutes"},
     {"cache_file", check_host_file, run_cache_file, false,
      "a file of the episode's cache (execute's stdout/stderr, vm_file/cloud_file dests); else the task folder"},
@@ -314,20 +276,12 @@ static const struct {
     const char *why;
 } getters_refused[] = {
     {"googledrive_file", "needs a Google account"},
-    {"content_from_vm_file", "needs an xlsx reader in the evaluator sandbox (the evaluator-scripts work)"},
     {"replay", "not implemented by OSWorld either"},
     {"conference_city_in_order", "reads a CSV file on OSWorld's host, not in the guest"},
-    {"audio_in_slide", "needs pptx unpacking in the evaluator sandbox (not done yet)"},
-    {"background_image_in_slide", "needs pptx unpacking in the evaluator sandbox (not done yet)"},
-    {"active_tab_html_parse", "needs a browser-side element query (not done yet)"},
-    {"chrome_appearance_mode_ui", "not among OSWorld's getters: nothing to follow"},
-    {"enable_safe_browsing", "not among OSWorld's getters: nothing to follow"},
-    {"gotoRecreationPage_and_get_html_content", "drives the live web from OSWorld's host (playwright)"},
-    {"info_from_website", "drives the live web from OSWorld's host (playwright)"},
-    {"number_of_search_results", "drives the live web from OSWorld's host (playwright)"},
-    {"page_info", "drives the live web from OSWorld's host (playwright)"},
-    {"pdf_from_url", "drives the live web from OSWorld's host (playwright)"},
-    {"url_path_parse", "not among OSWorld's getters: nothing to follow"},
+    {"gotoRecreationPage_and_get_html_content",
+     "never reads the page in OSWorld-Verified: its search-result step is unreachable code, so it always returns "
+     "its __EVALUATION_FAILED__ value and the task scores 0 for every agent"},
+    {"number_of_search_results", "counts results of a fixed google.com query; no OSWorld-Verified task uses it"},
 };
 
 static const getter_def *core_defs(size_t *n)
@@ -336,8 +290,10 @@ static const getter_def *core_defs(size_t *n)
     return getters;
 }
 
-/* The getter tables, in lookup order: this file's, the apps', the browser's. */
-static const getter_def *(*const tables[])(size_t *n) = {core_defs, getter_app_defs, getter_chrome_defs};
+/* The getter tables, in lookup order: this file's, the dates', the apps', the browser's, the web pages',
+ * the documents'. */
+static const getter_def *(*const tables[])(size_t *n) = {core_defs,          getter_time_defs, getter_app_defs,
+                                                         getter_chrome_defs, getter_web_defs,  getter_doc_defs};
 
 #define GETTER_PIECES_MAX 128
 
@@ -949,117 +905,6 @@ static int run_list_directory(const getter_call *gc, json_t *spec, json_t **art,
     }
     sort_tree(root);
     *art = json_pack("{s:s, s:o}", "type", "json", "value", root);
-    return 0;
-}
-
-/* ---- rule_relativeTime ---- */
-
-static void add_days(struct tm *t, int days)
-{
-    t->tm_mday += days;
-    t->tm_isdst = -1;
-    mktime(t);
-}
-
-static int py_weekday(const struct tm *t) /* Monday 0 .. Sunday 6, as Python's weekday() */
-{
-    return (t->tm_wday + 6) % 7;
-}
-
-static void month_day(struct tm *t, int months_ahead, int mday)
-{
-    t->tm_mon += months_ahead;
-    t->tm_mday = mday;
-    t->tm_isdst = -1;
-    mktime(t);
-}
-
-/* OSWorld's day phrases, from today (the host's local date, as OSWorld's evaluator reads it).
- * "first monday four months later" is computed with plain calendar arithmetic (OSWorld's own
- * formula fails in August). */
-static struct tm relative_day(const char *phrase, const char *from_phrase, time_t now)
-{
-    struct tm t;
-    localtime_r(&now, &t);
-    t.tm_hour = 12; /* away from DST edges */
-    int wd = py_weekday(&t);
-    if (!strcmp(phrase, "tomorrow"))
-        add_days(&t, 1);
-    else if (!strcmp(phrase, "5th next month"))
-        month_day(&t, 1, 5);
-    else if (!strcmp(phrase, "10th next month"))
-        month_day(&t, 1, 10);
-    else if (!strcmp(phrase, "11th next month"))
-        month_day(&t, 1, 11);
-    else if (!strcmp(phrase, "this Saturday"))
-        add_days(&t, 5 - wd);
-    else if (!strcmp(phrase, "this Sunday"))
-        add_days(&t, 6 - wd);
-    else if (!strcmp(phrase, "next Monday"))
-        add_days(&t, 7 - wd);
-    else if (!strcmp(phrase, "next Friday"))
-        add_days(&t, wd < 4 && from_phrase && !strcmp(from_phrase, "next Monday") ? 4 - wd + 7
-                     : wd < 4                                                        ? 4 - wd
-                                                                                     : 6 - wd + 5);
-    else if (!strcmp(phrase, "first monday four months later")) {
-        month_day(&t, 4, 1);
-        add_days(&t, (7 - py_weekday(&t)) % 7);
-    }
-    return t; /* "this month": today */
-}
-
-static void replace_first(sbuf *b, const char *token, const char *value)
-{
-    char *at = b->s ? strstr(b->s, token) : NULL;
-    if (!at)
-        return;
-    sbuf out = {0};
-    sbuf_add(&out, b->s, (size_t)(at - b->s));
-    sbuf_puts(&out, value);
-    sbuf_puts(&out, at + strlen(token));
-    sbuf_release(b);
-    *b = out;
-}
-
-static char *format_day(const char *fmt, const struct tm *t)
-{
-    static const char *const dow[] = {"Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"};
-    static const char *const mon[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
-                                      "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
-    static const char *const full[] = {"January", "February", "March",     "April",   "May",      "June",
-                                       "July",    "August",   "September", "October", "November", "December"};
-    char day[16], year[16], m0[16], d0[16], lower[16];
-    snprintf(day, sizeof day, "%d", t->tm_mday);
-    snprintf(year, sizeof year, "%d", t->tm_year + 1900);
-    snprintf(m0, sizeof m0, "%02d", t->tm_mon + 1);
-    snprintf(d0, sizeof d0, "%02d", t->tm_mday);
-    snprintf(lower, sizeof lower, "%s", full[t->tm_mon]);
-    lower[0] = (char)(lower[0] - 'A' + 'a');
-    sbuf b = {0};
-    sbuf_puts(&b, fmt);
-    const char *const tokens[][2] = {{"{DoW}", dow[py_weekday(t)]}, {"{Month}", mon[t->tm_mon]}, {"{DayD}", day},
-                                     {"{Year}", year},  {"{Month0D}", m0}, {"{month}", lower},
-                                     {"{MonthFull}", full[t->tm_mon]}, {"{Day0D}", d0}};
-    for (size_t i = 0; i < ARRAY_LEN(tokens); i++)
-        replace_first(&b, tokens[i][0], tokens[i][1]);
-    return b.s ? b.s : xstrdup("");
-}
-
-static int run_relative_time(const getter_call *gc, json_t *spec, json_t **art, em_err *err)
-{
-    json_t *rules = json_deep_copy(json_object_get(spec, "rules"));
-    json_t *rel = json_object_get(rules, "relativeTime"), *exp = json_object_get(rules, "expected");
-    const char *from = json_string_value(json_object_get(rel, "from"));
-    const char *to = json_string_value(json_object_get(rel, "to"));
-    time_t now = time(NULL);
-    const char *keys[][2] = {{to ? "from" : "time", from}, {"to", to}};
-    for (int k = 0; k < (to ? 2 : 1); k++) {
-        struct tm day = relative_day(keys[k][1], from, now);
-        char *text = format_day(json_string_value(json_object_get(exp, keys[k][0])), &day);
-        json_object_set_new(exp, keys[k][0], json_string(text));
-        free(text);
-    }
-    *art = json_pack("{s:s, s:o}", "type", "json", "value", rules);
     return 0;
 }
 

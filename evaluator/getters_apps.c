@@ -25,6 +25,12 @@ json_t *getter_json_artifact(json_t *v)
 
 int toolbelt_run(const getter_call *gc, const char *type, const char *const *args, json_t **answer, em_err *err)
 {
+    return toolbelt_run_for(gc, type, args, TOOLBELT_TIMEOUT_S, answer, err);
+}
+
+int toolbelt_run_for(const getter_call *gc, const char *type, const char *const *args, double timeout_s,
+                     json_t **answer, em_err *err)
+{
     const char *argv[24] = {"/bin/sh", "-c",
                             "command -v envmgr-guest >/dev/null 2>&1 || exit 127; exec envmgr-guest \"$@\"", "sh",
                             "--max-bytes", MAX_BYTES_ARG};
@@ -36,14 +42,12 @@ int toolbelt_run(const getter_call *gc, const char *type, const char *const *arg
     size_t len;
     int code;
     *answer = NULL;
-    if (getter_exec(gc->ops, type, argv, 0, TOOLBELT_TIMEOUT_S, TOOLBELT_ANSWER_CAP + 4096, &out, &len, &code,
-                    err) < 0)
+    if (getter_exec(gc->ops, type, argv, 0, timeout_s, TOOLBELT_ANSWER_CAP + 4096, &out, &len, &code, err) < 0)
         return -1;
     return toolbelt_answer(type, out, len, code, answer, err);
 }
 
-/* A string member of a toolbelt answer, as a text artifact; a missing one is an error. */
-static int answer_text(const char *type, json_t *answer, const char *key, json_t **art, em_err *err)
+int toolbelt_text(const char *type, json_t *answer, const char *key, json_t **art, em_err *err)
 {
     const char *v = json_string_value(json_object_get(answer, key));
     if (!v)
@@ -62,7 +66,7 @@ static int run_a11y_tree(const getter_call *gc, json_t *spec, json_t **art, em_e
     json_auto_t *a = NULL;
     if (toolbelt_run(gc, "accessibility_tree", args, &a, err) < 0)
         return -1;
-    return answer_text("accessibility_tree", a, "AT", art, err);
+    return toolbelt_text("accessibility_tree", a, "AT", art, err);
 }
 
 static int run_terminal_output(const getter_call *gc, json_t *spec, json_t **art, em_err *err)
@@ -74,7 +78,7 @@ static int run_terminal_output(const getter_call *gc, json_t *spec, json_t **art
     if (json_is_null(json_object_get(a, "output")))
         return em_fail(err, "vm_terminal_output: the active window (%.100s) has no focused terminal",
                        json_string_value(json_object_get(a, "application")) ?: "none");
-    return answer_text("vm_terminal_output", a, "output", art, err);
+    return toolbelt_text("vm_terminal_output", a, "output", art, err);
 }
 
 static int check_dest(json_t *spec, em_err *err) { return getter_check_string(spec, "dest", true, err); }

@@ -78,7 +78,7 @@ static int check_url_parse(json_t *spec, em_err *err)
     json_array_foreach(k, i, v) if (!json_is_string(v)) return em_fail_input(err, "parse_keys[%zu]: expected a string", i);
     if (r && !json_is_object(r))
         return em_fail_input(err, "replace: expected an object {old key: new key}");
-    return 0;
+    return getter_check_flag(spec, "split_list", err);
 }
 
 static int run_url_parse(const getter_call *gc, json_t *spec, json_t **art, em_err *err)
@@ -86,8 +86,29 @@ static int run_url_parse(const getter_call *gc, json_t *spec, json_t **art, em_e
     _cleanup_free_ char *url = NULL;
     if (address_bar_url(gc, "active_tab_url_parse", spec, &url, err) < 0)
         return -1;
-    *art = getter_json_artifact(
-        url ? url_query_pick(url, json_object_get(spec, "parse_keys"), json_object_get(spec, "replace")) : NULL);
+    json_t *v = url ? url_query_pick(url, json_object_get(spec, "parse_keys"), json_object_get(spec, "replace")) : NULL;
+    if (v && getter_flag_true(json_object_get(spec, "split_list")))
+        url_split_lists(v);
+    *art = getter_json_artifact(v);
+    return 0;
+}
+
+static int check_path_parse(json_t *spec, em_err *err)
+{
+    json_t *k = json_object_get(spec, "parse_keys"), *v;
+    size_t i;
+    if (!json_is_array(k))
+        return em_fail_input(err, "parse_keys: expected an array of strings");
+    json_array_foreach(k, i, v) if (!json_is_string(v)) return em_fail_input(err, "parse_keys[%zu]: expected a string", i);
+    return 0;
+}
+
+static int run_path_parse(const getter_call *gc, json_t *spec, json_t **art, em_err *err)
+{
+    _cleanup_free_ char *url = NULL;
+    if (address_bar_url(gc, json_string_value(json_object_get(spec, "type")), spec, &url, err) < 0)
+        return -1;
+    *art = getter_json_artifact(url ? url_path_pick(url, json_object_get(spec, "parse_keys")) : NULL);
     return 0;
 }
 
@@ -122,6 +143,149 @@ static int run_dash(const getter_call *gc, json_t *spec, json_t **art, em_err *e
     return 0;
 }
 
+/* ---- active_tab_html_parse: DOM queries in the tab (`envmgr-guest chrome-html-parse`) ---- */
+
+enum map_shape { MAP_KEY, MAP_INDEX_KEY, MAP_NAMES };
+
+/* Python's int() of an index string: optional blanks and sign, digits. */
+static bool index_text(const char *s)
+{
+    s += strspn(s, " \t");
+    s += (*s == '+' || *s == '-');
+    size_t d = strspn(s, "0123456789");
+    return d > 0 && s[d + strspn(s + d, " \t")] == '\0';
+}
+
+static int check_names(json_t *v, const char *where, em_err *err)
+{
+    json_t *e;
+    size_t i;
+    if (!json_is_array(v))
+        return em_fail_input(err, "%s: expected an array of strings", where);
+    json_array_foreach(v, i, e) if (!json_is_string(e)) return em_fail_input(err, "%s[%zu]: expected a string", where, i);
+    return 0;
+}
+
+/* spec[key], when present: an object whose values are key names (MAP_KEY), {index: key name}
+ * objects (MAP_INDEX_KEY) or arrays of strings (MAP_NAMES). */
+static int check_map(json_t *spec, const char *key, enum map_shape shape, em_err *err)
+{
+    json_t *m = json_object_get(spec, key), *v, *w;
+    const char *name, *idx;
+    if (!m)
+        return 0;
+    if (!json_is_object(m))
+        return em_fail_input(err, "%s: expected an object", key);
+    json_object_foreach(m, name, v)
+    {
+        if (shape == MAP_KEY && !json_is_string(v))
+            return em_fail_input(err, "%s.%.100s: expected the result's key (a string)", key, name);
+        if (shape == MAP_NAMES) {
+            _cleanup_free_ char *where = xasprintf("%s.%.100s", key, name);
+            if (check_names(v, where, err) < 0)
+                return -1;
+        }
+        if (shape != MAP_INDEX_KEY)
+            continue;
+        if (!json_is_object(v))
+            return em_fail_input(err, "%s.%.100s: expected an object {index: key}", key, name);
+        json_object_foreach(v, idx, w)
+        {
+            if (!index_text(idx))
+                return em_fail_input(err, "%s.%.100s: `%.40s` is not an index", key, name, idx);
+            if (!json_is_string(w))
+                return em_fail_input(err, "%s.%.100s.%.40s: expected the result's key (a string)", key, name, idx);
+        }
+    }
+    return 0;
+}
+
+static int check_html_parse(json_t *spec, em_err *err)
+{
+    static const struct {
+        const char *category, *key;
+        enum map_shape shape;
+    } maps[] = {
+        {"class", "class_multiObject", MAP_INDEX_KEY},      {"class", "class_multiObject_child", MAP_INDEX_KEY},
+        {"class", "class_multiObject_only_child", MAP_INDEX_KEY},
+        {"class", "class_multiObject_search_exist", MAP_NAMES}, {"class", "class_singleObject", MAP_KEY},
+        {"label", "labelObject", MAP_KEY},                   {"xpath", "xpathObject", MAP_KEY},
+        {"input", "inputObject", MAP_KEY},                   {"class&url", "class_multiObject", MAP_NAMES},
+        {"class&url", "class_multiObject_li", MAP_NAMES},    {"class&url", "url_include_expected_multichoice", MAP_KEY},
+    };
+    const char *cat = json_string_value(json_object_get(spec, "category"));
+    json_t *gp = json_object_get(spec, "goto_prefix");
+    bool known = false;
+    if (gp && !json_is_string(gp))
+        return em_fail_input(err, "goto_prefix: expected a string");
+    for (size_t i = 0; cat && i < ARRAY_LEN(maps); i++) {
+        if (strcmp(maps[i].category, cat))
+            continue;
+        known = true;
+        if (check_map(spec, maps[i].key, maps[i].shape, err) < 0)
+            return -1;
+    }
+    if (!known)
+        return em_fail_input(err, "category: expected \"class\", \"label\", \"xpath\", \"input\" or \"class&url\"");
+    json_t *inc = json_object_get(spec, "url_include_expected");
+    if (!strcmp(cat, "class&url") && inc && check_names(inc, "url_include_expected", err) < 0)
+        return -1;
+    return 0;
+}
+
+/* The tab showing the address bar's URL (goto_prefix + its text, as OSWorld) queried in place:
+ * null without an address bar, {} when no tab shows that URL. */
+static int run_html_parse(const getter_call *gc, json_t *spec, json_t **art, em_err *err)
+{
+    _cleanup_free_ char *url = NULL, *spec_text = NULL;
+    if (address_bar_url(gc, "active_tab_html_parse", spec, &url, err) < 0)
+        return -1;
+    if (!url) {
+        *art = getter_json_artifact(NULL);
+        return 0;
+    }
+    spec_text = json_dumps(spec, JSON_COMPACT);
+    const char *args[] = {"chrome-html-parse", "--url", url, "--spec", spec_text, NULL};
+    json_auto_t *a = NULL;
+    if (toolbelt_run(gc, "active_tab_html_parse", args, &a, err) < 0)
+        return -1;
+    json_t *v = json_object_get(a, "value");
+    if (!json_is_object(v))
+        return em_fail(err, "active_tab_html_parse: envmgr-guest's answer has no `value` object");
+    *art = getter_json_artifact(json_incref(v));
+    json_object_set(*art, "url", json_object_get(a, "url") ?: json_string(url));
+    return 0;
+}
+
+/* An appearance mode (light, dark, system) answered by `envmgr-guest SUB`, with where it was read
+ * (`from`) and, after a fallback, why (`why`). */
+static int toolbelt_mode(const getter_call *gc, const char *type, const char *sub, double timeout_s, json_t **art,
+                         em_err *err)
+{
+    const char *args[] = {sub, NULL};
+    json_auto_t *a = NULL;
+    if (toolbelt_run_for(gc, type, args, timeout_s, &a, err) < 0 || toolbelt_text(type, a, "mode", art, err) < 0)
+        return -1;
+    const char *extra[] = {"from", "why"};
+    for (size_t i = 0; i < ARRAY_LEN(extra); i++)
+        if (json_object_get(a, extra[i]))
+            json_object_set(*art, extra[i], json_object_get(a, extra[i]));
+    return 0;
+}
+
+/* chrome://settings/appearance in a tab opened and closed again, else the profile's files; the page
+ * takes a minute to come up under TCG, its fallback reads Preferences for 5 s. */
+static int run_appearance(const getter_call *gc, json_t *spec, json_t **art, em_err *err)
+{
+    return toolbelt_mode(gc, "chrome_appearance_mode_ui", "chrome-appearance", 240.0, art, err);
+}
+
+/* OSWorld's file-based mode: the profiles' Preferences. */
+static int run_color_scheme(const getter_call *gc, json_t *spec, json_t **art, em_err *err)
+{
+    return toolbelt_mode(gc, "chrome_color_scheme", "chrome-color-scheme", TOOLBELT_TIMEOUT_S, art, err);
+}
+
 /* ---- the profile's settings (`envmgr-guest chrome-prefs`) ---- */
 
 enum pref_shape {
@@ -146,6 +310,7 @@ static const struct {
     {"chrome_font_size", "font_size", PREF_RAW, "{\"default_fixed_font_size\": 13, \"default_font_size\": 16}"},
     {"enabled_experiments", "enabled_experiments", PREF_RAW, "[]"},
     {"enable_enhanced_safety_browsing", "enhanced_safe_browsing", PREF_TRUE_FALSE, "\"Google\""},
+    {"enable_safe_browsing", "safe_browsing", PREF_TRUE_FALSE, "\"false\""},
     {"new_startup_page", "new_startup_page", PREF_TRUE_FALSE, "\"Google\""},
     {"data_delete_automacally", "default_content_setting_values", PREF_NOT_NULL, "\"Google\""},
     {"find_unpacked_extension_path", "extensions", PREF_EXT_PATHS, "\"Google\""},
@@ -242,8 +407,23 @@ static const getter_def defs[] = {
     {"active_url_from_accessTree", getter_check_nothing, run_url_from_tree, false,
      "goto_prefix + the address bar's text, from the accessibility tree; null without one"},
     {"active_tab_url_parse", check_url_parse, run_url_parse, false,
-     "parse_keys of the address bar URL's query (first values, parse_qs decoding), renamed by replace"},
+     "parse_keys of the address bar URL's query (first values, parse_qs decoding), renamed by replace, split at "
+     "commas with split_list"},
     {"url_dashPart", check_dash, run_dash, false, "partIndex of the address bar URL split at `/`, as string or {key: part}"},
+    {"url_path_parse", check_path_parse, run_path_parse, false,
+     "OSWorld's Macy's product URL reader on the address bar URL: mens_clothing, shirts, short_sleeve and the "
+     "parse_keys found in its comma-separated path segments"},
+    {"macys_product_url_parse", check_path_parse, run_path_parse, false, "OSWorld's name for url_path_parse"},
+    {"active_tab_html_parse", check_html_parse, run_html_parse, false,
+     "OSWorld's DOM queries (categories class, label, xpath, input, class&url) run in the tab showing the "
+     "address bar's URL, over DevTools inside the guest (`envmgr-guest chrome-html-parse`); null without an "
+     "address bar, {} when no tab shows it"},
+    {"chrome_appearance_mode_ui", getter_check_nothing, run_appearance, false,
+     "the mode chrome://settings/appearance shows, in a background tab closed again (OSWorld leaves its tab "
+     "open); else Preferences' color_scheme, as OSWorld"},
+    {"chrome_color_scheme", getter_check_nothing, run_color_scheme, false,
+     "light, dark or system from the profiles' Preferences (browser.theme.color_scheme2 or color_scheme; "
+     "extensions.theme.system_theme 0 is light), newest profile first, read again for 5 s as OSWorld"},
     {"bookmarks", getter_check_nothing, run_bookmarks, false, "the Bookmarks file's roots; [] without one"},
     {"history", getter_check_nothing, run_history, false,
      "[url, title, last_visit_time] rows of the History database (read from a copy); null without one"},
@@ -256,6 +436,9 @@ static const getter_def defs[] = {
     {"chrome_font_size", getter_check_nothing, run_pref, false, PREFS_NOTE},
     {"enabled_experiments", getter_check_nothing, run_pref, false, PREFS_NOTE},
     {"enable_enhanced_safety_browsing", getter_check_nothing, run_pref, false, PREFS_NOTE},
+    {"enable_safe_browsing", getter_check_nothing, run_pref, false,
+     "\"true\" when Preferences' safebrowsing.enabled or .enhanced is set (a missing key is off, as in OSWorld); "
+     "\"false\" when the profile cannot be read"},
     {"new_startup_page", getter_check_nothing, run_pref, false, PREFS_NOTE},
     {"data_delete_automacally", getter_check_nothing, run_pref, false, PREFS_NOTE},
     {"find_unpacked_extension_path", getter_check_nothing, run_pref, false, PREFS_NOTE},

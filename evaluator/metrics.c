@@ -686,32 +686,10 @@ static int resolve_script(const metric_ctx *ctx, const char *name, char **exe, e
 static double sandboxed(const sandbox *sb, const char *const *argv, json_t *request, double timeout_s,
                         const char *label, bool want_reason, char **reason)
 {
-    _cleanup_free_ char *input = json_dumps(request, JSON_COMPACT);
-    if (!input)
-        return verdict(reason, EVALUATOR_ERROR, "%s: cannot serialize the request", label);
     em_err e = {0};
-    spawn_result io;
-    if (sandbox_run(sb, argv, input, strlen(input), timeout_s, &io, &e) < 0)
-        return verdict(reason, EVALUATOR_ERROR, "%s: %s", label, e.msg);
-    json_error_t je;
-    json_auto_t *res = (!io.overflow && !io.timed_out && io.out_len) ? json_loadb(io.out, io.out_len, 0, &je) : NULL;
-    json_t *ej = json_object_get(res, "error");
-    bool exited = !io.timed_out && !io.overflow && !io.lost && WIFEXITED(io.status);
-    if (exited && json_is_string(ej)) {
-        /* run.py's errors start with the metric's name already */
-        const char *es = json_string_value(ej);
-        size_t n = strlen(label);
-        bool named = !strncmp(es, label, n) && es[n] == ':';
-        verdict(reason, EVALUATOR_ERROR, "%s%s%.400s", named ? "" : label, named ? "" : ": ", es);
-        spawn_result_free(&io);
-        return EVALUATOR_ERROR;
-    }
-    if (!exited || WEXITSTATUS(io.status) != 0) {
-        _cleanup_free_ char *why = sandbox_failure(&io, timeout_s);
-        spawn_result_free(&io);
-        return verdict(reason, EVALUATOR_ERROR, "%s: %s", label, why);
-    }
-    spawn_result_free(&io);
+    json_auto_t *res = NULL;
+    if (sandbox_run_json(sb, argv, request, timeout_s, label, &res, &e) < 0)
+        return verdict(reason, EVALUATOR_ERROR, "%s", e.msg);
     json_t *sj = json_object_get(res, "score"), *rj = json_object_get(res, "reason");
     if (!json_is_object(res))
         return verdict(reason, EVALUATOR_ERROR, "%s: expected {\"score\": 0..1%s} on stdout", label,

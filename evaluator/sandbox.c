@@ -320,7 +320,8 @@ static int run_raw(const sandbox *sb, const char *const *argv, const char *input
         static const char *const envp[] = {"PATH=/usr/bin:/bin", "LANG=C.UTF-8", NULL};
         spawn_opts so = {.argv = (const char *const *)a.v, .envp = envp, .flags = SPAWN_NO_NEW_PRIVS,
                          .pdeathsig = SIGKILL, .rlimits = lims, .nrlimits = ARRAY_LEN(lims)};
-        spawn_io io = {.input = input, .input_len = input ? input_len : 0, .out_cap = SANDBOX_OUTPUT_MAX,
+        spawn_io io = {.input = input, .input_len = input ? input_len : 0,
+                       .out_cap = sb->out_cap ? sb->out_cap : SANDBOX_OUTPUT_MAX,
                        .err_cap = SANDBOX_OUTPUT_MAX, .timeout_ms = timeout_s * 1000};
         rc = spawn_run(&so, &io, res, err);
         if (rc < 0)
@@ -375,6 +376,39 @@ int sandbox_run(const sandbox *sb, const char *const *argv, const char *input, s
         return -1;
     }
     return 0;
+}
+
+int sandbox_run_json(const sandbox *sb, const char *const *argv, json_t *request, double timeout_s, const char *label,
+                     json_t **answer, em_err *err)
+{
+    *answer = NULL;
+    _cleanup_free_ char *input = json_dumps(request, JSON_COMPACT);
+    if (!input)
+        return em_fail(err, "%s: cannot serialize the request", label);
+    spawn_result io;
+    if (sandbox_run(sb, argv, input, strlen(input), timeout_s, &io, err) < 0)
+        return em_prefix(err, "%s: ", label);
+    json_error_t je;
+    json_t *res = (!io.overflow && !io.timed_out && io.out_len) ? json_loadb(io.out, io.out_len, 0, &je) : NULL;
+    json_t *ej = json_object_get(res, "error");
+    bool exited = !io.timed_out && !io.overflow && !io.lost && WIFEXITED(io.status);
+    int rc = 0;
+    if (exited && json_is_string(ej)) {
+        const char *es = json_string_value(ej);
+        size_t n = strlen(label);
+        bool named = !strncmp(es, label, n) && es[n] == ':';
+        rc = em_fail(err, "%s%s%.400s", named ? "" : label, named ? "" : ": ", es);
+    } else if (io.overflow) {
+        rc = em_fail(err, "%s: printed more than %zu bytes", label, sb->out_cap ? sb->out_cap : SANDBOX_OUTPUT_MAX);
+    } else if (!exited || WEXITSTATUS(io.status) != 0) {
+        _cleanup_free_ char *why = sandbox_failure(&io, timeout_s);
+        rc = em_fail(err, "%s: %s", label, why);
+    } else if (json_is_object(res)) {
+        *answer = json_incref(res);
+    }
+    json_decref(res);
+    spawn_result_free(&io);
+    return rc;
 }
 
 /* The last line of stderr, printable ASCII only, at most 200 bytes. */

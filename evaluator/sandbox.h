@@ -49,6 +49,7 @@ typedef struct sandbox {
     sandbox_bind *binds;
     size_t nbinds, cap;
     size_t count[2]; /* files bound per side (result, expected) */
+    size_t out_cap;  /* bytes of stdout kept; 0: SANDBOX_OUTPUT_MAX (getters that hand back a file need more) */
 } sandbox;
 
 void sandbox_init(sandbox *sb);
@@ -75,6 +76,13 @@ int sandbox_check(em_err *err);
  * and the fix). timeout_s <= 0 means SANDBOX_TIMEOUT_S. */
 int sandbox_run(const sandbox *sb, const char *const *argv, const char *input, size_t input_len, double timeout_s,
                 spawn_result *res, em_err *err);
+
+/* Run argv with the request (JSON) on stdin and read one JSON object from its stdout. Returns 0
+ * when the program exited 0, with *answer its object (NULL when stdout is not one: the caller
+ * says what it wanted); -1 when it did not, err "label: ..." with its {"error": "..."} (not
+ * repeating a label it starts with) or why the run failed. */
+int sandbox_run_json(const sandbox *sb, const char *const *argv, json_t *request, double timeout_s, const char *label,
+                     json_t **answer, em_err *err);
 
 /* One line on a run that did not end well ("timed out after 5 s", "killed by SIGXCPU (CPU limit
  * of 5 s)", "exited with status 1: <last stderr line>"). Caller frees. */

@@ -9,7 +9,9 @@ sandbox, read-only), a list of those, a string for command output, a dict for `r
 A metric returns a number in 0..1 (or a bool). Input it cannot read raises MetricInputError (or
 any exception): envmgr reports that as evaluator_error naming the metric, never as a score.
 """
+import json
 import os
+import sys
 
 FAMILIES = ("tables", "documents", "slides", "pdf", "images", "media", "archives", "browser",
             "app_settings", "general")
@@ -182,3 +184,15 @@ def fuzz_ratio(a, b):
     if total == 0:
         return 100.0
     return 100.0 * 2 * lcs_length(a, b) / total
+
+
+def answer(obj, code):
+    """The program's one JSON line on stdout, then exit (run.py, getter_run.py)."""
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+    sys.exit(code)
+
+
+def one_line(s, cap=400):
+    s = " ".join(str(s).split())
+    return s if len(s) <= cap else s[:cap] + "..."

@@ -16,6 +16,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _common  # noqa: E402
+from _common import answer, one_line  # noqa: E402
 
 REQUEST_MAX = 1 << 20
 
@@ -53,17 +54,6 @@ def registry_json():
         out[name] = {"family": m["family"], "expected": m["expected"], "options": m["options"],
                      "summary": m["summary"], "osworld": m["osworld"]}
     return out
-
-
-def answer(obj, code):
-    sys.stdout.write(json.dumps(obj) + "\n")
-    sys.stdout.flush()
-    sys.exit(code)
-
-
-def one_line(s, cap=400):
-    s = " ".join(str(s).split())
-    return s if len(s) <= cap else s[:cap] + "..."
 
 
 def main():

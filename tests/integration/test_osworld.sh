@@ -46,7 +46,7 @@ check "task check: every problem, one line each, with its JSON path" \
     test "$(grep -c "^$D/google.json: " <<<"$out")" = 5
 check "task check: Google-account steps are one clear line" \
     grep -q "google.json: config\[0\].type: setup step \`googledrive\` needs a Google account" <<<"$out"
-check "task check: refusal reasons with counts" grep -q '^ *1  getter `page_info` drives the live web' <<<"$out"
+check "task check: refusal reasons with counts" grep -q '^ *1  getter `gotoRecreationPage_and_get_html_content` never reads the page' <<<"$out"
 "$ENVMGR" task check --json "$D/google.json" >"$T/check.json"
 check "task check --json" python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['refused']==1 and len(d['files'][0]['problems'])==5" "$T/check.json"
 

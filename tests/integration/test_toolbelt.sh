@@ -13,7 +13,9 @@
 #     dbusraw_check.py) and its X11 client (x11raw) on the root window;
 #   * envmgr-guest's X getters (screen-size, window-size, windows);
 #   * the Chrome getters against a headless Chromium (if installed): tabs over
-#     DevTools, prefs, bookmarks, history from the profile files.
+#     DevTools, prefs, bookmarks, history from the profile files, and the page
+#     getters (html-parse, page-info, pdf, website-info, appearance) on pages
+#     served on loopback (tests/tools/chrome_page_check.py).
 # Needs Debian's xvfb, python3-xlib, python3-pyatspi, gir1.2-gtk-3.0,
 # at-spi2-core, dbus (scripts/apt-packages.txt).  Prints
 # `toolbelt: N passed, N failed`.
@@ -221,6 +223,8 @@ else
             jq_py 'a = d["active"]; assert a and "<title>Tab" in a["content"], d' <<<"$out"
         out=$(guest chrome-tabs --port 9; echo "rc=$?")
         check "chrome-tabs with nothing listening: JSON error, exit 1" grep -q '"error".*rc=1' <<<"$(tr -d '\n' <<<"$out")"
+        # the page getters (chrome_page.py) on pages served on loopback
+        tally chrome-pages < <("$PY" "$TOOLS/chrome_page_check.py" "$TB" "$PORT" "$HOMEDIR" 2>&1)
     else
         bad "headless chromium did not open DevTools: $(tail -3 "$T/chrome.log")"
     fi
@@ -228,9 +232,11 @@ else
     wait "$CHR" 2>/dev/null
     export ENVMGR_GUEST_HOME=$HOMEDIR
     check "chrome-prefs from the profile files" \
-        jq_py 'assert d["default_search_engine"] and d["enable_do_not_track"] is False, d' <<<"$(guest chrome-prefs)"
+        jq_py 'assert d["default_search_engine"] and d["enable_do_not_track"] is False and d["safe_browsing"] is False, d' <<<"$(guest chrome-prefs)"
     check "chrome-history: the visited pages" \
         jq_py 'assert d["columns"] == ["url", "title", "last_visit_time"] and isinstance(d["rows"], list), d' <<<"$(guest chrome-history)"
+    check "chrome-color-scheme from the profile's Preferences" \
+        jq_py 'assert d["mode"] in ("light", "dark", "system"), d' <<<"$(guest chrome-color-scheme)"
     check "chrome-bookmarks answers the roots" jq_py 'assert isinstance(d["roots"], dict), d' <<<"$(guest chrome-bookmarks)"
     unset ENVMGR_GUEST_HOME
 fi

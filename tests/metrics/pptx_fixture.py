@@ -70,10 +70,13 @@ TITLE_PH_POS = (457200, 274638, 8229600, 1143000)
 
 
 def write_pptx(path, slides, size=(9144000, 6858000), notes=None, images=None, master_bg="",
-               master_extra="", transitions=None):
+               master_extra="", transitions=None, media=None, extra_rels=None):
     """slides: list of lists of shape XML; notes: {slide index: text}; images: {name: bytes}
-    (each slide relates rIdImg<n> to media/<name> in order); transitions: {index: xml}."""
+    (each slide relates rIdImg<n> to media/<name> in order); transitions: {index: xml}; media:
+    {name: bytes} put in ppt/media with no relationship; extra_rels: {slide index: [(id, type,
+    target)]} added to the slide's relationships."""
     notes, images, transitions = notes or {}, images or {}, transitions or {}
+    media, extra_rels = media or {}, extra_rels or {}
     z = zipfile.ZipFile(path, "w")
     z.writestr("[Content_Types].xml", '<?xml version="1.0"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"/>')
     z.writestr("_rels/.rels", rels(("rId1", "officeDocument", "ppt/presentation.xml")))
@@ -96,7 +99,7 @@ def write_pptx(path, slides, size=(9144000, 6858000), notes=None, images=None, m
     z.writestr("ppt/slideLayouts/slideLayout1.xml", f'<p:sldLayout {NSDECL}>{tree(layout_shapes)}</p:sldLayout>')
     z.writestr("ppt/slideLayouts/_rels/slideLayout1.xml.rels",
                rels(("rId1", "slideMaster", "../slideMasters/slideMaster1.xml")))
-    for name, data in images.items():
+    for name, data in list(images.items()) + list(media.items()):
         z.writestr(f"ppt/media/{name}", data)
     for i, shapes in enumerate(slides):
         bg = ""
@@ -106,6 +109,7 @@ def write_pptx(path, slides, size=(9144000, 6858000), notes=None, images=None, m
                    f'<p:sld {NSDECL}>{tree(shapes, bg)}{transitions.get(i, "")}</p:sld>')
         rs = [("rId1", "slideLayout", "../slideLayouts/slideLayout1.xml")]
         rs += [(f"rIdImg{k}", "image", f"../media/{n}") for k, n in enumerate(images)]
+        rs += extra_rels.get(i, [])
         if i in notes:
             rs.append(("rId2", "notesSlide", f"../notesSlides/notesSlide{i + 1}.xml"))
             body = sp(2, [para(run(notes[i]))], ph='type="body" idx="1"')

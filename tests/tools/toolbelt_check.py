@@ -15,14 +15,11 @@ import time
 TOOLBELT, LOG = sys.argv[1], sys.argv[2]
 sys.path.insert(0, TOOLBELT)
 import pyautogui  # noqa: E402
+from checklib import check  # noqa: E402
 
 pyautogui.PAUSE = 0.02
 results = []
 _pos = [0]
-
-
-def report(name, ok, why=""):
-    print(("ok   %s" % name) if ok else ("FAIL %s: %s" % (name, why)), flush=True)
 
 
 def events(wait=0.4):
@@ -42,14 +39,6 @@ def buttons(evs):
 def typed(evs):
     return "".join(e["text"] for e in evs if e["ev"] == "key" and e["down"]
                    and e["keysym"] not in ("Shift_L", "Shift_R", "Control_L"))
-
-
-def check(name, fn):
-    try:
-        ok, why = fn()
-    except Exception as e:  # a failing check must not stop the others
-        ok, why = False, "%s: %s" % (type(e).__name__, e)
-    report(name, ok, why)
 
 
 def expect(got, want):

@@ -1139,20 +1139,15 @@ static void test_getters_osworld(void)
     json_decref(art);
     free(p);
 
-    /* rule_relativeTime: "tomorrow" in the host's local calendar */
+    /* rule_relativeTime: "tomorrow" from the guest's date (tests/unit/test_getters_apps.c has every phrase) */
+    r.out = "2026-12-31\n";
+    r.out_len = strlen(r.out);
     art = run_getter(&ops, "{\"type\": \"rule_relativeTime\", \"rules\": {\"relativeTime\": {\"from\": \"tomorrow\"}, "
                            "\"expected\": {\"time\": \"{Year}-{Month0D}-{Day0D} {DoW}\"}}}", &err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(art);
-    time_t now = time(NULL);
-    struct tm tm;
-    localtime_r(&now, &tm);
-    tm.tm_hour = 12;
-    tm.tm_mday += 1;
-    mktime(&tm);
-    char want[64];
-    strftime(want, sizeof want, "%Y-%m-%d %a", &tm);
+    CU_ASSERT_STRING_EQUAL(r.argv[0], "date");
     CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(
-                               json_object_get(json_object_get(art, "value"), "expected"), "time")), want);
+                               json_object_get(json_object_get(art, "value"), "expected"), "time")), "2027-01-01 Fri");
     json_decref(art);
     art = run_getter(&ops, "{\"type\": \"rule_relativeTime\", \"rules\": {\"relativeTime\": {\"from\": \"next Monday\", "
                            "\"to\": \"next Friday\"}, \"expected\": {\"from\": \"{DoW}\", \"to\": \"{DoW}\"}}}", &err);
@@ -1161,6 +1156,112 @@ static void test_getters_osworld(void)
     CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(exp, "from")), "Mon");
     CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(exp, "to")), "Fri");
     json_decref(art);
+}
+
+
+/* A file written by Python (pptx_fixture, openpyxl) from the code given, read back. */
+static char *python_fixture(const char *name, const char *code, size_t *len)
+{
+    em_err err = {0};
+    char *py = xasprintf("%s/%s.py", art_dir(), name), *out = xasprintf("%s/%s", art_dir(), name);
+    char *src = xasprintf("import sys\nsys.path.insert(0, '%s/tests/metrics')\nfrom pptx_fixture import *\n"
+                          "out = sys.argv[1]\n%s\n", ENVMGR_SOURCE_DIR, code);
+    CU_ASSERT_EQUAL(write_file_atomic(py, src, strlen(src), 0600, &err), 0);
+    char *cmd = xasprintf("/usr/bin/python3 %s %s", py, out);
+    CU_ASSERT_EQUAL(system(cmd), 0);
+    char *data = NULL;
+    CU_ASSERT_EQUAL(read_file_capped(out, 1 << 20, &data, len, &err), 0);
+    unlink(py);
+    unlink(out);
+    free(cmd);
+    free(src);
+    free(py);
+    free(out);
+    return data;
+}
+
+/* A Python-written fixture served as the guest's file by r (caller frees the returned bytes). */
+static char *serve_fixture(rec *r, const char *name, const char *code)
+{
+    size_t n;
+    char *data = python_fixture(name, code, &n);
+    r->file = data;
+    r->file_len = n;
+    return data;
+}
+
+/* audio_in_slide, background_image_in_slide, content_from_vm_file: the guest file parsed by
+ * getter_run.py in the evaluator sandbox, its answer saved or handed on. */
+static void test_getters_documents(void)
+{
+    rec r = {0};
+    em_env_ops ops = rec_ops(&r);
+    em_err err = {0};
+    char *deck = serve_fixture(&r, "deck.pptx",
+                               "write_pptx(out, [[sp(2, [para(run('t'))], ph='type=\"title\"')]] * 2,"
+                               " media={'m.mp3': b'ID3 audio bytes'},"
+                               " extra_rels={0: [('rId7', 'audio', '../media/m.mp3')]})");
+    json_t *art = run_getter(&ops, "{\"type\": \"audio_in_slide\", \"ppt_file_path\": \"~/Desktop/deck.pptx\", "
+                                   "\"slide_index\": 0, \"dest\": \"song.mp3\"}", &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(art);
+    CU_ASSERT_STRING_EQUAL(r.path, "/home/user/Desktop/deck.pptx");
+    CU_ASSERT_STRING_EQUAL(art_str(art, "member"), "ppt/media/m.mp3");
+    char *audio = NULL;
+    size_t alen;
+    CU_ASSERT_EQUAL(read_file_capped(art_str(art, "path"), 1024, &audio, &alen, &err), 0);
+    CU_ASSERT_TRUE(alen == 15 && !memcmp(audio, "ID3 audio bytes", 15));
+    CU_ASSERT_PTR_NOT_NULL(strstr(art_str(art, "path"), "/song.mp3"));
+    free(audio);
+    json_decref(art);
+    /* a slide without audio, one without a picture background: OSWorld's None */
+    art = run_getter(&ops, "{\"type\": \"audio_in_slide\", \"ppt_file_path\": \"/d.pptx\", \"slide_index\": \"1\", "
+                           "\"dest\": \"a.mp3\"}", &err);
+    CU_ASSERT_TRUE(json_is_null(json_object_get(art, "value")));
+    json_decref(art);
+    art = run_getter(&ops, "{\"type\": \"background_image_in_slide\", \"ppt_file_path\": \"/d.pptx\", \"slide_index\": "
+                           "0, \"dest\": \"bg.png\"}", &err);
+    CU_ASSERT_TRUE(json_is_null(json_object_get(art, "value")));
+    json_decref(art);
+    free(deck);
+    /* a pptx the guest lacks: None too */
+    r.file = NULL;
+    art = run_getter(&ops, "{\"type\": \"audio_in_slide\", \"ppt_file_path\": \"/gone.pptx\", \"slide_index\": 0, "
+                           "\"dest\": \"a.mp3\"}", &err);
+    CU_ASSERT_TRUE(json_is_null(json_object_get(art, "value")));
+    json_decref(art);
+    /* not a zip: an evaluator error from the sandbox, naming the getter */
+    r.file = "plain text";
+    r.file_len = 10;
+    getter_fails(&ops, "{\"type\": \"audio_in_slide\", \"ppt_file_path\": \"/d.pptx\", \"slide_index\": 0, \"dest\": "
+                       "\"a.mp3\"}",
+                 "audio_in_slide: ppt_file_path: not a zip container: File is not a zip file");
+
+    /* a zip bomb (300 MiB of zeros in a few hundred KiB): refused before anything inflates it */
+    char *bomb = serve_fixture(&r, "bomb.pptx",
+                               "import zipfile\nwith zipfile.ZipFile(out, 'w', zipfile.ZIP_DEFLATED) as z:\n"
+                               "    z.writestr('ppt/slides/_rels/slide1.xml.rels', b'\\0' * (300 << 20))");
+    art = run_getter(&ops, "{\"type\": \"audio_in_slide\", \"ppt_file_path\": \"/d.pptx\", \"slide_index\": 0, "
+                           "\"dest\": \"a.mp3\"}", &err);
+    CU_ASSERT_PTR_NULL(art);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "audio_in_slide: ppt_file_path: zip member 'ppt/slides/_rels/slide1.xml.rels' "
+                                           "inflates "));
+    free(bomb);
+
+    char *book = serve_fixture(&r, "r.xlsx",
+                               "from openpyxl import Workbook\nwb = Workbook()\n"
+                               "for row in (['Name', 'Papers'], ['Ada', 3], ['Yann LeCun', 372]):\n"
+                               "    wb.active.append(row)\nwb.save(out)");
+    art = run_getter(&ops, "{\"type\": \"content_from_vm_file\", \"path\": \"/home/user/Desktop/r.xlsx\", \"file_type\": "
+                           "\"xlsx\", \"file_content\": \"last_row\"}", &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(art);
+    char *v = json_dumps(json_object_get(art, "value"), JSON_COMPACT);
+    CU_ASSERT_STRING_EQUAL(v, "[\"Yann LeCun\",\"372\"]");
+    free(v);
+    json_decref(art);
+    free(book);
+    getter_fails(&ops, "{\"type\": \"content_from_vm_file\", \"path\": \"/r.csv\", \"file_type\": \"csv\", "
+                       "\"file_content\": \"last_row\"}",
+                 "getter: file_type: expected \"xlsx\" (the only type OSWorld reads)");
 }
 
 static CU_TestInfo tests[] = {
@@ -1180,6 +1281,7 @@ static CU_TestInfo tests[] = {
     {"getters: rule, local_file, cache_file, refusals", test_getters_host_side},
     {"getters: guest side through recorded ops", test_getters_guest_side},
     {"getters: OSWorld's multi, ~, cache_file, relative time", test_getters_osworld},
+    {"getters: documents read in the evaluator sandbox", test_getters_documents},
     {"getters: safe artifact names", test_safe_name},
     {"score: one metric", test_score_single},
     {"score: and / or", test_score_and_or},

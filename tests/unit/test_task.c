@@ -488,8 +488,8 @@ static void test_evaluator_errors(void)
     field_err("evaluator", "{\"func\": \"exact_match\", \"result\": {}, \"expected\": {}}",
               "evaluator.result.type: missing");
     field_err_prefix("evaluator",
-                     "{\"func\": \"exact_match\", \"result\": {\"type\": \"page_info\"}, \"expected\": {}}",
-                     "evaluator.result.type: getter `page_info` drives the live web from OSWorld's host");
+                     "{\"func\": \"exact_match\", \"result\": {\"type\": \"number_of_search_results\"}, \"expected\": {}}",
+                     "evaluator.result.type: getter `number_of_search_results` counts results of a fixed google.com query");
     field_err("evaluator", "{\"func\": \"exact_match\", \"result\": {\"type\": \"frob\"}, \"expected\": {}}",
               "evaluator.result.type: unknown getter `frob`");
     field_err("evaluator",
@@ -1000,7 +1000,25 @@ static void test_osworld_syntax(void)
                            "{\"relativeTime\": {\"from\": \"someday\"}, \"expected\": {\"time\": \"{Year}\"}}}, "
                            "\"expected\": {\"type\": \"rule\", \"rules\": {}}}",
               "evaluator.result.rules.relativeTime.from: expected one of OSWorld's day phrases (\"tomorrow\", \"next "
-              "Monday\", ...)");
+              "Monday\", \"next week Saturday\", ...)");
+    /* the split forms only where OSWorld reads them, with their three keys */
+    field_err("evaluator", "{\"func\": \"exact_match\", \"result\": {\"type\": \"rule_relativeTime\", \"rules\": "
+                           "{\"relativeTime\": {\"from\": \"next Friday split\", \"to\": \"next Monday\"}, \"expected\": "
+                           "{\"from\": \"{Year}\", \"to\": \"{Year}\"}}}, \"expected\": {\"type\": \"rule\", \"rules\": {}}}",
+              "evaluator.result.rules.relativeTime.from: `next Friday split` is a to phrase (with a `to`)");
+    field_err("evaluator", "{\"func\": \"exact_match\", \"result\": {\"type\": \"rule_relativeTime\", \"rules\": "
+                           "{\"relativeTime\": {\"from\": \"next Monday split\", \"to\": \"next Friday split\"}, "
+                           "\"expected\": {\"puDay\": \"{DayD}\", \"puMonth\": \"{MonthD}\"}}}, \"expected\": {\"type\": "
+                           "\"rule\", \"rules\": {}}}",
+              "evaluator.result.rules.expected.puYear: expected a format string");
+    field_err("evaluator", "{\"func\": \"exact_match\", \"result\": {\"type\": \"rule_relativeTime\", \"rules\": "
+                           "{\"relativeTime\": {\"from\": \"tomorrow\"}, \"timezone\": \"../../etc/passwd\", "
+                           "\"expected\": {\"time\": [\"{Year}\"]}}}, \"expected\": {\"type\": \"rule\", \"rules\": {}}}",
+              "evaluator.result.rules.timezone: expected a time-zone name such as \"America/New_York\"");
+    field_err("evaluator", "{\"func\": \"exact_match\", \"result\": {\"type\": \"rule_relativeTime\", \"rules\": "
+                           "{\"relativeTime\": {\"from\": \"tomorrow\"}, \"expected\": {\"time\": [\"{Year}\", 3]}}}, "
+                           "\"expected\": {\"type\": \"rule\", \"rules\": {}}}",
+              "evaluator.result.rules.expected.time: expected a format string or a list of them");
 }
 
 /* `envmgr task check` sees every problem of a file, one line each, not only the first. */
@@ -1010,7 +1028,7 @@ static void test_check_every_problem(void)
     write_text(path, "{\"id\": \"bad id!\", \"instruction\": \"\", \"config\": [{\"type\": \"googledrive\"},"
                      " {\"type\": \"sleep\", \"parameters\": {\"seconds\": 1}}, {\"type\": \"nope\"}],"
                      " \"evaluator\": {\"func\": [\"no_such_metric\", \"exact_match\"],"
-                     " \"result\": [{\"type\": \"page_info\"}, {\"type\": \"vm_screen_size\"}],"
+                     " \"result\": [{\"type\": \"gotoRecreationPage_and_get_html_content\"}, {\"type\": \"vm_screen_size\"}],"
                      " \"expected\": [{\"type\": \"rule\", \"rules\": 1}, {\"type\": \"cloud_file\", \"path\": "
                      "\"https://h/x\", \"dest\": \"x\"}]}}");
     task_check_result r;
@@ -1021,7 +1039,9 @@ static void test_check_every_problem(void)
         "config[0].type: setup step `googledrive` needs a Google account",
         "config[2].type: unknown setup step `nope`",
         "evaluator.func[0]: unknown metric `no_such_metric`",
-        "evaluator.result[0].type: getter `page_info` drives the live web from OSWorld's host (playwright)",
+        "evaluator.result[0].type: getter `gotoRecreationPage_and_get_html_content` never reads the page in "
+        "OSWorld-Verified: its search-result step is unreachable code, so it always returns its "
+        "__EVALUATION_FAILED__ value and the task scores 0 for every agent",
     };
     CU_ASSERT_EQUAL_FATAL(r.nproblems, ARRAY_LEN(want));
     for (size_t i = 0; i < ARRAY_LEN(want); i++) {

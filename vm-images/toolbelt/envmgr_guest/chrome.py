@@ -269,12 +269,71 @@ def prefs(home):
                                                           "minimum_font_size": 13}),
         "enabled_experiments": ls.get("browser", {}).get("enabled_labs_experiments", []),
         "enhanced_safe_browsing": bool(p.get("safebrowsing", {}).get("enhanced", False)),
+        # OSWorld's enable_safe_browsing: either key set (a missing "enabled" counts as off, as there)
+        "safe_browsing": bool(p.get("safebrowsing", {}).get("enhanced", False))
+                         or bool(p.get("safebrowsing", {}).get("enabled", False)),
         "restore_on_startup": p.get("session", {}).get("restore_on_startup"),
         "new_startup_page": ("session" not in p) or p.get("session", {}).get("restore_on_startup") == 5,
         "default_content_setting_values": p.get("profile", {}).get("default_content_setting_values"),
         "extensions": [{"id": k, "path": v.get("path"), "name": (v.get("manifest") or {}).get("name")}
                        for k, v in ext.items()],
     }
+
+
+def _scheme_of(value):
+    """Chrome's color_scheme value as a mode: 0 system, 1 light, 2 dark (numbers or words)."""
+    if isinstance(value, str):
+        return {"system": "system", "default": "system", "0": "system", "light": "light", "1": "light",
+                "dark": "dark", "2": "dark"}.get(value.strip().lower())
+    if isinstance(value, (int, float)):
+        return {0: "system", 1: "light", 2: "dark"}.get(int(value))
+    return None
+
+
+def _mode_of(prefs_data):
+    """The appearance mode a Preferences file records: browser.theme.color_scheme2 (newer
+    Chrome) or color_scheme; extensions.theme.system_theme 0/false means light whatever those
+    say (Linux builds update it where color_scheme stays stale); "system" when nothing says."""
+    theme = (prefs_data.get("browser") or {}).get("theme") or {}
+    mode = _scheme_of(theme.get("color_scheme2", theme.get("color_scheme")))
+    flag = ((prefs_data.get("extensions") or {}).get("theme") or {}).get("system_theme")
+    if flag in (0, "0", False):
+        return "light"
+    return mode or "system"
+
+
+def color_scheme(home, polls=5, pause=1.0):
+    """OSWorld's file-based appearance mode: every profile's Preferences, newest first; an explicit
+    light or dark wins over system; read again each second for polls seconds (Chrome writes the
+    file a moment after the setting changes), ending early on light. "system" when none reads."""
+    import time
+    try:
+        base = profile_dir(home)
+    except ChromeError:
+        return "system"
+    files = []
+    for pattern in ("Default", "Guest Profile", "Profile *"):
+        files += [p for p in glob.glob(os.path.join(base, pattern, "Preferences")) if os.path.isfile(p)]
+    files.sort(key=lambda p: os.path.getmtime(p) if os.path.exists(p) else 0, reverse=True)
+    final = "system"
+    for i in range(polls):
+        best = None
+        for path in files:
+            try:
+                mode = _mode_of(_json_file(path))
+            except (ChromeError, AttributeError):
+                continue
+            if mode in ("light", "dark"):
+                best = mode
+                break
+            best = best or mode
+        if best:
+            final = best
+            if best == "light":
+                return "light"
+        if i + 1 < polls:
+            time.sleep(pause)
+    return final
 
 
 def bookmarks(home):

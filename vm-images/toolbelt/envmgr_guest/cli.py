@@ -291,6 +291,46 @@ def chrome_active_tab(a):
     return _chrome(chrome.active_tab, a.port, a.content, a.timeout)
 
 
+def _json_arg(text, what, kind):
+    try:
+        v = json.loads(text)
+    except ValueError as e:
+        raise Fail("%s: not JSON: %s" % (what, e))
+    if not isinstance(v, kind):
+        raise Fail("%s: expected a JSON %s" % (what, "object" if kind is dict else "array"))
+    return v
+
+
+def chrome_html_parse(a):
+    from . import chrome_page
+    return _chrome(chrome_page.html_parse, a.url, _json_arg(a.spec, "--spec", dict), a.port, a.timeout)
+
+
+def chrome_appearance(a):
+    from . import chrome_page
+    return chrome_page.appearance(home_of_session(), a.port, a.timeout)
+
+
+def chrome_color_scheme(_a):
+    from . import chrome
+    return {"mode": chrome.color_scheme(home_of_session())}
+
+
+def chrome_page_info(a):
+    from . import chrome_page
+    return _chrome(chrome_page.page_info, a.url, a.port, a.timeout)
+
+
+def chrome_pdf(a):
+    from . import chrome_page
+    return _chrome(chrome_page.pdf, a.url, a.port, a.timeout)
+
+
+def chrome_website_info(a):
+    from . import chrome_page
+    return _chrome(chrome_page.website_info, a.url, _json_arg(a.infos, "--infos", list), a.port, a.timeout)
+
+
 def chrome_prefs(a):
     from . import chrome
     return _chrome(chrome.prefs, home_of_session())
@@ -438,7 +478,27 @@ def build_parser():
         p.add_argument("--timeout", type=float, default=10.0)
         if name == "chrome-active-tab":
             p.add_argument("--content", action="store_true", help="include the page's HTML")
+    for name, fn, h, args in (
+            ("chrome-html-parse", chrome_html_parse, "OSWorld's active_tab_html_parse: DOM queries (--spec, the "
+             "getter's spec) in the tab showing --url", ("url", "spec")),
+            ("chrome-appearance", chrome_appearance, "the appearance mode chrome://settings/appearance shows "
+             "(else Default/Preferences'): light, dark or system", ()),
+            ("chrome-page-info", chrome_page_info, "title, final url and HTML of --url, loaded in a new tab",
+             ("url",)),
+            ("chrome-pdf", chrome_pdf, "--url loaded in a new tab of a fresh context, printed to PDF (base64)",
+             ("url",)),
+            ("chrome-website-info", chrome_website_info, "OSWorld's info_from_website: --infos (a JSON array of "
+             "{action, selector, attribute}) read from --url in a new tab", ("url", "infos"))):
+        p = cmd(name, fn, h)
+        for arg in args:
+            p.add_argument("--" + arg, required=True)
+        p.add_argument("--port", type=int, help="DevTools port (default: 1337, then 9222)")
+        p.add_argument("--timeout", type=float, default=30.0 if name == "chrome-html-parse" else
+                       150.0 if name == "chrome-appearance" else 60.0,
+                       help="seconds for each load or DevTools answer")
     cmd("chrome-prefs", chrome_prefs, "settings from Default/Preferences and Local State")
+    cmd("chrome-color-scheme", chrome_color_scheme, "the appearance mode the profiles' Preferences record (newest "
+        "first, read again for 5 s): light, dark or system")
     cmd("chrome-bookmarks", chrome_bookmarks, "Default/Bookmarks roots")
     for name, fn, h in (("chrome-history", chrome_history, "url, title, last_visit_time of Default/History"),
                         ("chrome-cookies", chrome_cookies, "every row of the cookies table")):
