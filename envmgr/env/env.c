@@ -531,6 +531,8 @@ int env_list(json_t **out, em_err *err)
         struct stat ost;
         if (stat(ov, &ost) == 0)
             json_object_set_new(row, "overlay_mib", json_real((double)ost.st_blocks * 512 / (1 << 20)));
+        const char *on = json_string_value(json_object_get(json_object_get(meta, "state"), "name"));
+        json_object_set_new(row, "state", on ? json_string(on) : json_null()); /* the saved state it runs on */
         const char *keys[] = {"image", "accel", "created"};
         for (size_t i = 0; i < ARRAY_LEN(keys); i++) {
             json_t *v = json_object_get(meta, keys[i]);

@@ -449,6 +449,10 @@ int state_list(json_t **out, em_err *err)
                                 (double)disk_bytes(s->dir) / (1 << 20), "last_used", s->last_used, "users",
                                 users_of(s->dir, name), "image", s->image, "golden_key", s->golden_key, "since",
                                 json_object_get(s->meta, "since") ?: json_null());
+        char gid[65];
+        em_err gerr;
+        json_object_set_new(row, "golden_ok",
+                            json_boolean(state_golden_id(s->golden_dir, gid, &gerr) == 0 && !strcmp(gid, s->golden_id)));
         if (s->parent) {
             json_t *c = json_object_get(children, s->parent);
             if (!c)
@@ -523,8 +527,8 @@ void state_pick_evictions(const state_row *rows, size_t n, uint64_t cap, bool *e
 {
     uint64_t total = 0;
     for (size_t i = 0; i < n; i++) {
-        evict[i] = false;
-        total += rows[i].bytes;
+        evict[i] = rows[i].stale && !rows[i].pinned; /* its children are as stale: same golden state */
+        total += evict[i] ? 0 : rows[i].bytes;
     }
     while (total > cap) {
         size_t best = n;
@@ -601,13 +605,17 @@ int state_evict(uint64_t cap, const char *keep, bool dry_run, FILE *log, size_t 
         /* a damaged record's dependencies are unknown: keep it (state rm removes it) */
         rows[i].pinned = json_object_get(row, "error") || json_array_size(json_object_get(row, "users")) ||
                          (keep && !strcmp(rows[i].name, keep));
+        rows[i].stale = json_is_false(json_object_get(row, "golden_ok"));
     }
     state_pick_evictions(rows, n, cap, evict);
     int rc = 0;
     for (size_t i = 0; rc == 0 && i < n; i++) {
         if (!evict[i])
             continue;
-        if (log)
+        if (log && rows[i].stale)
+            fprintf(log, "gc: %sevict state %s (%.0f MiB; its golden state is gone)\n", dry_run ? "would " : "",
+                    rows[i].name, (double)rows[i].bytes / (1 << 20));
+        else if (log)
             fprintf(log, "gc: %sevict state %s (%.0f MiB; over the %" PRIu64 " MiB cap, least recently used)\n",
                     dry_run ? "would " : "", rows[i].name, (double)rows[i].bytes / (1 << 20), cap >> 20);
         if (!dry_run)

@@ -58,7 +58,7 @@ int state_commit(const char *tmp_dir, const char *name, json_t *meta, em_err *er
 void state_abort(const char *tmp_dir);
 
 /* One object per state: name, parent, created, mib, last_used, users (envs), children, image,
- * golden key, since; a state whose record is damaged: name and error. */
+ * golden key, golden_ok (its golden state is still the one), since; a damaged one: name and error. */
 int state_list(json_t **out, em_err *err);
 /* Remove a state; refused while another state or a running env depends on it. */
 int state_remove(const char *name, em_err *err);
@@ -69,8 +69,9 @@ void state_release(const char *name, const char *env_dir);
 
 /* The cap in bytes: ENVMGR_STATE_CAP_MIB, else the default. */
 int state_cap_bytes(uint64_t *cap, em_err *err);
-/* Evict states over cap (least recently used first, never `keep` nor a state something depends
- * on) and leftovers of interrupted saves; one line each on log (may be NULL). */
+/* Evict states whose golden state is gone, then states over cap (least recently used first), never
+ * `keep` nor a state something depends on, and leftovers of interrupted saves; one line each on
+ * log (may be NULL). */
 int state_evict(uint64_t cap, const char *keep, bool dry_run, FILE *log, size_t *count, double *mib, em_err *err);
 
 /* What state_evict decides, on rows alone (unit-tested): evict[i] for the rows to remove. */
@@ -79,6 +80,7 @@ typedef struct state_row {
     uint64_t bytes;
     double last_used;
     bool pinned; /* in use, or kept */
+    bool stale;  /* its golden state is gone or was rebuilt: it can never run again */
 } state_row;
 void state_pick_evictions(const state_row *rows, size_t n, uint64_t cap, bool *evict);
 
