@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# Saved states on the desktop image (docs/states.md): save, restore and branch round trips (the
+# screen, files, the guest clock, the agent), two envs from one state, a tampered state refused,
+# removal refused while needed, eviction under a cap, bad input. Prints `N passed, N failed`.
+SUITE=states
+source "$(dirname "$0")/lib.sh"
+export ENVMGR_STATE_DIR=$T/states # this run's states only: eviction below must not touch others'
+
+E1=it-st-1 E2=it-st-2 E3=it-st-3
+has() { "$ENVMGR" exec "$1" -- test -e "$2"; }
+hasnt() { ! has "$@"; }
+same_screen() { test "$("$PNGTOOL" diff "$1" "$2")" = 0.000000; }
+clock_right() { # the guest's clock within 3 s of the host's
+    local g h; g=$("$ENVMGR" exec "$1" -- date +%s) && h=$(date +%s) && [ $((g - h)) -le 3 ] && [ $((h - g)) -le 3 ]
+}
+state_field() { "$ENVMGR" state ls --json | python3 -c "
+import json, sys
+for s in json.load(sys.stdin):
+    if s['name'] == sys.argv[1]: print(s.get(sys.argv[2]))" "$1" "$2"; }
+
+out=$("$ENVMGR" up --name $E1 --accel tcg 2>&1) && ok "up $E1" || { bad "up $E1: $out"; finish; exit 1; }
+
+# --- save, change, restore ----------------------------------------------------------------------
+"$ENVMGR" exec $E1 -- sh -c 'echo saved > /root/before && sync'
+act $E1 '{"action_type":"CLICK","x":640,"y":400,"button":"right"}' # a menu: a screen unlike the clean one
+sleep 2
+out=$("$ENVMGR" state save $E1 s1 2>&1); rc=$?
+echo "$out"
+check "state save s1 (exit 0)" test $rc = 0
+shot $E1 "$T/saved.png"
+check "state ls lists s1, saved from the golden state" test "$(state_field s1 parent)" = None
+check "the env runs on after a save (agent answers)" "$ENVMGR" exec $E1 -- true
+"$ENVMGR" exec $E1 -- sh -c 'echo later > /root/after'
+act $E1 '{"action_type":"PRESS","key":"esc"}'
+out=$("$ENVMGR" state restore $E1 s1 2>&1); rc=$?
+echo "$out"
+check "state restore s1 (exit 0)" test $rc = 0
+shot $E1 "$T/restored.png"
+check "the screen after restore is the saved one" same_screen "$T/saved.png" "$T/restored.png"
+check "a file written before the save is there" has $E1 /root/before
+check "a file written after the save is gone" hasnt $E1 /root/after
+check "the guest clock is right after a restore" clock_right $E1
+check "the guest agent answers after a restore" bash -c "'$ENVMGR' exec $E1 -- cat /root/before | grep -qx saved"
+check "ls shows the env on s1" bash -c "'$ENVMGR' ls --json | grep -q '\"state\": \"s1\"'"
+
+# --- branch: a child state, then back to its parent and forth ---------------------------------
+"$ENVMGR" exec $E1 -- sh -c 'echo branch > /root/branch && sync'
+check "state save s2 on an env restored from s1" "$ENVMGR" state save $E1 s2
+check "s2's parent is s1" test "$(state_field s2 parent)" = s1
+check "restore s1 (the earlier state)" "$ENVMGR" state restore $E1 s1
+check "the branch's file is absent in s1" hasnt $E1 /root/branch
+check "restore s2" "$ENVMGR" state restore $E1 s2
+check "the branch's file is present in s2, and s1's too" bash -c "'$ENVMGR' exec $E1 -- test -e /root/branch &&
+    '$ENVMGR' exec $E1 -- test -e /root/before"
+check "reset goes back to the golden state" bash -c "'$ENVMGR' reset $E1 >/dev/null && ! '$ENVMGR' exec $E1 -- test -e /root/before"
+
+# --- many envs from one state -------------------------------------------------------------------
+"$ENVMGR" up --name $E2 --from-state s2 >"$T/up2" 2>&1 & p2=$!
+"$ENVMGR" up --name $E3 --from-state s2 >"$T/up3" 2>&1 & p3=$!
+wait $p2; r2=$?; wait $p3; r3=$?
+cat "$T/up2" "$T/up3"
+check "two envs up from s2 at once" test "$r2$r3" = 00
+shot $E2 "$T/e2.png"
+shot $E3 "$T/e3.png"
+check "both show the same screen" same_screen "$T/e2.png" "$T/e3.png"
+check "both have the state's files" bash -c "'$ENVMGR' exec $E2 -- test -e /root/branch && '$ENVMGR' exec $E3 -- test -e /root/branch"
+"$ENVMGR" exec $E2 -- sh -c 'echo mine > /root/e2only'
+check "an env's writes stay its own" hasnt $E3 /root/e2only
+check "both clocks are right" bash -c "$(declare -f clock_right); ENVMGR='$ENVMGR'; clock_right $E2 && clock_right $E3"
+check "state ls counts s2's two envs" test "$(state_field s2 users | python3 -c 'import ast,sys; print(len(ast.literal_eval(sys.stdin.read())))')" = 2
+
+# --- refusals -----------------------------------------------------------------------------------
+out=$("$ENVMGR" state rm s1 2>&1); rc=$?
+check "rm of a state another was saved from: exit 2, naming it" bash -c "[ $rc = 2 ] && echo '$out' | grep -q s2"
+out=$("$ENVMGR" state rm s2 2>&1); rc=$?
+check "rm of a state envs run on: exit 2" bash -c "[ $rc = 2 ] && echo '$out' | grep -q 'runs on it'"
+out=$("$ENVMGR" state save $E1 s1 2>&1); rc=$?
+check "save under a taken name: exit 2" bash -c "[ $rc = 2 ] && echo '$out' | grep -q exists"
+out=$("$ENVMGR" state save $E1 ../x 2>&1); rc=$?
+check "save under a bad name: exit 2, one line" bash -c "[ $rc = 2 ] && [ \$(echo '$out' | wc -l) = 1 ]"
+out=$("$ENVMGR" state restore $E1 nosuch 2>&1); rc=$?
+check "restore of a missing state: exit 2" bash -c "[ $rc = 2 ] && echo '$out' | grep -q 'does not exist'"
+out=$("$ENVMGR" up --name x --from-state s1 --image desktop 2>&1); rc=$?
+check "up --from-state with --image: exit 2" test $rc = 2
+f=$ENVMGR_STATE_DIR/s1/ram.delta
+chmod u+w "$f" && printf 'X' | dd of="$f" bs=1 seek=8192 conv=notrunc 2>/dev/null
+out=$("$ENVMGR" state restore $E1 s1 2>&1); rc=$?
+check "a tampered state is refused, naming the file" bash -c "[ $rc != 0 ] && echo '$out' | grep -q 'ram.delta does not match its sha256'"
+check "the env whose restore was refused still runs" "$ENVMGR" exec $E1 -- true
+out=$("$ENVMGR" up --name $E1-t --from-state s2 2>&1); rc=$?
+check "a state whose parent was tampered with is refused too" bash -c "[ $rc != 0 ] && echo '$out' | grep -q 'state .s1.'"
+check "the refused up left no run directory" test ! -e "$ENVMGR_RUN_DIR/$E1-t"
+
+# --- eviction under a cap -------------------------------------------------------------------------
+"$ENVMGR" state save $E1 s3 >/dev/null
+out=$("$ENVMGR" gc --keep-golden --state-cap 0 2>&1)
+echo "$out" | grep state
+check "gc under a zero cap evicts the unused state" test ! -e "$ENVMGR_STATE_DIR/s3"
+check "and keeps s2 (envs run on it) and s1 (s2 needs it)" test -e "$ENVMGR_STATE_DIR/s2/state.json" -a -e "$ENVMGR_STATE_DIR/s1/state.json"
+"$ENVMGR" down $E2 >/dev/null; "$ENVMGR" down $E3 >/dev/null
+out=$("$ENVMGR" gc --keep-golden --state-cap 0 2>&1)
+check "once its envs are down, gc evicts s2 then s1" test ! -e "$ENVMGR_STATE_DIR/s2" -a ! -e "$ENVMGR_STATE_DIR/s1"
+check "no leftovers in the state directory" test -z "$(ls -A "$ENVMGR_STATE_DIR")"
+
+"$ENVMGR" down $E1 >/dev/null
+check "no QEMU left behind" no_qemu_under "$ENVMGR_RUN_DIR/"
+finish
