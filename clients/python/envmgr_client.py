@@ -90,6 +90,10 @@ class Client:
     def envs(self):
         return self.request("GET", "/v1/envs")["envs"]
 
+    def states(self):
+        """The saved states in the server's cache (docs/states.md)."""
+        return self.request("GET", "/v1/states")["states"]
+
     def metrics(self):
         return self.request("GET", "/v1/metrics", raw=True).decode()
 
@@ -107,13 +111,15 @@ class EnvmgrEnv:
     "screenshot_a11y_tree"; with a tree, obs["accessibility_tree"] is OSWorld's
     XML of the nodes that are showing (docs/agent-protocol.md; the image needs
     the guest toolbelt: image="apps").
+    from_state: start the env from a saved state (save_state) instead of the golden state;
+    the state names the image.
     The env is created at once and deleted by close() (or the with-block).
     """
 
     OBSERVATION_TYPES = ("screenshot", "a11y_tree", "screenshot_a11y_tree")
 
     def __init__(self, url, token=None, image=None, task_config=None, action_space="computer_13", timeout=600,
-                 observation_type="screenshot"):
+                 observation_type="screenshot", from_state=None):
         if action_space not in ("computer_13", "pyautogui"):
             raise ValueError("action_space: expected computer_13 or pyautogui")
         if observation_type not in self.OBSERVATION_TYPES:
@@ -126,6 +132,8 @@ class EnvmgrEnv:
             body["image"] = image
         if task_config is not None:
             body["task"] = task_config
+        if from_state is not None:
+            body["from_state"] = from_state
         info = self.api.request("POST", "/v1/envs", body)
         self.env_id = info["id"]
         self.screen_size = (info["width"], info["height"])
@@ -163,6 +171,22 @@ class EnvmgrEnv:
             except EnvmgrError as e:
                 if e.status != 404:
                     raise
+
+    # -- saved states (docs/states.md) ---------------------------------------------
+    def save_state(self, name):
+        """Save this moment of the env (its screen, memory, disk) as state `name` in the server's
+        cache; the episode goes on. Returns what was saved (sizes, save_ms)."""
+        return self.api.request("POST", self._path("state"), {"name": name})
+
+    def load_state(self, name):
+        """Bring the env back to state `name` (saved from an env of the same image) and start a new
+        episode there with the current task (its setup is not run again); returns the first
+        observation. evaluate() then scores this episode."""
+        body = {"name": name}
+        if self.observation_type != "screenshot":
+            body["observation"] = self.observation_type
+        r = self.api.request("POST", self._path("restore"), body)
+        return self._obs(r["observation"])
 
     # -- more ----------------------------------------------------------------------
     def screenshot(self):

@@ -49,8 +49,9 @@ int env_state_save(env *e, const char *name, json_t *since, json_t **info, em_er
 /* Restore state `name` (saved from an env of the same golden state) into this env: a fresh QEMU,
  * like a reset. */
 int env_state_restore(env *e, const char *name, env_timings *t, em_err *err);
-/* The saved state the env runs on (the last restored), or NULL. */
+/* The saved state the env runs on (the last restored; NULL: none) and its id. */
 const char *env_state_name(const env *e);
+const char *env_state_id(const env *e);
 /* The env's network policy, and a new one that takes effect at the next
  * env_reset (*changed: it differs from the current one). */
 int env_network(const env *e, netpolicy *p, em_err *err);

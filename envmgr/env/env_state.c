@@ -14,6 +14,11 @@ const char *env_state_name(const env *e)
     return json_string_value(json_object_get(json_object_get(e->meta, "state"), "name"));
 }
 
+const char *env_state_id(const env *e)
+{
+    return json_string_value(json_object_get(json_object_get(e->meta, "state"), "id"));
+}
+
 /* The image's golden state for this QEMU and accelerator must be the one the state was saved on. */
 static int open_golden(env *e, const state *s, const char *accel, em_err *err)
 {
@@ -122,8 +127,7 @@ static int parent_chain(env *e, state ***chain, size_t *n, em_err *err)
 {
     *chain = NULL;
     *n = 0;
-    const char *parent = env_state_name(e);
-    const char *id = json_string_value(json_object_get(json_object_get(e->meta, "state"), "id"));
+    const char *parent = env_state_name(e), *id = env_state_id(e);
     if (!parent)
         return 0;
     if (state_chain_load(parent, chain, n, err) < 0)

@@ -702,7 +702,10 @@ int episode_begin_with(const episode_env *ev, const task *t, const char *task_pa
         rc = -1;
     if (rc == 0 && ev->set_network(ev->ctx, &net, &net_changed, err) < 0)
         rc = -1;
-    if (rc == 0 && (!o->fresh || net_changed))
+    if (rc == 0 && o->from_state && net_changed) /* a reset would throw the restored state away */
+        rc = em_fail(err, "the task's network section is not the env's: a saved state runs under the policy it "
+                          "was restored with (reset with the task first)");
+    else if (rc == 0 && (!o->fresh || net_changed))
         rc = ev->reset(ev->ctx, err);
     r->reset_ms = now_ms() - t_reset;
     _cleanup_free_ char *elog = egress_path(r);
@@ -746,6 +749,8 @@ int episode_begin_with(const episode_env *ev, const task *t, const char *task_pa
     json_object_set_new(hdr, "pause_while_thinking", json_boolean(t->pause_while_thinking && ev->hold));
     if (t->osworld_proxy) /* OSWorld's "proxy": true: the task wants the web; `network` is the answer */
         json_object_set_new(hdr, "osworld_proxy", json_true());
+    if (o->from_state)
+        json_object_set_new(hdr, "from_state", json_deep_copy(o->from_state));
     rc = trace_open(r->trace_dir, hdr, &r->tw, err);
     json_decref(hdr);
     if (rc < 0) {
@@ -754,7 +759,7 @@ int episode_begin_with(const episode_env *ev, const task *t, const char *task_pa
     }
 
     double t0 = now_ms();
-    rc = run_steps(r, t->config, t->nconfig, "config", true, err);
+    rc = o->from_state ? 0 : run_steps(r, t->config, t->nconfig, "config", true, err);
     if (rc >= 0 && drain_egress(r, err) < 0)
         rc = -1;
     r->setup_ms = now_ms() - t0;

@@ -91,6 +91,53 @@ out=$("$ENVMGR" up --name $E1-t --from-state s2 2>&1); rc=$?
 check "a state whose parent was tampered with is refused too" bash -c "[ $rc != 0 ] && echo '$out' | grep -q 'state .s1.'"
 check "the refused up left no run directory" test ! -e "$ENVMGR_RUN_DIR/$E1-t"
 
+# --- the HTTP API and the Python client ----------------------------------------------------------
+"$ENVMGR" serve --listen 127.0.0.1:0 --token-file "$T/token" --out "$T/out" --accel tcg >"$T/serve.out" 2>"$T/serve.err" &
+SERVE=$!
+wait_until 20 grep -q 'listening on' "$T/serve.out"
+URL=$(sed -n 's/^envmgr serve: listening on //p' "$T/serve.out")
+export PYTHONPATH=$ROOT/clients/python
+out=$(python3 "$ROOT/clients/python/examples/branch_rollouts.py" "$URL" "$T/token" "$ROOT/tasks/demo/terminal-mkdir-tree.json" 4 2>&1)
+echo "$out" | tail -3
+check "the RL example: 4 rollouts from step 1 score 1, 0, 1, 0" test "$(echo "$out" | tail -1)" = '{"scores": [1.0, 0.0, 1.0, 0.0]}'
+cat >"$T/api_check.py" <<'PY'
+import io, json, sys, tarfile
+from envmgr_client import Client, EnvmgrEnv, EnvmgrError
+url, token, task_path, tmp = sys.argv[1], open(sys.argv[2]).read().strip(), sys.argv[3], sys.argv[4]
+def check(name, cond):
+    print(("ok   " if cond else "FAIL ") + name)
+def status(f):
+    try:
+        f()
+    except EnvmgrError as e:
+        return e.status, e.field
+    return None
+task = json.load(open(task_path))
+with EnvmgrEnv(url, token) as env:
+    env.reset(task_config=task)
+    info = env.save_state("api-a")
+    check("save_state answers with its sizes (%.1f MiB RAM delta, %.0f ms)" % (info["ram_delta_mib"], info["save_ms"]),
+          info["name"] == "api-a" and info["ram_delta_mib"] > 0)
+    obs = env.load_state("api-a")
+    check("load_state answers with an observation at step 0", obs["screenshot"][:4] == b"\x89PNG" and obs["step"] == 0)
+    with tarfile.open(fileobj=io.BytesIO(open(env.trace(tmp + "/t.tar"), "rb").read())) as tf:
+        name = [m for m in tf.getnames() if m.endswith("trace.jsonl")][0]
+        hdr = json.loads(tf.extractfile(name).readline())
+    check("the restored episode's trace header names the state", hdr.get("from_state", {}).get("name") == "api-a")
+    rows = [s for s in Client(url, token).states() if s["name"] == "api-a"]
+    check("GET /v1/states lists it with one env on it", len(rows) == 1 and rows[0]["users"] == 1)
+    check("save_state under a bad name: 400 naming name", status(lambda: env.save_state("../x")) == (400, "name"))
+    check("save_state under a taken name: 400", status(lambda: env.save_state("api-a")) == (400, "name"))
+    check("load_state of a missing state: 400 naming name", status(lambda: env.load_state("nosuch")) == (400, "name"))
+    with EnvmgrEnv(url, token, from_state="api-a") as env2:
+        check("an env created from_state shows the state's screen", env2.screenshot() == env.screenshot())
+    check("from_state with image: 400", status(lambda: EnvmgrEnv(url, token, image="desktop", from_state="api-a"))
+          == (400, "from_state"))
+PY
+tally api < <(timeout 600 python3 "$T/api_check.py" "$URL" "$T/token" "$ROOT/tasks/demo/terminal-mkdir-tree.json" "$T" 2>&1)
+kill -TERM $SERVE; wait $SERVE
+check "the server stopped and took its envs down" no_qemu_under "$ENVMGR_RUN_DIR/api"
+
 # --- eviction under a cap -------------------------------------------------------------------------
 "$ENVMGR" state save $E1 s3 >/dev/null
 out=$("$ENVMGR" gc --keep-golden --state-cap 0 2>&1)
