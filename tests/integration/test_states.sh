@@ -92,7 +92,8 @@ check "a state whose parent was tampered with is refused too" bash -c "[ $rc != 
 check "the refused up left no run directory" test ! -e "$ENVMGR_RUN_DIR/$E1-t"
 
 # --- the HTTP API and the Python client ----------------------------------------------------------
-"$ENVMGR" serve --listen 127.0.0.1:0 --token-file "$T/token" --out "$T/out" --accel tcg >"$T/serve.out" 2>"$T/serve.err" &
+"$ENVMGR" serve --listen 127.0.0.1:0 --token-file "$T/token" --out "$T/out" --task-root "$ROOT/tasks" --accel tcg \
+    >"$T/serve.out" 2>"$T/serve.err" &
 SERVE=$!
 wait_until 20 grep -q 'listening on' "$T/serve.out"
 URL=$(sed -n 's/^envmgr serve: listening on //p' "$T/serve.out")
@@ -114,28 +115,36 @@ def status(f):
     return None
 task = json.load(open(task_path))
 with EnvmgrEnv(url, token) as env:
-    env.reset(task_config=task)
+    env.reset(task_config="demo/terminal-mkdir-tree.json")  # by path: the trace carries the task (replay)
     info = env.save_state("api-a")
     check("save_state answers with its sizes (%.1f MiB RAM delta, %.0f ms)" % (info["ram_delta_mib"], info["save_ms"]),
           info["name"] == "api-a" and info["ram_delta_mib"] > 0)
     obs = env.load_state("api-a")
+    first = obs["screenshot"]
     check("load_state answers with an observation at step 0", obs["screenshot"][:4] == b"\x89PNG" and obs["step"] == 0)
     with tarfile.open(fileobj=io.BytesIO(open(env.trace(tmp + "/t.tar"), "rb").read())) as tf:
         name = [m for m in tf.getnames() if m.endswith("trace.jsonl")][0]
         hdr = json.loads(tf.extractfile(name).readline())
     check("the restored episode's trace header names the state", hdr.get("from_state", {}).get("name") == "api-a")
+    env.step({"action_type": "TYPING", "text": "mkdir -p ~/projects/envmgr/src\n"})
+    check("an episode restored from a state is scored as any other", env.evaluate() == 1.0)
+    with tarfile.open(env.trace(tmp + "/t2.tar")) as tf:
+        tf.extractall(tmp + "/rtrace")
     rows = [s for s in Client(url, token).states() if s["name"] == "api-a"]
     check("GET /v1/states lists it with one env on it", len(rows) == 1 and rows[0]["users"] == 1)
     check("save_state under a bad name: 400 naming name", status(lambda: env.save_state("../x")) == (400, "name"))
     check("save_state under a taken name: 400", status(lambda: env.save_state("api-a")) == (400, "name"))
     check("load_state of a missing state: 400 naming name", status(lambda: env.load_state("nosuch")) == (400, "name"))
     with EnvmgrEnv(url, token, from_state="api-a") as env2:
-        check("an env created from_state shows the state's screen", env2.screenshot() == env.screenshot())
+        check("an env created from_state shows the state's screen", env2.screenshot() == first)
     check("from_state with image: 400", status(lambda: EnvmgrEnv(url, token, image="desktop", from_state="api-a"))
           == (400, "from_state"))
 PY
 tally api < <(timeout 600 python3 "$T/api_check.py" "$URL" "$T/token" "$ROOT/tasks/demo/terminal-mkdir-tree.json" "$T" 2>&1)
 kill -TERM $SERVE; wait $SERVE
+tr=$(dirname "$(find "$T/rtrace" -name trace.jsonl | head -1)")
+out=$("$ENVMGR" replay "$tr" --out "$T/replayed" 2>&1); echo "$out" | head -3
+check "a replay of an episode that began from a state restores it: REPRODUCED" bash -c "echo '$out' | grep -q REPRODUCED"
 check "the server stopped and took its envs down" no_qemu_under "$ENVMGR_RUN_DIR/api"
 
 # --- eviction under a cap -------------------------------------------------------------------------
