@@ -21,11 +21,14 @@ while [ $# -gt 0 ]; do
         *) echo "usage: state_bench.sh [--image IMAGE] [--runs N] [--envs N] [--prep CMD]" >&2; exit 2 ;;
     esac
 done
-export ENVMGR_RUN_DIR=${ENVMGR_RUN_DIR:-$(mktemp -d /tmp/envmgr-bench.XXXXXX)}
+own_run=
+[ -n "${ENVMGR_RUN_DIR:-}" ] || { ENVMGR_RUN_DIR=$(mktemp -d /tmp/envmgr-bench.XXXXXX); own_run=$ENVMGR_RUN_DIR; }
+export ENVMGR_RUN_DIR
 export ENVMGR_STATE_DIR=$(mktemp -d /tmp/envmgr-bench-states.XXXXXX)
 E=state-bench-$$
 tmp=$(mktemp -d)
-trap 'for d in "$ENVMGR_RUN_DIR"/$E*; do [ -d "$d" ] && "$ENVMGR" down "$(basename "$d")" >/dev/null 2>&1; done; rm -rf "$ENVMGR_STATE_DIR" "$tmp"' EXIT
+trap 'for d in "$ENVMGR_RUN_DIR"/$E*; do [ -d "$d" ] && "$ENVMGR" down "$(basename "$d")" >/dev/null 2>&1; done
+      rm -rf "$ENVMGR_STATE_DIR" "$tmp" $own_run' EXIT
 trap 'exit 130' INT TERM
 accel=tcg
 row() { printf '%-44s %-28s [%s]\n' "$1" "$2" "$accel"; }
