@@ -263,6 +263,19 @@ static json_t *observe(api_request *q, api_env *ae, em_err *err, double *env_ms)
     return obs;
 }
 
+/* The body's "observation" (default the screenshot); -1 with the reply set. */
+static int observation_of(api_request *q, api_reply *r, obs_kind *kind)
+{
+    *kind = OBS_SCREENSHOT;
+    json_t *jobs = json_object_get(q->body, "observation");
+    em_err err = {0};
+    if (jobs && !json_is_null(jobs) && obs_kind_parse(json_string_value(jobs), kind, &err) < 0) {
+        reply_fail(r, 400, "observation", err.msg);
+        return -1;
+    }
+    return 0;
+}
+
 /* A new episode on the freshly reset or restored env (from_state: restored from that state, its
  * setup already done), and its first observation; NULL with the reply set on failure. */
 static json_t *begin_episode(api_request *q, api_reply *r, api_env *ae, obs_kind kind, const json_t *from_state,
@@ -510,11 +523,9 @@ void api_h_reset(api_request *q, api_reply *r)
     api_error ae_;
     if (api_check_fields(q->body, " task observation ", &ae_) < 0)
         return api_reply_error(r, &ae_);
-    obs_kind kind = OBS_SCREENSHOT;
-    json_t *jobs = json_object_get(q->body, "observation");
-    em_err oerr = {0};
-    if (jobs && !json_is_null(jobs) && obs_kind_parse(json_string_value(jobs), &kind, &oerr) < 0)
-        return reply_fail(r, 400, "observation", oerr.msg);
+    obs_kind kind;
+    if (observation_of(q, r, &kind) < 0)
+        return;
     api_env *ae = lock_env(q, r);
     if (!ae)
         return;
@@ -776,14 +787,13 @@ void api_h_state_restore(api_request *q, api_reply *r)
     const char *name = state_name_of(q, r, " name observation ");
     if (!name)
         return;
-    obs_kind kind = OBS_SCREENSHOT;
-    json_t *jobs = json_object_get(q->body, "observation");
-    em_err err = {0};
-    if (jobs && !json_is_null(jobs) && obs_kind_parse(json_string_value(jobs), &kind, &err) < 0)
-        return reply_fail(r, 400, "observation", err.msg);
+    obs_kind kind;
+    if (observation_of(q, r, &kind) < 0)
+        return;
     api_env *ae = lock_env(q, r);
     if (!ae)
         return;
+    em_err err = {0};
     env_timings tm = {0};
     double t0 = now_ms();
     /* A refused state leaves the env and its episode as they were; a restored one ends the episode. */
