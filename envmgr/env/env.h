@@ -49,6 +49,8 @@ int env_state_save(env *e, const char *name, json_t *since, json_t **info, em_er
 /* Restore state `name` (saved from an env of the same golden state) into this env: a fresh QEMU,
  * like a reset. */
 int env_state_restore(env *e, const char *name, env_timings *t, em_err *err);
+/* The id of the golden state the env runs on (sha256 of its golden.json). */
+int env_golden_id(const env *e, char id[65], em_err *err);
 /* The saved state the env runs on (the last restored; NULL: none) and its id. */
 const char *env_state_name(const env *e);
 const char *env_state_id(const env *e);

@@ -14,6 +14,11 @@ const char *env_state_name(const env *e)
     return json_string_value(json_object_get(json_object_get(e->meta, "state"), "name"));
 }
 
+int env_golden_id(const env *e, char id[65], em_err *err)
+{
+    return state_golden_id(e->gold->dir, id, err);
+}
+
 const char *env_state_id(const env *e)
 {
     return json_string_value(json_object_get(json_object_get(e->meta, "state"), "id"));
@@ -157,7 +162,8 @@ static json_t *state_record(env *e, state *parent, json_t *since, int px, int py
                                             (json_int_t)st->delta.zero_pages, "vram_pages",
                                             (json_int_t)st->delta.pages[RAMDELTA_VRAM], "delta_bytes",
                                             (json_int_t)st->delta.bytes, "disk_bytes", (json_int_t)st->disk_bytes));
-    json_object_set_new(m, "timings", json_pack("{s:f, s:f}", "save_ms", save_ms, "paused_ms", st->paused_ms));
+    /* the files written; the record and its hashes take a little more (env_state_save's info) */
+    json_object_set_new(m, "timings", json_pack("{s:f, s:f}", "files_ms", save_ms, "paused_ms", st->paused_ms));
     return m;
 }
 
@@ -187,6 +193,7 @@ int env_state_save(env *e, const char *name, json_t *since, json_t **info, em_er
         rc = state_commit(tmp, name, meta, err);
     if (rc < 0)
         state_abort(tmp);
+    save_ms = now_ms() - t0;
     if (rc == 0 && info)
         *info = json_pack("{s:s, s:o, s:f, s:f, s:f, s:f, s:f, s:O}", "name", name, "parent",
                           n ? json_string(chain[n - 1]->name) : json_null(), "ram_delta_mib",
