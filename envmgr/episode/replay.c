@@ -219,11 +219,25 @@ int replay_run(env *e, bool fresh, const replay_opts *o, json_t **out, em_err *e
                                 "them: give the task with --task FILE",
                            uses);
     json_t *from = json_object_get(h, "from_state");
+    json_t *sc = json_object_get(h, "setup_cache"), *cached = NULL;
     if (rc == 0)
         rc = episode_prepare_task(e, t, err);
     if (rc == 0 && from)
         rc = restore_recorded_state(e, t, from, err);
+    /* A setup the recording restored from the setup cache: the very state again when the cache
+     * still holds it, else the setup runs (on a fresh reset). */
+    const char *used = json_string_value(json_object_get(sc, "used"));
+    if (rc == 0 && !from && used && !strcmp(used, "restored")) {
+        cached = json_pack("{s:s?, s:s?}", "name", json_string_value(json_object_get(sc, "state")), "id",
+                           json_string_value(json_object_get(sc, "id")));
+        em_err cerr = {0};
+        if (restore_recorded_state(e, t, cached, &cerr) == 0)
+            from = cached;
+        else
+            fprintf(stderr, "envmgr: %s; the task's setup runs again\n", cerr.msg);
+    }
     if (rc < 0) {
+        json_decref(cached);
         task_free(t);
         trace_free(rec);
         return -1;
@@ -251,12 +265,14 @@ int replay_run(env *e, bool fresh, const replay_opts *o, json_t **out, em_err *e
     /* It runs under the rules of every agent (its environment, its sandbox); what it reads is the
      * recording, bound in read-only wherever it is. */
     const char *show[] = {o->trace_dir, NULL};
-    episode_opts eo = {.agent_argv = argv, .out_dir = o->out_dir, .fresh = fresh || from, .agent_show = show,
-                       .settle_ms = json_is_number(settle) ? json_number_value(settle) : 300, .from_state = from};
+    episode_opts eo = {.agent_argv = argv, .out_dir = o->out_dir, .fresh = (fresh || from) && !(cached && !from),
+                       .agent_show = show, .settle_ms = json_is_number(settle) ? json_number_value(settle) : 300,
+                       .from_state = from};
     json_t *result = NULL;
     double t0 = now_ms();
     rc = episode_run(e, t, task_path, &eo, &result, err);
     double replay_s = (now_ms() - t0) / 1000;
+    json_decref(cached);
     task_free(t);
     trace *rep = NULL;
     _cleanup_free_ char *rep_dir = xasprintf("%s/trace", o->out_dir);

@@ -132,7 +132,7 @@ bool setup_cache_restore(const episode_env *ev, setup_cache *sc)
     em_err err = {0};
     int rc = ev->state_restore(ev->ctx, sc->name, sc->id, &err);
     if (rc < 0)
-        snprintf(sc->refused, sizeof sc->refused, "%s", err.msg);
+        snprintf(sc->refused, sizeof sc->refused, "%s", err.msg[0] ? err.msg : "refused");
     sc->restored = rc == 1;
     return sc->restored;
 }
