@@ -147,6 +147,57 @@ out=$("$ENVMGR" replay "$tr" --out "$T/replayed" 2>&1); echo "$out" | head -3
 check "a replay of an episode that began from a state restores it: REPRODUCED" bash -c "echo '$out' | grep -q REPRODUCED"
 check "the server stopped and took its envs down" no_qemu_under "$ENVMGR_RUN_DIR/api"
 
+# --- the setup cache -----------------------------------------------------------------------------
+pick_tasks "$T/tasks" "$ROOT/tasks/demo" terminal-mkdir-tree
+TASK=$T/tasks/terminal-mkdir-tree.json
+AGENT="$ROOT/tasks/agents/scripted --tasks $T/tasks"
+# run OUT [ENV=VALUE...]: one episode of $TASK with the scripted agent into $T/OUT
+run() { local out=$1; shift; env "$@" "$ENVMGR" run "$TASK" --agent "$AGENT" --out "$T/$out" >"$T/$out.log" 2>&1; }
+hdr() { head -1 "$T/$1/trace/trace.jsonl" | python3 -c "import json,sys; print(json.load(sys.stdin).get('setup_cache',{}).get('$2'))"; }
+score() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['score'])" "$T/$1/result.json"; }
+export ENVMGR_STATE_DIR=$T/sc-states # a cache of its own: the API's episodes above cached this setup too
+run sc1
+check "setup cache, first episode: the setup ran (score $(score sc1))" test "$(hdr sc1 used)/$(score sc1)" = ran/1.0
+KEY=$(hdr sc1 key)
+check "... and its state was saved after the setup" test -e "$ENVMGR_STATE_DIR/$(hdr sc1 state)/state.json"
+run sc2
+check "second episode: the setup came from the cache, same key, same score" \
+    test "$(hdr sc2 used)/$(hdr sc2 key)/$(score sc2)" = "restored/$KEY/1.0"
+out=$("$ENVMGR" replay "$T/sc2/trace" --out "$T/sc2-replay" 2>&1)
+check "a replay of the cached episode: REPRODUCED" bash -c "echo '$out' | grep -q REPRODUCED"
+python3 - "$TASK" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))
+t["config"].insert(0, {"type": "execute", "parameters": {"command": "true", "timeout": 30}})
+json.dump(t, open(sys.argv[1], "w"), indent=1)
+PY
+run sc3
+check "a changed setup step: another key, the setup runs again" test "$(hdr sc3 used)" = ran -a "$(hdr sc3 key)" != "$KEY"
+run sc4 ENVMGR_SETUP_CACHE=off
+check "the operator's ENVMGR_SETUP_CACHE=off: the setup runs, said in the trace" \
+    bash -c "[ '$(hdr sc4 used)' = None ] && grep -q operator '$T/sc4/trace/trace.jsonl'"
+python3 - "$TASK" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))
+t["setup_cache"] = False
+json.dump(t, open(sys.argv[1], "w"), indent=1)
+PY
+run sc5
+check "a task's \"setup_cache\": false: the setup runs, said in the trace" \
+    bash -c "[ '$(hdr sc5 used)' = None ] && grep -q 'opts out' '$T/sc5/trace/trace.jsonl'"
+f=$ENVMGR_STATE_DIR/$(hdr sc3 state)/ram.delta
+chmod u+w "$f" && printf 'X' | dd of="$f" bs=1 seek=5000 conv=notrunc 2>/dev/null
+python3 - "$TASK" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))
+del t["setup_cache"]
+json.dump(t, open(sys.argv[1], "w"), indent=1)
+PY
+run sc6
+check "a tampered cached state is refused: the setup runs, the score is the same" \
+    bash -c "[ '$(hdr sc6 used)/$(score sc6)' = ran/1.0 ] && [ '$(hdr sc6 refused)' != None ]"
+export ENVMGR_STATE_DIR=$T/states
+
 # --- eviction under a cap -------------------------------------------------------------------------
 "$ENVMGR" state save $E1 s3 >/dev/null
 out=$("$ENVMGR" gc --keep-golden --state-cap 0 2>&1)
