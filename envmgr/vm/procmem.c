@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "envmgr/base/util.h"
@@ -17,6 +18,7 @@
 #define PM_SWAPPED (UINT64_C(1) << 62)
 #define PM_FILE (UINT64_C(1) << 61) /* a page cache page (or shared anonymous): not written */
 #define PAGEMAP_CHUNK 65536         /* entries read at once (512 KiB) */
+#define IOV_BATCH 1024              /* pieces per process_vm_readv/writev (IOV_MAX) */
 
 struct procmem {
     pid_t pid;
@@ -155,3 +157,45 @@ int procmem_write(procmem *m, uint64_t addr, const void *buf, size_t len, em_err
     }
     return 0;
 }
+
+/* One batch through process_vm_readv/writev; whatever it did not move (a short count) goes piece
+ * by piece through /proc/PID/mem, whose error names the address. */
+static int batch(procmem *m, const procmem_piece *p, size_t n, bool write, em_err *err)
+{
+    struct iovec lo[IOV_BATCH], re[IOV_BATCH];
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++) {
+        lo[i] = (struct iovec){p[i].local, p[i].len};
+        re[i] = (struct iovec){(void *)(uintptr_t)p[i].addr, p[i].len};
+        total += p[i].len;
+    }
+    ssize_t r = write ? process_vm_writev(m->pid, lo, n, re, n, 0) : process_vm_readv(m->pid, lo, n, re, n, 0);
+    size_t done = r > 0 ? (size_t)r : 0;
+    if (done == total)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        if (done >= p[i].len) {
+            done -= p[i].len;
+            continue;
+        }
+        uint64_t addr = p[i].addr + done;
+        char *local = (char *)p[i].local + done;
+        size_t len = p[i].len - done;
+        done = 0;
+        if ((write ? procmem_write(m, addr, local, len, err) : procmem_read(m, addr, local, len, err)) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int pieces(procmem *m, const procmem_piece *p, size_t n, bool write, em_err *err)
+{
+    for (size_t i = 0; i < n; i += IOV_BATCH)
+        if (batch(m, p + i, n - i < IOV_BATCH ? n - i : IOV_BATCH, write, err) < 0)
+            return -1;
+    return 0;
+}
+
+int procmem_readv(procmem *m, const procmem_piece *p, size_t n, em_err *err) { return pieces(m, p, n, false, err); }
+
+int procmem_writev(procmem *m, const procmem_piece *p, size_t n, em_err *err) { return pieces(m, p, n, true, err); }

@@ -19,7 +19,8 @@
 
 #define PAGE RAMDELTA_PAGE
 #define QMP_TIMEOUT_MS 10000.0
-#define RUN_PAGES 256u  /* pages read or written in one call (1 MiB) */
+#define RUN_PAGES 256u  /* pages in one piece written (1 MiB) */
+#define BATCH_PAGES 1024u /* pages read and compared at once (4 MiB) */
 #define ZERO_PAGES 16u  /* a run of zero pages is written from this many at a time */
 #define VGA_CLASS 0x0300 /* PCI class of a VGA controller */
 
@@ -159,17 +160,23 @@ static int save_ram(procmem *pm, const golden *g, uint64_t ram_bytes, ramdelta *
         return em_fail_errno(err, "map `%s`", g->ram);
     size_t nc = 0;
     _cleanup_free_ candidate *c = candidates(idx, nidx, inh, ninh, ram, &nc);
-    _cleanup_free_ uint8_t *buf = xmalloc((size_t)RUN_PAGES * PAGE);
+    _cleanup_free_ uint8_t *buf = xmalloc((size_t)BATCH_PAGES * PAGE);
+    _cleanup_free_ procmem_piece *pc = xmalloc(BATCH_PAGES * sizeof *pc);
     int rc = 0;
-    for (size_t i = 0; rc == 0 && i < nc;) {
-        size_t run = 1; /* consecutive pages, read in one call */
-        while (i + run < nc && run < RUN_PAGES && c[i + run].page == c[i].page + run)
-            run++;
-        rc = procmem_read(pm, addr + c[i].page * PAGE, buf, run * PAGE, err);
-        for (size_t k = 0; rc == 0 && k < run; k++)
-            if (memcmp(buf + k * PAGE, c[i + k].parent, PAGE))
-                rc = ramdelta_add(w, RAMDELTA_RAM, c[i + k].page, buf + k * PAGE, err);
-        i += run;
+    for (size_t i = 0; rc == 0 && i < nc;) { /* a batch of candidates: read, then compared */
+        size_t np = 0, first = i, got = 0;
+        while (i < nc && got < BATCH_PAGES) {
+            size_t run = 1; /* consecutive pages make one piece */
+            while (i + run < nc && got + run < BATCH_PAGES && c[i + run].page == c[i].page + run)
+                run++;
+            pc[np++] = (procmem_piece){addr + c[i].page * PAGE, buf + got * PAGE, run * PAGE};
+            got += run;
+            i += run;
+        }
+        rc = procmem_readv(pm, pc, np, err);
+        for (size_t k = 0; rc == 0 && k < got; k++)
+            if (memcmp(buf + k * PAGE, c[first + k].parent, PAGE))
+                rc = ramdelta_add(w, RAMDELTA_RAM, c[first + k].page, buf + k * PAGE, err);
     }
     munmap((void *)ram, ram_bytes);
     return rc;
@@ -277,22 +284,25 @@ int savestate_write(const golden *g, const manifest *m, const char *env_dir, pid
 
 /* ---- restoring ---- */
 
-/* Write pages (in page order) at base: runs of neighbours whose data is contiguous in the delta
- * go in one call, zero pages from a buffer of zeros. */
+/* Write pages (in page order) at base: neighbours whose data is contiguous in the delta make one
+ * piece, zero pages come from a buffer of zeros; the pieces go in batches. */
 static int write_pages(procmem *pm, uint64_t base, const ramdelta_page *p, size_t n, em_err *err)
 {
     static const uint8_t zeros[ZERO_PAGES * PAGE];
+    procmem_piece *pc = xmalloc((n ? n : 1) * sizeof *pc);
+    size_t np = 0;
     for (size_t i = 0; i < n;) {
         size_t run = 1;
         size_t cap = p[i].data ? RUN_PAGES : ZERO_PAGES;
         while (i + run < n && run < cap && p[i + run].page == p[i].page + run &&
                (p[i].data ? p[i + run].data == p[i].data + run * PAGE : !p[i + run].data))
             run++;
-        if (procmem_write(pm, base + p[i].page * PAGE, p[i].data ? p[i].data : zeros, run * PAGE, err) < 0)
-            return -1;
+        pc[np++] = (procmem_piece){base + p[i].page * PAGE, (void *)(p[i].data ? p[i].data : zeros), run * PAGE};
         i += run;
     }
-    return 0;
+    int rc = procmem_writev(pm, pc, np, err);
+    free(pc);
+    return rc;
 }
 
 static int load_ram(procmem *pm, const golden *g, uint64_t ram_bytes, ramdelta *const *chain, size_t n,
