@@ -276,8 +276,9 @@ static int observation_of(api_request *q, api_reply *r, obs_kind *kind)
     return 0;
 }
 
-/* A new episode on the freshly reset or restored env (from_state: restored from that state, its
- * setup already done), and its first observation; NULL with the reply set on failure. */
+/* A new episode and its first observation; NULL with the reply set on failure. from_state: the env
+ * was just restored from it (its setup done); else the episode resets the env (or restores the
+ * task's cached setup). */
 static json_t *begin_episode(api_request *q, api_reply *r, api_env *ae, obs_kind kind, const json_t *from_state,
                              double *setup_ms, double *obs_ms)
 {
@@ -295,8 +296,8 @@ static json_t *begin_episode(api_request *q, api_reply *r, api_env *ae, obs_kind
     _cleanup_free_ char *out = xasprintf("%s/%s/%d", s->cfg.out_dir, ae->id, ae->episodes);
     remove_tree(out, NULL); /* a previous server's leftovers under the same id */
     ae->observation = kind;
-    episode_opts o = {.agent_cmd = "http-api", .out_dir = out, .fresh = true, .settle_ms = s->cfg.settle_ms,
-                      .observation = kind, .from_state = from_state};
+    episode_opts o = {.agent_cmd = "http-api", .out_dir = out, .fresh = from_state != NULL,
+                      .settle_ms = s->cfg.settle_ms, .observation = kind, .from_state = from_state};
     double t1 = now_ms();
     episode *ep = NULL;
     int rc = episode_begin(ae->e, ae->t, ae->task_path, ae->task_sha, &o, &ep, &err);
@@ -550,18 +551,12 @@ void api_h_reset(api_request *q, api_reply *r)
         ae->freeform = false;
         memcpy(ae->task_sha, nsha, sizeof nsha);
     }
-    em_err err = {0};
-    env_timings tm = {0};
-    double t0 = now_ms();
-    int rc = env_reset(ae->e, &tm, &err);
-    double reset_ms = now_ms() - t0;
-    api_metrics_reset_done(&s->metrics, reset_ms / 1000, rc == 0);
-    if (rc < 0) {
-        unlock_env(q, ae);
-        return reply_em(r, &err, "");
-    }
+    /* The episode resets the env itself, or restores the task's cached setup instead of both. */
     double setup_ms = 0, obs_ms = 0;
     json_t *obs = begin_episode(q, r, ae, kind, NULL, &setup_ms, &obs_ms);
+    double reset_ms = ae->ep ? episode_reset_ms(ae->ep) : 0;
+    setup_ms -= reset_ms;
+    api_metrics_reset_done(&s->metrics, reset_ms / 1000, ae->ep != NULL);
     if (!obs) {
         unlock_env(q, ae);
         return;

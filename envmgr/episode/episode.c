@@ -461,6 +461,7 @@ void episode_end(episode *ep, exit_cause cause, const char *why)
 exit_cause episode_exit_cause(const episode *ep) { return ep->cause; }
 const char *episode_reason(const episode *ep) { return ep->reason; }
 int episode_steps(const episode *ep) { return ep->steps; }
+double episode_reset_ms(const episode *ep) { return ep->reset_ms; }
 const char *episode_trace_dir(const episode *ep) { return ep->trace_dir; }
 
 /* ---- the stdio agent loop (envmgr run) ---- */
@@ -768,7 +769,7 @@ int episode_begin_with(const episode_env *ev, const task *t, const char *task_pa
     if (rc >= 0 && drain_egress(r, err) < 0)
         rc = -1;
     r->setup_ms = now_ms() - t0;
-    if (rc == 0 && r->cause == EXIT_NONE) {
+    if (rc == 0 && r->cause == EXIT_NONE && !cached) { /* a cached setup was saved once the screen settled */
         em_err serr = {0};
         if (ev->settle(ev->ctx, o->settle_ms, t->settle_max_s * 1000, NULL, &serr) < 0)
             set_end(r, EXIT_ENV_ERROR, serr.msg);

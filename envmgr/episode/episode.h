@@ -70,6 +70,8 @@ exit_cause episode_exit_cause(const episode *ep); /* EXIT_NONE while it runs */
 /* Why it ended early (agent or env trouble), or NULL. */
 const char *episode_reason(const episode *ep);
 int episode_steps(const episode *ep);
+/* How long episode_begin took to reset the env (or to restore the task's cached setup instead). */
+double episode_reset_ms(const episode *ep);
 const char *episode_trace_dir(const episode *ep);
 /* Postconfig, evaluator, trace trailer, result.json; frees ep (also on failure).
  * An episode still running ends with exit_cause `cause` first. */

@@ -4,7 +4,6 @@
 # removal refused while needed, eviction under a cap, bad input. Prints `N passed, N failed`.
 SUITE=states
 source "$(dirname "$0")/lib.sh"
-export ENVMGR_STATE_DIR=$T/states # this run's states only: eviction below must not touch others'
 
 E1=it-st-1 E2=it-st-2 E3=it-st-3
 has() { "$ENVMGR" exec "$1" -- test -e "$2"; }
