@@ -753,8 +753,11 @@ static const char *state_name_of(api_request *q, api_reply *r, const char *field
 void api_h_state_save(api_request *q, api_reply *r)
 {
     const char *name = state_name_of(q, r, " name ");
+    em_err nerr = {0};
     if (!name)
         return;
+    if (state_check_user_name(name, &nerr) < 0)
+        return reply_fail(r, 400, "name", nerr.msg);
     api_env *ae = lock_env(q, r);
     if (!ae)
         return;

@@ -30,7 +30,7 @@ static int cmd_state_save(int argc, char **argv)
         return cli_usage_error(usage, "state save: expected ENV NAME");
     em_err err = {0};
     env *e;
-    if (env_open(argv[1], &e, &err) < 0)
+    if (state_check_user_name(argv[2], &err) < 0 || env_open(argv[1], &e, &err) < 0)
         return cli_report(&err);
     json_t *since = json_pack("{s:s}", "by", "envmgr state save"), *info = NULL;
     int rc = env_state_save(e, argv[2], since, &info, &err);

@@ -255,6 +255,16 @@ int state_chain_load(const char *name, state ***out, size_t *n, em_err *err)
 
 /* ---- creating ---- */
 
+int state_check_user_name(const char *name, em_err *err)
+{
+    if (check_name("state name", name, err) < 0)
+        return -1;
+    if (!strncmp(name, STATE_SETUP_PREFIX, strlen(STATE_SETUP_PREFIX)))
+        return em_fail_input(err, "state name: `%s`: names starting with " STATE_SETUP_PREFIX
+                                  " are the setup cache's (docs/states.md)", name);
+    return 0;
+}
+
 int state_begin(const char *name, char **tmp_dir, em_err *err)
 {
     *tmp_dir = NULL;

@@ -26,6 +26,9 @@
 #include "envmgr/base/err.h"
 
 #define STATE_FORMAT "envmgr-state-v1"
+/* Names the setup cache gives its states (episode/setup_cache.h): envmgr's alone, so no client can
+ * save a moment of its choosing where a task's setup is looked up. */
+#define STATE_SETUP_PREFIX "setup-"
 #define STATE_DEPTH_MAX 64
 #define STATE_CAP_MIB_DEFAULT 20480
 
@@ -50,6 +53,8 @@ void state_chain_free(state **chain, size_t n);
 /* The id of the golden state in golden_dir (sha256 of its golden.json). */
 int state_golden_id(const char *golden_dir, char id[65], em_err *err);
 
+/* A name a user (CLI, HTTP client) may save under: a valid name, not the setup cache's. */
+int state_check_user_name(const char *name, em_err *err);
 /* A new state: state_begin makes a private folder for its files (the name must be free);
  * state_commit hashes them, completes meta (format, name, id, created, envmgr_version, files),
  * writes state.json and moves the folder in place; state_abort removes it. */

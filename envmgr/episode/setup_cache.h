@@ -14,11 +14,12 @@
 #include <jansson.h>
 #include <stdbool.h>
 
+#include "envmgr/env/states.h"
 #include "envmgr/episode/episode_env.h"
 #include "envmgr/net/netpolicy.h"
 #include "evaluator/task.h"
 
-#define SETUP_CACHE_PREFIX "setup-"
+#define SETUP_CACHE_PREFIX STATE_SETUP_PREFIX
 
 typedef struct setup_cache {
     bool on;           /* the setup may come from (and go to) the cache */

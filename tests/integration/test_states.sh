@@ -77,6 +77,9 @@ out=$("$ENVMGR" state save $E1 s1 2>&1); rc=$?
 check "save under a taken name: exit 2" bash -c "[ $rc = 2 ] && echo '$out' | grep -q exists"
 out=$("$ENVMGR" state save $E1 ../x 2>&1); rc=$?
 check "save under a bad name: exit 2, one line" bash -c "[ $rc = 2 ] && [ \$(echo '$out' | wc -l) = 1 ]"
+out=$("$ENVMGR" state save $E1 setup-0123 2>&1); rc=$?
+check "save under the setup cache's names: exit 2" test $rc = 2
+check "... saying they are the setup cache's" grep -q 'setup cache' <<<"$out"
 out=$("$ENVMGR" state restore $E1 nosuch 2>&1); rc=$?
 check "restore of a missing state: exit 2" bash -c "[ $rc = 2 ] && echo '$out' | grep -q 'does not exist'"
 out=$("$ENVMGR" up --name x --from-state s1 --image desktop 2>&1); rc=$?
@@ -133,6 +136,7 @@ with EnvmgrEnv(url, token) as env:
     check("GET /v1/states lists it with one env on it", len(rows) == 1 and rows[0]["users"] == 1)
     check("save_state under a bad name: 400 naming name", status(lambda: env.save_state("../x")) == (400, "name"))
     check("save_state under a taken name: 400", status(lambda: env.save_state("api-a")) == (400, "name"))
+    check("save_state under the setup cache's names: 400", status(lambda: env.save_state("setup-0123")) == (400, "name"))
     check("load_state of a missing state: 400 naming name", status(lambda: env.load_state("nosuch")) == (400, "name"))
     with EnvmgrEnv(url, token, from_state="api-a") as env2:
         check("an env created from_state shows the state's screen", env2.screenshot() == first)

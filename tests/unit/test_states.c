@@ -205,6 +205,10 @@ static void test_state_chain(void)
     CU_ASSERT_EQUAL(state_begin("base", &tmp, &err), -1);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "exists"));
     CU_ASSERT_EQUAL(state_begin("../x", &tmp, &err), -1);
+    CU_ASSERT_EQUAL(state_check_user_name("mine", &err), 0);
+    CU_ASSERT_EQUAL(state_check_user_name("setup-0123", &err), -1); /* the setup cache's */
+    CU_ASSERT_EQUAL(err.code, EM_EXIT_USAGE);
+    CU_ASSERT_EQUAL(state_check_user_name("a/b", &err), -1);
 
     /* a parent removed and saved again under its name is another state: its child is refused */
     CU_ASSERT_EQUAL(state_remove("base", &err), -1); /* while step3 needs it */
