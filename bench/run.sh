@@ -14,4 +14,5 @@ trap 'exit 130' INT TERM   # so that the EXIT trap cleans up when the bench is s
 "$root/bench/suite_bench.sh" || echo "suite_bench: a suite run failed (see above)"
 "$root/build/bench/sandbox_bench" ${ENVMGR_SANDBOX_BENCH_ARGS:-} || echo "sandbox_bench: the evaluator sandbox did not run (see above)"
 "$root/bench/assets_bench.sh" || echo "assets_bench: failed (see above)"
+"$root/bench/state_bench.sh" || echo "state_bench: failed (see above)"
 "$root/bench/apps_bench.sh" || echo "apps_bench: failed (see above)"

@@ -1117,7 +1117,7 @@ static bool valid_id(const char *s)
 
 #define TOP_LEVEL_KNOWN                                                                                              \
     " id instruction snapshot source related_apps config evaluator image network limits solution "                  \
-    " pause_while_thinking "                  \
+    " pause_while_thinking setup_cache "      \
     /* OSWorld's flags: proxy and fixed_ip are read (docs/osworld.md), the others are informational */              \
     " trajectory proxy fixed_ip possibility_of_env_change "
 
@@ -1196,6 +1196,7 @@ static int parse_task(pctx *c, em_err *err)
     keep(c, get_boolish(root, "", "proxy", false, &t->osworld_proxy, err), err);
     keep(c, get_boolish(root, "", "fixed_ip", false, &t->fixed_ip, err), err);
     keep(c, get_boolish(root, "", "pause_while_thinking", true, &t->pause_while_thinking, err), err);
+    keep(c, get_boolish(root, "", "setup_cache", true, &t->setup_cache, err), err);
     keep(c, parse_network(t, root, err), err);
     keep(c, parse_limits(t, root, err), err);
     parse_config_and_evaluator(c, err);

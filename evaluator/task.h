@@ -124,6 +124,7 @@ typedef struct task {
     json_t *solution;    /* computer_13 actions with pyautogui entries expanded; NULL when absent */
     bool osworld_proxy;  /* OSWorld's "proxy": true: the task needs the web (answered by `network`) */
     bool pause_while_thinking; /* the guest stands still between an observation and the next action */
+    bool setup_cache;    /* false: every episode runs the setup (docs/states.md, "The setup cache") */
     bool fixed_ip;       /* OSWorld's "fixed_ip": informational (envmgr guests have one address) */
     /* Warnings (unknown fields), without the "task <path>: " prefix. */
     char **warnings;

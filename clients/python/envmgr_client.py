@@ -90,6 +90,10 @@ class Client:
     def envs(self):
         return self.request("GET", "/v1/envs")["envs"]
 
+    def states(self):
+        """The saved states in the server's cache (docs/states.md)."""
+        return self.request("GET", "/v1/states")["states"]
+
     def metrics(self):
         return self.request("GET", "/v1/metrics", raw=True).decode()
 
@@ -111,6 +115,8 @@ class EnvmgrEnv:
     DesktopEnv's provider arguments (provider_name, path_to_vm, ...) are
     accepted and ignored. vm_ip, _get_obs() and controller.start_recording()/
     end_recording(path) are there for OSWorld's run loop (lib_run_single).
+    from_state: start the env from a saved state (save_state) instead of the golden state;
+    the state names the image.
     The env is created at once and deleted by close() (or the with-block).
     """
 
@@ -122,7 +128,8 @@ class EnvmgrEnv:
                        "headless", "require_terminal", "os_type", "enable_proxy", "client_password")
 
     def __init__(self, url, token=None, image=None, task_config=None, action_space="computer_13", timeout=600,
-                 observation_type="screenshot", require_a11y_tree=False, **desktop_env_args):
+                 observation_type="screenshot", require_a11y_tree=False, from_state=None,
+                 **desktop_env_args):
         unknown = sorted(set(desktop_env_args) - set(self.DESKTOPENV_ARGS))
         if unknown:
             raise TypeError("EnvmgrEnv: unexpected argument %s" % unknown[0])
@@ -140,6 +147,8 @@ class EnvmgrEnv:
             body["image"] = image
         if task_config is not None:
             body["task"] = task_config
+        if from_state is not None:
+            body["from_state"] = from_state
         info = self.api.request("POST", "/v1/envs", body)
         self.env_id = info["id"]
         self.screen_size = (info["width"], info["height"])
@@ -208,6 +217,22 @@ class EnvmgrEnv:
         obs = dict(self._last_obs)
         obs["screenshot"] = self.screenshot()
         return obs
+
+    # -- saved states (docs/states.md) ---------------------------------------------
+    def save_state(self, name):
+        """Save this moment of the env (its screen, memory, disk) as state `name` in the server's
+        cache; the episode goes on. Returns what was saved (sizes, save_ms)."""
+        return self.api.request("POST", self._path("state"), {"name": name})
+
+    def load_state(self, name):
+        """Bring the env back to state `name` (saved from an env of the same image) and start a new
+        episode there with the current task (its setup is not run again); returns the first
+        observation. evaluate() then scores this episode."""
+        body = {"name": name}
+        if self.observation_type != "screenshot":
+            body["observation"] = self.observation_type
+        r = self.api.request("POST", self._path("restore"), body)
+        return self._obs(r["observation"])
 
     # -- more ----------------------------------------------------------------------
     def screenshot(self):

@@ -20,6 +20,7 @@
 #include "envmgr/base/sha256.h"
 #include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
+#include "envmgr/env/states.h"
 #include "envmgr/vm/manifest.h"
 #include "recorder/trace.h"
 
@@ -266,6 +267,68 @@ static json_t *observe(api_request *q, api_env *ae, em_err *err, double *env_ms)
     return obs;
 }
 
+/* The body's "observation" (default the screenshot); -1 with the reply set. */
+static int observation_of(api_request *q, api_reply *r, obs_kind *kind)
+{
+    *kind = OBS_SCREENSHOT;
+    json_t *jobs = json_object_get(q->body, "observation");
+    em_err err = {0};
+    if (jobs && !json_is_null(jobs) && obs_kind_parse(json_string_value(jobs), kind, &err) < 0) {
+        reply_fail(r, 400, "observation", err.msg);
+        return -1;
+    }
+    return 0;
+}
+
+/* A new episode and its first observation; NULL with the reply set on failure. from_state: the env
+ * was just restored from it (its setup done); else the episode resets the env (or restores the
+ * task's cached setup). */
+static json_t *begin_episode(api_request *q, api_reply *r, api_env *ae, obs_kind kind, const json_t *from_state,
+                             double *setup_ms, double *obs_ms)
+{
+    api_server *s = q->s;
+    em_err err = {0};
+    if (!ae->t) { /* freeform: the same episode machinery (trace, limits) with an empty task */
+        if (task_parse(FREEFORM_TASK, strlen(FREEFORM_TASK), s->empty_dir, &ae->t, &err) < 0) {
+            reply_em(r, &err, "");
+            return NULL;
+        }
+        sha256_hex(FREEFORM_TASK, strlen(FREEFORM_TASK), ae->task_sha);
+        ae->freeform = true;
+    }
+    ae->episodes++;
+    _cleanup_free_ char *out = xasprintf("%s/%s/%d", s->cfg.out_dir, ae->id, ae->episodes);
+    remove_tree(out, NULL); /* a previous server's leftovers under the same id */
+    ae->observation = kind;
+    episode_opts o = {.agent_cmd = "http-api", .out_dir = out, .fresh = from_state != NULL,
+                      .settle_ms = s->cfg.settle_ms, .observation = kind, .from_state = from_state};
+    double t1 = now_ms();
+    episode *ep = NULL;
+    int rc = episode_begin(ae->e, ae->t, ae->task_path, ae->task_sha, &o, &ep, &err);
+    *setup_ms = now_ms() - t1;
+    if (rc < 0) {
+        reply_em(r, &err, "");
+        return NULL;
+    }
+    ae->ep = ep;
+    free(ae->trace_dir);
+    ae->trace_dir = xstrdup(episode_trace_dir(ep));
+    json_decref(ae->last_result);
+    ae->last_result = NULL;
+    const char *cause = exit_cause_name(episode_exit_cause(ep));
+    if (cause) { /* a setup step failed: the episode is over before it began */
+        char msg[EM_ERR_MAX + 64];
+        snprintf(msg, sizeof msg, "reset %s: task setup failed: %s", ae->id,
+                 episode_reason(ep) ? episode_reason(ep) : cause);
+        reply_fail(r, 500, "task", msg);
+        return NULL;
+    }
+    json_t *obs = observe(q, ae, &err, obs_ms);
+    if (!obs)
+        reply_em(r, &err, "");
+    return obs;
+}
+
 /* ---- endpoints ---- */
 
 void api_h_list(api_request *q, api_reply *r)
@@ -298,23 +361,35 @@ void api_h_create(api_request *q, api_reply *r)
 {
     api_server *s = q->s;
     api_error ae_;
-    if (api_check_fields(q->body, " image task accel ", &ae_) < 0)
+    if (api_check_fields(q->body, " image task accel from_state ", &ae_) < 0)
         return api_reply_error(r, &ae_);
     json_t *jimage = json_object_get(q->body, "image"), *jtask = json_object_get(q->body, "task");
-    json_t *jaccel = json_object_get(q->body, "accel");
+    json_t *jaccel = json_object_get(q->body, "accel"), *jfrom = json_object_get(q->body, "from_state");
     em_err err = {0};
+    if (jfrom && (!json_is_string(jfrom) || check_name("from_state", json_string_value(jfrom), &err) < 0 || jimage))
+        return reply_fail(r, 400, "from_state",
+                          err.msg[0] ? err.msg : "from_state: a state name, without image (the state names it)");
     if (jimage && (!json_is_string(jimage) || check_name("image", json_string_value(jimage), &err) < 0))
         return reply_fail(r, 400, "image", err.msg[0] ? err.msg : "image: expected an image name");
     if (jaccel && (!json_is_string(jaccel) || (strcmp(json_string_value(jaccel), "auto") &&
                                                 strcmp(json_string_value(jaccel), "tcg") &&
                                                 strcmp(json_string_value(jaccel), "kvm"))))
         return reply_fail(r, 400, "accel", "accel: expected \"auto\", \"tcg\" or \"kvm\"");
-    /* Check the task before a VM starts: bad input costs nothing. The image is the request's own,
-     * else plan_image's rule with serve's --image; coordinates are checked against its screen. */
+    _cleanup_free_ char *state_image = NULL; /* from_state: the image the state was saved from */
+    if (jfrom) {
+        state *st = NULL;
+        if (state_load(json_string_value(jfrom), &st, &err) < 0)
+            return reply_em(r, &err, "from_state");
+        state_image = xstrdup(st->image);
+        state_free(st);
+    }
+    /* Check the task before a VM starts: bad input costs nothing. The image is the request's own (or
+     * its state's), else plan_image's rule with serve's --image; coordinates are checked against its
+     * screen. */
     task *t = NULL;
     char *tpath = NULL, sha[65] = "";
-    plan_image_choice choice = {.image = jimage ? json_string_value(jimage) : s->cfg.image,
-                                .force = jimage || s->cfg.force_image};
+    plan_image_choice choice = {.image = jimage ? json_string_value(jimage) : state_image ? state_image : s->cfg.image,
+                                .force = jimage || state_image || s->cfg.force_image};
     const char *guess = choice.image ? choice.image : IMAGE_DEFAULT;
     int w, h;
     image_screen(guess, &w, &h);
@@ -369,7 +444,7 @@ void api_h_create(api_request *q, api_reply *r)
     iso8601_now(ae->created, sizeof ae->created);
     env_up_opts uo = {.name = ae->id, .image = image_copy,
                       .accel = jaccel ? json_string_value(jaccel) : s->cfg.accel ? s->cfg.accel : "auto",
-                      .net = s->cfg.net};
+                      .net = s->cfg.net, .from_state = jfrom ? json_string_value(jfrom) : NULL};
     double t0 = now_ms();
     int rc = env_up(&uo, &ae->e, NULL, &err);
     if (rc == 0 && jtask) { /* now with the image's real screen size and user password */
@@ -402,7 +477,7 @@ void api_h_create(api_request *q, api_reply *r)
             return api_reply_error(r, &ae_);
         if (rc == 0)
             return reply_fail(r, 503, "", "the server is stopping");
-        return reply_em(r, &err, err.code == EM_EXIT_USAGE ? "image" : "");
+        return reply_em(r, &err, err.code == EM_EXIT_USAGE ? jfrom ? "from_state" : "image" : "");
     }
     api_metrics_add(&s->metrics, &s->metrics.envs_created, 1);
     fprintf(stderr, "envmgr serve: created %s (%s, %.1f s)\n", ae->id, ae->image, (now_ms() - t0) / 1000);
@@ -464,11 +539,9 @@ void api_h_reset(api_request *q, api_reply *r)
     api_error ae_;
     if (api_check_fields(q->body, " task observation ", &ae_) < 0)
         return api_reply_error(r, &ae_);
-    obs_kind kind = OBS_SCREENSHOT;
-    json_t *jobs = json_object_get(q->body, "observation");
-    em_err oerr = {0};
-    if (jobs && !json_is_null(jobs) && obs_kind_parse(json_string_value(jobs), &kind, &oerr) < 0)
-        return reply_fail(r, 400, "observation", oerr.msg);
+    obs_kind kind;
+    if (observation_of(q, r, &kind) < 0)
+        return;
     api_env *ae = lock_env(q, r);
     if (!ae)
         return;
@@ -500,56 +573,15 @@ void api_h_reset(api_request *q, api_reply *r)
         ae->freeform = false;
         memcpy(ae->task_sha, nsha, sizeof nsha);
     }
-    em_err err = {0};
-    env_timings tm = {0};
-    double t0 = now_ms();
-    int rc = env_reset(ae->e, &tm, &err);
-    double reset_ms = now_ms() - t0;
-    api_metrics_reset_done(&s->metrics, reset_ms / 1000, rc == 0);
-    if (rc < 0) {
-        unlock_env(q, ae);
-        return reply_em(r, &err, "");
-    }
-    if (!ae->t) { /* freeform: the same episode machinery (trace, limits) with an empty task */
-        if (task_parse(FREEFORM_TASK, strlen(FREEFORM_TASK), s->empty_dir, &ae->t, &err) < 0) {
-            unlock_env(q, ae);
-            return reply_em(r, &err, "");
-        }
-        sha256_hex(FREEFORM_TASK, strlen(FREEFORM_TASK), ae->task_sha);
-        ae->freeform = true;
-    }
-    ae->episodes++;
-    _cleanup_free_ char *out = xasprintf("%s/%s/%d", s->cfg.out_dir, ae->id, ae->episodes);
-    remove_tree(out, NULL); /* a previous server's leftovers under the same id */
-    ae->observation = kind;
-    episode_opts o = {.agent_cmd = "http-api", .out_dir = out, .fresh = true, .settle_ms = s->cfg.settle_ms,
-                      .observation = kind};
-    double t1 = now_ms();
-    episode *ep = NULL;
-    rc = episode_begin(ae->e, ae->t, ae->task_path, ae->task_sha, &o, &ep, &err);
-    double setup_ms = now_ms() - t1;
-    if (rc < 0) {
-        unlock_env(q, ae);
-        return reply_em(r, &err, "");
-    }
-    ae->ep = ep;
-    free(ae->trace_dir);
-    ae->trace_dir = xstrdup(episode_trace_dir(ep));
-    json_decref(ae->last_result);
-    ae->last_result = NULL;
-    const char *cause = exit_cause_name(episode_exit_cause(ep));
-    if (cause) { /* a setup step failed: the episode is over before it began */
-        char msg[EM_ERR_MAX + 64];
-        snprintf(msg, sizeof msg, "reset %s: task setup failed: %s", ae->id,
-                 episode_reason(ep) ? episode_reason(ep) : cause);
-        unlock_env(q, ae);
-        return reply_fail(r, 500, "task", msg);
-    }
-    double obs_ms = 0;
-    json_t *obs = observe(q, ae, &err, &obs_ms);
+    /* The episode resets the env itself, or restores the task's cached setup instead of both. */
+    double setup_ms = 0, obs_ms = 0;
+    json_t *obs = begin_episode(q, r, ae, kind, NULL, &setup_ms, &obs_ms);
+    double reset_ms = ae->ep ? episode_reset_ms(ae->ep) : 0;
+    setup_ms -= reset_ms;
+    api_metrics_reset_done(&s->metrics, reset_ms / 1000, ae->ep != NULL);
     if (!obs) {
         unlock_env(q, ae);
-        return reply_em(r, &err, "");
+        return;
     }
     r->env_ms = reset_ms + setup_ms + obs_ms;
     json_t *j = json_pack("{s:o, s:i, s:o, s:{s:f, s:f}}", "observation", obs, "episode", ae->episodes, "task_id",
@@ -763,4 +795,105 @@ void api_h_video(api_request *q, api_reply *r)
     r->mhd = resp;
     r->ctype = "video/mp4";
     api_reply_header(r, "Content-Disposition", "attachment; filename=\"recording.mp4\"");
+}
+
+/* ---- saved states (docs/states.md) ---- */
+
+/* The body's "name": a state name, or a 400 naming the field. */
+static const char *state_name_of(api_request *q, api_reply *r, const char *fields)
+{
+    api_error ae_;
+    if (api_check_fields(q->body, fields, &ae_) < 0) {
+        api_reply_error(r, &ae_);
+        return NULL;
+    }
+    json_t *jname = json_object_get(q->body, "name");
+    em_err err = {0};
+    if (!json_is_string(jname) || check_name("name", json_string_value(jname), &err) < 0) {
+        reply_fail(r, 400, "name", err.msg[0] ? err.msg : "name: expected a state name (a string)");
+        return NULL;
+    }
+    return json_string_value(jname);
+}
+
+void api_h_state_save(api_request *q, api_reply *r)
+{
+    const char *name = state_name_of(q, r, " name ");
+    em_err nerr = {0};
+    if (!name)
+        return;
+    if (state_check_user_name(name, &nerr) < 0)
+        return reply_fail(r, 400, "name", nerr.msg);
+    api_env *ae = lock_env(q, r);
+    if (!ae)
+        return;
+    /* what was done since the parent: this env's episode up to its current step */
+    json_t *since = json_pack("{s:s, s:s, s:i, s:i}", "by", "http-api", "env", ae->id, "episode", ae->episodes,
+                              "step", ae->ep ? episode_steps(ae->ep) : 0);
+    if (ae->t && !ae->freeform)
+        json_object_set_new(since, "task_id", json_string(ae->t->id));
+    if (ae->ep)
+        json_object_set_new(since, "trace", json_string(episode_trace_dir(ae->ep)));
+    em_err err = {0};
+    json_t *info = NULL;
+    double t0 = now_ms();
+    int rc = env_state_save(ae->e, name, since, &info, &err);
+    r->env_ms = now_ms() - t0;
+    json_decref(since);
+    unlock_env(q, ae);
+    if (rc < 0)
+        return reply_em(r, &err, err.code == EM_EXIT_USAGE ? "name" : "");
+    api_reply_json(r, 201, info);
+}
+
+void api_h_state_restore(api_request *q, api_reply *r)
+{
+    const char *name = state_name_of(q, r, " name observation ");
+    if (!name)
+        return;
+    obs_kind kind;
+    if (observation_of(q, r, &kind) < 0)
+        return;
+    api_env *ae = lock_env(q, r);
+    if (!ae)
+        return;
+    em_err err = {0};
+    env_timings tm = {0};
+    double t0 = now_ms();
+    /* A refused state leaves the env and its episode as they were; a restored one ends the episode. */
+    int rc = env_state_restore(ae->e, name, &tm, &err);
+    double restore_ms = now_ms() - t0;
+    if (rc < 0) {
+        unlock_env(q, ae);
+        return reply_em(r, &err, err.code == EM_EXIT_USAGE ? "name" : "");
+    }
+    episode_abandon(ae->ep);
+    ae->ep = NULL;
+    json_t *from = json_pack("{s:s, s:s}", "name", name, "id", env_state_id(ae->e));
+    double setup_ms = 0, obs_ms = 0;
+    json_t *obs = begin_episode(q, r, ae, kind, from, &setup_ms, &obs_ms);
+    json_decref(from);
+    if (!obs) {
+        unlock_env(q, ae);
+        return;
+    }
+    r->env_ms = restore_ms + setup_ms + obs_ms;
+    json_t *j = json_pack("{s:o, s:i, s:o, s:s, s:{s:f, s:f}}", "observation", obs, "episode", ae->episodes,
+                          "task_id", ae->freeform ? json_null() : json_string(ae->t->id), "state", name, "timings",
+                          "restore_ms", restore_ms, "settle_ms", setup_ms);
+    unlock_env(q, ae);
+    api_reply_json(r, 200, j);
+}
+
+void api_h_states(api_request *q, api_reply *r)
+{
+    json_t *list = NULL;
+    em_err err = {0};
+    if (state_list(&list, &err) < 0)
+        return reply_em(r, &err, "");
+    size_t i;
+    json_t *row;
+    json_array_foreach(list, i, row) /* run directories are the server's business, not a client's */
+        json_object_set_new(row, "users", json_integer((json_int_t)json_array_size(json_object_get(row, "users"))));
+    api_reply_json(r, 200, json_pack("{s:o}", "states", list));
 }

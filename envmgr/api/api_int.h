@@ -60,6 +60,9 @@ typedef enum {
     API_R_LIVE_WS,    /* the websocket the page's noVNC connects to */
     API_R_NOVNC,      /* noVNC's static files */
     API_R_LIVE_TOKEN, /* POST: a live-view token to share */
+    API_R_STATE,      /* POST: save the env as a named state */
+    API_R_RESTORE,    /* POST: restore a named state into the env */
+    API_R_STATES,     /* GET: the saved states */
 } api_route_id;
 
 typedef struct api_route {
@@ -242,6 +245,9 @@ void api_h_live_page(api_request *q, api_reply *r);
 void api_h_live_ws(api_request *q, api_reply *r);
 void api_h_live_token(api_request *q, api_reply *r);
 void api_h_novnc(api_request *q, api_reply *r);
+void api_h_state_save(api_request *q, api_reply *r);
+void api_h_state_restore(api_request *q, api_reply *r);
+void api_h_states(api_request *q, api_reply *r);
 
 /* The env table. */
 api_env *api_env_acquire(api_server *s, const char *id); /* NULL: unknown; lock with env->mu yourself */

@@ -84,6 +84,7 @@ static const sub_route subs[] = {
     {"screenshot", API_R_SCREENSHOT, "GET"}, {"trace", API_R_TRACE, "GET"}, {"live", API_R_LIVE, "GET"},
     {"live/ws", API_R_LIVE_WS, "GET"}, {"live-token", API_R_LIVE_TOKEN, "POST"},
     {"video", API_R_VIDEO, "GET"},
+    {"state", API_R_STATE, "POST"},    {"restore", API_R_RESTORE, "POST"},
 };
 
 static int want(const char *method, const char *allow, api_route_id id, api_route *out, api_error *ae)
@@ -113,6 +114,8 @@ int api_route_match(const char *method, const char *path, api_route *out, api_er
         return want(method, "GET", API_R_METRICS, out, ae);
     if (!strcmp(path, "/v1/envs") || !strcmp(path, "/v1/envs/"))
         return want(method, "GET, POST", API_R_ENVS, out, ae);
+    if (!strcmp(path, "/v1/states"))
+        return want(method, "GET", API_R_STATES, out, ae);
     if (!strncmp(path, "/v1/novnc/", 10)) {
         const char *f = path + 10;
         size_t n = strlen(f);

@@ -149,6 +149,9 @@ static void dispatch(api_request *q, api_reply *r)
     case API_R_LIVE_TOKEN: api_h_live_token(q, r); return;
     case API_R_LIVE_WS: api_h_live_ws(q, r); return;
     case API_R_NOVNC: api_h_novnc(q, r); return;
+    case API_R_STATE: api_h_state_save(q, r); return;
+    case API_R_RESTORE: api_h_state_restore(q, r); return;
+    case API_R_STATES: api_h_states(q, r); return;
     }
 }
 

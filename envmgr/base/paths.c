@@ -112,6 +112,12 @@ const char *paths_cache_root(void)
     return cache_root;
 }
 
+char *paths_state_root(void)
+{
+    const char *e = getenv("ENVMGR_STATE_DIR");
+    return e && *e ? xstrdup(e) : xasprintf("%s/states", paths_cache_root());
+}
+
 const char *paths_data_dir(void)
 {
     pthread_once(&data_once, init_data_dir);

@@ -13,6 +13,8 @@
 const char *paths_run_root(void);
 /* ENVMGR_CACHE_DIR, else /var/cache/envmgr (root) or ~/.cache/envmgr. */
 const char *paths_cache_root(void);
+/* Saved states (docs/states.md): ENVMGR_STATE_DIR, else <cache root>/states. Caller frees. */
+char *paths_state_root(void);
 /* envmgr's read-only data files (image recipes and outputs, evaluator scripts): ENVMGR_DATA_DIR,
  * else <prefix>/share/envmgr for an installed <prefix>/bin/envmgr, else the checkout a build-tree
  * binary lives in. Never the path the binary was built at. */

@@ -36,6 +36,7 @@ int cmd_ls(int argc, char **argv);
 int cmd_screenshot(int argc, char **argv);
 int cmd_act(int argc, char **argv);
 int cmd_reset(int argc, char **argv);
+int cmd_state(int argc, char **argv);
 int cmd_exec(int argc, char **argv);
 int cmd_task_get(int argc, char **argv);
 int cmd_net(int argc, char **argv);

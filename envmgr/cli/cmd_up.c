@@ -9,13 +9,15 @@
 #include "evaluator/task.h"
 
 static const char usage[] =
-    "usage: envmgr up --name NAME [--image IMAGE] [--accel auto|kvm|tcg]\n"
+    "usage: envmgr up --name NAME [--image IMAGE | --from-state STATE] [--accel auto|kvm|tcg]\n"
     "                 [--network none|allowlist] [--allow HOST:PORT]... [--allow-private ADDR:PORT]...\n"
     "                 [--task FILE] [--unsafe-open-network]\n"
     "                 [--max-egress-bytes N] [--max-connections-per-minute N]\n"
     "  Boot an env from the image's golden state (built on first use: a cold boot to a ready desktop).\n"
     "  --name NAME     the env's name (letters, digits, . - _)\n"
     "  --image IMAGE   an image name under ENVMGR_IMAGE_DIR or a directory with manifest.json (default: desktop)\n"
+    "  --from-state STATE  start from a saved state (envmgr state save) instead of the golden state; the\n"
+    "                  state names the image. Many envs may start from one state at once\n"
     "  --accel MODE    auto (default: KVM only if a probe boot works), kvm or tcg\n"
     "  --network MODE  none (default: the guest reaches nothing) or allowlist (only --allow entries, through\n"
     "                  envmgr's logged egress proxy; docs/security.md)\n"
@@ -35,6 +37,7 @@ int cmd_up(int argc, char **argv)
     env_up_opts o = {.image = IMAGE_DEFAULT, .accel = "auto"};
     static const struct option opts[] = {{"name", required_argument, 0, 'n'},
                                          {"image", required_argument, 0, 'i'},
+                                         {"from-state", required_argument, 0, 'F'},
                                          {"accel", required_argument, 0, 'a'},
                                          {"network", required_argument, 0, 'N'},
                                          {"allow", required_argument, 0, 'A'},
@@ -47,13 +50,14 @@ int cmd_up(int argc, char **argv)
     netpolicy net;
     netpolicy_init(&net);
     const char *mode = NULL, *task_path = NULL;
-    bool any_net = false, open_net = false, allowed = false, private_rules = false;
+    bool any_net = false, open_net = false, allowed = false, private_rules = false, image_given = false;
     em_err err = {0};
     int c;
     while ((c = getopt_long(argc, argv, "+n:i:a:", opts, NULL)) != -1) {
         switch (c) {
         case 'n': o.name = optarg; break;
-        case 'i': o.image = optarg; break;
+        case 'i': o.image = optarg; image_given = true; break;
+        case 'F': o.from_state = optarg; break;
         case 'a': o.accel = optarg; break;
         case 'N': mode = optarg; break;
         case 'A':
@@ -81,6 +85,8 @@ int cmd_up(int argc, char **argv)
         return cli_usage_error(usage, "up: unexpected argument `%s`", argv[optind]);
     if (!o.name)
         return cli_usage_error(usage, "--name: missing");
+    if (image_given && o.from_state)
+        return cli_usage_error(usage, "--image: not with --from-state (the state names its image)");
     if (task_path && (mode || allowed))
         return cli_usage_error(usage, "--task: takes the whole network section; not with --network or --allow");
     if (mode && netpolicy_mode_parse(mode, &net.mode, &err) < 0)
@@ -107,8 +113,12 @@ int cmd_up(int argc, char **argv)
     env_timings t;
     if (env_up(&o, &e, &t, &err) < 0)
         return cli_report(&err);
-    printf("env %s ready (%s): restore %.0f ms, golden state %.0f ms\n", o.name, env_accel(e), t.restore_ms,
-           t.golden_ms);
+    if (o.from_state)
+        printf("env %s ready (%s) from state %s: restore %.0f ms\n", o.name, env_accel(e), o.from_state,
+               t.restore_ms);
+    else
+        printf("env %s ready (%s): restore %.0f ms, golden state %.0f ms\n", o.name, env_accel(e), t.restore_ms,
+               t.golden_ms);
     if (net.mode != NETPOLICY_NONE)
         printf("network %s: %zu rule%s through http://%s:%d/ (envmgr net show %s)\n", netpolicy_mode_name(net.mode),
                net.nrules, net.nrules == 1 ? "" : "s", NETPOLICY_PROXY_ADDR, NETPOLICY_PROXY_PORT, o.name);

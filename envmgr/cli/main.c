@@ -12,6 +12,7 @@ static const cli_command commands[] = {
     {"screenshot", "save a PNG (or raw RGBX) of the env's screen", cmd_screenshot},
     {"act", "perform a computer_13 action (JSON) on the env", cmd_act},
     {"reset", "return the env to the clean golden state", cmd_reset},
+    {"state", "saved states: save an env's moment, restore it, list, remove", cmd_state},
     {"pause", "pause an env: no CPU used, its guest clock stands still", cmd_pause},
     {"resume", "let a paused env run again", cmd_resume},
     {"exec", "run a command in the guest through the guest agent", cmd_exec},

@@ -1,4 +1,5 @@
 #include "envmgr/env/env.h"
+#include "envmgr/env/env_int.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 #include "envmgr/env/guest_ops.h"
+#include "envmgr/env/states.h"
 #include "envmgr/vm/accel.h"
 #include "envmgr/vm/boundaries.h"
 #include "envmgr/vm/golden.h"
@@ -21,29 +23,11 @@
 #include "envmgr/base/util.h"
 #include "envmgr/vm/vm.h"
 
-#define ENV_META "env.json"
 #define ENV_INPUT "input.json"
 #define ENV_LOCK "lock"
 #define AGENT_TIMEOUT_MS 30000.0
 #define VNC_TIMEOUT_MS 20000.0
 
-struct env {
-    char *name, *dir;
-    json_t *meta;
-    manifest *image;
-    golden *gold;
-    pid_t pid;
-    int lockfd;
-    vnc_session *vnc;
-    guest *ga;
-    uint64_t png_hash;
-    bool png_valid;
-    png_buf png;
-    pid_t vcpu_pid;             /* the QEMU the thread ids below belong to */
-    pid_t vcpu_tids[VM_VCPUS_MAX];
-    size_t nvcpu;
-    bool running_known;         /* this process knows the guest is not paused */
-};
 
 const char *env_name(const env *e) { return e->name; }
 const char *env_dir(const env *e) { return e->dir; }
@@ -117,7 +101,7 @@ static void save_pointer(env *e)
     write_input_state(e, x, y, b);
 }
 
-static void drop_connections(env *e)
+void env_drop_connections(env *e)
 {
     save_pointer(e);
     vnc_close(e->vnc);
@@ -131,12 +115,13 @@ static void env_free(env *e)
 {
     if (!e)
         return;
-    drop_connections(e);
+    env_drop_connections(e);
     png_buf_free(&e->png);
     if (e->lockfd >= 0)
         close(e->lockfd);
     manifest_free(e->image);
     golden_free(e->gold);
+    state_chain_free(e->chain, e->nchain);
     json_decref(e->meta);
     free(e->name);
     free(e->dir);
@@ -168,15 +153,42 @@ static int lock_dir(env *e, em_err *err)
     return 0;
 }
 
-static int write_meta(env *e, em_err *err)
+int env_write_meta(env *e, em_err *err)
 {
     _cleanup_free_ char *path = in_dir(e, ENV_META);
     return json_save(path, e->meta, JSON_INDENT(2), 0600, err);
 }
 
+/* Where the restored state left the pointer: the golden state's, or a saved state's. */
 static void reset_pointer_state(env *e)
 {
-    write_input_state(e, e->gold ? e->gold->pointer_x : 0, e->gold ? e->gold->pointer_y : 0, 0);
+    const state *s = e->nchain ? e->chain[e->nchain - 1] : NULL;
+    write_input_state(e, s ? s->pointer_x : e->gold ? e->gold->pointer_x : 0,
+                      s ? s->pointer_y : e->gold ? e->gold->pointer_y : 0, 0);
+}
+
+/* input.json: false when there is none. */
+static bool read_input_state(env *e, int *x, int *y, int *buttons)
+{
+    _cleanup_free_ char *input = in_dir(e, ENV_INPUT), *text = NULL;
+    if (read_file_capped(input, 4096, &text, NULL, NULL) < 0)
+        return false;
+    json_t *j = json_loads(text, 0, NULL);
+    *x = (int)json_integer_value(json_object_get(j, "x"));
+    *y = (int)json_integer_value(json_object_get(j, "y"));
+    *buttons = (int)json_integer_value(json_object_get(j, "buttons"));
+    json_decref(j);
+    return j != NULL;
+}
+
+void env_pointer_now(env *e, int *x, int *y)
+{
+    int b;
+    *x = *y = 0;
+    if (e->vnc)
+        vnc_pointer_state(e->vnc, x, y, &b);
+    else
+        read_input_state(e, x, y, &b);
 }
 
 /* A restored guest wakes with the clock of the moment it was saved. Setting
@@ -247,18 +259,26 @@ int env_up(const env_up_opts *o, env **out, env_timings *t, em_err *err)
         env_free(e);
         return -1;
     }
-    _cleanup_free_ char *image_dir = paths_image_dir(o->image);
     const char *accel = NULL;
     double t0 = now_ms();
     int rc = lock_dir(e, err);
+    state *from = NULL; /* up --from-state: the state names the image and accelerator */
+    if (rc == 0 && o->from_state)
+        rc = state_load(o->from_state, &from, err);
+    _cleanup_free_ char *image_dir = from ? xstrdup(from->image) : paths_image_dir(o->image);
     if (rc == 0 && (rc = manifest_load(image_dir, &e->image, err)) < 0)
-        em_prefix(err, "--image: ");
+        em_prefix(err, from ? "the state's image: " : "--image: ");
     if (rc == 0)
         rc = manifest_verify(e->image, 0, err);
+    if (rc == 0 && from && strcmp(o->accel, "auto") && strcmp(o->accel, from->accel))
+        rc = em_fail_input(err, "--accel: state `%s` was saved under %s", from->name, from->accel);
     if (rc == 0)
-        rc = accel_choose(o->accel, e->image, &accel, err);
-    if (rc == 0)
+        rc = from ? env_state_use(e, from->name, from->accel, err) : accel_choose(o->accel, e->image, &accel, err);
+    if (rc == 0 && from)
+        accel = e->chain[e->nchain - 1]->accel;
+    if (rc == 0 && !from)
         rc = golden_ensure(e->image, accel, &e->gold, err);
+    state_free(from);
     double t1 = now_ms();
     if (rc == 0) {
         char when[40];
@@ -266,17 +286,18 @@ int env_up(const env_up_opts *o, env **out, env_timings *t, em_err *err)
         e->meta = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:i, s:i}", "name", o->name, "image", e->image->dir,
                             "image_sha256", e->image->sha256, "accel", accel, "golden", e->gold->dir, "created",
                             when, "width", e->image->width, "height", e->image->height);
-        rc = write_meta(e, err);
+        rc = env_write_meta(e, err);
     }
     if (rc == 0 && o->net)
         rc = netpolicy_save(e->dir, o->net, NULL, err);
     if (rc == 0)
-        rc = golden_start_clone(e->gold, e->image, accel, e->dir, o->name, &e->pid, err);
+        rc = e->nchain ? env_state_start(e, accel, err)
+                       : golden_start_clone(e->gold, e->image, accel, e->dir, o->name, &e->pid, err);
     double t2 = now_ms();
     if (rc == 0) {
         reset_pointer_state(e);
         mark_clock_stale(e);
-        rc = write_meta(e, err);
+        rc = env_write_meta(e, err);
     }
     if (rc == 0)
         rc = net_start(e, err);
@@ -285,7 +306,7 @@ int env_up(const env_up_opts *o, env **out, env_timings *t, em_err *err)
         if (e->pid)
             vm_stop(e->dir, e->pid, &ignored);
         netpolicy_stop_helper(e->dir, &ignored);
-        drop_connections(e);
+        env_drop_connections(e);
         vm_overlay_remove(e->dir);
         netpolicy_log_forget(e->dir);
         vm_forget(e->dir);
@@ -360,6 +381,12 @@ int env_down(const char *name, em_err *err)
     em_err ignored;
     if (vm_read_pid(dir, &pid, &ignored) == 0 && vm_stop(dir, pid, err) < 0)
         return em_prefix(err, "down %s: ", name);
+    _cleanup_free_ char *text = NULL;
+    if (read_file_capped(meta, JSON_DOC_MAX, &text, NULL, NULL) == 0) { /* no longer on its saved state */
+        json_t *j = json_loads(text, 0, NULL);
+        state_release(json_string_value(json_object_get(json_object_get(j, "state"), "name")), dir);
+        json_decref(j);
+    }
     if (netpolicy_stop_helper(dir, err) < 0)
         return em_prefix(err, "down %s: ", name);
     vm_overlay_remove(dir);
@@ -368,29 +395,36 @@ int env_down(const char *name, em_err *err)
     return remove_tree(dir, err) < 0 ? em_prefix(err, "down %s: ", name) : 0;
 }
 
-int env_reset(env *e, env_timings *t, em_err *err)
+int env_restart(env *e, env_timings *t, const char *what, em_err *err)
 {
     double t0 = now_ms();
-    drop_connections(e);
+    env_drop_connections(e);
     if (vm_stop(e->dir, e->pid, err) < 0 || netpolicy_stop_helper(e->dir, err) < 0)
-        return em_prefix(err, "reset %s: ", e->name);
+        return em_prefix(err, "%s %s: ", what, e->name);
     e->pid = 0;
     double t1 = now_ms();
     const char *accel = env_accel(e);
-    if (golden_start_clone(e->gold, e->image, accel ? accel : "tcg", e->dir, e->name, &e->pid, err) < 0)
-        return em_prefix(err, "reset %s: ", e->name);
+    if ((e->nchain ? env_state_start(e, accel, err)
+                   : golden_start_clone(e->gold, e->image, accel, e->dir, e->name, &e->pid, err)) < 0)
+        return em_prefix(err, "%s %s: ", what, e->name);
     double t2 = now_ms();
     e->running_known = true; /* a restored guest runs */
     reset_pointer_state(e);
     mark_clock_stale(e);
-    if (write_meta(e, err) < 0 || net_start(e, err) < 0)
-        return em_prefix(err, "reset %s: ", e->name);
+    if (env_write_meta(e, err) < 0 || net_start(e, err) < 0)
+        return em_prefix(err, "%s %s: ", what, e->name);
     if (t) {
         t->golden_ms = 0;
         t->stop_ms = t1 - t0;
         t->restore_ms = t2 - t1;
     }
     return 0;
+}
+
+int env_reset(env *e, env_timings *t, em_err *err)
+{
+    env_state_leave(e);
+    return env_restart(e, t, "reset", err);
 }
 
 int env_guest(env *e, guest **g, em_err *err)
@@ -405,7 +439,7 @@ int env_guest(env *e, guest **g, em_err *err)
             if (guest_set_time(e->ga, err) < 0)
                 return em_prefix(err, "env %s: set the guest clock: ", e->name);
             json_object_set_new(e->meta, "clock_synced", json_true());
-            if (write_meta(e, err) < 0)
+            if (env_write_meta(e, err) < 0)
                 return -1;
         }
     }
@@ -416,17 +450,12 @@ int env_guest(env *e, guest **g, em_err *err)
 int env_vnc(env *e, vnc_session **v, em_err *err)
 {
     if (!e->vnc) {
-        _cleanup_free_ char *sock = in_dir(e, VM_VNC_SOCK), *input = in_dir(e, ENV_INPUT), *text = NULL;
+        _cleanup_free_ char *sock = in_dir(e, VM_VNC_SOCK);
+        int x, y, b;
         if (vnc_open(sock, VNC_TIMEOUT_MS, &e->vnc, err) < 0)
             return em_prefix(err, "env %s: ", e->name);
-        if (read_file_capped(input, 4096, &text, NULL, NULL) == 0) {
-            json_t *j = json_loads(text, 0, NULL);
-            if (j)
-                vnc_set_pointer_state(e->vnc, (int)json_integer_value(json_object_get(j, "x")),
-                                      (int)json_integer_value(json_object_get(j, "y")),
-                                      (int)json_integer_value(json_object_get(j, "buttons")));
-            json_decref(j);
-        }
+        if (read_input_state(e, &x, &y, &b))
+            vnc_set_pointer_state(e->vnc, x, y, b);
     }
     *v = e->vnc;
     return 0;
@@ -541,6 +570,8 @@ int env_list(json_t **out, em_err *err)
         struct stat ost;
         if (stat(ov, &ost) == 0)
             json_object_set_new(row, "overlay_mib", json_real((double)ost.st_blocks * 512 / (1 << 20)));
+        const char *on = json_string_value(json_object_get(json_object_get(meta, "state"), "name"));
+        json_object_set_new(row, "state", on ? json_string(on) : json_null()); /* the saved state it runs on */
         const char *keys[] = {"image", "accel", "created"};
         for (size_t i = 0; i < ARRAY_LEN(keys); i++) {
             json_t *v = json_object_get(meta, keys[i]);

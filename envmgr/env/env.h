@@ -24,6 +24,8 @@ typedef struct env_up_opts {
     const char *image;  /* name under the image root, or a directory */
     const char *accel;  /* auto, kvm, tcg */
     const netpolicy *net; /* NULL: network mode none (netpolicy.h) */
+    const char *from_state; /* a saved state (envmgr state save) to start from instead of the
+                               golden state: it names the image (image is ignored) */
 } env_up_opts;
 
 typedef struct env_timings {
@@ -40,6 +42,18 @@ void env_close(env *e);
 int env_down(const char *name, em_err *err);
 /* Back to the golden state: a fresh overlay and a fresh QEMU from the saved state. */
 int env_reset(env *e, env_timings *t, em_err *err);
+/* Saved states (docs/states.md, env/states.h). Save the env now as state `name` (since: what was done
+ * since its parent, recorded in state.json; borrowed, may be NULL); *info (may be NULL) gets
+ * {name, parent, mib, save_ms, paused_ms, ...}. The guest runs on (or stays paused) after. */
+int env_state_save(env *e, const char *name, json_t *since, json_t **info, em_err *err);
+/* Restore state `name` (saved from an env of the same golden state) into this env: a fresh QEMU,
+ * like a reset. */
+int env_state_restore(env *e, const char *name, env_timings *t, em_err *err);
+/* The id of the golden state the env runs on (sha256 of its golden.json). */
+int env_golden_id(const env *e, char id[65], em_err *err);
+/* The saved state the env runs on (the last restored; NULL: none) and its id. */
+const char *env_state_name(const env *e);
+const char *env_state_id(const env *e);
 /* The env's network policy, and a new one that takes effect at the next
  * env_reset (*changed: it differs from the current one). */
 int env_network(const env *e, netpolicy *p, em_err *err);

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "envmgr/env/env.h"
+#include "envmgr/env/states.h"
 #include "envmgr/base/paths.h"
 #include "envmgr/base/sha256.h"
 #include "envmgr/base/fileio.h"
@@ -364,6 +365,12 @@ int suite_gc(const gc_opts *o, FILE *log, gc_stats *st, em_err *err)
         st->overlays = n > 0 ? (size_t)n : 0;
         st->cgroups = (size_t)vm_cgroup_orphans(o->dry_run);
         st->qemu_users = (size_t)vm_runas_orphans(o->dry_run);
+    }
+    if (o->only_owner <= 0 && !o->keep_states) {
+        uint64_t cap = (uint64_t)o->state_cap_mib << 20;
+        if ((o->state_cap_mib < 0 && state_cap_bytes(&cap, err) < 0) ||
+            state_evict(cap, NULL, o->dry_run, log, &st->states, &st->state_mib, err) < 0)
+            rc = -1;
     }
     return rc;
 }

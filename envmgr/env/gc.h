@@ -6,7 +6,9 @@
  *  - golden-state builder directories (.golden-<pid>) of dead builders;
  *  - golden states in the cache whose image manifest no longer exists (each
  *    holds a guest-RAM file of the image's memory size), unless a QEMU still
- *    maps it or a builder holds its lock. */
+ *    maps it or a builder holds its lock;
+ *  - saved states over the cache's cap, least recently used first, and those
+ *    whose golden state is gone (env/states.h). */
 #ifndef ENVMGR_ENV_GC_H
 #define ENVMGR_ENV_GC_H
 
@@ -23,6 +25,8 @@
 typedef struct gc_opts {
     bool all_suite;    /* suite envs even when their owner still runs */
     bool keep_golden;  /* leave the golden states alone */
+    bool keep_states;  /* leave the saved states alone */
+    long state_cap_mib; /* < 0: ENVMGR_STATE_CAP_MIB or the default */
     bool dry_run;      /* say what would go, remove nothing */
     pid_t only_owner;  /* > 0: only the suite envs of this owner (which must be gone); nothing else */
 } gc_opts;
@@ -32,6 +36,8 @@ typedef struct gc_stats {
     size_t qemus;       /* live QEMUs stopped */
     size_t goldens;     /* golden states removed */
     double golden_mib;  /* their size on disk */
+    size_t states;      /* saved states evicted */
+    double state_mib;
     size_t busy;        /* left alone because in use */
     size_t overlays;    /* overlays on disk whose run directory is gone (vm/overlay.h) */
     double overlay_mib;

@@ -9,6 +9,7 @@
 #include "envmgr/action/actions.h"
 #include "envmgr/episode/agent.h"
 #include "envmgr/episode/episode_env.h"
+#include "envmgr/episode/setup_cache.h"
 #include "envmgr/episode/setup.h"
 #include "envmgr/net/egress_log.h"
 #include "envmgr/net/netpolicy.h"
@@ -476,6 +477,7 @@ void episode_end(episode *ep, exit_cause cause, const char *why)
 exit_cause episode_exit_cause(const episode *ep) { return ep->cause; }
 const char *episode_reason(const episode *ep) { return ep->reason; }
 int episode_steps(const episode *ep) { return ep->steps; }
+double episode_reset_ms(const episode *ep) { return ep->reset_ms; }
 const char *episode_trace_dir(const episode *ep) { return ep->trace_dir; }
 
 /* ---- the stdio agent loop (envmgr run) ---- */
@@ -718,7 +720,13 @@ int episode_begin_with(const episode_env *ev, const task *t, const char *task_pa
         rc = -1;
     if (rc == 0 && ev->set_network(ev->ctx, &net, &net_changed, err) < 0)
         rc = -1;
-    if (rc == 0 && (!o->fresh || net_changed))
+    setup_cache sc; /* a restore of the task's cached setup is the reset */
+    setup_cache_plan(t, ev, &net, o->from_state != NULL, &sc);
+    bool cached = rc == 0 && setup_cache_restore(ev, &sc);
+    if (rc == 0 && o->from_state && net_changed) /* a reset would throw the restored state away */
+        rc = em_fail(err, "the task's network section is not the env's: a saved state runs under the policy it "
+                          "was restored with (reset with the task first)");
+    else if (rc == 0 && !cached && (!o->fresh || net_changed || sc.refused[0]))
         rc = ev->reset(ev->ctx, err);
     r->reset_ms = now_ms() - t_reset;
     _cleanup_free_ char *elog = egress_path(r);
@@ -762,6 +770,9 @@ int episode_begin_with(const episode_env *ev, const task *t, const char *task_pa
     json_object_set_new(hdr, "pause_while_thinking", json_boolean(t->pause_while_thinking && ev->hold));
     if (t->osworld_proxy) /* OSWorld's "proxy": true: the task wants the web; `network` is the answer */
         json_object_set_new(hdr, "osworld_proxy", json_true());
+    if (o->from_state)
+        json_object_set_new(hdr, "from_state", json_deep_copy(o->from_state));
+    json_object_set_new(hdr, "setup_cache", setup_cache_json(&sc));
     rc = trace_open(r->trace_dir, hdr, &r->tw, err);
     json_decref(hdr);
     if (rc < 0) {
@@ -770,14 +781,16 @@ int episode_begin_with(const episode_env *ev, const task *t, const char *task_pa
     }
 
     double t0 = now_ms();
-    rc = run_steps(r, t->config, t->nconfig, "config", err);
+    rc = o->from_state || cached ? 0 : run_steps(r, t->config, t->nconfig, "config", err);
     if (rc >= 0 && drain_egress(r, err) < 0)
         rc = -1;
     r->setup_ms = now_ms() - t0;
-    if (rc == 0 && r->cause == EXIT_NONE) {
+    if (rc == 0 && r->cause == EXIT_NONE && !cached) { /* a cached setup was saved once the screen settled */
         em_err serr = {0};
         if (ev->settle(ev->ctx, o->settle_ms, t->settle_max_s * 1000, NULL, &serr) < 0)
             set_end(r, EXIT_ENV_ERROR, serr.msg);
+        else if (r->cause == EXIT_NONE) /* before the first observation */
+            setup_cache_save(ev, t, task_sha, &sc);
     }
     if (rc < 0) { /* interrupted or the trace cannot be written: keep what is recorded, marked incomplete */
         episode_abandon(r);

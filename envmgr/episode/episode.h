@@ -26,6 +26,8 @@ typedef struct episode_opts {
     bool agent_sandbox_off;        /* --agent-sandbox=off: the agent sees envmgr's run and cache folders */
     const char *const *agent_show; /* folders the agent reads besides the frames (a replay's recorded trace) */
     bool video;                    /* --video: out_dir/recording.mp4 from the finished trace (result.json "video") */
+    const json_t *from_state;      /* the env was just restored from this saved state ({name, id, ...}; with
+                                    * fresh): the trace header says so and the task's setup is not run again */
 } episode_opts;
 
 /* An episode driven step by step (the HTTP API's reset/step/evaluate), with
@@ -68,6 +70,8 @@ exit_cause episode_exit_cause(const episode *ep); /* EXIT_NONE while it runs */
 /* Why it ended early (agent or env trouble), or NULL. */
 const char *episode_reason(const episode *ep);
 int episode_steps(const episode *ep);
+/* How long episode_begin took to reset the env (or to restore the task's cached setup instead). */
+double episode_reset_ms(const episode *ep);
 const char *episode_trace_dir(const episode *ep);
 /* Postconfig, evaluator, trace trailer, result.json; frees ep (also on failure).
  * An episode still running ends with exit_cause `cause` first. */

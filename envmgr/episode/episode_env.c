@@ -2,6 +2,7 @@
 #include "envmgr/episode/episode_env.h"
 
 #include "envmgr/env/guest_ops.h"
+#include "envmgr/env/states.h"
 #include "envmgr/episode/setup.h"
 #include "envmgr/vm/vm.h"
 #include "envmgr/vm/vnc.h"
@@ -51,6 +52,26 @@ static int op_hold(void *ctx, bool hold, em_err *err) { return env_hold(ctx, hol
 
 static int op_guest_off(void *ctx, bool *off, em_err *err) { return vm_guest_shut_down(env_dir(ctx), off, err); }
 
+static int op_golden_id(void *ctx, char id[65], em_err *err) { return env_golden_id(ctx, id, err); }
+
+static int op_state_restore(void *ctx, const char *name, char id[33], em_err *err)
+{
+    env_timings tm;
+    state *s = NULL;
+    if (state_load(name, &s, err) < 0) /* absent: 0; unreadable: refused */
+        return err->code == EM_EXIT_USAGE ? 0 : -1;
+    state_free(s);
+    if (env_state_restore(ctx, name, &tm, err) < 0)
+        return -1;
+    snprintf(id, 33, "%s", env_state_id(ctx) ? env_state_id(ctx) : "");
+    return 1;
+}
+
+static int op_state_save(void *ctx, const char *name, json_t *since, em_err *err)
+{
+    return env_state_save(ctx, name, since, NULL, err);
+}
+
 void episode_env_bind(env *e, episode_env *out)
 {
     *out = (episode_env){.ctx = e,
@@ -69,5 +90,8 @@ void episode_env_bind(env *e, episode_env *out)
                          .guest_ops = op_guest_ops,
                          .hold = op_hold,
                          .boundaries = op_boundaries,
-                         .guest_off = op_guest_off};
+                         .guest_off = op_guest_off,
+                         .golden_id = op_golden_id,
+                         .state_restore = op_state_restore,
+                         .state_save = op_state_save};
 }

@@ -44,6 +44,12 @@ typedef struct episode_env {
     json_t *(*boundaries)(void *ctx);
     /* Has the guest powered itself off? */
     int (*guest_off)(void *ctx, bool *off, em_err *err);
+    /* Saved states, for the setup cache (setup_cache.h); NULL: none. golden_id: the golden state the
+     * env runs on. state_restore: 1 restored (*id: the state's id), 0 no such state, -1 refused or
+     * failed (the env may need a reset). state_save: the env as it is now, as state name. */
+    int (*golden_id)(void *ctx, char id[65], em_err *err);
+    int (*state_restore)(void *ctx, const char *name, char id[33], em_err *err);
+    int (*state_save)(void *ctx, const char *name, json_t *since, em_err *err);
 } episode_env;
 
 /* The operations of a real env. */

@@ -140,6 +140,30 @@ static const char *task_folder_use(const task *t)
     return u;
 }
 
+/* A trace that began from a saved state replays from it: the very state (its id) from this host's
+ * cache, never a file the trace names. */
+static int restore_recorded_state(env *e, const task *t, json_t *from, em_err *err)
+{
+    const char *name = json_string_value(json_object_get(from, "name"));
+    const char *id = json_string_value(json_object_get(from, "id"));
+    env_timings tm;
+    netpolicy cur, net;
+    bool changed;
+    if (!name || !id)
+        return em_fail_input(err, "replay: the trace's from_state is not {name, id}");
+    /* the task's network first: the restore starts the guest under it, as the episode did */
+    if (env_network(e, &cur, err) < 0 || netpolicy_for_task(&cur, &t->net, &net, err) < 0 ||
+        env_set_network(e, &net, &changed, err) < 0)
+        return em_prefix(err, "replay: ");
+    if (env_state_restore(e, name, &tm, err) < 0)
+        return em_prefix(err, "replay: the trace began from saved state `%s`: ", name);
+    if (strcmp(env_state_id(e) ? env_state_id(e) : "", id))
+        return em_fail_input(err, "replay: saved state `%s` is not the one the trace began from (it was saved "
+                                  "again since): the episode cannot be replayed",
+                             name);
+    return 0;
+}
+
 int replay_run(env *e, bool fresh, const replay_opts *o, json_t **out, em_err *err)
 {
     json_t *vreport = NULL;
@@ -194,9 +218,26 @@ int replay_run(env *e, bool fresh, const replay_opts *o, json_t **out, em_err *e
         rc = em_fail_input(err, "replay: the task uses files of its folder (%s); the trace carries the task, not "
                                 "them: give the task with --task FILE",
                            uses);
+    json_t *from = json_object_get(h, "from_state");
+    json_t *sc = json_object_get(h, "setup_cache"), *cached = NULL;
     if (rc == 0)
         rc = episode_prepare_task(e, t, err);
+    if (rc == 0 && from)
+        rc = restore_recorded_state(e, t, from, err);
+    /* A setup the recording restored from the setup cache: the very state again when the cache
+     * still holds it, else the setup runs (on a fresh reset). */
+    const char *used = json_string_value(json_object_get(sc, "used"));
+    if (rc == 0 && !from && used && !strcmp(used, "restored")) {
+        cached = json_pack("{s:s?, s:s?}", "name", json_string_value(json_object_get(sc, "state")), "id",
+                           json_string_value(json_object_get(sc, "id")));
+        em_err cerr = {0};
+        if (restore_recorded_state(e, t, cached, &cerr) == 0)
+            from = cached;
+        else
+            fprintf(stderr, "envmgr: %s; the task's setup runs again\n", cerr.msg);
+    }
     if (rc < 0) {
+        json_decref(cached);
         task_free(t);
         trace_free(rec);
         return -1;
@@ -224,12 +265,14 @@ int replay_run(env *e, bool fresh, const replay_opts *o, json_t **out, em_err *e
     /* It runs under the rules of every agent (its environment, its sandbox); what it reads is the
      * recording, bound in read-only wherever it is. */
     const char *show[] = {o->trace_dir, NULL};
-    episode_opts eo = {.agent_argv = argv, .out_dir = o->out_dir, .fresh = fresh, .agent_show = show,
-                       .settle_ms = json_is_number(settle) ? json_number_value(settle) : 300};
+    episode_opts eo = {.agent_argv = argv, .out_dir = o->out_dir, .fresh = (fresh || from) && !(cached && !from),
+                       .agent_show = show, .settle_ms = json_is_number(settle) ? json_number_value(settle) : 300,
+                       .from_state = from};
     json_t *result = NULL;
     double t0 = now_ms();
     rc = episode_run(e, t, task_path, &eo, &result, err);
     double replay_s = (now_ms() - t0) / 1000;
+    json_decref(cached);
     task_free(t);
     trace *rep = NULL;
     _cleanup_free_ char *rep_dir = xasprintf("%s/trace", o->out_dir);

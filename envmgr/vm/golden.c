@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "envmgr/vm/guest.h"
+#include "envmgr/vm/migrate.h"
 #include "envmgr/vm/overlay.h"
 #include "envmgr/base/json_save.h"
 #include "envmgr/base/paths.h"
@@ -23,7 +24,6 @@
 #define GOLDEN_FORMAT "golden-v1"
 #define STABLE_FOR_MS 3000.0       /* the screen must not change for this long */
 #define BUILD_LOCK_WAIT_MS (30 * 60 * 1000.0) /* a cold boot under TCG takes minutes, not this */
-#define MIGRATE_TIMEOUT_MS 60000.0
 #define QMP_TIMEOUT_MS 10000.0
 
 void golden_free(golden *g)
@@ -66,6 +66,9 @@ static int load_meta(golden *g, em_err *err)
         return em_fail(err, "golden state `%s`: golden.json has no pointer position", g->dir);
     g->pointer_x = (int)json_integer_value(x);
     g->pointer_y = (int)json_integer_value(y);
+    const char *key = json_string_value(json_object_get(g->meta, "key")); /* the whole key, not the folder's */
+    if (key && strlen(key) == 64 && !strncmp(key, g->key, strlen(g->key)))
+        snprintf(g->key, sizeof g->key, "%s", key);
     return 0;
 }
 
@@ -150,67 +153,6 @@ static int wait_desktop_ready(const char *dir, const manifest *m, double deadlin
     return rc;
 }
 
-static int set_ignore_shared(qmp *q, em_err *err)
-{
-    json_t *args = json_pack("{s:[{s:s, s:b}]}", "capabilities", "capability", "x-ignore-shared", "state", 1);
-    int rc = qmp_execute(q, "migrate-set-capabilities", args, QMP_TIMEOUT_MS, NULL, err);
-    json_decref(args);
-    return rc;
-}
-
-/* Hand QEMU an fd for the migration stream (spawn=deny forbids exec: URIs). */
-static int pass_fd(qmp *q, const char *name, int fd, em_err *err)
-{
-    json_t *args = json_pack("{s:s}", "fdname", name);
-    int rc = qmp_execute_with_fd(q, "getfd", args, fd, QMP_TIMEOUT_MS, NULL, err);
-    json_decref(args);
-    return rc;
-}
-
-static int wait_migration(qmp *q, double timeout_ms, em_err *err)
-{
-    double deadline = now_ms() + timeout_ms, wait = 1;
-    for (;;) {
-        json_t *ret;
-        if (qmp_execute(q, "query-migrate", NULL, QMP_TIMEOUT_MS, &ret, err) < 0)
-            return -1;
-        const char *st = json_string_value(json_object_get(ret, "status"));
-        char status[32];
-        snprintf(status, sizeof status, "%s", st ? st : "none");
-        const char *emsg = json_string_value(json_object_get(ret, "error-desc"));
-        char why[256];
-        snprintf(why, sizeof why, "%s", emsg ? emsg : "no reason given");
-        json_decref(ret);
-        if (!strcmp(status, "completed"))
-            return 0;
-        if (!strcmp(status, "failed") || !strcmp(status, "cancelled"))
-            return em_fail(err, "migration %s: %s", status, why);
-        if (check_interrupt(err) < 0)
-            return -1;
-        if (now_ms() > deadline)
-            return em_fail(err, "migration still `%s` after %.0f s", status, timeout_ms / 1000);
-        sleep_ms(wait);
-        wait = wait < 20 ? wait * 2 : 20;
-    }
-}
-
-/* Move the device state through fd: `migrate` (save) or `migrate-incoming` (restore), RAM left
- * out (x-ignore-shared: it lives in ram.bin), and wait until it completes. */
-static int migrate_fd(qmp *q, const char *command, int fd, em_err *err)
-{
-    int rc = set_ignore_shared(q, err);
-    if (rc == 0)
-        rc = pass_fd(q, "golden", fd, err);
-    if (rc == 0) {
-        json_t *args = json_pack("{s:s}", "uri", "fd:golden");
-        rc = qmp_execute(q, command, args, QMP_TIMEOUT_MS, NULL, err);
-        json_decref(args);
-    }
-    if (rc == 0)
-        rc = wait_migration(q, MIGRATE_TIMEOUT_MS, err);
-    return rc;
-}
-
 static int save_state(const char *dir, const char *state_path, em_err *err)
 {
     _cleanup_free_ char *sock = xasprintf("%s/" VM_QMP_SOCK, dir);
@@ -222,7 +164,7 @@ static int save_state(const char *dir, const char *state_path, em_err *err)
     if (rc == 0)
         rc = qmp_execute(q, "stop", NULL, QMP_TIMEOUT_MS, NULL, err);
     if (rc == 0)
-        rc = migrate_fd(q, "migrate", fd, err);
+        rc = vm_migrate_fd(q, "migrate", fd, err);
     if (rc == 0 && fsync(fd) < 0)
         rc = em_fail_errno(err, "fsync `%s`", state_path);
     qmp_close(q);
@@ -374,7 +316,7 @@ int golden_start_clone(const golden *g, const manifest *m, const char *accel, co
         rc = qmp_open(sock, QMP_TIMEOUT_MS, &q, err);
     /* The state was saved from a stopped VM, so it arrives paused: start it. */
     if (rc == 0)
-        rc = migrate_fd(q, "migrate-incoming", fd, err);
+        rc = vm_migrate_fd(q, "migrate-incoming", fd, err);
     if (rc == 0)
         rc = qmp_execute(q, "cont", NULL, QMP_TIMEOUT_MS, NULL, err);
     qmp_close(q);

@@ -218,6 +218,13 @@ static void build_argv(const vm_spec *s, const vm_net *net, const vm_runas *runa
         arg(a, xstrdup("-incoming"));
         arg(a, xstrdup("defer"));
     }
+    /* A saved state's device state has no configuration section (xen-save-devices-state writes
+     * none), and its RAM is written in before the guest may run: -S keeps it paused. */
+    if (s->incoming && s->devices_only) {
+        arg(a, xstrdup("-S"));
+        arg(a, xstrdup("-global"));
+        arg(a, xstrdup("migration.send-configuration=off"));
+    }
     a->v[a->n] = NULL;
 }
 

@@ -20,6 +20,8 @@ typedef struct vm_spec {
     bool ram_shared;      /* share=on: the golden builder writes RAM into the file;
                              otherwise a private copy-on-write mapping of it */
     bool incoming;        /* start paused, waiting for migrate-incoming */
+    bool devices_only;    /* with incoming: the stream is a saved state's device state alone
+                             (savestate.h), and the guest stays paused after it */
     const char *name;     /* shown in ps */
 } vm_spec;
 

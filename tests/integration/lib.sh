@@ -7,6 +7,7 @@ ENVMGR=${ENVMGR_BIN:-$ROOT/bin/envmgr}
 PNGTOOL=$ROOT/build/tools/pngtool
 T=$(mktemp -d /tmp/envmgr-it.XXXXXX)
 export ENVMGR_RUN_DIR=$T/run
+export ENVMGR_STATE_DIR=$T/states # saved states (the setup cache too): this run's own, never the operator's
 PASS=0 FAIL=0
 SUITE=${SUITE:-$(basename "$0" .sh)}
 

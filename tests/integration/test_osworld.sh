@@ -113,7 +113,8 @@ check "offline and not cached: the reason names the URL" grep -q "offline: \`$BA
 # a tampered cache entry is refused, naming the URL
 blob=$(python3 -c "import json,sys; a=json.load(open(sys.argv[1]))['assets']; print(a[sys.argv[2]]['sha256'])" "$T/task/assets.lock.json" "$BASE/docs/report.txt")
 chmod u+w "$ENVMGR_ASSET_CACHE/blobs/$blob" && echo tampered >>"$ENVMGR_ASSET_CACHE/blobs/$blob"
-run tampered "$T/task/download.json" --offline
+# (the setup cache would restore the state saved from the good bytes, reading no asset: off here)
+ENVMGR_SETUP_CACHE=off run tampered "$T/task/download.json" --offline
 check "a tampered cached asset: setup_error" test "$(field "$T/tampered/result.json" exit_cause)" = setup_error
 check "a tampered cached asset: the reason says it was modified" grep -q "was modified" "$T/tampered/result.json"
 

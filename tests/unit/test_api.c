@@ -64,6 +64,9 @@ static void test_routes(void)
     route_ok("GET", "/v1/envs/e1/live", API_R_LIVE, "e1");
     route_ok("GET", "/v1/envs/e1/live/ws", API_R_LIVE_WS, "e1");
     route_ok("GET", "/v1/novnc/core/rfb.js", API_R_NOVNC, "");
+    route_ok("POST", "/v1/envs/e1/state", API_R_STATE, "e1");
+    route_ok("POST", "/v1/envs/e1/restore", API_R_RESTORE, "e1");
+    route_ok("GET", "/v1/states", API_R_STATES, "");
 }
 
 static void test_route_errors(void)
@@ -79,6 +82,9 @@ static void test_route_errors(void)
     CU_ASSERT_EQUAL(route_status("GET", "/v1/envs/e1/step", &ae), 405);
     CU_ASSERT_STRING_EQUAL(ae.field, "POST");
     CU_ASSERT_EQUAL(route_status("POST", "/v1/health", &ae), 405);
+    CU_ASSERT_EQUAL(route_status("GET", "/v1/envs/e1/state", &ae), 405); /* a save is a POST */
+    CU_ASSERT_EQUAL(route_status("POST", "/v1/states", &ae), 405);
+    CU_ASSERT_EQUAL(route_status("GET", "/v1/states/s1", &ae), 404);
     CU_ASSERT_EQUAL(route_status("GETX", "/v1/health", &ae), 405);
     CU_ASSERT_EQUAL(route_status("", "/v1/health", &ae), 405);
     CU_ASSERT_EQUAL(route_status("GET", "/v1/envs/../etc/trace", &ae), 400);

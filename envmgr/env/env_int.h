@@ -1,0 +1,50 @@
+/* Inside the env handle: what env.c and env_state.c (saved states) share. Not for other folders. */
+#ifndef ENVMGR_ENV_INT_H
+#define ENVMGR_ENV_INT_H
+
+#include "envmgr/env/env.h"
+#include "envmgr/env/states.h"
+#include "envmgr/vm/golden.h"
+#include "envmgr/vm/manifest.h"
+#include "envmgr/vm/vm.h"
+
+#define ENV_META "env.json"
+
+struct env {
+    char *name, *dir;
+    json_t *meta;
+    manifest *image;
+    golden *gold;
+    state **chain;              /* the saved state the next start restores (root first), or NULL: golden */
+    size_t nchain;
+    pid_t pid;
+    int lockfd;
+    vnc_session *vnc;
+    guest *ga;
+    uint64_t png_hash;
+    bool png_valid;
+    png_buf png;
+    pid_t vcpu_pid;             /* the QEMU the thread ids below belong to */
+    pid_t vcpu_tids[VM_VCPUS_MAX];
+    size_t nvcpu;
+    bool running_known;         /* this process knows the guest is not paused */
+};
+
+int env_write_meta(env *e, em_err *err);
+/* Close the VNC and agent connections, keeping where the pointer is (input.json). */
+void env_drop_connections(env *e);
+/* Where the pointer is now (x, y). */
+void env_pointer_now(env *e, int *x, int *y);
+/* Stop the env's QEMU and start a fresh one from e->chain (or the golden state): what reset and a
+ * state restore share. what names the operation in errors. */
+int env_restart(env *e, env_timings *t, const char *what, em_err *err);
+
+/* env_state.c: e->chain becomes state `name`'s chain, checked against the golden state e runs on
+ * (e->gold, or for a new env the golden state of e->image under accel, opened here). */
+int env_state_use(env *e, const char *name, const char *accel, em_err *err);
+/* Start e's QEMU from e->chain (savestate_start), and record it in env.json ("state"). */
+int env_state_start(env *e, const char *accel, em_err *err);
+/* e no longer runs on a state (reset to the golden state, or down). */
+void env_state_leave(env *e);
+
+#endif

@@ -1,0 +1,48 @@
+/* A running env saved as files, and a new QEMU started from them: the golden state's mechanism
+ * applied to any moment of an env. A state holds only what differs from its parent (the state
+ * the env was restored from, or the golden state):
+ *   disk.qcow2   the env's overlay as it was: what the guest wrote to its disk since the parent,
+ *                backed by the parent's disk layer (golden.qcow2 at the root)
+ *   ram.delta    the RAM pages that differ from the parent's view, and the VGA memory (ramdelta.h);
+ *                the pages come from QEMU's process (procmem.h), which maps the golden RAM file
+ *                privately, so only the pages the guest wrote are candidates
+ *   devices.bin  device state without any RAM (QMP xen-save-devices-state: a migration would carry
+ *                all of guest RAM, since x-ignore-shared leaves out shared mappings only)
+ * A restore is a fresh QEMU started with -incoming on the golden RAM file, like a reset: the
+ * chain's pages are written into its memory, then the device state comes in, then the VGA memory
+ * (the frame the guest showed), then it runs. */
+#ifndef ENVMGR_VM_SAVESTATE_H
+#define ENVMGR_VM_SAVESTATE_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "envmgr/base/err.h"
+#include "envmgr/vm/golden.h"
+#include "envmgr/vm/manifest.h"
+#include "envmgr/vm/ramdelta.h"
+
+#define SAVESTATE_DISK "disk.qcow2"
+#define SAVESTATE_RAM "ram.delta"
+#define SAVESTATE_DEVICES "devices.bin"
+
+typedef struct savestate_stats {
+    ramdelta_stats delta;
+    uint64_t written_pages; /* RAM pages the guest had written since its restore (candidates) */
+    uint64_t disk_bytes, devices_bytes;
+    double paused_ms;       /* how long the guest stood still for the save */
+} savestate_stats;
+
+/* Save the QEMU of env_dir (pid; running or paused, left as it was) into the files above in
+ * out_dir (which exists). chain: the RAM deltas of the states the env was restored from, root
+ * first (none for the golden state). */
+int savestate_write(const golden *g, const manifest *m, const char *env_dir, pid_t pid, ramdelta *const *chain,
+                    size_t n, const char *out_dir, savestate_stats *st, em_err *err);
+
+/* Start a QEMU in env_dir from the state in state_dir, whose chain of RAM deltas (root first,
+ * the state's own last) is chain[0..n), with a fresh overlay on its disk layer. Returns when the
+ * guest runs, as golden_start_clone does. */
+int savestate_start(const golden *g, const manifest *m, const char *accel, const char *env_dir, const char *name,
+                    const char *state_dir, ramdelta *const *chain, size_t n, pid_t *pid, em_err *err);
+
+#endif

@@ -1,0 +1,217 @@
+#!/usr/bin/env bash
+# Saved states on the desktop image (docs/states.md): save, restore and branch round trips (the
+# screen, files, the guest clock, the agent), two envs from one state, a tampered state refused,
+# removal refused while needed, eviction under a cap, bad input. Prints `N passed, N failed`.
+SUITE=states
+source "$(dirname "$0")/lib.sh"
+
+E1=it-st-1 E2=it-st-2 E3=it-st-3
+has() { "$ENVMGR" exec "$1" -- test -e "$2"; }
+hasnt() { ! has "$@"; }
+same_screen() { test "$("$PNGTOOL" diff "$1" "$2")" = 0.000000; }
+clock_right() { # the guest's clock within 3 s of the host's
+    local g h; g=$("$ENVMGR" exec "$1" -- date +%s) && h=$(date +%s) && [ $((g - h)) -le 3 ] && [ $((h - g)) -le 3 ]
+}
+state_field() { "$ENVMGR" state ls --json | python3 -c "
+import json, sys
+for s in json.load(sys.stdin):
+    if s['name'] == sys.argv[1]: print(s.get(sys.argv[2]))" "$1" "$2"; }
+
+out=$("$ENVMGR" up --name $E1 --accel tcg 2>&1) && ok "up $E1" || { bad "up $E1: $out"; finish; exit 1; }
+
+# --- save, change, restore ----------------------------------------------------------------------
+"$ENVMGR" exec $E1 -- sh -c 'echo saved > /root/before && sync'
+act $E1 '{"action_type":"CLICK","x":640,"y":400,"button":"right"}' # a menu: a screen unlike the clean one
+sleep 2
+out=$("$ENVMGR" state save $E1 s1 2>&1); rc=$?
+echo "$out"
+check "state save s1 (exit 0)" test $rc = 0
+shot $E1 "$T/saved.png"
+check "state ls lists s1, saved from the golden state" test "$(state_field s1 parent)" = None
+check "the env runs on after a save (agent answers)" "$ENVMGR" exec $E1 -- true
+"$ENVMGR" exec $E1 -- sh -c 'echo later > /root/after'
+act $E1 '{"action_type":"PRESS","key":"esc"}'
+out=$("$ENVMGR" state restore $E1 s1 2>&1); rc=$?
+echo "$out"
+check "state restore s1 (exit 0)" test $rc = 0
+shot $E1 "$T/restored.png"
+check "the screen after restore is the saved one" same_screen "$T/saved.png" "$T/restored.png"
+check "a file written before the save is there" has $E1 /root/before
+check "a file written after the save is gone" hasnt $E1 /root/after
+check "the guest clock is right after a restore" clock_right $E1
+check "the guest agent answers after a restore" bash -c "'$ENVMGR' exec $E1 -- cat /root/before | grep -qx saved"
+check "ls shows the env on s1" bash -c "'$ENVMGR' ls --json | grep -q '\"state\": \"s1\"'"
+
+# --- branch: a child state, then back to its parent and forth ---------------------------------
+"$ENVMGR" exec $E1 -- sh -c 'echo branch > /root/branch && sync'
+check "state save s2 on an env restored from s1" "$ENVMGR" state save $E1 s2
+check "s2's parent is s1" test "$(state_field s2 parent)" = s1
+check "restore s1 (the earlier state)" "$ENVMGR" state restore $E1 s1
+check "the branch's file is absent in s1" hasnt $E1 /root/branch
+check "restore s2" "$ENVMGR" state restore $E1 s2
+check "the branch's file is present in s2, and s1's too" bash -c "'$ENVMGR' exec $E1 -- test -e /root/branch &&
+    '$ENVMGR' exec $E1 -- test -e /root/before"
+check "reset goes back to the golden state" bash -c "'$ENVMGR' reset $E1 >/dev/null && ! '$ENVMGR' exec $E1 -- test -e /root/before"
+
+# --- many envs from one state -------------------------------------------------------------------
+"$ENVMGR" up --name $E2 --from-state s2 >"$T/up2" 2>&1 & p2=$!
+"$ENVMGR" up --name $E3 --from-state s2 >"$T/up3" 2>&1 & p3=$!
+wait $p2; r2=$?; wait $p3; r3=$?
+cat "$T/up2" "$T/up3"
+check "two envs up from s2 at once" test "$r2$r3" = 00
+shot $E2 "$T/e2.png"
+shot $E3 "$T/e3.png"
+check "both show the same screen" same_screen "$T/e2.png" "$T/e3.png"
+check "both have the state's files" bash -c "'$ENVMGR' exec $E2 -- test -e /root/branch && '$ENVMGR' exec $E3 -- test -e /root/branch"
+"$ENVMGR" exec $E2 -- sh -c 'echo mine > /root/e2only'
+check "an env's writes stay its own" hasnt $E3 /root/e2only
+check "both clocks are right" bash -c "$(declare -f clock_right); ENVMGR='$ENVMGR'; clock_right $E2 && clock_right $E3"
+check "state ls counts s2's two envs" test "$(state_field s2 users | python3 -c 'import ast,sys; print(len(ast.literal_eval(sys.stdin.read())))')" = 2
+
+# --- refusals -----------------------------------------------------------------------------------
+out=$("$ENVMGR" state rm s1 2>&1); rc=$?
+check "rm of a state another was saved from: exit 2, naming it" bash -c "[ $rc = 2 ] && echo '$out' | grep -q s2"
+out=$("$ENVMGR" state rm s2 2>&1); rc=$?
+check "rm of a state envs run on: exit 2" bash -c "[ $rc = 2 ] && echo '$out' | grep -q 'runs on it'"
+out=$("$ENVMGR" state save $E1 s1 2>&1); rc=$?
+check "save under a taken name: exit 2" bash -c "[ $rc = 2 ] && echo '$out' | grep -q exists"
+out=$("$ENVMGR" state save $E1 ../x 2>&1); rc=$?
+check "save under a bad name: exit 2, one line" bash -c "[ $rc = 2 ] && [ \$(echo '$out' | wc -l) = 1 ]"
+out=$("$ENVMGR" state save $E1 setup-0123 2>&1); rc=$?
+check "save under the setup cache's names: exit 2" test $rc = 2
+check "... saying they are the setup cache's" grep -q 'setup cache' <<<"$out"
+out=$("$ENVMGR" state restore $E1 nosuch 2>&1); rc=$?
+check "restore of a missing state: exit 2" bash -c "[ $rc = 2 ] && echo '$out' | grep -q 'does not exist'"
+out=$("$ENVMGR" up --name x --from-state s1 --image desktop 2>&1); rc=$?
+check "up --from-state with --image: exit 2" test $rc = 2
+f=$ENVMGR_STATE_DIR/s1/ram.delta
+chmod u+w "$f" && printf 'X' | dd of="$f" bs=1 seek=8192 conv=notrunc 2>/dev/null
+out=$("$ENVMGR" state restore $E1 s1 2>&1); rc=$?
+check "a tampered state is refused, naming the file" bash -c "[ $rc != 0 ] && echo '$out' | grep -q 'ram.delta does not match its sha256'"
+check "the env whose restore was refused still runs" "$ENVMGR" exec $E1 -- true
+out=$("$ENVMGR" up --name $E1-t --from-state s2 2>&1); rc=$?
+check "a state whose parent was tampered with is refused too" bash -c "[ $rc != 0 ] && echo '$out' | grep -q 'state .s1.'"
+check "the refused up left no run directory" test ! -e "$ENVMGR_RUN_DIR/$E1-t"
+
+# --- the HTTP API and the Python client ----------------------------------------------------------
+"$ENVMGR" serve --listen 127.0.0.1:0 --token-file "$T/token" --out "$T/out" --task-root "$ROOT/tasks" --accel tcg \
+    >"$T/serve.out" 2>"$T/serve.err" &
+SERVE=$!
+wait_until 20 grep -q 'listening on' "$T/serve.out"
+URL=$(sed -n 's/^envmgr serve: listening on //p' "$T/serve.out")
+export PYTHONPATH=$ROOT/clients/python
+out=$(python3 "$ROOT/clients/python/examples/branch_rollouts.py" "$URL" "$T/token" "$ROOT/tasks/demo/terminal-mkdir-tree.json" 4 2>&1)
+echo "$out" | tail -3
+check "the RL example: 4 rollouts from step 1 score 1, 0, 1, 0" test "$(echo "$out" | tail -1)" = '{"scores": [1.0, 0.0, 1.0, 0.0]}'
+cat >"$T/api_check.py" <<'PY'
+import io, json, sys, tarfile
+from envmgr_client import Client, EnvmgrEnv, EnvmgrError
+url, token, task_path, tmp = sys.argv[1], open(sys.argv[2]).read().strip(), sys.argv[3], sys.argv[4]
+def check(name, cond):
+    print(("ok   " if cond else "FAIL ") + name)
+def status(f):
+    try:
+        f()
+    except EnvmgrError as e:
+        return e.status, e.field
+    return None
+task = json.load(open(task_path))
+with EnvmgrEnv(url, token) as env:
+    env.reset(task_config="demo/terminal-mkdir-tree.json")  # by path: the trace carries the task (replay)
+    info = env.save_state("api-a")
+    check("save_state answers with its sizes (%.1f MiB RAM delta, %.0f ms)" % (info["ram_delta_mib"], info["save_ms"]),
+          info["name"] == "api-a" and info["ram_delta_mib"] > 0)
+    obs = env.load_state("api-a")
+    first = obs["screenshot"]
+    check("load_state answers with an observation at step 0", obs["screenshot"][:4] == b"\x89PNG" and obs["step"] == 0)
+    with tarfile.open(fileobj=io.BytesIO(open(env.trace(tmp + "/t.tar"), "rb").read())) as tf:
+        name = [m for m in tf.getnames() if m.endswith("trace.jsonl")][0]
+        hdr = json.loads(tf.extractfile(name).readline())
+    check("the restored episode's trace header names the state", hdr.get("from_state", {}).get("name") == "api-a")
+    env.step({"action_type": "TYPING", "text": "mkdir -p ~/projects/envmgr/src\n"})
+    check("an episode restored from a state is scored as any other", env.evaluate() == 1.0)
+    with tarfile.open(env.trace(tmp + "/t2.tar")) as tf:
+        tf.extractall(tmp + "/rtrace")
+    rows = [s for s in Client(url, token).states() if s["name"] == "api-a"]
+    check("GET /v1/states lists it with one env on it", len(rows) == 1 and rows[0]["users"] == 1)
+    check("save_state under a bad name: 400 naming name", status(lambda: env.save_state("../x")) == (400, "name"))
+    check("save_state under a taken name: 400", status(lambda: env.save_state("api-a")) == (400, "name"))
+    check("save_state under the setup cache's names: 400", status(lambda: env.save_state("setup-0123")) == (400, "name"))
+    check("load_state of a missing state: 400 naming name", status(lambda: env.load_state("nosuch")) == (400, "name"))
+    with EnvmgrEnv(url, token, from_state="api-a") as env2:
+        check("an env created from_state shows the state's screen", env2.screenshot() == first)
+    check("from_state with image: 400", status(lambda: EnvmgrEnv(url, token, image="desktop", from_state="api-a"))
+          == (400, "from_state"))
+PY
+tally api < <(timeout 600 python3 "$T/api_check.py" "$URL" "$T/token" "$ROOT/tasks/demo/terminal-mkdir-tree.json" "$T" 2>&1)
+kill -TERM $SERVE; wait $SERVE
+tr=$(dirname "$(find "$T/rtrace" -name trace.jsonl | head -1)")
+out=$("$ENVMGR" replay "$tr" --out "$T/replayed" 2>&1); echo "$out" | head -3
+check "a replay of an episode that began from a state restores it: REPRODUCED" bash -c "echo '$out' | grep -q REPRODUCED"
+check "the server stopped and took its envs down" no_qemu_under "$ENVMGR_RUN_DIR/api"
+
+# --- the setup cache -----------------------------------------------------------------------------
+pick_tasks "$T/tasks" "$ROOT/tasks/demo" terminal-mkdir-tree
+TASK=$T/tasks/terminal-mkdir-tree.json
+AGENT="$ROOT/tasks/agents/scripted --tasks $T/tasks"
+# run OUT [ENV=VALUE...]: one episode of $TASK with the scripted agent into $T/OUT
+run() { local out=$1; shift; env "$@" "$ENVMGR" run "$TASK" --agent "$AGENT" --out "$T/$out" >"$T/$out.log" 2>&1; }
+hdr() { head -1 "$T/$1/trace/trace.jsonl" | python3 -c "import json,sys; print(json.load(sys.stdin).get('setup_cache',{}).get('$2'))"; }
+score() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['score'])" "$T/$1/result.json"; }
+export ENVMGR_STATE_DIR=$T/sc-states # a cache of its own: the API's episodes above cached this setup too
+run sc1
+check "setup cache, first episode: the setup ran (score $(score sc1))" test "$(hdr sc1 used)/$(score sc1)" = ran/1.0
+KEY=$(hdr sc1 key)
+check "... and its state was saved after the setup" test -e "$ENVMGR_STATE_DIR/$(hdr sc1 state)/state.json"
+run sc2
+check "second episode: the setup came from the cache, same key, same score" \
+    test "$(hdr sc2 used)/$(hdr sc2 key)/$(score sc2)" = "restored/$KEY/1.0"
+out=$("$ENVMGR" replay "$T/sc2/trace" --out "$T/sc2-replay" 2>&1)
+check "a replay of the cached episode: REPRODUCED" bash -c "echo '$out' | grep -q REPRODUCED"
+python3 - "$TASK" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))
+t["config"].insert(0, {"type": "execute", "parameters": {"command": "true", "timeout": 30}})
+json.dump(t, open(sys.argv[1], "w"), indent=1)
+PY
+run sc3
+check "a changed setup step: another key, the setup runs again" test "$(hdr sc3 used)" = ran -a "$(hdr sc3 key)" != "$KEY"
+run sc4 ENVMGR_SETUP_CACHE=off
+check "the operator's ENVMGR_SETUP_CACHE=off: the setup runs, said in the trace" \
+    bash -c "[ '$(hdr sc4 used)' = None ] && grep -q operator '$T/sc4/trace/trace.jsonl'"
+python3 - "$TASK" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))
+t["setup_cache"] = False
+json.dump(t, open(sys.argv[1], "w"), indent=1)
+PY
+run sc5
+check "a task's \"setup_cache\": false: the setup runs, said in the trace" \
+    bash -c "[ '$(hdr sc5 used)' = None ] && grep -q 'opts out' '$T/sc5/trace/trace.jsonl'"
+f=$ENVMGR_STATE_DIR/$(hdr sc3 state)/ram.delta
+chmod u+w "$f" && printf 'X' | dd of="$f" bs=1 seek=5000 conv=notrunc 2>/dev/null
+python3 - "$TASK" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))
+del t["setup_cache"]
+json.dump(t, open(sys.argv[1], "w"), indent=1)
+PY
+run sc6
+check "a tampered cached state is refused: the setup runs, the score is the same" \
+    bash -c "[ '$(hdr sc6 used)/$(score sc6)' = ran/1.0 ] && [ '$(hdr sc6 refused)' != None ]"
+export ENVMGR_STATE_DIR=$T/states
+
+# --- eviction under a cap -------------------------------------------------------------------------
+"$ENVMGR" state save $E1 s3 >/dev/null
+out=$("$ENVMGR" gc --keep-golden --state-cap 0 2>&1)
+echo "$out" | grep state
+check "gc under a zero cap evicts the unused state" test ! -e "$ENVMGR_STATE_DIR/s3"
+check "and keeps s2 (envs run on it) and s1 (s2 needs it)" test -e "$ENVMGR_STATE_DIR/s2/state.json" -a -e "$ENVMGR_STATE_DIR/s1/state.json"
+"$ENVMGR" down $E2 >/dev/null; "$ENVMGR" down $E3 >/dev/null
+out=$("$ENVMGR" gc --keep-golden --state-cap 0 2>&1)
+check "once its envs are down, gc evicts s2 then s1" test ! -e "$ENVMGR_STATE_DIR/s2" -a ! -e "$ENVMGR_STATE_DIR/s1"
+check "no leftovers in the state directory" test -z "$(ls -A "$ENVMGR_STATE_DIR")"
+
+"$ENVMGR" down $E1 >/dev/null
+check "no QEMU left behind" no_qemu_under "$ENVMGR_RUN_DIR/"
+finish

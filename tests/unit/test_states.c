@@ -1,0 +1,319 @@
+/* Saved states without a guest: the RAM delta format (written, read back, merged along a chain,
+ * damaged files refused), state.json and its chain, the integrity check (a changed byte is
+ * refused), and which states eviction picks. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "envmgr/base/fileio.h"
+#include "envmgr/base/json_save.h"
+#include "envmgr/base/util.h"
+#include "envmgr/env/states.h"
+#include "envmgr/vm/ramdelta.h"
+#include "envmgr/vm/savestate.h"
+#include "helpers/cunit_main.h"
+
+static void fill(uint8_t *p, uint8_t v)
+{
+    memset(p, v, RAMDELTA_PAGE);
+}
+
+/* A delta of region RAM (8 pages) and VRAM (2): pages[i] gets byte vals[i] (0: a zero page). */
+static void make_delta(const char *path, const uint64_t *pages, const uint8_t *vals, size_t n, int region)
+{
+    ramdelta_writer *w = NULL;
+    em_err err = {0};
+    uint64_t sizes[RAMDELTA_REGIONS] = {8, 2};
+    unlink(path);
+    CU_ASSERT_EQUAL_FATAL(ramdelta_create(path, sizes, &w, &err), 0);
+    uint8_t page[RAMDELTA_PAGE];
+    for (size_t i = 0; i < n; i++) {
+        fill(page, vals[i]);
+        CU_ASSERT_EQUAL(ramdelta_add(w, region, pages[i], page, &err), 0);
+    }
+    ramdelta_stats st;
+    CU_ASSERT_EQUAL(ramdelta_finish(w, &st, &err), 0);
+    CU_ASSERT_EQUAL(st.pages[region], n);
+}
+
+static void test_delta_roundtrip(void)
+{
+    _cleanup_free_ char *path = xasprintf("%s/a.delta", test_tmpdir());
+    ramdelta_writer *w = NULL;
+    em_err err = {0};
+    uint64_t sizes[RAMDELTA_REGIONS] = {8, 2};
+    CU_ASSERT_EQUAL_FATAL(ramdelta_create(path, sizes, &w, &err), 0);
+    uint8_t page[RAMDELTA_PAGE];
+    fill(page, 7);
+    CU_ASSERT_EQUAL(ramdelta_add(w, RAMDELTA_RAM, 1, page, &err), 0);
+    CU_ASSERT_EQUAL(ramdelta_add(w, RAMDELTA_RAM, 3, NULL, &err), 0); /* a zero page: no data */
+    fill(page, 9);
+    CU_ASSERT_EQUAL(ramdelta_add(w, RAMDELTA_RAM, 2, page, &err), -1); /* out of order */
+    CU_ASSERT_EQUAL(ramdelta_add(w, RAMDELTA_RAM, 8, page, &err), -1); /* outside the region */
+    CU_ASSERT_EQUAL(ramdelta_add(w, RAMDELTA_RAM, 5, page, &err), 0);
+    CU_ASSERT_EQUAL(ramdelta_add(w, RAMDELTA_VRAM, 0, page, &err), 0);
+    ramdelta_stats st;
+    CU_ASSERT_EQUAL_FATAL(ramdelta_finish(w, &st, &err), 0);
+    CU_ASSERT_EQUAL(st.pages[RAMDELTA_RAM], 3);
+    CU_ASSERT_EQUAL(st.pages[RAMDELTA_VRAM], 1);
+    CU_ASSERT_EQUAL(st.zero_pages, 1);
+    CU_ASSERT_EQUAL(st.bytes, 4096 + 3 * 4096 + 4 * 16); /* header, three data pages, four entries */
+
+    ramdelta *d = NULL;
+    CU_ASSERT_EQUAL_FATAL(ramdelta_open(path, &d, &err), 0);
+    CU_ASSERT_EQUAL(ramdelta_region_pages(d, RAMDELTA_RAM), 8);
+    const uint8_t *data;
+    CU_ASSERT(ramdelta_find(d, RAMDELTA_RAM, 1, &data) && data && data[0] == 7 && data[4095] == 7);
+    CU_ASSERT(ramdelta_find(d, RAMDELTA_RAM, 3, &data) && data == NULL);
+    CU_ASSERT(ramdelta_find(d, RAMDELTA_RAM, 5, &data) && data && data[100] == 9);
+    CU_ASSERT(!ramdelta_find(d, RAMDELTA_RAM, 0, &data));
+    CU_ASSERT(!ramdelta_find(d, RAMDELTA_VRAM, 1, &data));
+    CU_ASSERT(ramdelta_find(d, RAMDELTA_VRAM, 0, &data) && data && data[0] == 9);
+    ramdelta_close(d);
+}
+
+static void test_delta_merge(void)
+{
+    _cleanup_free_ char *pa = xasprintf("%s/parent.delta", test_tmpdir());
+    _cleanup_free_ char *pc = xasprintf("%s/child.delta", test_tmpdir());
+    const uint64_t parent_pages[] = {0, 2, 4}, child_pages[] = {2, 3};
+    const uint8_t parent_vals[] = {1, 2, 4}, child_vals[] = {0, 33}; /* the child zeroes page 2 */
+    make_delta(pa, parent_pages, parent_vals, 3, RAMDELTA_RAM);
+    make_delta(pc, child_pages, child_vals, 2, RAMDELTA_RAM);
+    ramdelta *chain[2] = {NULL, NULL};
+    em_err err = {0};
+    CU_ASSERT_EQUAL_FATAL(ramdelta_open(pa, &chain[0], &err), 0);
+    CU_ASSERT_EQUAL_FATAL(ramdelta_open(pc, &chain[1], &err), 0);
+    ramdelta_page *p = NULL;
+    size_t n = 0;
+    CU_ASSERT_EQUAL_FATAL(ramdelta_merge(chain, 2, RAMDELTA_RAM, &p, &n, &err), 0);
+    CU_ASSERT_EQUAL_FATAL(n, 4);
+    CU_ASSERT(p[0].page == 0 && p[0].data && p[0].data[0] == 1);
+    CU_ASSERT(p[1].page == 2 && p[1].data == NULL); /* the child's page wins, a zero page */
+    CU_ASSERT(p[2].page == 3 && p[2].data && p[2].data[0] == 33);
+    CU_ASSERT(p[3].page == 4 && p[3].data && p[3].data[0] == 4);
+    free(p);
+    CU_ASSERT_EQUAL(ramdelta_merge(chain, 2, RAMDELTA_VRAM, &p, &n, &err), 0);
+    CU_ASSERT_EQUAL(n, 0);
+    free(p);
+    CU_ASSERT_EQUAL(ramdelta_merge(chain, 0, RAMDELTA_RAM, &p, &n, &err), 0); /* the golden state: nothing */
+    CU_ASSERT_EQUAL(n, 0);
+    free(p);
+    ramdelta_close(chain[0]);
+    ramdelta_close(chain[1]);
+}
+
+/* Overwrite 8 bytes of a file at off with v (little-endian). */
+static void poke64(const char *path, off_t off, uint64_t v)
+{
+    int fd = open(path, O_WRONLY);
+    CU_ASSERT_FATAL(fd >= 0);
+    CU_ASSERT_EQUAL(pwrite(fd, &v, sizeof v, off), (ssize_t)sizeof v);
+    close(fd);
+}
+
+static void expect_damaged(const char *path, const char *why)
+{
+    ramdelta *d = NULL;
+    em_err err = {0};
+    CU_ASSERT_EQUAL(ramdelta_open(path, &d, &err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, why));
+    if (!strstr(err.msg, why))
+        fprintf(stderr, "expected `%s`, got: %s\n", why, err.msg);
+}
+
+static void test_delta_damaged(void)
+{
+    _cleanup_free_ char *path = xasprintf("%s/bad.delta", test_tmpdir());
+    const uint64_t pages[] = {1, 5};
+    const uint8_t vals[] = {1, 5};
+    /* index at 4096 + 2 pages; entries {key, slot} */
+    off_t index = 4096 + 2 * 4096;
+    make_delta(path, pages, vals, 2, RAMDELTA_RAM);
+    poke64(path, 0, 0x1122334455667788ULL);
+    expect_damaged(path, "not a RAM delta");
+    make_delta(path, pages, vals, 2, RAMDELTA_RAM);
+    poke64(path, index + 16, 1); /* the second key before the first's successor */
+    expect_damaged(path, "not in order");
+    make_delta(path, pages, vals, 2, RAMDELTA_RAM);
+    poke64(path, index + 16, 99); /* a page outside the 8-page region */
+    expect_damaged(path, "outside its region");
+    make_delta(path, pages, vals, 2, RAMDELTA_RAM);
+    poke64(path, index + 8, 7); /* data slot 7 of 2 */
+    expect_damaged(path, "data outside the file");
+    make_delta(path, pages, vals, 2, RAMDELTA_RAM);
+    poke64(path, 16 + 8 * RAMDELTA_REGIONS, 1000); /* count */
+    expect_damaged(path, "do not add up");
+    make_delta(path, pages, vals, 2, RAMDELTA_RAM);
+    CU_ASSERT_EQUAL(truncate(path, index + 20), 0);
+    expect_damaged(path, "do not add up");
+    CU_ASSERT_EQUAL(truncate(path, 100), 0);
+    expect_damaged(path, "too short");
+}
+
+/* ---- the store ---- */
+
+static char golden_dir[512];
+
+/* A state with dummy files; parent NULL: from the golden state. Returns its id (caller frees). */
+static char *make_state(const char *name, const char *parent, const char *parent_id)
+{
+    char *tmp = NULL;
+    em_err err = {0};
+    CU_ASSERT_EQUAL_FATAL(state_begin(name, &tmp, &err), 0);
+    const char *files[] = {SAVESTATE_DISK, SAVESTATE_RAM, SAVESTATE_DEVICES};
+    for (size_t i = 0; i < 3; i++) {
+        _cleanup_free_ char *p = xasprintf("%s/%s", tmp, files[i]), *body = xasprintf("%s of %s", files[i], name);
+        CU_ASSERT_EQUAL(write_file_atomic(p, body, strlen(body), 0600, &err), 0);
+    }
+    char gid[65];
+    CU_ASSERT_EQUAL_FATAL(state_golden_id(golden_dir, gid, &err), 0);
+    json_t *meta = json_pack("{s:{s:s, s:s, s:s}, s:s, s:s, s:s, s:i, s:o, s:[i, i]}", "golden", "key",
+                             "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "dir", golden_dir, "id",
+                             gid, "image", "/images/desktop", "image_sha256",
+                             "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", "accel", "tcg",
+                             "memory_mb", 1024, "parent",
+                             parent ? json_pack("{s:s, s:s}", "name", parent, "id", parent_id) : json_null(),
+                             "pointer", 10, 20);
+    CU_ASSERT_EQUAL_FATAL(state_commit(tmp, name, meta, &err), 0);
+    char *id = xstrdup(json_string_value(json_object_get(meta, "id")));
+    json_decref(meta);
+    free(tmp);
+    return id;
+}
+
+static void test_state_chain(void)
+{
+    em_err err = {0};
+    _cleanup_free_ char *id1 = make_state("base", NULL, NULL);
+    _cleanup_free_ char *id2 = make_state("step3", "base", id1);
+    CU_ASSERT_EQUAL(strlen(id1), 32);
+    state **chain = NULL;
+    size_t n = 0;
+    CU_ASSERT_EQUAL_FATAL(state_chain_load("step3", &chain, &n, &err), 0);
+    CU_ASSERT_EQUAL_FATAL(n, 2);
+    CU_ASSERT_STRING_EQUAL(chain[0]->name, "base"); /* root first */
+    CU_ASSERT_STRING_EQUAL(chain[1]->parent, "base");
+    CU_ASSERT_EQUAL(chain[1]->pointer_x, 10);
+    state_chain_free(chain, n);
+
+    /* the name taken */
+    char *tmp = NULL;
+    CU_ASSERT_EQUAL(state_begin("base", &tmp, &err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "exists"));
+    CU_ASSERT_EQUAL(state_begin("../x", &tmp, &err), -1);
+    CU_ASSERT_EQUAL(state_check_user_name("mine", &err), 0);
+    CU_ASSERT_EQUAL(state_check_user_name("setup-0123", &err), -1); /* the setup cache's */
+    CU_ASSERT_EQUAL(err.code, EM_EXIT_USAGE);
+    CU_ASSERT_EQUAL(state_check_user_name("a/b", &err), -1);
+
+    /* a parent removed and saved again under its name is another state: its child is refused */
+    CU_ASSERT_EQUAL(state_remove("base", &err), -1); /* while step3 needs it */
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "step3"));
+    _cleanup_free_ char *id3 = make_state("other", NULL, NULL);
+    _cleanup_free_ char *id4 = make_state("orphan", "other", id1); /* names `other` with base's id */
+    memset(&err, 0, sizeof err);
+    CU_ASSERT_EQUAL(state_chain_load("orphan", &chain, &n, &err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "ids differ"));
+    CU_ASSERT_EQUAL(state_remove("orphan", &err), 0);
+    CU_ASSERT_EQUAL(state_remove("other", &err), 0);
+    CU_ASSERT_EQUAL(state_load("other", &chain[0], &err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "does not exist"));
+
+    json_t *list = NULL;
+    CU_ASSERT_EQUAL_FATAL(state_list(&list, &err), 0);
+    CU_ASSERT_EQUAL(json_array_size(list), 2);
+    json_decref(list);
+}
+
+static void test_state_tamper(void)
+{
+    em_err err = {0};
+    _cleanup_free_ char *id = make_state("tamper", NULL, NULL);
+    state *s = NULL;
+    CU_ASSERT_EQUAL_FATAL(state_load("tamper", &s, &err), 0);
+    CU_ASSERT_EQUAL(state_verify(s, &err), 0);
+    /* one byte changed (its ctime moves): hashed again and refused */
+    _cleanup_free_ char *ram = xasprintf("%s/" SAVESTATE_RAM, s->dir);
+    CU_ASSERT_EQUAL(chmod(ram, 0600), 0);
+    int fd = open(ram, O_WRONLY);
+    CU_ASSERT_EQUAL(pwrite(fd, "X", 1, 0), 1);
+    close(fd);
+    CU_ASSERT_EQUAL(state_verify(s, &err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "does not match its sha256"));
+    state **chain = NULL;
+    size_t n = 0;
+    CU_ASSERT_EQUAL(state_chain_load("tamper", &chain, &n, &err), -1);
+    /* a missing file */
+    unlink(ram);
+    CU_ASSERT_EQUAL(state_verify(s, &err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "missing"));
+    state_free(s);
+
+    /* a damaged record */
+    _cleanup_free_ char *idj = make_state("badjson", NULL, NULL);
+    _cleanup_free_ char *dir = xasprintf("%s/states/badjson", test_tmpdir()), *path = xasprintf("%s/state.json", dir);
+    const char *bad[] = {"{", "[]", "{\"format\": \"envmgr-state-v1\", \"name\": \"other\"}",
+                         "{\"format\": \"envmgr-state-v1\", \"name\": \"badjson\", \"id\": \"x\"}"};
+    for (size_t i = 0; i < ARRAY_LEN(bad); i++) {
+        unlink(path);
+        CU_ASSERT_EQUAL(write_file_atomic(path, bad[i], strlen(bad[i]), 0600, &err), 0);
+        memset(&err, 0, sizeof err);
+        CU_ASSERT_EQUAL(state_load("badjson", &s, &err), -1);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "badjson"));
+    }
+    CU_ASSERT_EQUAL(state_remove("tamper", &err), 0);
+    CU_ASSERT_EQUAL(state_remove("badjson", &err), 0);
+}
+
+static void test_eviction_order(void)
+{
+    /* MiB sizes; last_used times */
+    state_row rows[] = {
+        {.name = "root", .parent = NULL, .bytes = 10, .last_used = 1},    /* oldest, but a parent */
+        {.name = "child", .parent = "root", .bytes = 10, .last_used = 5}, /* its child */
+        {.name = "busy", .parent = NULL, .bytes = 10, .last_used = 0, .pinned = true},
+        {.name = "fresh", .parent = NULL, .bytes = 10, .last_used = 9},
+        {.name = "old", .parent = NULL, .bytes = 10, .last_used = 2},
+    };
+    bool evict[5];
+    state_pick_evictions(rows, 5, 50, evict); /* at the cap: nothing */
+    for (size_t i = 0; i < 5; i++)
+        CU_ASSERT(!evict[i]);
+    state_pick_evictions(rows, 5, 40, evict); /* one: the least recently used leaf */
+    CU_ASSERT(evict[4] && !evict[0] && !evict[1] && !evict[2] && !evict[3]);
+    state_pick_evictions(rows, 5, 20, evict); /* then child (5), and then its parent is free to go (1) */
+    CU_ASSERT(evict[4] && evict[1] && evict[0] && !evict[2] && !evict[3]);
+    state_pick_evictions(rows, 5, 0, evict); /* all but the pinned one */
+    CU_ASSERT(evict[0] && evict[1] && !evict[2] && evict[3] && evict[4]);
+    rows[3].stale = true; /* its golden state is gone: out whatever the cap */
+    state_pick_evictions(rows, 5, 1000, evict);
+    CU_ASSERT(evict[3] && !evict[0] && !evict[1] && !evict[2] && !evict[4]);
+}
+
+static CU_TestInfo tests[] = {
+    {"RAM delta: written, read back, zero pages, order and bounds", test_delta_roundtrip},
+    {"RAM delta: a chain merged, the child's pages winning", test_delta_merge},
+    {"RAM delta: damaged files refused with the reason", test_delta_damaged},
+    {"states: chain loaded root first, linked by id; removal refused while needed", test_state_chain},
+    {"states: a changed or missing file is refused; damaged records", test_state_tamper},
+    {"states: eviction picks least recently used leaves, keeps pinned ones", test_eviction_order},
+    CU_TEST_INFO_NULL,
+};
+
+int main(void)
+{
+    _cleanup_free_ char *states = xasprintf("%s/states", test_tmpdir());
+    snprintf(golden_dir, sizeof golden_dir, "%s/golden/abc", test_tmpdir());
+    setenv("ENVMGR_STATE_DIR", states, 1);
+    _cleanup_free_ char *gj = xasprintf("%s/golden.json", golden_dir);
+    em_err err = {0};
+    if (mkdir_p(golden_dir, 0700, &err) < 0 || write_file_atomic(gj, "{}", 2, 0600, &err) < 0) {
+        fprintf(stderr, "%s\n", err.msg);
+        return 1;
+    }
+    return run_suite("states", tests);
+}
