@@ -736,5 +736,31 @@ check "15 held: up --task refuses it in one line, exit 2, no env ($out)" bash -c
     "[ $rc = 2 ] && [ ! -e '$ENVMGR_RUN_DIR/at-ref' ] && [ \$(echo \"\$1\" | wc -l) = 1 ] && echo \"\$1\" | grep -q 'config\[1\].parameters.reference: .ref.png. resolves outside the task folder'" _ "$out"
 "$ENVMGR" down at-ref >/dev/null 2>&1
 
+# --- 17. a task's broken reference files made into the agent's 0 (issue 27) --------------------------
+# A task ships the expected side: when that cannot be read, the score is no score (evaluator_error), not a
+# 0 that blames the agent; an office document whose XML declares an external entity (XXE) is refused like
+# the billion-laughs one, on either side, never parsed into text that scores. No VM: `envmgr metric run`.
+M=$T/metric17
+mkdir -p "$M" && /usr/bin/python3 "$ROOT/tests/tools/metric_fixtures.py" "$M" --hostile >/dev/null 2>&1
+printf 'not a png' >"$M/broken.png"
+cp "$M/small.png" "$M/ok-ref.png" || bad "17: the fixtures have small.png"
+metric17() { out=$("$ENVMGR" metric run "$@" 2>"$M/err"); rc=$?; err=$(cat "$M/err"); }
+tried "compare_images_exact with an expected file that is not a PNG (the task's fault)"
+metric17 compare_images_exact --result "$M/ok-ref.png" --expected "$M/broken.png"
+check "17 held: evaluator_error, exit 1, naming the expected side ($err)" bash -c \
+    "[ $rc = 1 ] && echo \"\$1\" | grep -q '\"status\":\"evaluator_error\"' && echo \"\$2\" | grep -q 'expected'" _ "$out" "$err"
+metric17 compare_images_exact --result "$M/broken.png" --expected "$M/ok-ref.png"
+check "17: an undecodable result is still the agent's 0 (scored, $rc)" bash -c \
+    "[ $rc = 0 ] && echo \"\$1\" | grep -q '\"status\":\"scored\"' && echo \"\$1\" | grep -q '\"score\":0'" _ "$out"
+for side in result expected; do
+    tried "an XXE docx as the $side of compare_docx_files (an entity reading file:///etc/passwd)"
+    if [ $side = result ]; then metric17 compare_docx_files --result "$M/xxe.docx" --expected "$M/ok.docx"
+    else metric17 compare_docx_files --result "$M/ok.docx" --expected "$M/xxe.docx"; fi
+    check "17 held: the XXE $side is an evaluator_error naming the entity, as billion laughs is ($rc)" bash -c \
+        "[ $rc = 1 ] && echo \"\$1\" | grep -q \"external entity 'xxe'\"" _ "$err"
+done
+metric17 compare_docx_files --result "$M/laughs.docx" --expected "$M/ok.docx"
+check "17: (the billion-laughs docx, for comparison: evaluator_error, $rc)" test "$rc" = 1
+
 check "nothing of this suite is left running" no_qemu_under "$ENVMGR_RUN_DIR/"
 finish
