@@ -106,6 +106,9 @@ int cli_image_check(const char *usage, const struct plan_image_choice *ch);
 int cmd_suite_audit(int argc, char **argv);
 /* --envs N (-n), --resume, --accel, --progress for suite run and suite audit (getopt returns 'n', 'R',
  * 'A', 'p'): true when c was one of them, with *rc 0 or EM_EXIT_USAGE after printing why. */
+#define CLI_POOL_OPTIONS                                                                                             \
+    {"envs", required_argument, 0, 'n'}, {"resume", no_argument, 0, 'R'}, {"accel", required_argument, 0, 'A'},   \
+        {"progress", required_argument, 0, 'p'}
 struct pool_opts;
 bool cli_pool_option(const char *usage, int c, const char *arg, struct pool_opts *o, int *rc);
 int cmd_gc(int argc, char **argv);

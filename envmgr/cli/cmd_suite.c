@@ -114,24 +114,20 @@ bool cli_pool_option(const char *use, int c, const char *arg, pool_opts *o, int 
 static int cmd_suite_run(int argc, char **argv)
 {
     plan_image_choice image = {0};
-    pool_opts o = {.accel = "auto", .repeat = 1, .retries = 1, .settle_ms = 300,
-                   .watchdog_margin_s = SUITE_WATCHDOG_MARGIN_S, .progress = -1};
+    pool_opts o = POOL_OPTS_DEFAULTS;
     int shard_k = 1, shard_n = 1;
     static const struct option opts[] = {{"agent", required_argument, 0, 'a'},
                                          {"out", required_argument, 0, 'o'},
-                                         {"envs", required_argument, 0, 'n'},
-                                         {"resume", no_argument, 0, 'R'},
                                          {"shard", required_argument, 0, 's'},
                                          {"repeat", required_argument, 0, 'r'},
                                          {"retries", required_argument, 0, 't'},
-                                         {"accel", required_argument, 0, 'A'},
                                          {"settle-ms", required_argument, 0, 'S'},
                                          {"observation", required_argument, 0, 'B'},
                                          {"video", no_argument, 0, 'V'},
                                          CLI_IMAGE_OPTIONS,
+                                         CLI_POOL_OPTIONS,
                                          {"watchdog", required_argument, 0, 'w'},
                                          {"watchdog-margin", required_argument, 0, 'W'},
-                                         {"progress", required_argument, 0, 'p'},
                                          {"strict", no_argument, 0, 'X'},
                                          {"offline", no_argument, 0, 'O'},
                                          {"asset-mirror", required_argument, 0, 'm'},

@@ -74,18 +74,14 @@ static suite infeasible_only(const suite *s)
 int cmd_suite_audit(int argc, char **argv)
 {
     plan_image_choice image = {0};
-    pool_opts o = {.accel = "auto", .repeat = 1, .retries = 1, .settle_ms = 300,
-                   .watchdog_margin_s = SUITE_WATCHDOG_MARGIN_S, .progress = -1};
+    pool_opts o = POOL_OPTS_DEFAULTS;
     const char *out = NULL, *solutions = NULL;
     static const struct option opts[] = {{"out", required_argument, 0, 'o'},
                                          {"solutions", required_argument, 0, 'L'},
-                                         {"envs", required_argument, 0, 'n'},
-                                         {"accel", required_argument, 0, 'A'},
-                                         {"resume", no_argument, 0, 'R'},
-                                         {"progress", required_argument, 0, 'p'},
                                          {"offline", no_argument, 0, 'O'},
                                          {"asset-mirror", required_argument, 0, 'm'},
                                          CLI_IMAGE_OPTIONS,
+                                         CLI_POOL_OPTIONS,
                                          {0, 0, 0, 0}};
     int c;
     optind = 1;

@@ -56,6 +56,10 @@ typedef struct pool_opts {
     int progress;            /* -1: a progress line when stderr is a terminal; 0: plain lines; 1: progress line */
     const struct netpolicy *net; /* the envs' network policy: the operator's limit maxima (NULL: defaults) */
 } pool_opts;
+/* The defaults suite run and suite audit start from. */
+#define POOL_OPTS_DEFAULTS                                                                                            \
+    {.accel = "auto", .repeat = 1, .retries = 1, .settle_ms = 300, .watchdog_margin_s = SUITE_WATCHDOG_MARGIN_S,  \
+     .progress = -1}
 
 /* Run (or, with resume, finish) the suite into o->out_dir. Returns 0 when
  * every episode is over, -1 otherwise (err says why; code
