@@ -46,12 +46,17 @@ PY
 }
 p50() { tr ' ' '\n' | sort -n | awk '{v[NR] = $1} END {printf "%.0f", v[int(0.5 * (NR - 1) + 0.5) + 1]}'; }
 for task in "${tasks[@]}"; do
+    task=$(realpath "$task") # the server resolves it inside --task-root /
     name=$(basename "$task" .json)
     serve off
     off=$(measure "$task"); stop
     serve on
     on=$(measure "$task"); stop
+    mib=$("$ENVMGR" state ls --json | /usr/bin/python3 -c "import json, sys
+print(' '.join('%.0f' % s['mib'] for s in json.load(sys.stdin) if s['name'].startswith('setup-')))")
+    for s in "$ENVMGR_STATE_DIR"/setup-*; do "$ENVMGR" state rm "$(basename "$s")" >/dev/null; done
     printf '%-44s %-28s [tcg]\n' "$name: setup every time (cache off)" "p50 $(echo "$off" | p50) ms"
     printf '%-44s %-28s [tcg]\n' "  cached: first episode (runs, saves)" "$(echo "$on" | cut -d' ' -f1) ms"
     printf '%-44s %-28s [tcg]\n' "  cached: later episodes (restored)" "p50 $(echo "$on" | cut -d' ' -f2- | p50) ms"
+    printf '%-44s %-28s [tcg]\n' "  the cached state on disk" "$mib MiB"
 done

@@ -23,6 +23,7 @@ _envmgr() {
         case $prev in
             --image) words=$("$envmgr" image list 2>/dev/null | awk '{print $1}') ;;
             --env) words=$("$envmgr" ls 2>/dev/null | awk 'NR > 1 {print $1}') ;;
+            --from-state) words=$("$envmgr" state ls 2>/dev/null | awk 'NR > 1 {print $1}') ;;
             --accel) words="auto kvm tcg" ;;
             --network) words="none allowlist" ;;
             --format) words="png raw" ;;
@@ -42,6 +43,14 @@ _envmgr() {
                             words=$("$envmgr" ls 2>/dev/null | awk 'NR > 1 {print $1}') ;;
                         net) [ "$COMP_CWORD" -eq 3 ] && words=$("$envmgr" ls 2>/dev/null | awk 'NR > 1 {print $1}') ;;
                         image) [ "$COMP_CWORD" -eq 3 ] && words=$("$envmgr" image list 2>/dev/null | awk '{print $1}') ;;
+                        state) # save|restore ENV NAME, rm NAME: envs, then saved states
+                            local sub=${COMP_WORDS[2]}
+                            if [ "$COMP_CWORD" -eq 3 ] && [[ $sub == save || $sub == restore ]]; then
+                                words=$("$envmgr" ls 2>/dev/null | awk 'NR > 1 {print $1}')
+                            elif { [ "$COMP_CWORD" -eq 4 ] && [ "$sub" = restore ]; } ||
+                                 { [ "$COMP_CWORD" -eq 3 ] && [ "$sub" = rm ]; }; then
+                                words=$("$envmgr" state ls 2>/dev/null | awk 'NR > 1 {print $1}')
+                            fi ;;
                     esac
                 fi ;;
         esac

@@ -1,6 +1,6 @@
 #include "envmgr/env/states.h"
+#include "envmgr/env/states_int.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -17,16 +17,10 @@
 #include "envmgr/base/util.h"
 #include "envmgr/vm/savestate.h"
 
-#define STATE_JSON "state.json"
-#define STATE_STAMP "verified.json"
-#define STATE_USED "used"
-#define STATE_USERS "users"
-#define NEW_PREFIX ".new-"
-#define RM_PREFIX ".rm-"
 
 static const char *const state_files[] = {SAVESTATE_DISK, SAVESTATE_RAM, SAVESTATE_DEVICES};
 
-static char *state_dir(const char *name)
+char *state_dir(const char *name)
 {
     _cleanup_free_ char *root = paths_state_root();
     return xasprintf("%s/%s", root, name);
@@ -49,7 +43,7 @@ void state_chain_free(state **chain, size_t n)
     free(chain);
 }
 
-static const char *str_at(json_t *o, const char *key)
+const char *state_str(json_t *o, const char *key)
 {
     return json_string_value(json_object_get(o, key));
 }
@@ -69,16 +63,16 @@ static int check_meta(state *s, em_err *err)
 {
     json_t *m = s->meta, *g = json_object_get(m, "golden"), *p = json_object_get(m, "parent");
     json_t *ptr = json_object_get(m, "pointer"), *files = json_object_get(m, "files");
-    const char *name = str_at(m, "name"), *accel = str_at(m, "accel");
-    s->id = str_at(m, "id");
-    s->golden_dir = str_at(g, "dir");
-    s->golden_key = str_at(g, "key");
-    s->golden_id = str_at(g, "id");
-    s->image = str_at(m, "image");
-    s->image_sha256 = str_at(m, "image_sha256");
+    const char *name = state_str(m, "name"), *accel = state_str(m, "accel");
+    s->id = state_str(m, "id");
+    s->golden_dir = state_str(g, "dir");
+    s->golden_key = state_str(g, "key");
+    s->golden_id = state_str(g, "id");
+    s->image = state_str(m, "image");
+    s->image_sha256 = state_str(m, "image_sha256");
     s->accel = accel;
     const char *why = NULL;
-    if (!json_is_object(m) || strcmp(str_at(m, "format") ?: "", STATE_FORMAT))
+    if (!json_is_object(m) || strcmp(state_str(m, "format") ?: "", STATE_FORMAT))
         why = "not an " STATE_FORMAT " record";
     else if (!name || strcmp(name, s->name))
         why = "its name is not its folder's";
@@ -90,7 +84,7 @@ static int check_meta(state *s, em_err *err)
         why = "no image";
     else if (!accel || (strcmp(accel, "tcg") && strcmp(accel, "kvm")))
         why = "no accelerator";
-    else if (!json_is_null(p) && !(json_is_object(p) && str_at(p, "name") && hex_of(str_at(p, "id"), 32)))
+    else if (!json_is_null(p) && !(json_is_object(p) && state_str(p, "name") && hex_of(state_str(p, "id"), 32)))
         why = "a parent that is neither null nor {name, id}";
     else if (!json_is_array(ptr) || json_array_size(ptr) != 2 || !json_is_integer(json_array_get(ptr, 0)) ||
              !json_is_integer(json_array_get(ptr, 1)))
@@ -98,15 +92,15 @@ static int check_meta(state *s, em_err *err)
     else if (!json_is_object(files) || json_object_size(files) != ARRAY_LEN(state_files))
         why = "not the files a state has";
     for (size_t i = 0; !why && i < ARRAY_LEN(state_files); i++)
-        if (!hex_of(str_at(json_object_get(files, state_files[i]), "sha256"), 64))
+        if (!hex_of(state_str(json_object_get(files, state_files[i]), "sha256"), 64))
             why = "a file without its sha256";
     if (why)
         return em_fail(err, "state `%s`: %s/" STATE_JSON " is damaged: %s", s->name, s->dir, why);
     em_err perr;
-    if (json_is_object(p) && check_name("parent", str_at(p, "name"), &perr) < 0)
+    if (json_is_object(p) && check_name("parent", state_str(p, "name"), &perr) < 0)
         return em_fail(err, "state `%s`: " STATE_JSON " is damaged: %s", s->name, perr.msg);
-    s->parent = json_is_object(p) ? str_at(p, "name") : NULL;
-    s->parent_id = json_is_object(p) ? str_at(p, "id") : NULL;
+    s->parent = json_is_object(p) ? state_str(p, "name") : NULL;
+    s->parent_id = json_is_object(p) ? state_str(p, "id") : NULL;
     json_int_t x = json_integer_value(json_array_get(ptr, 0)), y = json_integer_value(json_array_get(ptr, 1));
     if (x < 0 || y < 0 || x > 65535 || y > 65535)
         return em_fail(err, "state `%s`: " STATE_JSON " is damaged: a pointer off any screen", s->name);
@@ -183,7 +177,7 @@ int state_verify(const state *s, em_err *err)
     for (size_t i = 0; !unchanged && rc == 0 && i < ARRAY_LEN(state_files); i++) {
         _cleanup_free_ char *p = xasprintf("%s/%s", s->dir, state_files[i]);
         char sha[SHA256_HEX_LEN + 1];
-        const char *want = str_at(json_object_get(files, state_files[i]), "sha256");
+        const char *want = state_str(json_object_get(files, state_files[i]), "sha256");
         if (json_is_null(json_object_get(now, state_files[i])))
             rc = em_fail(err, "state `%s`: %s is missing or not a plain file", s->name, state_files[i]);
         else if (sha256_file_hex(p, sha, err) < 0)
@@ -337,304 +331,5 @@ int state_commit(const char *tmp_dir, const char *name, json_t *meta, em_err *er
         rc = errno == EEXIST || errno == ENOTEMPTY
                  ? em_fail_input(err, "state `%s` exists (saved meanwhile by another envmgr)", name)
                  : em_fail_errno(err, "state `%s`: rename into place", name);
-    return rc;
-}
-
-/* ---- users, LRU ---- */
-
-void state_touch(const state *s)
-{
-    _cleanup_free_ char *used = xasprintf("%s/" STATE_USED, s->dir);
-    utimensat(AT_FDCWD, used, NULL, 0);
-}
-
-static char *user_note(const char *dir, const char *env_dir)
-{
-    char h[65];
-    sha256_hex(env_dir, strlen(env_dir), h);
-    return xasprintf("%s/" STATE_USERS "/%.24s", dir, h);
-}
-
-int state_claim(const state *s, const char *env_dir, em_err *err)
-{
-    _cleanup_free_ char *users = xasprintf("%s/" STATE_USERS, s->dir), *note = user_note(s->dir, env_dir);
-    if (mkdir_p(users, 0700, err) < 0 || write_file_atomic(note, env_dir, strlen(env_dir), 0600, err) < 0)
-        return em_prefix(err, "state `%s`: ", s->name);
-    return 0;
-}
-
-void state_release(const char *name, const char *env_dir)
-{
-    em_err ignored;
-    if (!name || check_name("state", name, &ignored) < 0)
-        return;
-    _cleanup_free_ char *dir = state_dir(name), *note = user_note(dir, env_dir);
-    unlink(note);
-}
-
-/* The run directories of envs still on state `name` (their env.json names it); stale notes go. */
-static json_t *users_of(const char *dir, const char *name)
-{
-    json_t *list = json_array();
-    _cleanup_free_ char *users = xasprintf("%s/" STATE_USERS, dir);
-    DIR *d = opendir(users);
-    struct dirent *de;
-    while (d && (de = readdir(d))) {
-        if (de->d_name[0] == '.')
-            continue;
-        _cleanup_free_ char *note = xasprintf("%s/%s", users, de->d_name), *env_dir = NULL, *text = NULL;
-        if (read_file_flags(note, 4096, FILE_NOFOLLOW, &env_dir, NULL, NULL) < 0)
-            continue;
-        _cleanup_free_ char *meta_path = xasprintf("%s/env.json", env_dir);
-        json_t *meta = NULL;
-        if (read_file_capped(meta_path, JSON_DOC_MAX, &text, NULL, NULL) == 0)
-            meta = json_loads(text, 0, NULL);
-        const char *on = str_at(json_object_get(meta, "state"), "name");
-        if (on && !strcmp(on, name))
-            json_array_append_new(list, json_string(env_dir));
-        else
-            unlink(note); /* its env is gone, or on another state */
-        json_decref(meta);
-    }
-    if (d)
-        closedir(d);
-    return list;
-}
-
-static uint64_t disk_bytes(const char *dir)
-{
-    uint64_t total = 0;
-    const char *names[] = {STATE_JSON, SAVESTATE_DISK, SAVESTATE_RAM, SAVESTATE_DEVICES};
-    for (size_t i = 0; i < ARRAY_LEN(names); i++) {
-        _cleanup_free_ char *p = xasprintf("%s/%s", dir, names[i]);
-        struct stat st;
-        if (lstat(p, &st) == 0)
-            total += (uint64_t)st.st_blocks * 512;
-    }
-    return total;
-}
-
-/* ---- listing, removing, evicting ---- */
-
-static bool pid_of_leftover(const char *name, const char *prefix, pid_t *pid)
-{
-    size_t pl = strlen(prefix);
-    const char *dash = strrchr(name, '-');
-    long v;
-    if (strncmp(name, prefix, pl) || !dash || parse_int(dash + 1, 1, 1 << 30, &v) < 0)
-        return false;
-    *pid = (pid_t)v;
-    return true;
-}
-
-int state_list(json_t **out, em_err *err)
-{
-    json_t *list = json_array();
-    _cleanup_free_ char *root = paths_state_root();
-    DIR *d = opendir(root);
-    *out = list;
-    if (!d)
-        return errno == ENOENT ? 0 : em_fail_errno(err, "open `%s`", root);
-    struct dirent *de;
-    json_t *names = json_array();
-    while ((de = readdir(d)))
-        if (de->d_name[0] != '.')
-            json_array_append_new(names, json_string(de->d_name));
-    closedir(d);
-    size_t i;
-    json_t *nm;
-    json_t *children = json_object();
-    json_array_foreach(names, i, nm)
-    {
-        const char *name = json_string_value(nm);
-        state *s = NULL;
-        em_err lerr = {0};
-        if (state_load(name, &s, &lerr) < 0) {
-            json_array_append_new(list, json_pack("{s:s, s:s}", "name", name, "error", lerr.msg));
-            continue;
-        }
-        json_t *row = json_pack("{s:s, s:o, s:O, s:f, s:f, s:o, s:s, s:s, s:O}", "name", name, "parent",
-                                s->parent ? json_string(s->parent) : json_null(), "created",
-                                json_object_get(s->meta, "created") ?: json_null(), "mib",
-                                (double)disk_bytes(s->dir) / (1 << 20), "last_used", s->last_used, "users",
-                                users_of(s->dir, name), "image", s->image, "golden_key", s->golden_key, "since",
-                                json_object_get(s->meta, "since") ?: json_null());
-        char gid[65];
-        em_err gerr;
-        json_object_set_new(row, "golden_ok",
-                            json_boolean(state_golden_id(s->golden_dir, gid, &gerr) == 0 && !strcmp(gid, s->golden_id)));
-        if (s->parent) {
-            json_t *c = json_object_get(children, s->parent);
-            if (!c)
-                json_object_set_new(children, s->parent, c = json_array());
-            json_array_append_new(c, json_string(name));
-        }
-        json_array_append_new(list, row);
-        state_free(s);
-    }
-    json_t *row;
-    json_array_foreach(list, i, row)
-    {
-        json_t *c = json_object_get(children, str_at(row, "name"));
-        json_object_set_new(row, "children", c ? json_incref(c) : json_array());
-    }
-    json_decref(children);
-    json_decref(names);
-    return 0;
-}
-
-/* Who depends on row i: a message naming them, or NULL. */
-static char *dependents(json_t *row)
-{
-    json_t *c = json_object_get(row, "children"), *u = json_object_get(row, "users");
-    if (json_array_size(c))
-        return xasprintf("state `%s` was saved from it", json_string_value(json_array_get(c, 0)));
-    if (json_array_size(u))
-        return xasprintf("the env in %s runs on it", json_string_value(json_array_get(u, 0)));
-    return NULL;
-}
-
-static json_t *find_row(json_t *list, const char *name)
-{
-    size_t i;
-    json_t *row;
-    json_array_foreach(list, i, row) if (!strcmp(str_at(row, "name") ?: "", name)) return row;
-    return NULL;
-}
-
-/* Out of sight at once (a rename), then gone. */
-static int remove_state_dir(const char *name, em_err *err)
-{
-    _cleanup_free_ char *root = paths_state_root(), *dir = state_dir(name);
-    _cleanup_free_ char *gone = xasprintf("%s/" RM_PREFIX "%s-%d", root, name, (int)getpid());
-    remove_tree(gone, NULL);
-    if (rename(dir, gone) < 0)
-        return em_fail_errno(err, "state `%s`: remove", name);
-    return remove_tree(gone, err);
-}
-
-int state_remove(const char *name, em_err *err)
-{
-    if (check_name("state", name, err) < 0)
-        return -1;
-    json_t *list;
-    if (state_list(&list, err) < 0)
-        return -1;
-    json_t *row = find_row(list, name);
-    _cleanup_free_ char *why = row ? dependents(row) : NULL;
-    int rc = 0;
-    if (!row)
-        rc = em_fail_input(err, "state `%s` does not exist (envmgr state ls lists them)", name);
-    else if (why)
-        rc = em_fail_input(err, "state `%s` is in use: %s (remove that first)", name, why);
-    else
-        rc = remove_state_dir(name, err);
-    json_decref(list);
-    return rc;
-}
-
-void state_pick_evictions(const state_row *rows, size_t n, uint64_t cap, bool *evict)
-{
-    uint64_t total = 0;
-    for (size_t i = 0; i < n; i++) {
-        evict[i] = rows[i].stale && !rows[i].pinned; /* its children are as stale: same golden state */
-        total += evict[i] ? 0 : rows[i].bytes;
-    }
-    while (total > cap) {
-        size_t best = n;
-        for (size_t i = 0; i < n; i++) {
-            if (evict[i] || rows[i].pinned)
-                continue;
-            bool has_child = false; /* a child still kept needs this one */
-            for (size_t j = 0; j < n && !has_child; j++)
-                has_child = !evict[j] && rows[j].parent && !strcmp(rows[j].parent, rows[i].name);
-            if (has_child)
-                continue;
-            if (best == n || rows[i].last_used < rows[best].last_used ||
-                (rows[i].last_used == rows[best].last_used && strcmp(rows[i].name, rows[best].name) < 0))
-                best = i;
-        }
-        if (best == n)
-            break; /* everything left is needed */
-        evict[best] = true;
-        total -= rows[best].bytes;
-    }
-}
-
-int state_cap_bytes(uint64_t *cap, em_err *err)
-{
-    const char *e = getenv("ENVMGR_STATE_CAP_MIB");
-    long mib = STATE_CAP_MIB_DEFAULT;
-    if (e && *e && parse_int(e, 0, 1L << 30, &mib) < 0)
-        return em_fail_input(err, "ENVMGR_STATE_CAP_MIB: expected a number of MiB, got `%s`", e);
-    *cap = (uint64_t)mib << 20;
-    return 0;
-}
-
-/* Folders of saves or removals whose envmgr is gone. */
-static size_t remove_leftovers(bool dry_run, FILE *log)
-{
-    _cleanup_free_ char *root = paths_state_root();
-    DIR *d = opendir(root);
-    size_t n = 0;
-    struct dirent *de;
-    while (d && (de = readdir(d))) {
-        pid_t pid;
-        if ((!pid_of_leftover(de->d_name, NEW_PREFIX, &pid) && !pid_of_leftover(de->d_name, RM_PREFIX, &pid)) ||
-            pid_running(pid))
-            continue;
-        _cleanup_free_ char *p = xasprintf("%s/%s", root, de->d_name);
-        if (log)
-            fprintf(log, "gc: %sremove %s (an interrupted save or removal)\n", dry_run ? "would " : "", p);
-        if (!dry_run)
-            remove_tree(p, NULL);
-        n++;
-    }
-    if (d)
-        closedir(d);
-    return n;
-}
-
-int state_evict(uint64_t cap, const char *keep, bool dry_run, FILE *log, size_t *count, double *mib, em_err *err)
-{
-    *count = 0;
-    *mib = 0;
-    remove_leftovers(dry_run, log);
-    json_t *list;
-    if (state_list(&list, err) < 0)
-        return em_prefix(err, "states: ");
-    size_t n = json_array_size(list);
-    state_row *rows = xcalloc(n ? n : 1, sizeof *rows);
-    bool *evict = xcalloc(n ? n : 1, sizeof *evict);
-    for (size_t i = 0; i < n; i++) {
-        json_t *row = json_array_get(list, i);
-        rows[i].name = str_at(row, "name");
-        rows[i].parent = str_at(row, "parent");
-        rows[i].bytes = (uint64_t)(json_real_value(json_object_get(row, "mib")) * (1 << 20));
-        rows[i].last_used = json_real_value(json_object_get(row, "last_used"));
-        /* a damaged record's dependencies are unknown: keep it (state rm removes it) */
-        rows[i].pinned = json_object_get(row, "error") || json_array_size(json_object_get(row, "users")) ||
-                         (keep && !strcmp(rows[i].name, keep));
-        rows[i].stale = json_is_false(json_object_get(row, "golden_ok"));
-    }
-    state_pick_evictions(rows, n, cap, evict);
-    int rc = 0;
-    for (size_t i = 0; rc == 0 && i < n; i++) {
-        if (!evict[i])
-            continue;
-        if (log && rows[i].stale)
-            fprintf(log, "gc: %sevict state %s (%.0f MiB; its golden state is gone)\n", dry_run ? "would " : "",
-                    rows[i].name, (double)rows[i].bytes / (1 << 20));
-        else if (log)
-            fprintf(log, "gc: %sevict state %s (%.0f MiB; over the %" PRIu64 " MiB cap, least recently used)\n",
-                    dry_run ? "would " : "", rows[i].name, (double)rows[i].bytes / (1 << 20), cap >> 20);
-        if (!dry_run)
-            rc = remove_state_dir(rows[i].name, err);
-        (*count)++;
-        *mib += (double)rows[i].bytes / (1 << 20);
-    }
-    free(rows);
-    free(evict);
-    json_decref(list);
     return rc;
 }

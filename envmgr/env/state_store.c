@@ -1,0 +1,317 @@
+/* The store of saved states: who runs on each, when each was last used, listing, removal, and
+ * eviction under the cache's cap (states.h). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "envmgr/base/fileio.h"
+#include "envmgr/base/paths.h"
+#include "envmgr/base/sha256.h"
+#include "envmgr/base/util.h"
+#include "envmgr/env/states.h"
+#include "envmgr/env/states_int.h"
+#include "envmgr/vm/savestate.h"
+
+/* ---- users, LRU ---- */
+
+void state_touch(const state *s)
+{
+    _cleanup_free_ char *used = xasprintf("%s/" STATE_USED, s->dir);
+    utimensat(AT_FDCWD, used, NULL, 0);
+}
+
+static char *user_note(const char *dir, const char *env_dir)
+{
+    char h[65];
+    sha256_hex(env_dir, strlen(env_dir), h);
+    return xasprintf("%s/" STATE_USERS "/%.24s", dir, h);
+}
+
+int state_claim(const state *s, const char *env_dir, em_err *err)
+{
+    _cleanup_free_ char *users = xasprintf("%s/" STATE_USERS, s->dir), *note = user_note(s->dir, env_dir);
+    if (mkdir_p(users, 0700, err) < 0 || write_file_atomic(note, env_dir, strlen(env_dir), 0600, err) < 0)
+        return em_prefix(err, "state `%s`: ", s->name);
+    return 0;
+}
+
+void state_release(const char *name, const char *env_dir)
+{
+    em_err ignored;
+    if (!name || check_name("state", name, &ignored) < 0)
+        return;
+    _cleanup_free_ char *dir = state_dir(name), *note = user_note(dir, env_dir);
+    unlink(note);
+}
+
+/* The run directories of envs still on state `name` (their env.json names it); stale notes go. */
+static json_t *users_of(const char *dir, const char *name)
+{
+    json_t *list = json_array();
+    _cleanup_free_ char *users = xasprintf("%s/" STATE_USERS, dir);
+    DIR *d = opendir(users);
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        if (de->d_name[0] == '.')
+            continue;
+        _cleanup_free_ char *note = xasprintf("%s/%s", users, de->d_name), *env_dir = NULL, *text = NULL;
+        if (read_file_flags(note, 4096, FILE_NOFOLLOW, &env_dir, NULL, NULL) < 0)
+            continue;
+        _cleanup_free_ char *meta_path = xasprintf("%s/env.json", env_dir);
+        json_t *meta = NULL;
+        if (read_file_capped(meta_path, JSON_DOC_MAX, &text, NULL, NULL) == 0)
+            meta = json_loads(text, 0, NULL);
+        const char *on = state_str(json_object_get(meta, "state"), "name");
+        if (on && !strcmp(on, name))
+            json_array_append_new(list, json_string(env_dir));
+        else
+            unlink(note); /* its env is gone, or on another state */
+        json_decref(meta);
+    }
+    if (d)
+        closedir(d);
+    return list;
+}
+
+static uint64_t disk_bytes(const char *dir)
+{
+    uint64_t total = 0;
+    const char *names[] = {STATE_JSON, SAVESTATE_DISK, SAVESTATE_RAM, SAVESTATE_DEVICES};
+    for (size_t i = 0; i < ARRAY_LEN(names); i++) {
+        _cleanup_free_ char *p = xasprintf("%s/%s", dir, names[i]);
+        struct stat st;
+        if (lstat(p, &st) == 0)
+            total += (uint64_t)st.st_blocks * 512;
+    }
+    return total;
+}
+
+/* ---- listing, removing, evicting ---- */
+
+static bool pid_of_leftover(const char *name, const char *prefix, pid_t *pid)
+{
+    size_t pl = strlen(prefix);
+    const char *dash = strrchr(name, '-');
+    long v;
+    if (strncmp(name, prefix, pl) || !dash || parse_int(dash + 1, 1, 1 << 30, &v) < 0)
+        return false;
+    *pid = (pid_t)v;
+    return true;
+}
+
+int state_list(json_t **out, em_err *err)
+{
+    json_t *list = json_array();
+    _cleanup_free_ char *root = paths_state_root();
+    DIR *d = opendir(root);
+    *out = list;
+    if (!d)
+        return errno == ENOENT ? 0 : em_fail_errno(err, "open `%s`", root);
+    struct dirent *de;
+    json_t *names = json_array();
+    while ((de = readdir(d)))
+        if (de->d_name[0] != '.')
+            json_array_append_new(names, json_string(de->d_name));
+    closedir(d);
+    size_t i;
+    json_t *nm;
+    json_t *children = json_object();
+    json_array_foreach(names, i, nm)
+    {
+        const char *name = json_string_value(nm);
+        state *s = NULL;
+        em_err lerr = {0};
+        if (state_load(name, &s, &lerr) < 0) {
+            json_array_append_new(list, json_pack("{s:s, s:s}", "name", name, "error", lerr.msg));
+            continue;
+        }
+        json_t *row = json_pack("{s:s, s:o, s:O, s:f, s:f, s:o, s:s, s:s, s:O}", "name", name, "parent",
+                                s->parent ? json_string(s->parent) : json_null(), "created",
+                                json_object_get(s->meta, "created") ?: json_null(), "mib",
+                                (double)disk_bytes(s->dir) / (1 << 20), "last_used", s->last_used, "users",
+                                users_of(s->dir, name), "image", s->image, "golden_key", s->golden_key, "since",
+                                json_object_get(s->meta, "since") ?: json_null());
+        char gid[65];
+        em_err gerr;
+        json_object_set_new(row, "golden_ok",
+                            json_boolean(state_golden_id(s->golden_dir, gid, &gerr) == 0 && !strcmp(gid, s->golden_id)));
+        if (s->parent) {
+            json_t *c = json_object_get(children, s->parent);
+            if (!c)
+                json_object_set_new(children, s->parent, c = json_array());
+            json_array_append_new(c, json_string(name));
+        }
+        json_array_append_new(list, row);
+        state_free(s);
+    }
+    json_t *row;
+    json_array_foreach(list, i, row)
+    {
+        json_t *c = json_object_get(children, state_str(row, "name"));
+        json_object_set_new(row, "children", c ? json_incref(c) : json_array());
+    }
+    json_decref(children);
+    json_decref(names);
+    return 0;
+}
+
+/* Who depends on row i: a message naming them, or NULL. */
+static char *dependents(json_t *row)
+{
+    json_t *c = json_object_get(row, "children"), *u = json_object_get(row, "users");
+    if (json_array_size(c))
+        return xasprintf("state `%s` was saved from it", json_string_value(json_array_get(c, 0)));
+    if (json_array_size(u))
+        return xasprintf("the env in %s runs on it", json_string_value(json_array_get(u, 0)));
+    return NULL;
+}
+
+static json_t *find_row(json_t *list, const char *name)
+{
+    size_t i;
+    json_t *row;
+    json_array_foreach(list, i, row) if (!strcmp(state_str(row, "name") ?: "", name)) return row;
+    return NULL;
+}
+
+/* Out of sight at once (a rename), then gone. */
+static int remove_state_dir(const char *name, em_err *err)
+{
+    _cleanup_free_ char *root = paths_state_root(), *dir = state_dir(name);
+    _cleanup_free_ char *gone = xasprintf("%s/" RM_PREFIX "%s-%d", root, name, (int)getpid());
+    remove_tree(gone, NULL);
+    if (rename(dir, gone) < 0)
+        return em_fail_errno(err, "state `%s`: remove", name);
+    return remove_tree(gone, err);
+}
+
+int state_remove(const char *name, em_err *err)
+{
+    if (check_name("state", name, err) < 0)
+        return -1;
+    json_t *list;
+    if (state_list(&list, err) < 0)
+        return -1;
+    json_t *row = find_row(list, name);
+    _cleanup_free_ char *why = row ? dependents(row) : NULL;
+    int rc = 0;
+    if (!row)
+        rc = em_fail_input(err, "state `%s` does not exist (envmgr state ls lists them)", name);
+    else if (why)
+        rc = em_fail_input(err, "state `%s` is in use: %s (remove that first)", name, why);
+    else
+        rc = remove_state_dir(name, err);
+    json_decref(list);
+    return rc;
+}
+
+void state_pick_evictions(const state_row *rows, size_t n, uint64_t cap, bool *evict)
+{
+    uint64_t total = 0;
+    for (size_t i = 0; i < n; i++) {
+        evict[i] = rows[i].stale && !rows[i].pinned; /* its children are as stale: same golden state */
+        total += evict[i] ? 0 : rows[i].bytes;
+    }
+    while (total > cap) {
+        size_t best = n;
+        for (size_t i = 0; i < n; i++) {
+            if (evict[i] || rows[i].pinned)
+                continue;
+            bool has_child = false; /* a child still kept needs this one */
+            for (size_t j = 0; j < n && !has_child; j++)
+                has_child = !evict[j] && rows[j].parent && !strcmp(rows[j].parent, rows[i].name);
+            if (has_child)
+                continue;
+            if (best == n || rows[i].last_used < rows[best].last_used ||
+                (rows[i].last_used == rows[best].last_used && strcmp(rows[i].name, rows[best].name) < 0))
+                best = i;
+        }
+        if (best == n)
+            break; /* everything left is needed */
+        evict[best] = true;
+        total -= rows[best].bytes;
+    }
+}
+
+int state_cap_bytes(uint64_t *cap, em_err *err)
+{
+    const char *e = getenv("ENVMGR_STATE_CAP_MIB");
+    long mib = STATE_CAP_MIB_DEFAULT;
+    if (e && *e && parse_int(e, 0, 1L << 30, &mib) < 0)
+        return em_fail_input(err, "ENVMGR_STATE_CAP_MIB: expected a number of MiB, got `%s`", e);
+    *cap = (uint64_t)mib << 20;
+    return 0;
+}
+
+/* Folders of saves or removals whose envmgr is gone. */
+static size_t remove_leftovers(bool dry_run, FILE *log)
+{
+    _cleanup_free_ char *root = paths_state_root();
+    DIR *d = opendir(root);
+    size_t n = 0;
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        pid_t pid;
+        if ((!pid_of_leftover(de->d_name, NEW_PREFIX, &pid) && !pid_of_leftover(de->d_name, RM_PREFIX, &pid)) ||
+            pid_running(pid))
+            continue;
+        _cleanup_free_ char *p = xasprintf("%s/%s", root, de->d_name);
+        if (log)
+            fprintf(log, "gc: %sremove %s (an interrupted save or removal)\n", dry_run ? "would " : "", p);
+        if (!dry_run)
+            remove_tree(p, NULL);
+        n++;
+    }
+    if (d)
+        closedir(d);
+    return n;
+}
+
+int state_evict(uint64_t cap, const char *keep, bool dry_run, FILE *log, size_t *count, double *mib, em_err *err)
+{
+    *count = 0;
+    *mib = 0;
+    remove_leftovers(dry_run, log);
+    json_t *list;
+    if (state_list(&list, err) < 0)
+        return em_prefix(err, "states: ");
+    size_t n = json_array_size(list);
+    state_row *rows = xcalloc(n ? n : 1, sizeof *rows);
+    bool *evict = xcalloc(n ? n : 1, sizeof *evict);
+    for (size_t i = 0; i < n; i++) {
+        json_t *row = json_array_get(list, i);
+        rows[i].name = state_str(row, "name");
+        rows[i].parent = state_str(row, "parent");
+        rows[i].bytes = (uint64_t)(json_real_value(json_object_get(row, "mib")) * (1 << 20));
+        rows[i].last_used = json_real_value(json_object_get(row, "last_used"));
+        /* a damaged record's dependencies are unknown: keep it (state rm removes it) */
+        rows[i].pinned = json_object_get(row, "error") || json_array_size(json_object_get(row, "users")) ||
+                         (keep && !strcmp(rows[i].name, keep));
+        rows[i].stale = json_is_false(json_object_get(row, "golden_ok"));
+    }
+    state_pick_evictions(rows, n, cap, evict);
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        if (!evict[i])
+            continue;
+        if (log && rows[i].stale)
+            fprintf(log, "gc: %sevict state %s (%.0f MiB; its golden state is gone)\n", dry_run ? "would " : "",
+                    rows[i].name, (double)rows[i].bytes / (1 << 20));
+        else if (log)
+            fprintf(log, "gc: %sevict state %s (%.0f MiB; over the %" PRIu64 " MiB cap, least recently used)\n",
+                    dry_run ? "would " : "", rows[i].name, (double)rows[i].bytes / (1 << 20), cap >> 20);
+        if (!dry_run)
+            rc = remove_state_dir(rows[i].name, err);
+        (*count)++;
+        *mib += (double)rows[i].bytes / (1 << 20);
+    }
+    free(rows);
+    free(evict);
+    json_decref(list);
+    return rc;
+}
