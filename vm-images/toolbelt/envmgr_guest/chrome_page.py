@@ -256,7 +256,7 @@ def html_parse(url, spec, port=None, timeout=30.0):
     without trailing slashes): {} when no tab shows it."""
     def norm(u):
         return urllib.parse.unquote(u).rstrip("/")
-    p, ts = ensure_browser(port, timeout)
+    p, ts = ensure_browser(port, timeout, wait=timeout)   # a new browser shows no tab of the agent's anyway
     tab = next((t for t in ts if t.get("type") == "page" and norm(t.get("url", "")) == norm(url)), None)
     if tab is None:
         return {"value": {}, "matched": False, "tabs": [t.get("url") for t in ts if t.get("type") == "page"]}
