@@ -14,10 +14,10 @@
 #include "evaluator/getter_parse.h"
 #include "evaluator/getters.h"
 
-/* envmgr-guest waits up to PAGE_LOAD_S for each load and as long again for the network to be
- * quiet; the exec gets room for both and the answer. */
+/* envmgr-guest waits up to 120 s for a browser it has to start, PAGE_LOAD_S for each load and as
+ * long again for the network to be quiet; the exec gets room for all and the answer. */
 #define PAGE_LOAD_S "60"
-#define PAGE_EXEC_S 240.0
+#define PAGE_EXEC_S 330.0
 
 /* A URL the guest's browser may load: http(s) or a guest file. */
 static int check_url(json_t *spec, const char *key, em_err *err)

@@ -211,6 +211,35 @@ def t_appearance_no_browser():
     return code == 0 and a.get("mode") == "dark" and a.get("from") == "Preferences", a
 
 
+def t_starts_browser():
+    """No browser on the port: the getter starts google-chrome (here a stand-in that runs headless
+    Chromium with its own profile) and reads the page in it, as OSWorld's getters relaunch one."""
+    import signal
+    import socket
+    import tempfile
+    with socket.socket() as so:
+        so.bind(("127.0.0.1", 0))
+        free = so.getsockname()[1]
+    with tempfile.TemporaryDirectory(prefix="envmgr-chrome-start-") as tmp:
+        os.mkdir(tmp + "/bin")
+        with open(tmp + "/bin/google-chrome", "w") as f:
+            f.write("#!/bin/sh\necho $$ > %s/pid\nexec chromium --headless --no-sandbox --disable-gpu --no-first-run "
+                    "--user-data-dir=%s/profile \"$@\" >/dev/null 2>&1\n" % (tmp, tmp))
+        os.chmod(tmp + "/bin/google-chrome", 0o755)
+        path = os.environ["PATH"]
+        os.environ["PATH"] = tmp + "/bin:" + path
+        try:
+            code, a = guest("chrome-page-info", "--port", str(free), "--url", BASE + "/second", "--timeout", "60")
+        finally:
+            os.environ["PATH"] = path
+            try:
+                with open(tmp + "/pid") as f:
+                    os.killpg(int(f.read()), signal.SIGKILL)
+            except (OSError, ValueError):
+                pass
+        return code == 0 and a.get("title") == "Second", {k: str(v)[:200] for k, v in a.items()}
+
+
 for name, fn in (("html-parse class: indexes, direct text, h3 children, single, shadow DOM", t_class),
                  ("html-parse class_multiObject_search_exist with is_other_exist", t_search_exist),
                  ("html-parse xpath (CSS fallback) and input values the page set", t_xpath_input),
@@ -223,6 +252,7 @@ for name, fn in (("html-parse class: indexes, direct text, h3 children, single, 
                  ("website-info: inner_text, attribute, clicks that navigate and that do not", t_website_info),
                  ("website-info with a selector that never appears: an error", t_website_info_fails),
                  ("appearance from chrome://settings/appearance; its tab closed", t_appearance),
-                 ("appearance without DevTools: Preferences' color_scheme2", t_appearance_no_browser)):
+                 ("appearance without DevTools: Preferences' color_scheme2", t_appearance_no_browser),
+                 ("page-info with no browser answering: google-chrome started first", t_starts_browser)):
     check(name, fn)
 srv.shutdown()

@@ -8,10 +8,14 @@
   website_info  OSWorld's info_from_website: texts and attributes, following clicks
 
 Pages load through the guest's network, so a task's allowlist decides what they reach. Every
-tab opened here is closed again, so later getters see the browser as the agent left it."""
+tab opened here is closed again, so later getters see the browser as the agent left it. With no
+browser answering, the getters but appearance start one first, as OSWorld's do."""
 import base64
 import json
+import os
 import select
+import shutil
+import subprocess
 import time
 import urllib.parse
 
@@ -73,8 +77,35 @@ class Session:
         self.ws.close()
 
 
-def _browser_ws(port, timeout):
-    p, _ = targets(port, timeout)
+START_WAIT_S = 120.0    # a browser starting under TCG on a busy host: measured 40 to over 100 s
+
+
+def ensure_browser(port, timeout, wait=START_WAIT_S):
+    """(port, targets) of the browser's DevTools; when none answers, start the browser as OSWorld's
+    page getters do (google-chrome --remote-debugging-port=1337: a browser the agent closed, or one
+    still starting) and wait up to wait seconds for it."""
+    try:
+        return targets(port, 5.0)
+    except ChromeError as e:
+        first = e
+    exe = shutil.which("google-chrome") or shutil.which("chromium")
+    if not exe:
+        raise ChromeError("%s; and no google-chrome or chromium to start" % first)
+    subprocess.Popen([exe, "--remote-debugging-port=%d" % (port or 1337)], stdin=subprocess.DEVNULL,
+                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                     cwd=os.path.expanduser("~"))
+    end = time.monotonic() + wait
+    while True:
+        try:
+            return targets(port, 5.0)
+        except ChromeError:
+            if time.monotonic() > end:
+                raise ChromeError("%s; started %s, which did not answer within %g s" % (first, exe, wait))
+            time.sleep(1.0)
+
+
+def _browser_ws(port, timeout, launch):
+    p, _ = ensure_browser(port, timeout) if launch else targets(port, timeout)
     ver = _http_json(p, "/json/version", timeout)
     if not ver.get("webSocketDebuggerUrl"):
         raise ChromeError("DevTools on 127.0.0.1:%d gave no browser endpoint" % p)
@@ -83,10 +114,11 @@ def _browser_ws(port, timeout):
 
 class Tab:
     """A tab opened for a getter (in the background; in a fresh browser context when asked, as
-    playwright's browser.new_page()) and closed when the getter is done."""
+    playwright's browser.new_page()) and closed when the getter is done; launch: start the browser
+    when none answers."""
 
-    def __init__(self, port, timeout, fresh_context=False):
-        self.port, ws = _browser_ws(port, timeout)
+    def __init__(self, port, timeout, fresh_context=False, launch=True):
+        self.port, ws = _browser_ws(port, timeout, launch)
         self.browser = Session(ws, timeout)
         self.context = None
         self.page = None
@@ -224,7 +256,7 @@ def html_parse(url, spec, port=None, timeout=30.0):
     without trailing slashes): {} when no tab shows it."""
     def norm(u):
         return urllib.parse.unquote(u).rstrip("/")
-    p, ts = targets(port, timeout)
+    p, ts = ensure_browser(port, timeout, wait=timeout)   # a new browser shows no tab of the agent's anyway
     tab = next((t for t in ts if t.get("type") == "page" and norm(t.get("url", "")) == norm(url)), None)
     if tab is None:
         return {"value": {}, "matched": False, "tabs": [t.get("url") for t in ts if t.get("type") == "page"]}
@@ -388,7 +420,7 @@ def appearance(home, port=None, timeout=150.0, settle=2.5, probe_for=30.0):
     why = None
     mode = None
     try:
-        tab = Tab(port, timeout)
+        tab = Tab(port, timeout, launch=False)     # OSWorld reads the files when no browser answers
         try:
             tab.goto("chrome://settings/appearance", timeout, idle=False, until=DOM_READY)
             time.sleep(settle)
