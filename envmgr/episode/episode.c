@@ -54,6 +54,7 @@ struct episode {
     double hold_ms, hold_max_ms;  /* what pausing and resuming cost */
     int holds;
     bool agent_boxed; /* the agent runs in its sandbox (agent_sandbox.h) */
+    json_t *said;     /* what the reply said beside its actions ("response", "pyautogui" code), for its first step line */
 };
 typedef struct episode run; /* the agent loop below reads as "a run of an episode" */
 
@@ -250,31 +251,53 @@ static int run_steps(run *r, const task_step *steps, size_t n, const char *list_
     return 0;
 }
 
+#define RESPONSE_MAX (64 * 1024) /* a reply's "response": the model's text, as OSWorld's traj.jsonl keeps it */
+
+/* A reply's "response" is taken off (the actions never see it) and kept, with pyautogui code as sent,
+ * for the reply's first step line; NULL with *refusal when it is not a string of at most 64 KiB. */
+static json_t *take_said(run *r, json_t *reply, char **refusal)
+{
+    json_t *resp = json_object_get(reply, "response");
+    json_t *code = json_object_get(reply, "pyautogui");
+    json_decref(r->said);
+    r->said = json_object();
+    if (resp && (!json_is_string(resp) || json_string_length(resp) > RESPONSE_MAX)) {
+        *refusal = xstrdup("response: expected a string of at most 64 KiB");
+        return NULL;
+    }
+    json_t *rest = json_copy(reply);
+    if (resp) {
+        json_object_set(r->said, "response", resp);
+        json_object_del(rest, "response");
+    }
+    if (json_is_string(code))
+        json_object_set(r->said, "pyautogui", code);
+    return rest;
+}
+
 /* The agent's reply as a list of validated actions, or a message to send back. */
-static int decode_reply(run *r, json_t *reply, json_t **actions, const char **source, char **refusal)
+static int decode_reply(run *r, json_t *whole, json_t **actions, const char **source, char **refusal)
 {
     em_err perr = {0};
-    json_t *code = json_object_get(reply, "pyautogui");
     *actions = NULL;
     *refusal = NULL;
+    *source = json_object_get(whole, "pyautogui") ? "pyautogui" : "computer_13";
+    json_t *reply = take_said(r, whole, refusal);
+    if (!reply)
+        return 0;
+    json_t *code = json_object_get(reply, "pyautogui");
     if (code) {
-        *source = "pyautogui";
         if (!json_is_string(code)) {
             *refusal = xstrdup("pyautogui: expected a string of code");
-            return 0;
-        }
-        if (json_object_size(reply) != 1) {
-            *refusal = xstrdup("a pyautogui reply has no other fields");
-            return 0;
-        }
-        if (pyautogui_actions(json_string_value(code), actions, &perr) < 0) {
+        } else if (json_object_size(reply) != 1) {
+            *refusal = xstrdup("a pyautogui reply has no other fields (but \"response\")");
+        } else if (pyautogui_actions(json_string_value(code), actions, &perr) < 0) {
             *refusal = xstrdup(perr.msg);
-            return 0;
         }
     } else {
-        *source = "computer_13";
         *actions = json_pack("[O]", reply);
     }
+    json_decref(reply);
     size_t i;
     json_t *a;
     json_array_foreach(*actions, i, a)
@@ -303,6 +326,11 @@ static int record_step(run *r, json_t *act_json, const char *source, double agen
         json_object_set_new(line, "frame_after", json_string(after));
     if (error)
         json_object_set_new(line, "error", json_string(error));
+    if (r->said) { /* the reply's response and code as sent, on its first step line */
+        json_object_update(line, r->said);
+        json_decref(r->said);
+        r->said = NULL;
+    }
     if (r->tree[0]) { /* the tree the agent saw, on the first step line of its reply */
         json_object_set_new(line, "a11y_tree", json_string(r->tree));
         r->tree[0] = '\0';
@@ -652,6 +680,7 @@ static void episode_free(episode *ep)
     agent_stop(ep->ag, 0);
     free(ep->reason);
     json_decref(ep->setup_flags);
+    json_decref(ep->said);
     free(ep->task_path);
     free(ep->trace_dir);
     free(ep->artifacts);

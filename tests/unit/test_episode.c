@@ -301,6 +301,44 @@ static void test_refusals_and_pyautogui(void)
     task_free(t);
 }
 
+/* A reply's "response" (the model's text, for OSWorld's traj.jsonl) never reaches the actions; it is
+ * recorded with the pyautogui code as sent on the reply's first step line. */
+static void test_reply_response(void)
+{
+    fake f;
+    episode_env ev = fake_env(&f);
+    task *t = make_task(NULL);
+    episode_opts o = opts();
+    episode *ep;
+    em_err err = {0};
+    CU_ASSERT_EQUAL_FATAL(episode_begin_with(&ev, t, NULL, SHA0, &o, &ep, &err), 0);
+    episode_step_out so = step(ep, "{\"pyautogui\": \"pyautogui.click(10, 10); pyautogui.press('a')\", "
+                                   "\"response\": \"I click.\"}");
+    CU_ASSERT_FALSE(so.refused);
+    CU_ASSERT_EQUAL(so.actions, 2);
+    so = step(ep, "{\"action_type\": \"MOVE_TO\", \"x\": 3, \"y\": 3, \"response\": \"I move.\"}");
+    CU_ASSERT_FALSE(so.refused);
+    CU_ASSERT_EQUAL(f.last, ACT_MOVE_TO);
+    so = step(ep, "{\"action_type\": \"MOVE_TO\", \"x\": 3, \"y\": 3, \"response\": 7}");
+    CU_ASSERT_TRUE(so.refused);
+    CU_ASSERT_PTR_NOT_NULL(strstr(so.error, "response:"));
+    CU_ASSERT_TRUE(step(ep, "{\"pyautogui\": \"pyautogui.click(1, 1)\", \"other\": 1}").refused);
+    _cleanup_free_ char *dir = xstrdup(episode_trace_dir(ep));
+    json_decref(finish(ep));
+    trace *tr;
+    CU_ASSERT_FATAL(trace_read(dir, &tr, &err) == 0);
+    CU_ASSERT_EQUAL_FATAL(trace_n_steps(tr), 5);
+    json_t *s0 = trace_step(tr, 0), *s1 = trace_step(tr, 1), *s2 = trace_step(tr, 2);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(s0, "response")), "I click.");
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(s0, "pyautogui")),
+                           "pyautogui.click(10, 10); pyautogui.press('a')");
+    CU_ASSERT_PTR_NULL(json_object_get(s1, "response")); /* only on the reply's first line */
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(s2, "response")), "I move.");
+    CU_ASSERT_PTR_NULL(json_object_get(json_object_get(s2, "action"), "response"));
+    trace_free(tr);
+    task_free(t);
+}
+
 static void test_env_failure(void)
 {
     fake f;
@@ -687,6 +725,7 @@ static CU_TestInfo tests[] = {
     {"FAIL scores 0, except on infeasible tasks", test_fail_and_infeasible},
     {"the step limit ends the episode; later replies reach nothing", test_max_steps},
     {"refused replies reach nothing; pyautogui replies run whole or not at all", test_refusals_and_pyautogui},
+    {"a reply's response is recorded, never acted on", test_reply_response},
     {"an env failure ends the episode as env_error, not evaluated", test_env_failure},
     {"a crashing evaluator script is evaluator_error in result.json and the trace", test_evaluator_error},
     {"a failed setup step ends it before it begins; the allowlist reaches the env", test_setup_failure_and_network},
