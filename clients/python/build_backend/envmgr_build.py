@@ -1,6 +1,6 @@
 """The PEP 517 build backend of envmgr-client, in the standard library only.
 
-The client is one module with no dependencies, so it needs no build tool either: with
+The client is two modules with no dependencies, so it needs no build tool either: with
 `requires = []` in pyproject.toml, `pip install ./clients/python` and `python3 -m build` work in a
 fresh venv with no network (setuptools would have to be downloaded into pip's isolated build env).
 It writes a pure-Python wheel (PEP 427), an sdist (PEP 517) and an editable wheel (PEP 660).
@@ -18,9 +18,11 @@ import zipfile
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # clients/python
 NAME = "envmgr-client"
 DIST = "envmgr_client"
-MODULE = "envmgr_client.py"
+# the client, and the adapter that runs an OSWorld agent as an envmgr stdio agent
+MODULES = ["envmgr_client.py", "envmgr_osworld_agent.py"]
 SUMMARY = "Drive envmgr desktop envs over its HTTP API (envmgr serve), with OSWorld's DesktopEnv shape"
-SDIST_FILES = ["pyproject.toml", "README.md", MODULE, "build_backend/envmgr_build.py", "examples/agent_loop.py"]
+SDIST_FILES = ["pyproject.toml", "README.md", *MODULES, "build_backend/envmgr_build.py", "examples/agent_loop.py",
+               "examples/osworld_fake_agent.py"]
 
 
 def version():
@@ -61,8 +63,11 @@ def _wheel(wheel_directory, files):
 
 
 def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
-    with open(os.path.join(HERE, MODULE), "rb") as f:
-        return _wheel(wheel_directory, {MODULE: f.read()})
+    files = {}
+    for name in MODULES:
+        with open(os.path.join(HERE, name), "rb") as f:
+            files[name] = f.read()
+    return _wheel(wheel_directory, files)
 
 
 def build_editable(wheel_directory, config_settings=None, metadata_directory=None):
