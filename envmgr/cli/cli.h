@@ -104,6 +104,7 @@ struct plan_image_choice;
 int cli_image_option(const char *usage, int opt, const char *arg, struct plan_image_choice *ch);
 int cli_image_check(const char *usage, const struct plan_image_choice *ch);
 int cmd_suite_audit(int argc, char **argv);
+int cmd_suite_export(int argc, char **argv);
 /* --envs N (-n), --resume, --accel, --progress for suite run and suite audit (getopt returns 'n', 'R',
  * 'A', 'p'): true when c was one of them, with *rc 0 or EM_EXIT_USAGE after printing why. */
 #define CLI_POOL_OPTIONS                                                                                             \

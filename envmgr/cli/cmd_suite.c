@@ -26,6 +26,7 @@ static const char usage[] =
     "       envmgr suite merge --out DIR SHARD_DIR...\n"
     "       envmgr suite list SUITE [--shard K/N] [--strict] [--image NAME [--force-image]]\n"
     "       envmgr suite summary DIR\n"
+    "       envmgr suite export DIR --osworld OUT\n"
     "       envmgr suite audit SUITE --out DIR [--image NAME [--force-image]] [--solutions DIR] [--envs N]\n"
     "                          [--accel auto|kvm|tcg] [--resume] [--progress MODE] [--offline] [--asset-mirror P=T]...\n"
     "  run      run every task of SUITE (a folder of task files, or an index JSON {domain: [ids]}) with\n"
@@ -62,6 +63,8 @@ static const char usage[] =
     "           are linked); exit 1 when a shard or an episode is missing\n"
     "  list     the task ids (and domains) a run would run, in order; unsupported ones with their reason\n"
     "  summary  print DIR's table again and rewrite its summary.json and junit.xml\n"
+    "  export   OSWorld's results tree of DIR's episodes: OUT/<domain>/<id>/traj.jsonl, step_<n>_<time>.png,\n"
+    "           result.txt, recording.mp4 (docs/osworld.md)\n"
     "  audit    every task with an agent answering DONE at once (DIR/done/), the infeasible ones also\n"
     "           answering FAIL (DIR/fail/), and with --solutions DIR the scripted agent playing each task's\n"
     "           `solution` (DIR/solutions/); one line per finding and DIR/audit.json: pre_satisfied (a\n"
@@ -366,6 +369,7 @@ int cmd_suite(int argc, char **argv)
 {
     static const cli_command subs[] = {{"run", "", cmd_suite_run},         {"compare", "", cmd_suite_compare},
                                        {"merge", "", cmd_suite_merge},     {"list", "", cmd_suite_list},
-                                       {"summary", "", cmd_suite_summary}, {"audit", "", cmd_suite_audit}};
+                                       {"summary", "", cmd_suite_summary}, {"audit", "", cmd_suite_audit},
+                                       {"export", "", cmd_suite_export}};
     return cli_dispatch(argc, argv, usage, "suite", subs, sizeof subs / sizeof *subs);
 }
