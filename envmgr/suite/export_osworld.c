@@ -8,6 +8,7 @@
  * results.jsonl may come from elsewhere, so the names it gives are checked before they name files. */
 #include "envmgr/suite/export_osworld.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -76,6 +77,18 @@ static void py_float(double v, char out[40])
         strcat(out, ".0");
 }
 
+/* Python's json.dumps writes \u escapes in lower case, jansson in upper case */
+static void lower_escapes(char *s)
+{
+    for (; *s; s++)
+        if (*s == '\\' && s[1]) {
+            if (s[1] == 'u')
+                for (int i = 2; i < 6 && s[i]; i++)
+                    s[i] = (char)tolower((unsigned char)s[i]);
+            s++;
+        }
+}
+
 static bool starts_reply(const trace *t, size_t i, bool grouped)
 {
     json_t *s = trace_step(t, i);
@@ -111,6 +124,8 @@ static int export_reply(const trace *t, size_t a, size_t b, int n, double t0, FI
     int rc = frame ? frames_copy_to(trace_dir(t), frame, png_path, err) : 0;
     if (rc == 0 && line) {
         char *s = json_dumps(line, JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII);
+        if (s)
+            lower_escapes(s);
         if (!s || fprintf(traj, "%s\n", s) < 0)
             rc = em_fail(err, "write traj.jsonl in `%s`: %s", dir, strerror(errno));
         free(s);
