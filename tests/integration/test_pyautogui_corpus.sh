@@ -3,7 +3,8 @@
 # with the toolbelt's pyautogui as envmgr's env_act runs agent code, and ends as OSWorld's python
 # ends it (ok, or the same exception: SyntaxError, IndentationError, NameError, AttributeError).
 # The host side (each string translated or sent to the guest, never refused) is the unit test
-# test_pyautogui's corpus case. Prints `pyautogui_corpus: N passed, N failed`.
+# test_pyautogui's corpus case. Style "real" lines are action strings from published OSWorld runs, each
+# with its "source" (repo@commit:path step). Prints `pyautogui_corpus: N passed, N failed`.
 SUITE=pyautogui_corpus
 source "$(dirname "$0")/lib.sh"
 CORPUS=$ROOT/tests/data/pyautogui_corpus/corpus.jsonl
