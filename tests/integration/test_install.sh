@@ -89,7 +89,7 @@ check "the venv imports the installed client, not the checkout's" \
 check "python3 -m build makes a wheel and an sdist" \
     bash -c "'$PY' -m build --no-isolation -o '$T/dist' '$ROOT/clients/python' >/dev/null 2>&1 && ls '$T/dist/envmgr_client-$VERSION-py3-none-any.whl' '$T/dist/envmgr_client-$VERSION.tar.gz' >/dev/null"
 check "the wheel installs into another venv" \
-    bash -c "'$PY' -m venv '$T/venv2' && '$T/venv2/bin/pip' install --no-index -q '$T/dist/envmgr_client-$VERSION-py3-none-any.whl' && '$T/venv2/bin/python' -c 'import envmgr_client'"
+    bash -c "'$PY' -m venv '$T/venv2' && '$T/venv2/bin/pip' install --no-index -q '$T/dist/envmgr_client-$VERSION-py3-none-any.whl' && '$T/venv2/bin/python' -c 'import envmgr_client, envmgr_osworld_agent'"
 check "building left nothing in the checkout" test "$(cd "$ROOT" && git status --porcelain --ignored clients/python)" = "$before"
 
 # --- the example against the installed envmgr serve ----------------------------------------
