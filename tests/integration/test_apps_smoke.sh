@@ -104,6 +104,10 @@ check "screenshot is 1920x1080" [ "$(pngsize "$SHOTS/desktop.png" 2>/dev/null)" 
 check "ready marker: ok, no failed session hook" bash -c "gx cat /tmp/.envmgr-desktop-ready | grep -q status=ok && ! gx cat /tmp/.envmgr-desktop-ready | grep -q hooks_failed"
 check "accessibility bus IsEnabled" bash -c "gu gdbus call --session --dest org.a11y.Bus --object-path /org/a11y/bus --method org.freedesktop.DBus.Properties.Get org.a11y.Status IsEnabled | grep -q true"
 check "envmgr-guest screen-size 1920x1080" bash -c "gx envmgr-guest screen-size | grep -q '\"width\": 1920, \"height\": 1080'"
+GX_TIMEOUT=120 gx runuser -u user -- env DISPLAY=:0 HOME=/home/user envmgr-guest a11y-tree >"$T/desktop-tree.json"
+check "the desktop's icons are in the accessibility tree (Trash, File System, Home in xfdesktop's cells)" pyj \
+    'import re; i = re.findall(r"<icon name=\"([^\"]*)\"[^>]*cp:screencoord=\"\((\d+), (\d+)\)\"", d["AT"]); assert [n for n, _, _ in i][:3] == ["Trash", "File System", "Home"] and all(0 < int(x) < 200 and 27 < int(y) < 1080 for _, x, y in i), i' \
+    <"$T/desktop-tree.json"
 check "sudo with the manifest's password" bash -c "gu sh -c 'echo password | sudo -S -p \"\" id -u' | grep -qx 0"
 check "pactl talks to a sound server" bash -c "gu pactl info | grep -q 'Server Name'"
 

@@ -94,6 +94,36 @@ PYEOF
 )
 check "x11raw: the active window's _NET_WM_PID; None without one or without a display ($out)" \
     [ "$out" = "424242 None None" ]
+# desktop_icons: xfdesktop's grid rule on the apps image's work area (1920x1080 less the 27 px panel:
+# cells at x 22, y 45, 159, 273, as measured on its screen), and the icons of a positions file in a
+# fake home under a _NET_WORKAREA set by hand; a file laid out for another work area gives none.
+out=$("$PY" - "$TB" "$T/iconhome" <<'PYEOF' 2>&1
+import os, sys
+sys.path.insert(0, sys.argv[1])
+from Xlib import Xatom, display
+from envmgr_guest import desktop_icons
+g = desktop_icons.grid((0, 27, 1920, 1053), 48)
+home = sys.argv[2]
+os.makedirs(home + "/.config/xfce4/desktop")
+os.makedirs(home + "/Desktop/My Projects")
+rc = home + "/.config/xfce4/desktop/icons.screen0-1904x1037.rc"
+with open(rc, "w") as f:
+    f.write("[Trash]\nrow=0\ncol=0\n\n[/]\nrow=1\ncol=0\n\n[%s]\nrow=2\ncol=0\n\n[%s/Desktop/My Projects]\nrow=0\ncol=1\n\n"
+            "[%s/Desktop/gone.txt]\nrow=1\ncol=1\n" % (home, home, home))
+os.symlink(rc, home + "/.config/xfce4/desktop/icons.screen.latest.rc")
+d = display.Display()
+root = d.screen().root
+root.change_property(d.intern_atom("_NET_WORKAREA"), Xatom.CARDINAL, 32, [0, 27, 1920, 1053])
+d.sync()
+got = desktop_icons.icons(home)
+root.change_property(d.intern_atom("_NET_WORKAREA"), Xatom.CARDINAL, 32, [0, 0, 1280, 800])
+d.sync()
+other = desktop_icons.icons(home)
+print(g[:2], [int(g[1] + r * g[4]) for r in range(3)], got, other)
+PYEOF
+)
+check "desktop_icons: xfdesktop's cells, the icons of its positions file, none for another work area ($out)" \
+    [ "$out" = "(22, 45) [45, 159, 273] [('Trash', 22, 45, 103, 103), ('My Projects', 126, 45, 103, 103), ('File System', 22, 159, 103, 103), ('Home', 22, 273, 103, 103)] []" ]
 tally "dbusraw" < <(timeout 120 "$PY" "$TOOLS/dbusraw_check.py" "$TB" 2>&1)
 tally "a11y extents" < <(timeout 60 "$PY" "$TOOLS/a11y_extents_check.py" "$TB" 2>&1)
 tally "calc cells" < <(timeout 60 "$PY" "$TOOLS/calc_cells_check.py" "$TB" 2>&1)

@@ -56,7 +56,7 @@ import os
 import re
 import time
 
-from . import calc_cells, calc_model, x11raw
+from . import calc_cells, calc_model, desktop_icons, x11raw
 
 NS = {
     "st": "https://accessibility.ubuntu.example.org/ns/state",
@@ -128,6 +128,12 @@ STATE_NAMES = [
     "supports_autocompletion", "selectable_text", "is_default", "visited", "checkable",
     "has_popup", "read_only",
 ]
+
+
+ROLE_ICON = ROLE_NAMES.index("icon")
+# a desktop icon's states: what GTK gives a showing, clickable item
+ICON_STATES = tuple(STATE_NAMES.index(x) for x in ("enabled", "focusable", "selectable", "sensitive", "showing",
+                                                   "visible"))
 
 
 def role_name(role):
@@ -761,7 +767,7 @@ class Dumper:
         size = sum(len(s) for s in parts)
         open_tags = []          # (tag, depth)
         emitted = 0
-        for n, depth, flag in self._with_cells(plan):
+        for n, depth, flag in self._with_desktop_icons(self._with_cells(plan)):
             while open_tags and open_tags[-1][1] >= depth:
                 tag, _ = open_tags.pop()
                 parts.append('</%s>' % tag)
@@ -795,6 +801,23 @@ class Dumper:
                         c = self.nodes.get(ref) if ref else None
                         if c is not None and c.state(STATE_SHOWING):
                             yield c, depth + 1, flag
+
+    def _with_desktop_icons(self, items):
+        """xfdesktop's icon view exports no children: its icons (desktop_icons) follow it as
+        `icon` nodes, the role OSWorld's agents keep when they filter a tree."""
+        app, done = None, False
+        for n, depth, flag in items:
+            if depth == 1:
+                app = n.name
+            yield n, depth, flag
+            if app != "xfdesktop" or depth != 3 or done or n.children or not n.state(STATE_SHOWING):
+                continue
+            done = True
+            for i, (label, x, y, w, h) in enumerate(desktop_icons.icons()):
+                icon = Node((n.ref[0], "%s/icon/%d" % (n.ref[1], i)))
+                icon.role, icon.name, icon.extents = ROLE_ICON, label, (x, y, w, h)
+                icon.states = list(ICON_STATES)
+                yield icon, depth + 1, flag
 
     def _element(self, n):
         """(start tag, text, tag name) of node n.  The states' and the

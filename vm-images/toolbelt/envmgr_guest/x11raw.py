@@ -1,5 +1,5 @@
 """A few X11 reads on a plain socket: window properties, the screen's size,
-the pointer's position.
+the pointer's position, the work area.
 
 Why not python3-xlib here: importing it and opening its Display costs over a
 second under TCG, paid on every accessibility observation only to learn which
@@ -97,15 +97,20 @@ class Connection:
 
     def cardinal(self, window, prop):
         """The first 32-bit value of a window property, or None."""
+        v = self.cardinals(window, prop, 1)
+        return v[0] if v else None
+
+    def cardinals(self, window, prop, n):
+        """The first n 32-bit values of a window property, or None when it has fewer."""
         atom = self.atom(prop)
         if not atom:
             return None
-        req = struct.pack("<BBHIIIII", 20, 0, 6, window, atom, ANY_PROPERTY_TYPE, 0, 1)
+        req = struct.pack("<BBHIIIII", 20, 0, 6, window, atom, ANY_PROPERTY_TYPE, 0, n)
         head, extra = self._request(req)
-        fmt, n = head[1], struct.unpack_from("<I", head, 16)[0]
-        if fmt != 32 or n < 1 or len(extra) < 4:
+        fmt, got = head[1], struct.unpack_from("<I", head, 16)[0]
+        if fmt != 32 or got < n or len(extra) < 4 * n:
             return None
-        return struct.unpack_from("<I", extra, 0)[0]
+        return list(struct.unpack_from("<%dI" % n, extra, 0))
 
     def pointer(self):
         """(x, y) of the pointer on the root window (QueryPointer)."""
@@ -125,6 +130,17 @@ def pointer_position(display=None):
     c = Connection(display)
     try:
         return c.pointer()
+    finally:
+        c.close()
+
+
+def workarea(display=None):
+    """(x, y, width, height) of the first desktop's _NET_WORKAREA (the screen less the panels), or
+    None; X11Error if no display answers."""
+    c = Connection(display)
+    try:
+        v = c.cardinals(c.root, "_NET_WORKAREA", 4)
+        return tuple(v) if v else None
     finally:
         c.close()
 
