@@ -26,10 +26,10 @@ typedef struct em_env_ops {
     /* Run argv (no shell unless argv says so) in the guest as the desktop user, with its HOME,
      * its home as working directory, DISPLAY=:0, XDG_RUNTIME_DIR and the session's D-Bus address, as OSWorld's
      * in-guest server runs getter commands (flags EM_EXEC_ROOT: as root with DISPLAY=:0); at
-     * most out_cap bytes of stdout come back; exit_code is -1 when the command was killed or
-     * timed out. */
+     * most out_cap bytes of stdout come back, and, when err_out is not NULL, of stderr (NUL-terminated;
+     * a getter's flags read it); exit_code is -1 when the command was killed or timed out. */
     int (*exec)(void *ctx, const char *const *argv, unsigned flags, double timeout_s, size_t out_cap, char **out,
-                size_t *out_len, int *exit_code, em_err *err);
+                size_t *out_len, char **err_out, int *exit_code, em_err *err);
     /* Read a guest file; a file larger than cap is an error, not a truncation. */
     int (*read_file)(void *ctx, const char *guest_path, size_t cap, char **data, size_t *len, em_err *err);
     /* Write the current screen as a PNG file on the host. */

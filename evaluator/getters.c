@@ -544,19 +544,30 @@ static int run_cloud_file(const getter_call *gc, json_t *spec, json_t **art, em_
     return run_multi(gc, spec, cloud_item, art, err);
 }
 
-int getter_exec(const em_env_ops *ops, const char *type, const char *const *argv, unsigned flags, double timeout,
-                size_t cap, char **out, size_t *len, int *code, em_err *err)
+/* ops->exec with its caps; errout (may be NULL): the command's stderr too. */
+static int exec_in_guest(const em_env_ops *ops, const char *type, const char *const *argv, unsigned flags,
+                         double timeout, size_t cap, char **out, size_t *len, char **errout, int *code, em_err *err)
 {
     *out = NULL;
     *len = 0;
     *code = -1;
+    if (errout)
+        *errout = NULL;
     if (need(ops, ops ? (const void *)ops->exec : NULL, type, err) < 0)
         return -1;
-    if (ops->exec(ops->ctx, argv, flags, timeout, cap, out, len, code, err) < 0)
+    if (ops->exec(ops->ctx, argv, flags, timeout, cap, out, len, errout, code, err) < 0)
         return em_prefix(err, "%s: ", type);
     if (*len > cap)
         *len = cap; /* a misbehaving env does not get to hand us more */
+    if (errout && *errout && strlen(*errout) > GETTER_STDERR_CAP)
+        (*errout)[GETTER_STDERR_CAP] = '\0';
     return 0;
+}
+
+int getter_exec(const em_env_ops *ops, const char *type, const char *const *argv, unsigned flags, double timeout,
+                size_t cap, char **out, size_t *len, int *code, em_err *err)
+{
+    return exec_in_guest(ops, type, argv, flags, timeout, cap, out, len, NULL, code, err);
 }
 
 static int exec_capped(const em_env_ops *ops, const char *type, const char *const *argv, unsigned flags,
@@ -565,21 +576,26 @@ static int exec_capped(const em_env_ops *ops, const char *type, const char *cons
     return getter_exec(ops, type, argv, flags, timeout, GETTER_OUTPUT_CAP, out, len, code, err);
 }
 
+/* vm_command_line / vm_command_error: OSWorld's value is the output alone; the artifact keeps the
+ * exit status and (vm_command_line) what the command said on stderr, which the getter's flags read
+ * (score.c: a schema the image lacks gives an empty output whatever the agent did). */
 static int run_command(const getter_call *gc, json_t *spec, bool stderr_only, json_t **art, em_err *err)
 {
     const em_env_ops *ops = gc->ops;
     json_t *tv = json_object_get(spec, "timeout");
     double timeout = tv ? json_number_value(tv) : GETTER_TIMEOUT_S;
     _cleanup_free_ const char **argv = command_argv(spec, stderr_only);
-    _cleanup_free_ char *out = NULL;
+    _cleanup_free_ char *out = NULL, *errout = NULL;
     size_t len;
     int code;
     unsigned flags = json_is_true(json_object_get(spec, "as_root")) ? EM_EXEC_ROOT : 0;
-    if (exec_capped(ops, stderr_only ? "vm_command_error" : "vm_command_line", argv, flags, timeout, &out, &len,
-                    &code, err) < 0)
+    if (exec_in_guest(ops, stderr_only ? "vm_command_error" : "vm_command_line", argv, flags, timeout,
+                      GETTER_OUTPUT_CAP, &out, &len, stderr_only ? NULL : &errout, &code, err) < 0)
         return -1;
     *art = json_pack("{s:s,s:o,s:i}", "type", "text", "value", getter_text_json(out ? out : "", len), "exit_code",
                      code);
+    if (errout && *errout)
+        json_object_set_new(*art, "stderr", getter_text_json(errout, strlen(errout)));
     return 0;
 }
 

@@ -27,6 +27,7 @@
 
 #define GETTER_FILE_CAP (16u << 20)   /* bytes of a guest file */
 #define GETTER_OUTPUT_CAP (1u << 20)  /* bytes of command output */
+#define GETTER_STDERR_CAP 2048u       /* bytes of a command getter's stderr kept in its artifact */
 #define GETTER_TIMEOUT_S 60.0         /* default guest command timeout */
 #define GETTER_TIMEOUT_MAX_S 600.0
 

@@ -28,6 +28,45 @@ static void flag(json_t *flags, const char *path, const char *why)
     json_array_append_new(flags, json_pack("{s:s, s:o}", "path", path, "why", reason_json(why)));
 }
 
+/* What a command getter's stderr says when what it reads is not on the image or its session, so
+ * its output is OSWorld's value for "nothing" whatever the agent did: the score stays OSWorld's,
+ * the episode is flagged. Only words that name the image's lack, never a file the agent was to
+ * make (`No such file` is the agent's failure as often as the image's). */
+static const struct {
+    const char *needle, *what;
+} stderr_signs[] = {
+    {"No such schema", "a GSettings schema the image lacks"},
+    {"No such key", "a GSettings key the image's schema lacks"},
+    {": not found", "a program the image lacks"},
+    {"command not found", "a program the image lacks"},
+    {"error while loading shared libraries", "a library the image lacks"},
+    {"Cannot autolaunch D-Bus", "no D-Bus session"},
+    {"Failed to connect to bus", "no D-Bus (systemd) bus"},
+    {"Connection failure", "no sound server (PulseAudio)"},
+    {"cannot open display", "no X display"},
+};
+
+static void flag_stderr(json_t *flags, const char *path, json_t *spec, json_t *art)
+{
+    const char *e = json_string_value(json_object_get(art, "stderr"));
+    for (size_t i = 0; e && i < ARRAY_LEN(stderr_signs); i++) {
+        const char *at = strstr(e, stderr_signs[i].needle);
+        if (!at)
+            continue;
+        /* the stderr line that says it, as the command printed it */
+        const char *bol = at, *eol = strchr(at, '\n');
+        while (bol > e && bol[-1] != '\n')
+            bol--;
+        int n = (int)((eol ? eol : at + strlen(at)) - bol);
+        _cleanup_free_ char *msg =
+            xasprintf("%s: %s (stderr: `%.*s`, exit status %d): its output is empty whatever the agent did",
+                      json_string_value(json_object_get(spec, "type")), stderr_signs[i].what, n > 300 ? 300 : n, bol,
+                      (int)json_integer_value(json_object_get(art, "exit_code")));
+        flag(flags, path, msg);
+        return;
+    }
+}
+
 /* Fetch one side; on failure *art stays NULL and *why says what went wrong. */
 static void fetch(const em_env_ops *ops, const task *t, json_t *spec, const char *key, size_t i,
                   const char *artifact_dir, const char *task_dir, json_t *flags, json_t **art, char **why)
@@ -49,6 +88,8 @@ static void fetch(const em_env_ops *ops, const task *t, json_t *spec, const char
             xasprintf("%s: the command could not run (exit status %d: %s on the image)", json_string_value(json_object_get(spec, "type")),
                       (int)code, code == 127 ? "a program it names is not" : "a program it names cannot run");
         flag(flags, path, msg);
+    } else {
+        flag_stderr(flags, path, spec, *art);
     }
 }
 

@@ -63,7 +63,7 @@ int guest_ops_run(env *e, const char *const *argv, int as_user, int detach, doub
 
 /* Getter commands: as the desktop user (as OSWorld's in-guest server runs them), root on request. */
 static int op_exec(void *ctx, const char *const *argv, unsigned flags, double timeout_s, size_t out_cap, char **out,
-                   size_t *out_len, int *exit_code, em_err *err)
+                   size_t *out_len, char **err_out, int *exit_code, em_err *err)
 {
     guest_exec_result r;
     if (guest_ops_run(ctx, argv, !(flags & EM_EXEC_ROOT), 0, timeout_s, out_cap, &r, err) < 0)
@@ -72,6 +72,10 @@ static int op_exec(void *ctx, const char *const *argv, unsigned flags, double ti
     *out_len = r.out_len;
     *exit_code = r.timed_out ? -1 : r.exit_code;
     r.out = NULL;
+    if (err_out) {
+        *err_out = r.err ? r.err : xstrdup("");
+        r.err = NULL;
+    }
     guest_exec_result_free(&r);
     return 0;
 }

@@ -308,8 +308,9 @@ static int record(pool *p, slot *sl, const job *j, json_t *res, em_err *err)
     if (json_is_true(json_object_get(res, "flagged"))) { /* the image's or the task's fault, said per episode */
         json_object_set_new(line, "flagged", json_true());
         json_t *why = json_array();
-        json_array_extend(why, json_object_get(res, "setup_flags") ? json_object_get(res, "setup_flags") : json_array());
-        json_array_extend(why, json_object_get(res, "getter_flags") ? json_object_get(res, "getter_flags") : json_array());
+        /* a list that is not there adds nothing (json_array_extend refuses a NULL) */
+        json_array_extend(why, json_object_get(res, "setup_flags"));
+        json_array_extend(why, json_object_get(res, "getter_flags"));
         json_object_set_new(line, "flags", why);
     }
     bool eval_error = report_evaluator_error(line), scored = report_scored(line);

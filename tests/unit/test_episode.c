@@ -95,8 +95,10 @@ static int f_setup(void *ctx, const task *t, const task_step *s, const char *cac
 #define FAKE_TREE "<desktop-frame><application name=\"Fake\"><push-button name=\"OK\"/></application></desktop-frame>"
 /* The guest answers every command with "hi\n", and the toolbelt's a11y-tree with a small tree. */
 static int g_exec(void *ctx, const char *const *argv, unsigned flags, double timeout_s, size_t out_cap, char **out,
-                  size_t *out_len, int *exit_code, em_err *err)
+                  size_t *out_len, char **err_out, int *exit_code, em_err *err)
 {
+    if (err_out)
+        *err_out = xstrdup("");
     for (size_t i = 0; argv[i]; i++)
         if (!strcmp(argv[i], "a11y-tree")) {
             json_t *a = json_pack("{s:s, s:i}", "AT", FAKE_TREE, "nodes", 3);

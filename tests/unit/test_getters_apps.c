@@ -96,8 +96,10 @@ typedef struct canned {
 } canned;
 
 static int canned_exec(void *ctx, const char *const *argv, unsigned flags, double timeout_s, size_t cap, char **out,
-                       size_t *len, int *code, em_err *err)
+                       size_t *len, char **err_out, int *code, em_err *err)
 {
+    if (err_out)
+        *err_out = xstrdup("");
     canned *c = ctx;
     c->argv_all[0] = '\0';
     for (size_t i = 0; argv[i]; i++)

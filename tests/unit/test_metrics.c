@@ -541,6 +541,7 @@ typedef struct rec {
     char path[256];
     const char *out; /* canned exec output */
     size_t out_len;
+    const char *err_text; /* canned stderr; NULL: none */
     int exit_code;
     unsigned flags; /* of the last exec */
     const char *file; /* canned file contents; NULL: read fails */
@@ -548,7 +549,7 @@ typedef struct rec {
 } rec;
 
 static int rec_exec(void *ctx, const char *const *argv, unsigned flags, double timeout_s, size_t out_cap, char **out,
-                    size_t *out_len, int *exit_code, em_err *err)
+                    size_t *out_len, char **err_out, int *exit_code, em_err *err)
 {
     rec *r = ctx;
     r->exec_calls++;
@@ -561,6 +562,8 @@ static int rec_exec(void *ctx, const char *const *argv, unsigned flags, double t
     memcpy(*out, r->out ? r->out : "", r->out_len);
     (*out)[r->out_len] = '\0';
     *out_len = r->out_len;
+    if (err_out)
+        *err_out = xstrdup(r->err_text ? r->err_text : "");
     *exit_code = r->exit_code;
     return 0;
 }
@@ -979,6 +982,45 @@ static void test_score_and_or(void)
     json_decref(d);
 }
 
+/* A command getter whose stderr says the image lacks what it reads (a GSettings schema, a program in
+ * a pipe) is flagged, whatever the score; one that says a file is missing is not (the agent's). */
+static void test_score_getter_stderr_flag(void)
+{
+    rec r = {.out = "", .out_len = 0, .exit_code = 1, .err_text = "No such schema \u201corg.gnome.shell\u201d\n"};
+    em_env_ops ops = rec_ops(&r);
+    const char *gs = "{\"type\": \"vm_command_line\", \"command\": \"gsettings get org.gnome.shell favorite-apps\"}";
+    char *ev = xasprintf("{\"func\": [\"exact_match\", \"exact_match\"], \"conj\": \"or\", \"result\": [%s, %s],"
+                         " \"expected\": [" R_TRUE ", {\"type\": \"rule\", \"rules\": {\"expected\": \"\"}}]}",
+                         gs, gs);
+    json_t *d = expect_eval(&ops, ev, "done", 1, NULL); /* OSWorld's score: the empty output matches "" */
+    json_t *flags = json_object_get(d, "getter_flags");
+    CU_ASSERT_EQUAL(json_array_size(flags), 2); /* both metrics read the schema: both flagged */
+    const char *why = json_string_value(json_object_get(json_array_get(flags, 0), "why"));
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(json_array_get(flags, 0), "path")), "evaluator.result[0]");
+    CU_ASSERT_PTR_NOT_NULL(why);
+    if (why && !strstr(why, "vm_command_line: a GSettings schema the image lacks (stderr: `No such schema"))
+        fprintf(stderr, "\n  why: %s\n", why);
+    CU_ASSERT_PTR_NOT_NULL(why ? strstr(why, "vm_command_line: a GSettings schema the image lacks (stderr: `No such schema") : NULL);
+    CU_ASSERT_PTR_NOT_NULL(why ? strstr(why, "exit status 1") : NULL);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(json_object_get(detail(d, 0), "result"), "stderr")),
+                           "No such schema \u201corg.gnome.shell\u201d\n");
+    json_decref(d);
+    free(ev);
+    /* a pipe whose first program is missing: exit 0 from its last, flagged all the same */
+    r.exit_code = 0;
+    r.err_text = "sh: 1: pactl: not found\n";
+    d = expect_eval(&ops, "{\"func\": \"exact_match\", \"result\": " CMD ", \"expected\": " R_TRUE "}", "done", 0, NULL);
+    why = json_string_value(json_object_get(json_array_get(json_object_get(d, "getter_flags"), 0), "why"));
+    CU_ASSERT_PTR_NOT_NULL(why ? strstr(why, "a program the image lacks (stderr: `sh: 1: pactl: not found`, exit status 0)") : NULL);
+    json_decref(d);
+    /* a file the agent was to make: its failure, not flagged */
+    r.exit_code = 1;
+    r.err_text = "cat: /home/user/out.txt: No such file or directory\n";
+    d = expect_eval(&ops, "{\"func\": \"exact_match\", \"result\": " CMD ", \"expected\": " R_TRUE "}", "done", 0, NULL);
+    CU_ASSERT_PTR_NULL(json_object_get(d, "getter_flags"));
+    json_decref(d);
+}
+
 static void test_score_failures(void)
 {
     rec r = {.out = "yes", .out_len = 3};
@@ -1286,6 +1328,7 @@ static CU_TestInfo tests[] = {
     {"score: one metric", test_score_single},
     {"score: and / or", test_score_and_or},
     {"score: failures and FAIL", test_score_failures},
+    {"score: a getter's stderr names what the image lacks: flagged", test_score_getter_stderr_flag},
     {"score: script end to end", test_score_with_script},
     {"score: evaluator_error is no score", test_score_evaluator_error},
     CU_TEST_INFO_NULL,

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Honest runs on the apps image (issue 29), one `envmgr suite audit` of tests/data/apps-honest under TCG:
+#   * a real OSWorld-Verified task with an evaluator.postconfig (chrome 030eeff7, copied unchanged: pkill
+#     the browser, start it again, sleep, read its Preferences) runs end to end with the do-nothing
+#     agent: no crash, its postconfig lines after the steps, an honest 0;
+#   * a task whose goal the apps image already meets is found pre-satisfied by the audit;
+#   * a setup `launch` of a program the image does not have is flagged, in results and the audit;
+#   * a getter whose gsettings schema the image lacks, under `conj: or`, is flagged.
+# SKIPPED unless ENVMGR_APPS=1 (`make test-apps`). Prints `apps-honest: N passed, N failed`.
+. "$(dirname "$0")/lib.sh"
+SUITE=apps-honest
+if [ "${ENVMGR_APPS:-0}" != 1 ]; then
+    echo "apps-honest: skipped (set ENVMGR_APPS=1 to boot the apps image; ~10 min under TCG)"
+    finish
+    exit 0
+fi
+DATA=$ROOT/tests/data/apps-honest
+OSW=030eeff7-b492-4218-b312-701ec99ee0cc
+check "the OSWorld task file is OSWorld-Verified's, unchanged (README.md's sha256)" \
+    bash -c "grep -q \"\$(sha256sum '$DATA/$OSW.json' | cut -d' ' -f1)\" '$DATA/README.md'"
+
+out=$("$ENVMGR" suite audit "$DATA" --image apps --out "$T/a" --envs 1 --accel tcg --progress plain 2>"$T/audit.err")
+rc=$?
+echo "$out"
+tail -3 "$T/audit.err"
+check "the audit exits 1: something was found" test $rc = 1
+check "it writes audit.json" test -s "$T/a/audit.json"
+kinds() { python3 -c "import json,sys; a=json.load(open(sys.argv[1])); print(' '.join(sorted(f['kind'] for f in a['tasks'].get(sys.argv[2], {}).get('findings', []))))" "$T/a/audit.json" "$1"; }
+# line ID: task ID's final line of the done pass's results.jsonl, as JSON
+line() { python3 -c "
+import json,sys
+for l in open(sys.argv[1]):
+    r=json.loads(l)
+    if r['task_id']==sys.argv[2] and r.get('final', True): print(json.dumps(r))" "$T/a/done/results.jsonl" "$1"; }
+
+# --- (a) the real OSWorld task with a postconfig ---------------------------------------------------
+r=$(line $OSW)
+echo "$OSW: $r" | cut -c1-400
+field() { printf '%s' "$1" | python3 -c "import json,sys; print(json.load(sys.stdin).get(sys.argv[1]))" "$2"; }
+check "$OSW: no crash, evaluated: exit cause done" test "$(field "$r" exit_cause)" = done
+check "$OSW: no evaluator_error" test "$(field "$r" status)" != evaluator_error
+check "$OSW: the do-nothing agent scores an honest 0.0" test "$(field "$r" score)" = 0.0
+check "$OSW: the audit finds neither a crash nor an evaluator_error" \
+    bash -c "! echo '$(kinds $OSW)' | grep -qE 'crashed|evaluator_error'"
+tr=$T/a/done/traces/$OSW/trace
+check "$OSW: its trace verifies" "$ENVMGR" trace verify "$tr"
+check "$OSW: 3 postconfig lines (pkill, launch, sleep) after the step lines, before the evaluation" \
+    python3 - "$tr/trace.jsonl" <<'EOF'
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+kinds = [l["type"] for l in lines if l["type"] in ("setup", "step", "postconfig", "evaluation")]
+post = [l for l in lines if l["type"] == "postconfig"]
+assert [p["step"]["type"] for p in post] == ["launch", "launch", "sleep"], post
+last_step = max(i for i, k in enumerate(kinds) if k == "step")
+assert kinds.index("postconfig") > last_step and kinds[-1] == "evaluation", kinds
+EOF
+check "$OSW: trace show lists the postconfig" bash -c "'$ENVMGR' trace show '$tr' | grep -qE '^postconfig: 3 steps'"
+
+# --- (b) pre-satisfied ------------------------------------------------------------------------------
+check "honest-presatisfied: the audit says pre_satisfied ($(kinds honest-presatisfied))" \
+    test "$(kinds honest-presatisfied)" = pre_satisfied
+check "honest-presatisfied: doing nothing scored 1.0" test "$(field "$(line honest-presatisfied)" score)" = 1.0
+
+# --- (c) a launch of a program missing on the image ----------------------------------------------
+r=$(line honest-missing-launch)
+check "honest-missing-launch: flagged ($(kinds honest-missing-launch)), scored 0.0 all the same" \
+    bash -c "[ '$(kinds honest-missing-launch)' = flagged ] && [ '$(field "$r" flagged)' = True ] && [ '$(field "$r" score)' = 0.0 ]"
+check "honest-missing-launch: the flag names the program, not found on the image" \
+    bash -c "echo \"\$1\" | grep -q 'honest-missing-launch .*flagged .*envmgr-no-such-player.*not found on the image'" _ "$out"
+check "honest-missing-launch: result.json's setup_flags say so too" python3 - "$T/a/done/traces/honest-missing-launch/result.json" <<'EOF'
+import json, sys
+r = json.load(open(sys.argv[1]))
+f = r["setup_flags"]
+assert r["flagged"] is True and len(f) == 1 and f[0]["type"] == "launch" and "envmgr-no-such-player" in f[0]["why"], r
+EOF
+
+# --- (d) a getter failure under conj or -----------------------------------------------------------
+r=$(line honest-getter-or)
+check "honest-getter-or: flagged ($(kinds honest-getter-or)), scored 0.0" \
+    bash -c "[ '$(kinds honest-getter-or)' = flagged ] && [ '$(field "$r" flagged)' = True ] && [ '$(field "$r" score)' = 0.0 ]"
+check "honest-getter-or: result.json's getter_flags name the missing schema on evaluator.result[0]" \
+    python3 - "$T/a/done/traces/honest-getter-or/result.json" <<'EOF'
+import json, sys
+r = json.load(open(sys.argv[1]))
+f = r["getter_flags"]
+assert len(f) == 1 and f[0]["path"] == "evaluator.result[0]", f
+assert "a GSettings schema the image lacks" in f[0]["why"] and "No such schema" in f[0]["why"], f
+EOF
+check "the done pass's summary counts both flagged episodes" python3 -c \
+    "import json,sys; sys.exit(0 if json.load(open(sys.argv[1]))['all']['flagged'] >= 2 else 1)" "$T/a/done/summary.json"
+check "no QEMU of the audit is left" no_qemu_under "$ENVMGR_RUN_DIR/"
+finish
