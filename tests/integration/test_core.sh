@@ -28,6 +28,8 @@ check "two screenshots of a still screen are identical" test "$("$PNGTOOL" diff 
 
 # --- the guest agent ----------------------------------------------------------
 check "exec runs in the guest" bash -c "'$ENVMGR' exec $E1 -- cat /etc/hostname | grep -q envmgr"
+check "the session has no key autorepeat (a TCG stall would repeat a pressed key)" \
+    bash -c "'$ENVMGR' exec $E1 -- sh -c 'DISPLAY=:0 xset q' | grep -q 'auto repeat:  off'"
 "$ENVMGR" exec $E1 -- sh -c 'exit 7' >/dev/null 2>&1
 check "exec passes the exit code through" test $? = 7
 out=$("$ENVMGR" exec $E1 --timeout 1 -- sleep 30 2>&1)
