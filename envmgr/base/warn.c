@@ -12,6 +12,12 @@ void em_warn_set(em_warn_fn fn, void *arg)
     sink_arg = fn ? arg : NULL;
 }
 
+void em_warn_get(em_warn_fn *fn, void **arg)
+{
+    *fn = sink;
+    *arg = sink_arg;
+}
+
 void em_warn_stderr(em_log_level level, const char *msg, void *arg)
 {
     if (level == EM_LOG_PROGRESS) {

@@ -26,6 +26,8 @@ typedef void (*em_warn_fn)(em_log_level level, const char *msg, void *arg);
 /* Install fn (NULL: the default, stderr). Set it before starting threads; the sink itself may
  * be called from any thread, so a sink that shares state locks it. */
 void em_warn_set(em_warn_fn fn, void *arg);
+/* The sink now set, so a caller that installs its own for a while can put it back. */
+void em_warn_get(em_warn_fn *fn, void **arg);
 /* The default sink: msg and a newline to stderr in one write (progress: msg as is, flushed). */
 void em_warn_stderr(em_log_level level, const char *msg, void *arg);
 /* The name of a level ("error", "warning", "info", "progress"). */

@@ -24,6 +24,7 @@
 #include "envmgr/base/fileio.h"
 #include "envmgr/base/listen.h"
 #include "envmgr/base/util.h"
+#include "envmgr/base/warn.h"
 #include "envmgr/vm/runas.h"
 
 #define CONTROL_MAX 512
@@ -848,7 +849,7 @@ static bool reap(pid_t qemu)
             break;
         if (p == qemu) {
             gone = true;
-            fprintf(stderr, "envmgr net serve: QEMU (pid %d) exited (%s %d)\n", (int)qemu,
+            em_info("envmgr net serve: QEMU (pid %d) exited (%s %d)", (int)qemu,
                     WIFEXITED(st) ? "status" : "signal", WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
         }
     }
@@ -926,7 +927,7 @@ int proxy_serve_main(const char *dir, pid_t qemu, em_err *err)
     if (rc == 0) /* its socket and logs are open: from here on, the env's user */
         rc = vm_runas_become(&ra, err);
     if (rc == 0)
-        fprintf(stderr, "envmgr net serve: %s: mode %s, %zu rules, QEMU pid %d\n", cfg.env_name,
+        em_info("envmgr net serve: %s: mode %s, %zu rules, QEMU pid %d", cfg.env_name,
                 netpolicy_mode_name(cfg.policy.mode), cfg.policy.nrules, (int)qemu);
     bool stop = false, qemu_gone = false;
     while (rc == 0 && !stop) {
@@ -935,7 +936,7 @@ int proxy_serve_main(const char *dir, pid_t qemu, em_err *err)
         struct signalfd_siginfo si;
         while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
             if (si.ssi_signo != SIGCHLD) {
-                fprintf(stderr, "envmgr net serve: signal %u: stopping\n", si.ssi_signo);
+                em_info("envmgr net serve: signal %u: stopping", si.ssi_signo);
                 stop = true;
             }
         }

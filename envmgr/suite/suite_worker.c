@@ -14,6 +14,7 @@
 #include "envmgr/base/paths.h"
 #include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
+#include "envmgr/base/warn.h"
 
 #define MSG_MAX (8u << 20)
 
@@ -133,9 +134,22 @@ static json_t *worker_episode(const suite_worker_ctx *w, env *e, bool *fresh, js
     return res;
 }
 
+/* A worker's sink: every message into its env log (its stderr), and warnings and errors also to
+ * the parent, which shows them above its progress line. */
+static void worker_sink(em_log_level level, const char *msg, void *arg)
+{
+    em_warn_stderr(level, msg, NULL);
+    if (level != EM_LOG_WARNING && level != EM_LOG_ERROR)
+        return;
+    json_t *m = json_pack("{s:s, s:s, s:s}", "type", "log", "level", em_log_level_name(level), "text", msg);
+    if (m)
+        suite_chan_send(*(int *)arg, m);
+    json_decref(m);
+}
+
 static void worker_fatal(int fd, const char *what, const em_err *err)
 {
-    fprintf(stderr, "envmgr: %s: %s\n", what, err->msg);
+    em_info("envmgr: %s: %s", what, err->msg); /* the parent hears it as "fatal" */
     json_t *m = json_pack("{s:s, s:s}", "type", "fatal", "error", err->msg);
     suite_chan_send(fd, m);
     json_decref(m);
@@ -143,6 +157,9 @@ static void worker_fatal(int fd, const char *what, const em_err *err)
 
 int suite_worker_main(const suite_worker_ctx *w, int fd, const char *first_image)
 {
+    static int chan_fd;
+    chan_fd = fd;
+    em_warn_set(worker_sink, &chan_fd);
     em_err err = {0};
     env *e = NULL;
     char *image = xstrdup(first_image);
@@ -153,7 +170,7 @@ int suite_worker_main(const suite_worker_ctx *w, int fd, const char *first_image
         free(image);
         return 1;
     }
-    fprintf(stderr, "envmgr: env %s up in %.1f s\n", w->name, (now_ms() - t0) / 1000);
+    em_info("envmgr: env %s up in %.1f s", w->name, (now_ms() - t0) / 1000);
     json_t *m = json_pack("{s:s, s:f}", "type", "ready", "up_s", (now_ms() - t0) / 1000);
     suite_chan_send(fd, m);
     json_decref(m);
@@ -169,7 +186,7 @@ int suite_worker_main(const suite_worker_ctx *w, int fd, const char *first_image
             if (!idle_held) { /* an env waiting for its next job waits paused: it costs no CPU */
                 em_err herr = {0};
                 if (env_hold(e, true, &herr) < 0)
-                    fprintf(stderr, "envmgr: %s\n", herr.msg);
+                    em_log(EM_LOG_ERROR, "envmgr: %s", herr.msg);
                 idle_held = true;
             }
             struct pollfd p = {.fd = fd, .events = POLLIN};
@@ -198,7 +215,7 @@ int suite_worker_main(const suite_worker_ctx *w, int fd, const char *first_image
                 break;
             }
         }
-        fprintf(stderr, "envmgr: episode %s (attempt %lld)\n", jstr(msg, "task_id"),
+        em_info("envmgr: episode %s (attempt %lld)", jstr(msg, "task_id"),
                 json_integer_value(json_object_get(msg, "attempt")) + 1);
         bool broken = false;
         json_t *res = worker_episode(w, e, &fresh, msg, &broken);
@@ -218,11 +235,11 @@ int suite_worker_main(const suite_worker_ctx *w, int fd, const char *first_image
             env_timings tm;
             em_err rerr = {0};
             if (env_reset(e, &tm, &rerr) == 0) {
-                fprintf(stderr, "envmgr: env %s restored from its snapshot after env_error\n", w->name);
+                em_info("envmgr: env %s restored from its snapshot after env_error", w->name);
             } else {
                 if (interrupted())
                     break;
-                fprintf(stderr, "envmgr: %s; recreating the env\n", rerr.msg);
+                em_warn("envmgr: %s; recreating the env", rerr.msg);
                 env_close(e);
                 e = NULL;
                 if (worker_env_up(w, image, &e, &err) < 0) {
@@ -240,7 +257,7 @@ int suite_worker_main(const suite_worker_ctx *w, int fd, const char *first_image
     em_err derr = {0};
     _cleanup_free_ char *d = paths_env_dir(w->name);
     if (access(d, F_OK) == 0 && env_down(w->name, &derr) < 0)
-        fprintf(stderr, "envmgr: %s\n", derr.msg);
+        em_log(EM_LOG_ERROR, "envmgr: %s", derr.msg);
     free(image);
     free(c.buf);
     return rc;

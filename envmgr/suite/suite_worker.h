@@ -4,6 +4,7 @@
  *   worker -> parent  {"type":"ready","up_s":S}          the env is up (a golden-state restore)
  *                     {"type":"fatal","error":"..."}     the env could not start; the worker exits
  *                     {"type":"result","job":J,"result":{...}}   the episode's result.json object
+ *                     {"type":"log","level":"warning"|"error","text":"..."}   what the library said (also in its log)
  *   parent -> worker  {"type":"job","job":J,"task":PATH,"task_id":ID,"out":REL,"image":IMG,"attempt":A}
  *                     EOF: no more work; the worker takes its env down and exits
  * An episode that a signal interrupted is not reported (it was in flight). */
