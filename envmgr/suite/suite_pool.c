@@ -399,7 +399,7 @@ static void slot_closed(pool *p, slot *sl, em_err *err, int *rc)
     int was = sl->state;
     close(sl->ch.fd);
     sl->ch.fd = -1;
-    free(sl->ch.buf);
+    suite_chan_release(&sl->ch);
     sl->ch = (suite_chan){.fd = -1};
     reap_worker(sl, 15000);
     if (sl->has_job) {
@@ -586,8 +586,7 @@ static void shutdown_pool(pool *p, bool abort, em_err *err, int *rc)
             close(sl->ch.fd);
             sl->ch.fd = -1;
         }
-        free(sl->ch.buf);
-        sl->ch.buf = NULL;
+        suite_chan_release(&sl->ch);
         reap_worker(sl, 0);
         env_down_quiet(sl->env);
     }
@@ -754,7 +753,7 @@ static json_t *resources_json(pool *p)
 static void free_pool(pool *p)
 {
     for (int i = 0; i < p->nslots; i++) {
-        free(p->slots[i].ch.buf);
+        suite_chan_release(&p->slots[i].ch);
         free(p->slots[i].last_error);
     }
     free(p->slots);

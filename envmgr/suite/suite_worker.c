@@ -35,25 +35,18 @@ int suite_chan_send(int fd, json_t *msg)
 /* Read whatever is there (the fd is non-blocking); EOF or an error sets eof. */
 void suite_chan_fill(suite_chan *c)
 {
+    if (!c->in.owned)
+        linebuf_init(&c->in, MSG_MAX);
     for (;;) {
-        if (c->cap - c->len < 65536) {
-            c->cap = c->cap ? c->cap * 2 : 131072;
-            c->buf = xrealloc(c->buf, c->cap);
-        }
-        ssize_t r = read(c->fd, c->buf + c->len, c->cap - c->len);
-        if (r > 0) {
-            c->len += (size_t)r;
-            if (c->len > MSG_MAX && !memchr(c->buf, '\n', c->len)) {
-                c->eof = true; /* a peer that floods us is a broken peer */
-                return;
-            }
+        em_err ignored;
+        ssize_t r = linebuf_read(&c->in, c->fd, &ignored);
+        if (r > 0)
             continue;
-        }
         if (r < 0 && errno == EINTR)
             continue;
         if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
             return;
-        c->eof = true;
+        c->eof = true; /* closed, broken, or a peer that floods us past MSG_MAX without a newline */
         return;
     }
 }
@@ -61,17 +54,23 @@ void suite_chan_fill(suite_chan *c)
 json_t *suite_chan_next(suite_chan *c)
 {
     for (;;) {
-        char *nl = c->len ? memchr(c->buf, '\n', c->len) : NULL;
-        if (!nl)
+        const char *line;
+        size_t n;
+        int got = linebuf_next(&c->in, &line, &n);
+        if (got == LINEBUF_TOO_LONG)
+            c->eof = true;
+        if (got != LINEBUF_LINE)
             return NULL;
-        size_t n = (size_t)(nl - c->buf) + 1;
-        json_t *j = json_loadb(c->buf, n - 1, 0, NULL);
-        memmove(c->buf, c->buf + n, c->len - n);
-        c->len -= n;
+        json_t *j = json_loadb(line, n, 0, NULL);
         if (json_is_object(j))
             return j;
         json_decref(j);
     }
+}
+
+void suite_chan_release(suite_chan *c)
+{
+    linebuf_release(&c->in);
 }
 
 static const char *jstr(json_t *o, const char *k)
@@ -259,7 +258,7 @@ int suite_worker_main(const suite_worker_ctx *w, int fd, const char *first_image
     if (access(d, F_OK) == 0 && env_down(w->name, &derr) < 0)
         em_log(EM_LOG_ERROR, "envmgr: %s", derr.msg);
     free(image);
-    free(c.buf);
+    suite_chan_release(&c);
     return rc;
 }
 

@@ -17,13 +17,14 @@
 
 #include "envmgr/base/err.h"
 #include "envmgr/base/exit_cause.h"
+#include "envmgr/base/linebuf.h"
 #include "envmgr/suite/suite_pool.h"
 
-/* A line channel over a non-blocking socket. */
+/* A line channel over a non-blocking socket ({.fd = fd} is a ready one: the scanner starts on
+ * the first fill). */
 typedef struct suite_chan {
     int fd;
-    char *buf;
-    size_t len, cap;
+    linebuf in;
     bool eof;
 } suite_chan;
 
@@ -33,6 +34,8 @@ int suite_chan_send(int fd, json_t *msg);
 void suite_chan_fill(suite_chan *c);
 /* The next complete line that is a JSON object, or NULL. */
 json_t *suite_chan_next(suite_chan *c);
+/* Free what it buffered (the fd is the caller's). */
+void suite_chan_release(suite_chan *c);
 
 typedef struct suite_worker_ctx {
     const pool_opts *o;

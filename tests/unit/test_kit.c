@@ -4,6 +4,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/socket.h>
+
+#include "envmgr/base/linebuf.h"
 #include "envmgr/base/util.h"
 #include "envmgr/base/warn.h"
 #include "helpers/cunit_main.h"
@@ -72,7 +77,140 @@ static void test_warn_hook(void)
     free(path);
 }
 
+/* The next line as a C string (for asserts), or NULL when there is none. */
+static char *next_line(linebuf *l, int *got)
+{
+    const char *line;
+    size_t n;
+    *got = linebuf_next(l, &line, &n);
+    return *got == LINEBUF_LINE ? strndup(line, n) : NULL;
+}
+
+static int feed(linebuf *l, int rfd, int wfd, const char *text)
+{
+    if (write(wfd, text, strlen(text)) != (ssize_t)strlen(text))
+        return -1;
+    em_err err = {0};
+    return (int)linebuf_read(l, rfd, &err);
+}
+
+/* A line split across reads comes out whole once its newline is in; many lines from one read come
+ * out one by one, and the unread bytes move to the front once, at the next read. */
+static void test_linebuf_stream(void)
+{
+    int sv[2];
+    CU_ASSERT_EQUAL_FATAL(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+    linebuf l;
+    linebuf_init(&l, 64);
+    int got;
+    CU_ASSERT_PTR_NULL(next_line(&l, &got));
+    CU_ASSERT_EQUAL(got, LINEBUF_NONE);
+    CU_ASSERT_EQUAL(feed(&l, sv[0], sv[1], "{\"a\":"), 5);
+    CU_ASSERT_PTR_NULL(next_line(&l, &got));
+    CU_ASSERT_EQUAL(feed(&l, sv[0], sv[1], "1}\n{\"b\""), 7);
+    char *s = next_line(&l, &got);
+    CU_ASSERT_STRING_EQUAL(s, "{\"a\":1}");
+    free(s);
+    CU_ASSERT_PTR_NULL(next_line(&l, &got));
+    CU_ASSERT_EQUAL(linebuf_pending(&l), 4);
+    CU_ASSERT_EQUAL(feed(&l, sv[0], sv[1], ":2}\n\nthree\nfour\nfi"), 18);
+    CU_ASSERT_EQUAL(l.start, 0); /* compacted before that read */
+    const char *want[] = {"{\"b\":2}", "", "three", "four"};
+    for (size_t i = 0; i < ARRAY_LEN(want); i++) {
+        s = next_line(&l, &got);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+        CU_ASSERT_STRING_EQUAL(s, want[i]);
+        free(s);
+    }
+    CU_ASSERT_NOT_EQUAL(l.start, 0); /* taking lines moved no bytes */
+    CU_ASSERT_PTR_NULL(next_line(&l, &got));
+    CU_ASSERT_EQUAL(linebuf_pending(&l), 2);
+    /* EOF without a newline: no line, the partial one is still there to see */
+    close(sv[1]);
+    em_err err = {0};
+    CU_ASSERT_EQUAL(linebuf_read(&l, sv[0], &err), 0);
+    CU_ASSERT_PTR_NULL(next_line(&l, &got));
+    CU_ASSERT_EQUAL(got, LINEBUF_NONE);
+    CU_ASSERT_EQUAL(linebuf_pending(&l), 2);
+    CU_ASSERT_EQUAL(memcmp(linebuf_unread(&l), "fi", 2), 0);
+    linebuf_release(&l);
+    close(sv[0]);
+}
+
+/* A line longer than the cap is refused, whether it arrives at once or byte by byte; exactly the
+ * cap is fine. The buffer never grows past one line and one read. */
+static void test_linebuf_too_long(void)
+{
+    int sv[2];
+    CU_ASSERT_EQUAL_FATAL(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+    linebuf l;
+    linebuf_init(&l, 8);
+    int got;
+    CU_ASSERT_EQUAL(feed(&l, sv[0], sv[1], "12345678\n"), 9);
+    char *s = next_line(&l, &got);
+    CU_ASSERT_STRING_EQUAL(s, "12345678");
+    free(s);
+    for (int i = 0; i < 9; i++) {
+        CU_ASSERT_EQUAL(feed(&l, sv[0], sv[1], "x"), 1);
+        CU_ASSERT_PTR_NULL(next_line(&l, &got));
+        CU_ASSERT_EQUAL(got, i < 8 ? LINEBUF_NONE : LINEBUF_TOO_LONG);
+    }
+    em_err err = {0};
+    errno = EBADF;
+    CU_ASSERT_EQUAL(linebuf_read(&l, sv[0], &err), -1);
+    CU_ASSERT_EQUAL(errno, 0); /* the scanner refused, not the read */
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "longer than 8 bytes"));
+    linebuf_skip(&l, linebuf_pending(&l)); /* a caller may drop it and go on */
+    CU_ASSERT_EQUAL(feed(&l, sv[0], sv[1], "ok\n"), 3);
+    s = next_line(&l, &got);
+    CU_ASSERT_STRING_EQUAL(s, "ok");
+    free(s);
+    CU_ASSERT(l.cap <= 8 + 1 + (64u << 10));
+    linebuf_release(&l);
+    close(sv[0]);
+    close(sv[1]);
+}
+
+/* A text in memory: lines, their offsets, a cut-off last line, a line over the cap. */
+static void test_linebuf_text(void)
+{
+    const char *text = "one\ntwo\n\nthree";
+    linebuf l;
+    linebuf_init_text(&l, text, strlen(text), 5);
+    int got;
+    char *s = next_line(&l, &got);
+    CU_ASSERT_STRING_EQUAL(s, "one");
+    free(s);
+    CU_ASSERT_EQUAL(linebuf_offset(&l), 4);
+    s = next_line(&l, &got);
+    CU_ASSERT_STRING_EQUAL(s, "two");
+    free(s);
+    s = next_line(&l, &got);
+    CU_ASSERT_STRING_EQUAL(s, "");
+    free(s);
+    CU_ASSERT_PTR_NULL(next_line(&l, &got));
+    CU_ASSERT_EQUAL(got, LINEBUF_NONE);
+    CU_ASSERT_EQUAL(linebuf_pending(&l), 5); /* "three", no newline */
+    char *p;
+    size_t room;
+    em_err err = {0};
+    CU_ASSERT_EQUAL(linebuf_room(&l, &p, &room, &err), -1); /* the text is the caller's */
+    linebuf_release(&l);
+    CU_ASSERT_PTR_NULL(l.buf);
+    const char *big = "short\nlonger than five\n";
+    linebuf_init_text(&l, big, strlen(big), 5);
+    s = next_line(&l, &got);
+    CU_ASSERT_STRING_EQUAL(s, "short");
+    free(s);
+    CU_ASSERT_PTR_NULL(next_line(&l, &got));
+    CU_ASSERT_EQUAL(got, LINEBUF_TOO_LONG);
+    linebuf_release(&l);
+}
+
 static CU_TestInfo tests[] = {
+    {"line scanner: split reads, many lines in one read, EOF without a newline", test_linebuf_stream},
+    {"line scanner: a line over the cap", test_linebuf_too_long},
+    {"line scanner: a text in memory", test_linebuf_text},
     {"the warning hook: levels, routing, the stderr default", test_warn_hook},
     CU_TEST_INFO_NULL,
 };

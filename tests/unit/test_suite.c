@@ -902,7 +902,7 @@ static void test_chan(void)
     json_decref(x);
     close(sv2[0]);
     close(sv[0]);
-    free(c.buf);
+    suite_chan_release(&c);
     json_t *r = suite_synth_result("t", EXIT_ENV_ERROR, "qemu died", 1.5);
     CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(r, "exit_cause")), "env_error");
     CU_ASSERT_EQUAL(json_number_value(json_object_get(r, "score")), 0.0);
