@@ -25,21 +25,7 @@ void jsonline_release(jsonline *c)
 
 static int fill(jsonline *c, double deadline, em_err *err)
 {
-    for (;;) {
-        if (wait_readable(c->fd, deadline, err) < 0)
-            return em_prefix(err, "%s: waiting for reply: ", c->label);
-        ssize_t r = linebuf_read(&c->in, c->fd, err);
-        if (r < 0 && errno == 0)
-            return em_prefix(err, "%s: ", c->label);
-        if (r < 0 && (errno == EINTR || errno == EAGAIN))
-            continue;
-        /* A reset is a peer that exited with our message unread: gone, like EOF. */
-        if (r < 0 && errno != ECONNRESET)
-            return em_fail_errno(err, "%s: read", c->label);
-        if (r <= 0)
-            return em_fail(err, "%s: the peer closed the connection (did QEMU exit?)", c->label);
-        return 0;
-    }
+    return linebuf_fill(&c->in, c->fd, deadline, err) < 0 ? em_prefix(err, "%s: ", c->label) : 0;
 }
 
 int jsonline_skip_to_ff(jsonline *c, double deadline, em_err *err)
@@ -102,14 +88,8 @@ int jsonline_read(jsonline *c, double deadline, json_t **msg, em_err *err)
     for (;;) {
         const char *line;
         size_t n;
-        int got = linebuf_next(&c->in, &line, &n);
-        if (got == LINEBUF_TOO_LONG)
-            return em_fail(err, "%s: message longer than %zu bytes", c->label, c->in.max_line);
-        if (got == LINEBUF_NONE) {
-            if (fill(c, deadline, err) < 0)
-                return -1;
-            continue;
-        }
+        if (linebuf_read_line(&c->in, c->fd, deadline, &line, &n, err) < 0)
+            return em_prefix(err, "%s: ", c->label);
         if (strspn(line, " \t\r") >= n) /* tolerate stray whitespace lines (line[n] is the newline) */
             continue;
         if (jsonline_parse(line, n, msg, err) < 0)

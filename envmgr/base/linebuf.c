@@ -44,9 +44,12 @@ int linebuf_room(linebuf *l, char **p, size_t *room, em_err *err)
         l->start = 0;
         l->end = unread;
     }
-    size_t limit = l->max_line + 1 + READ_MIN; /* a whole line with its newline, and one read */
-    if (l->cap - l->end < READ_MIN && l->cap < limit) {
-        size_t cap = l->cap ? l->cap * 2 : 2 * READ_MIN;
+    /* A whole line with its newline, and one read (no bigger than a line: a 512-byte control
+     * socket needs no 64 KiB). */
+    size_t one_read = l->max_line + 1 < READ_MIN ? l->max_line + 1 : READ_MIN;
+    size_t limit = l->max_line + 1 + one_read;
+    if (l->cap - l->end < one_read && l->cap < limit) {
+        size_t cap = l->cap ? l->cap * 2 : 2 * one_read;
         if (cap > limit)
             cap = limit;
         char *grown = try_realloc(l->buf, cap, "a line", err);
@@ -77,6 +80,38 @@ ssize_t linebuf_read(linebuf *l, int fd, em_err *err)
     if (r > 0)
         linebuf_commit(l, (size_t)r);
     return r;
+}
+
+int linebuf_fill(linebuf *l, int fd, double deadline, em_err *err)
+{
+    for (;;) {
+        if (wait_readable(fd, deadline, err) < 0)
+            return em_prefix(err, "waiting for a reply: ");
+        ssize_t r = linebuf_read(l, fd, err);
+        if (r < 0 && errno == 0)
+            return -1;
+        if (r < 0 && (errno == EINTR || errno == EAGAIN))
+            continue;
+        /* A reset is a peer that exited with our message unread: gone, like EOF. */
+        if (r < 0 && errno != ECONNRESET)
+            return em_fail_errno(err, "read");
+        if (r <= 0)
+            return em_fail(err, "the peer closed the connection");
+        return 0;
+    }
+}
+
+int linebuf_read_line(linebuf *l, int fd, double deadline, const char **line, size_t *n, em_err *err)
+{
+    for (;;) {
+        int got = linebuf_next(l, line, n);
+        if (got == LINEBUF_LINE)
+            return 0;
+        if (got == LINEBUF_TOO_LONG)
+            return em_fail(err, "a line longer than %zu bytes", l->max_line);
+        if (linebuf_fill(l, fd, deadline, err) < 0)
+            return -1;
+    }
 }
 
 int linebuf_next(linebuf *l, const char **line, size_t *n)

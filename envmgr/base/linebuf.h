@@ -38,6 +38,13 @@ void linebuf_commit(linebuf *l, size_t n);
  * included) or, with errno 0, err set by linebuf_room. */
 ssize_t linebuf_read(linebuf *l, int fd, em_err *err);
 
+/* Wait for fd to be readable by deadline_ms (now_ms() time), then one read: 0 when bytes came,
+ * -1 on a timeout, the peer's end (EOF or a reset: "the peer closed the connection"), a read
+ * error or a line past the cap. */
+int linebuf_fill(linebuf *l, int fd, double deadline_ms, em_err *err);
+/* The next line from fd by deadline_ms (a reply to a command), reading as needed. */
+int linebuf_read_line(linebuf *l, int fd, double deadline_ms, const char **line, size_t *n, em_err *err);
+
 enum { LINEBUF_NONE = 0, LINEBUF_LINE = 1, LINEBUF_TOO_LONG = -1 };
 /* The next complete line, its newline not counted and not included (line[n] is '\n'; the text is
  * not NUL-terminated). LINEBUF_NONE: no newline yet (more to read, or at the end of a text the
