@@ -433,10 +433,8 @@ static void handle_msg(pool *p, slot *sl, json_t *m, em_err *err, int *rc)
         sl->failures = 0;
         plog(p, "env %s ready in %.1f s", sl->env, json_number_value(json_object_get(m, "up_s")));
     } else if (!strcmp(type, "log")) { /* a worker's warning or error: its env log has it too */
-        sbuf text = {0}; /* it may quote a guest: no terminal controls reach ours */
-        sbuf_add_visible(&text, jstr(m, "text") ? jstr(m, "text") : "?", 1000);
-        plog(p, "env %s: %s", sl->env, text.s ? text.s : "");
-        sbuf_release(&text);
+        _cleanup_free_ char *text = suite_log_text(m);
+        plog(p, "env %s: %s", sl->env, text);
     } else if (!strcmp(type, "fatal")) {
         free(sl->last_error);
         sl->last_error = xstrdup(jstr(m, "error") ? jstr(m, "error") : "?");

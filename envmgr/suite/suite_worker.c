@@ -14,6 +14,7 @@
 #include "envmgr/base/paths.h"
 #include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
+#include "envmgr/base/sbuf.h"
 #include "envmgr/base/warn.h"
 
 #define MSG_MAX (8u << 20)
@@ -71,6 +72,14 @@ json_t *suite_chan_next(suite_chan *c)
 void suite_chan_release(suite_chan *c)
 {
     linebuf_release(&c->in);
+}
+
+char *suite_log_text(json_t *msg)
+{
+    const char *t = json_string_value(json_object_get(msg, "text"));
+    sbuf b = {0};
+    sbuf_add_visible(&b, t ? t : "?", SUITE_LOG_TEXT_MAX);
+    return sbuf_steal(&b);
 }
 
 static const char *jstr(json_t *o, const char *k)

@@ -36,6 +36,11 @@ void suite_chan_fill(suite_chan *c);
 json_t *suite_chan_next(suite_chan *c);
 /* Free what it buffered (the fd is the caller's). */
 void suite_chan_release(suite_chan *c);
+/* The text of a worker's {"type":"log"} message as the pool prints it on the operator's terminal:
+ * it may quote a guest, so controls, bidi overrides and invalid UTF-8 become visible escapes, and
+ * at most SUITE_LOG_TEXT_MAX bytes are taken. Never NULL; caller frees. */
+#define SUITE_LOG_TEXT_MAX 1000
+char *suite_log_text(json_t *msg);
 
 typedef struct suite_worker_ctx {
     const pool_opts *o;
