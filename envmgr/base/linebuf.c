@@ -117,6 +117,10 @@ int linebuf_read_line(linebuf *l, int fd, double deadline, const char **line, si
 int linebuf_next(linebuf *l, const char **line, size_t *n)
 {
     size_t unread = l->end - l->start;
+    if (!unread) { /* and maybe no buffer yet */
+        l->scanned = 0;
+        return LINEBUF_NONE;
+    }
     size_t look = unread < l->max_line + 1 ? unread : l->max_line + 1;
     /* Bytes already searched are not searched again: a long line arriving in small reads costs
      * its length once. */

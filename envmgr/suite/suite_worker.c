@@ -15,6 +15,7 @@
 #include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
 #include "envmgr/base/sbuf.h"
+#include "envmgr/base/utf8.h"
 #include "envmgr/base/warn.h"
 
 #define MSG_MAX (8u << 20)
@@ -149,7 +150,8 @@ static void worker_sink(em_log_level level, const char *msg, void *arg)
     em_warn_stderr(level, msg, NULL);
     if (level != EM_LOG_WARNING && level != EM_LOG_ERROR)
         return;
-    json_t *m = json_pack("{s:s, s:s, s:s}", "type", "log", "level", em_log_level_name(level), "text", msg);
+    _cleanup_free_ char *text = utf8_sanitize(msg, strlen(msg), NULL); /* JSON takes only UTF-8 */
+    json_t *m = json_pack("{s:s, s:s, s:s}", "type", "log", "level", em_log_level_name(level), "text", text);
     if (m)
         suite_chan_send(*(int *)arg, m);
     json_decref(m);
