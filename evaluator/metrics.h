@@ -93,7 +93,9 @@ int metric_run(const metric_ctx *ctx, const char *func, json_t *result, json_t *
 /* rapidfuzz's fuzz.ratio / 100: the normalized InDel similarity
  * 2 * LCS(a, b) / (|a| + |b|) over Unicode code points (invalid UTF-8
  * bytes count as one code point each); 1.0 for two empty strings.
- * Inputs longer than METRIC_FUZZY_MAX code points give -1. */
+ * Inputs longer than METRIC_FUZZY_MAX code points give -1. The evaluator scripts' one
+ * Python version is metrics/_common.py fuzz_ratio; tests/metrics/test_shared.py holds both to
+ * the same answers. */
 double metric_fuzzy_ratio(const char *a, size_t alen, const char *b, size_t blen);
 
 /* Every metric, sorted by name: [{"name", "source": "builtin"|"script", "family" (scripts),

@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 #include "envmgr/base/err.h"
+#include "envmgr/base/linebuf.h"
 
 #define TRACE_ZERO_HASH "0000000000000000000000000000000000000000000000000000000000000000"
 /* Caps on strings inside lines (bytes). */
@@ -17,8 +18,7 @@
 /* ---- splitting trace.jsonl into lines ---- */
 
 typedef struct trace_scan {
-    const char *data;
-    size_t len, off;
+    linebuf in; /* over the caller's text */
     int lineno; /* of the line last returned, 1-based */
 } trace_scan;
 

@@ -10,32 +10,24 @@
 
 void trace_scan_init(trace_scan *s, const char *data, size_t len)
 {
-    s->data = data;
-    s->len = len;
-    s->off = 0;
+    linebuf_init_text(&s->in, data, len, TRACE_MAX_LINE);
     s->lineno = 0;
 }
 
 int trace_scan_next(trace_scan *s, const char **line, size_t *n, em_err *err)
 {
-    if (s->off >= s->len)
+    if (!linebuf_pending(&s->in))
         return 0;
     if (s->lineno >= TRACE_MAX_LINES)
         return em_fail_input(err, TRACE_FILE ": more than %d lines", TRACE_MAX_LINES);
-    const char *start = s->data + s->off;
-    size_t left = s->len - s->off;
-    size_t look = left < TRACE_MAX_LINE + 1 ? left : TRACE_MAX_LINE + 1;
-    const char *nl = memchr(start, '\n', look);
     s->lineno++;
-    if (!nl && left > TRACE_MAX_LINE)
+    int got = linebuf_next(&s->in, line, n);
+    if (got == LINEBUF_TOO_LONG)
         return em_fail_input(err, TRACE_FILE " line %d: longer than the limit of %zu bytes", s->lineno,
                              TRACE_MAX_LINE);
-    if (!nl)
+    if (got == LINEBUF_NONE)
         return em_fail_input(err, TRACE_FILE " line %d: cut off (no newline at the end of the file): "
                                   "the trace was truncated mid-line", s->lineno);
-    *line = start;
-    *n = (size_t)(nl - start);
-    s->off += *n + 1;
     return 1;
 }
 

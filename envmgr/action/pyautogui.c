@@ -19,12 +19,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "envmgr/action/actions.h"
 #include "envmgr/base/util.h"
 
-/* Mirrors of the limits envmgr/actions.c enforces: long text, long waits
- * and big scrolls are split into several actions instead of being refused. */
-#define TEXT_CHUNK 8192
-#define WAIT_CHUNK_S 60.0
+/* The limits actions.c enforces (actions.h): long text, long waits and big scrolls are split into
+ * several actions instead of being refused. */
+#define TEXT_CHUNK ACTION_TEXT_MAX
+#define WAIT_CHUNK_S ACTION_WAIT_MAX_S
 #define SCROLL_CHUNK 50
 #define SLEEP_MAX_S 3600.0
 #define COORD_MAX 1e6
@@ -535,13 +536,13 @@ static value *slot(const call *c, const char *param)
     return NULL;
 }
 
-static int emit(parser *p, json_t *action)
+static int emit(parser *p, json_t *one)
 {
     if (json_array_size(p->out) >= PYAUTOGUI_ACTIONS_MAX) {
-        json_decref(action);
+        json_decref(one);
         return em_fail_input(p->err, "pyautogui: the code expands to more than %d actions", PYAUTOGUI_ACTIONS_MAX);
     }
-    json_array_append_new(p->out, action);
+    json_array_append_new(p->out, one);
     return 0;
 }
 

@@ -20,6 +20,7 @@
 #include "envmgr/base/sha256.h"
 #include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
+#include "envmgr/base/warn.h"
 #include "envmgr/env/states.h"
 #include "envmgr/vm/manifest.h"
 #include "recorder/trace.h"
@@ -116,9 +117,9 @@ void api_envs_teardown_all(api_server *s)
         pthread_mutex_lock(&ae->mu);
         em_err err = {0};
         if (teardown(s, ae, &err) < 0)
-            fprintf(stderr, "envmgr serve: tear down %s: %s\n", ae->id, err.msg);
+            em_log(EM_LOG_ERROR, "envmgr serve: tear down %s: %s", ae->id, err.msg);
         else
-            fprintf(stderr, "envmgr serve: tore down %s\n", ae->id);
+            em_info("envmgr serve: tore down %s", ae->id);
         pthread_mutex_unlock(&ae->mu);
         api_env_release(s, ae);
     }
@@ -177,7 +178,7 @@ static void hold_idle(api_env *ae)
 {
     em_err herr = {0};
     if (env_hold(ae->e, true, &herr) < 0)
-        fprintf(stderr, "envmgr serve: %s\n", herr.msg);
+        em_log(EM_LOG_ERROR, "envmgr serve: %s", herr.msg);
 }
 
 static json_t *env_summary(api_env *ae)
@@ -480,7 +481,7 @@ void api_h_create(api_request *q, api_reply *r)
         return reply_em(r, &err, err.code == EM_EXIT_USAGE ? jfrom ? "from_state" : "image" : "");
     }
     api_metrics_add(&s->metrics, &s->metrics.envs_created, 1);
-    fprintf(stderr, "envmgr serve: created %s (%s, %.1f s)\n", ae->id, ae->image, (now_ms() - t0) / 1000);
+    em_info("envmgr serve: created %s (%s, %.1f s)", ae->id, ae->image, (now_ms() - t0) / 1000);
     json_t *j = env_summary(ae);
     json_object_set_new(j, "width", json_integer(env_width(ae->e)));
     json_object_set_new(j, "height", json_integer(env_height(ae->e)));
@@ -526,7 +527,7 @@ void api_h_delete(api_request *q, api_reply *r)
     em_err err = {0};
     int rc = teardown(q->s, ae, &err);
     pthread_mutex_unlock(&ae->mu);
-    fprintf(stderr, "envmgr serve: deleted %s\n", ae->id);
+    em_info("envmgr serve: deleted %s", ae->id);
     api_env_release(q->s, ae);
     if (rc < 0)
         return reply_em(r, &err, "");

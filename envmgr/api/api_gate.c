@@ -20,6 +20,7 @@
 
 #include "envmgr/api/api_gate.h"
 #include "envmgr/base/util.h"
+#include "envmgr/base/warn.h"
 
 #define GATE_ACCEPT_BATCH 64 /* connections accepted per wakeup, so held ones are looked at too */
 #define GATE_QUEUED_STALE_MS 1000.0
@@ -182,7 +183,7 @@ static void *gate_main(void *arg)
         }
         int n = epoll_wait(g->epfd, ev, (int)ARRAY_LEN(ev), timeout);
         if (n < 0 && errno != EINTR) {
-            fprintf(stderr, "envmgr serve: the connection gate: epoll_wait: %s\n", strerror(errno));
+            em_log(EM_LOG_ERROR, "envmgr serve: the connection gate: epoll_wait: %s", strerror(errno));
             sleep_ms(100);
         }
         for (int k = 0; k < n; k++) {
@@ -264,7 +265,7 @@ void api_gate_stop(api_gate *g)
     if (g->running) {
         uint64_t one = 1;
         if (write(g->wake_fd, &one, sizeof one) < 0)
-            fprintf(stderr, "envmgr serve: waking the connection gate: %s\n", strerror(errno));
+            em_log(EM_LOG_ERROR, "envmgr serve: waking the connection gate: %s", strerror(errno));
         pthread_join(g->th, NULL);
         g->running = false;
     }

@@ -139,7 +139,7 @@ bool api_auth_credential(const char *master, const api_route *rt, const api_cred
 typedef struct api_metrics {
     pthread_mutex_t mu;
     long envs_created, envs_deleted, resets, reset_failures, screenshots, steps, actions, evaluations,
-        egress_denied, live_views;
+        egress_denied, live_views, warnings;
     long reset_bucket[API_RESET_BUCKETS]; /* cumulative counts are built when rendered */
     double reset_sum_s;
     long http[6]; /* by status class: 1xx..5xx (index 1..5) */

@@ -19,6 +19,7 @@
 #include "envmgr/base/paths.h"
 #include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
+#include "envmgr/base/warn.h"
 #include "envmgr/view/relay.h"
 #include "envmgr/view/websocket.h"
 #include "envmgr/vm/vm.h"
@@ -129,7 +130,7 @@ static void *live_main(void *arg)
     if (!lt->ctx->view_only) { /* someone drives the env by hand: its guest runs (an episode pauses it again) */
         em_err herr = {0};
         if (vm_hold(lt->ctx->env_dir, false, &herr) < 0)
-            fprintf(stderr, "envmgr serve: live control: %s\n", herr.msg);
+            em_log(EM_LOG_ERROR, "envmgr serve: live control: %s", herr.msg);
     }
     if (lt->extra_len == 0) /* (a client does not talk before the server's RFB version) */
         view_relay(lt->fd, true, lt->ctx->vnc_sock, lt->ctx->view_only, NULL, &s->stopping);

@@ -111,6 +111,7 @@ char *api_metrics_render(api_metrics *m, int envs_now, int max_envs)
     counter(&b, "envmgr_evaluations_total", "Episodes evaluated.", c.evaluations);
     counter(&b, "envmgr_egress_denied_total", "Guest connections the egress policy refused.", c.egress_denied);
     counter(&b, "envmgr_live_views_total", "Live-view connections opened.", c.live_views);
+    counter(&b, "envmgr_warnings_total", "Warnings and errors the server logged.", c.warnings);
     put(&b, "# HELP envmgr_http_responses_total HTTP responses by status class.\n"
             "# TYPE envmgr_http_responses_total counter\n");
     for (int i = 1; i <= 5; i++)

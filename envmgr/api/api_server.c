@@ -19,6 +19,7 @@
 #include "envmgr/base/fileio.h"
 #include "envmgr/base/listen.h"
 #include "envmgr/base/util.h"
+#include "envmgr/base/warn.h"
 
 typedef struct conn_req {
     double t0;
@@ -81,7 +82,7 @@ static enum MHD_Result send_reply(api_server *s, struct MHD_Connection *c, const
     int status = r->status ? r->status : 500;
     api_metrics_http(&s->metrics, status);
     if (status >= 500)
-        fprintf(stderr, "envmgr serve: %d %s\n", status,
+        em_log(EM_LOG_ERROR, "envmgr serve: %d %s", status,
                 r->json ? json_string_value(json_object_get(r->json, "error")) : "");
     enum MHD_Result rc = MHD_queue_response(c, (unsigned)status, resp);
     MHD_destroy_response(resp);
@@ -281,7 +282,28 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
     api_server *s = cls;
     if (s->unix_sock && (!strncmp(fmt, "Setting ", 8) || !strncmp(fmt, "Failed to push the data", 23)))
         return;
-    vfprintf(stderr, fmt, ap);
+    em_vlog(EM_LOG_WARNING, fmt, ap);
+}
+
+/* The server's log is its stderr: what the library says goes there as one line with the time and
+ * the level, and warnings and errors count in the metrics. No progress lines: nobody watches a
+ * terminal. */
+static em_warn_fn outer_sink;
+static void *outer_arg;
+
+static void server_sink(em_log_level level, const char *msg, void *arg)
+{
+    api_server *s = arg;
+    if (level == EM_LOG_PROGRESS)
+        return;
+    if (level == EM_LOG_WARNING || level == EM_LOG_ERROR)
+        api_metrics_add(&s->metrics, &s->metrics.warnings, 1);
+    char when[32];
+    struct timespec ts;
+    struct tm tm;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&ts.tv_sec, &tm));
+    fprintf(stderr, "%s %s: %s\n", when, em_log_level_name(level), msg);
 }
 
 static char *dup_or_null(const char *s)
@@ -313,6 +335,8 @@ int api_server_start(const api_config *c, api_server **out, em_err *err)
     pthread_mutex_init(&s->lock, NULL);
     pthread_cond_init(&s->cond, NULL);
     api_metrics_init(&s->metrics);
+    em_warn_get(&outer_sink, &outer_arg);
+    em_warn_set(server_sink, s);
     int rc = mkdir_p(s->cfg.out_dir, 0755, err);
     if (rc == 0) {
         s->empty_dir = xasprintf("%s/.inline-task", s->cfg.out_dir);
@@ -388,6 +412,7 @@ void api_server_stop(api_server *s)
     if (s->unix_sock && s->cfg.socket_path)
         unlink(s->cfg.socket_path);
     api_envs_teardown_all(s);
+    em_warn_set(outer_sink, outer_arg); /* the metrics it counts into go next */
     if (s->empty_dir)
         remove_tree(s->empty_dir, NULL);
     free(s->empty_dir);

@@ -12,7 +12,7 @@ void jsonline_init(jsonline *c, int fd, const char *label, size_t max_line)
     memset(c, 0, sizeof *c);
     c->fd = fd;
     c->label = label;
-    c->max_line = max_line;
+    linebuf_init(&c->in, max_line);
 }
 
 void jsonline_release(jsonline *c)
@@ -20,56 +20,24 @@ void jsonline_release(jsonline *c)
     if (c->fd >= 0)
         close(c->fd);
     c->fd = -1;
-    free(c->buf);
-    c->buf = NULL;
-    c->len = c->cap = 0;
+    linebuf_release(&c->in);
 }
 
 static int fill(jsonline *c, double deadline, em_err *err)
 {
-    if (c->len >= c->max_line)
-        return em_fail(err, "%s: message longer than %zu bytes", c->label, c->max_line);
-    if (c->cap - c->len < 65536) { /* doubling, but never past the cap and one read */
-        size_t cap = c->cap ? c->cap * 2 : 131072;
-        if (cap > c->max_line + 65536)
-            cap = c->max_line + 65536;
-        char *grown = try_realloc(c->buf, cap, "a reply", err);
-        if (!grown)
-            return em_prefix(err, "%s: ", c->label);
-        c->buf = grown;
-        c->cap = cap;
-    }
-    for (;;) {
-        if (wait_readable(c->fd, deadline, err) < 0)
-            return em_prefix(err, "%s: waiting for reply: ", c->label);
-        ssize_t r = read(c->fd, c->buf + c->len, c->cap - c->len);
-        if (r < 0 && (errno == EINTR || errno == EAGAIN))
-            continue;
-        /* A reset is a peer that exited with our message unread: gone, like EOF. */
-        if (r < 0 && errno != ECONNRESET)
-            return em_fail_errno(err, "%s: read", c->label);
-        if (r <= 0)
-            return em_fail(err, "%s: the peer closed the connection (did QEMU exit?)", c->label);
-        c->len += (size_t)r;
-        return 0;
-    }
-}
-
-static void consume(jsonline *c, size_t n)
-{
-    memmove(c->buf, c->buf + n, c->len - n);
-    c->len -= n;
+    return linebuf_fill(&c->in, c->fd, deadline, err) < 0 ? em_prefix(err, "%s: ", c->label) : 0;
 }
 
 int jsonline_skip_to_ff(jsonline *c, double deadline, em_err *err)
 {
     for (;;) {
-        char *ff = c->len ? memchr(c->buf, 0xff, c->len) : NULL;
+        size_t n = linebuf_pending(&c->in);
+        const char *ff = n ? memchr(linebuf_unread(&c->in), 0xff, n) : NULL;
         if (ff) {
-            consume(c, (size_t)(ff - c->buf) + 1);
+            linebuf_skip(&c->in, (size_t)(ff - linebuf_unread(&c->in)) + 1);
             return 0;
         }
-        c->len = 0; /* everything before the marker is stale */
+        linebuf_skip(&c->in, n); /* everything before the marker is stale */
         if (fill(c, deadline, err) < 0)
             return -1;
     }
@@ -98,37 +66,35 @@ static size_t json_values(const char *s, size_t n)
     return count;
 }
 
+int jsonline_parse(const char *line, size_t n, json_t **msg, em_err *err)
+{
+    size_t values = json_values(line, n);
+    if (values > JSONLINE_VALUES_MAX)
+        return em_fail(err, "a reply of %zu JSON values (over %u): refused unparsed", values, JSONLINE_VALUES_MAX);
+    json_error_t je;
+    json_t *j = json_loadb(line, n, JSON_REJECT_DUPLICATES, &je);
+    if (!j)
+        return em_fail(err, "malformed reply: %s", je.text);
+    if (!json_is_object(j)) {
+        json_decref(j);
+        return em_fail(err, "reply is not a JSON object");
+    }
+    *msg = j;
+    return 0;
+}
+
 int jsonline_read(jsonline *c, double deadline, json_t **msg, em_err *err)
 {
     for (;;) {
-        char *nl = c->len ? memchr(c->buf, '\n', c->len) : NULL;
-        if (nl) {
-            size_t n = (size_t)(nl - c->buf) + 1;
-            size_t start = strspn(c->buf, " \t\r"); /* tolerate stray whitespace lines */
-            if (start >= n - 1) {
-                consume(c, n);
-                continue;
-            }
-            size_t values = json_values(c->buf, n);
-            if (values > JSONLINE_VALUES_MAX) {
-                consume(c, n);
-                return em_fail(err, "%s: a reply of %zu JSON values (over %u): refused unparsed", c->label, values,
-                               JSONLINE_VALUES_MAX);
-            }
-            json_error_t je;
-            json_t *j = json_loadb(c->buf, n, JSON_REJECT_DUPLICATES, &je);
-            consume(c, n);
-            if (!j)
-                return em_fail(err, "%s: malformed reply: %s", c->label, je.text);
-            if (!json_is_object(j)) {
-                json_decref(j);
-                return em_fail(err, "%s: reply is not a JSON object", c->label);
-            }
-            *msg = j;
-            return 0;
-        }
-        if (fill(c, deadline, err) < 0)
-            return -1;
+        const char *line;
+        size_t n;
+        if (linebuf_read_line(&c->in, c->fd, deadline, &line, &n, err) < 0)
+            return em_prefix(err, "%s: ", c->label);
+        if (strspn(line, " \t\r") >= n) /* tolerate stray whitespace lines (line[n] is the newline) */
+            continue;
+        if (jsonline_parse(line, n, msg, err) < 0)
+            return em_prefix(err, "%s: ", c->label);
+        return 0;
     }
 }
 

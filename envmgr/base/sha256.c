@@ -8,13 +8,14 @@
 #include <unistd.h>
 
 #include "envmgr/base/util.h"
+#include "envmgr/base/warn.h"
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static void init_once(void)
 {
     if (!gcry_check_version(GCRYPT_VERSION)) {
-        fputs("envmgr: libgcrypt version mismatch\n", stderr);
+        em_log(EM_LOG_ERROR, "envmgr: libgcrypt version mismatch");
         abort();
     }
     gcry_control(GCRYCTL_DISABLE_SECMEM, 0);

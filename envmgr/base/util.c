@@ -14,11 +14,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "envmgr/base/warn.h"
+
 static volatile sig_atomic_t interrupt_signal;
 
 static void oom(void)
 {
-    fputs("envmgr: out of memory\n", stderr);
+    em_log(EM_LOG_ERROR, "envmgr: out of memory"); /* em_vlog formats on the stack */
     abort();
 }
 

@@ -23,6 +23,7 @@
 #include "envmgr/base/paths.h"
 #include "envmgr/base/utf8.h"
 #include "envmgr/base/util.h"
+#include "envmgr/base/warn.h"
 
 #define AGENT_GRACE_MS 2000.0
 #define AGENT_INSTRUCTION_ENV_MAX (64u << 10) /* a longer instruction is only in the observations */
@@ -96,7 +97,7 @@ static int drain_egress(run *r, em_err *err)
     json_t *events = NULL;
     em_err rerr = {0};
     if (egress_log_read(path, &r->egress_off, EGRESS_ARTIFACT_MAX, &events, &rerr) < 0)
-        fprintf(stderr, "envmgr: %s\n", rerr.msg); /* the trace goes on without them */
+        em_log(EM_LOG_ERROR, "envmgr: %s", rerr.msg); /* the trace goes on without them */
     size_t i;
     json_t *ev;
     int rc = 0;
@@ -143,7 +144,7 @@ static int finish_egress(run *r, em_err *err)
     uint64_t off = r->egress_start;
     json_t *events = NULL;
     if (egress_log_read(path, &off, EGRESS_ARTIFACT_MAX, &events, &ignored) < 0)
-        fprintf(stderr, "envmgr: %s\n", ignored.msg);
+        em_warn("envmgr: %s", ignored.msg);
     size_t cap = 1, n = 0, i;
     char *text = xmalloc(cap);
     json_t *ev;
@@ -411,7 +412,7 @@ static int probe_late(run *r, em_err *err)
     r->late_probes++;
     if (r->last_hash != seen) {
         r->late_changes++;
-        fprintf(stderr, "envmgr: late change: the observation of step %d changed %.0f ms later\n", r->steps,
+        em_warn("envmgr: late change: the observation of step %d changed %.0f ms later", r->steps,
                 r->o.late_probe_ms);
     }
     return 0;
@@ -662,7 +663,7 @@ char *episode_agent_sandbox(bool off, bool *boxed)
     if (!agent_sandbox_available(why, sizeof why)) {
         static bool said;
         if (!said)
-            fprintf(stderr, "envmgr: agents run without a sandbox (they can reach envmgr's run and cache folders): %s\n",
+            em_warn("envmgr: agents run without a sandbox (they can reach envmgr's run and cache folders): %s",
                     why);
         said = true;
         return xasprintf("none (%s)", why);

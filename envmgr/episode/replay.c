@@ -12,6 +12,7 @@
 #include "envmgr/base/json_save.h"
 #include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
+#include "envmgr/base/warn.h"
 
 static char *frame_path(const char *trace_dir, const char *sha)
 {
@@ -234,7 +235,7 @@ int replay_run(env *e, bool fresh, const replay_opts *o, json_t **out, em_err *e
         if (restore_recorded_state(e, t, cached, &cerr) == 0)
             from = cached;
         else
-            fprintf(stderr, "envmgr: %s; the task's setup runs again\n", cerr.msg);
+            em_warn("envmgr: %s; the task's setup runs again", cerr.msg);
     }
     if (rc < 0) {
         json_decref(cached);

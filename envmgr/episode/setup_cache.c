@@ -9,6 +9,7 @@
 #include "envmgr/base/sbuf.h"
 #include "envmgr/base/sha256.h"
 #include "envmgr/base/util.h"
+#include "envmgr/base/warn.h"
 #include "envmgr/net/assets.h"
 
 #define KEY_FORMAT "envmgr-setup-cache-v1"
@@ -145,7 +146,7 @@ void setup_cache_save(const episode_env *ev, const task *t, const char *task_sha
                               task_sha256, "key", sc->key, "setup_steps", (int)t->nconfig);
     em_err err = {0};
     if (ev->state_save(ev->ctx, sc->name, since, &err) < 0 && err.code != EM_EXIT_USAGE) /* usage: saved meanwhile */
-        fprintf(stderr, "envmgr: setup cache: %s (the next episode of %s runs its setup again)\n", err.msg, t->id);
+        em_warn("envmgr: setup cache: %s (the next episode of %s runs its setup again)", err.msg, t->id);
     json_decref(since);
 }
 

@@ -24,6 +24,7 @@
 #include "envmgr/base/paths.h"
 #include "envmgr/base/sha256.h"
 #include "envmgr/base/util.h"
+#include "envmgr/base/warn.h"
 #include "envmgr/net/netpolicy.h"
 
 #define LOCK_WAIT_MS 600000.0 /* another process fetching the same URL: wait this long for it */
@@ -68,7 +69,7 @@ static void load_env_locked(void)
         for (char *tok = strtok_r(copy, ";", &save); tok; tok = strtok_r(NULL, ";", &save)) {
             em_err bad;
             if (netpolicy_add_private(&allowed, tok, &bad) < 0)
-                fprintf(stderr, "envmgr: ENVMGR_ASSET_ALLOW_PRIVATE: %s\n", bad.msg);
+                em_warn("envmgr: ENVMGR_ASSET_ALLOW_PRIVATE: %s", bad.msg);
         }
     }
 }
@@ -87,7 +88,7 @@ asset_settings *assets_settings(void)
         for (char *tok = strtok_r(copy, ";", &save); tok; tok = strtok_r(NULL, ";", &save)) {
             em_err ignored;
             if (assets_add_mirror(tok, &ignored) < 0)
-                fprintf(stderr, "envmgr: ENVMGR_ASSET_MIRRORS: %s\n", ignored.msg);
+                em_warn("envmgr: ENVMGR_ASSET_MIRRORS: %s", ignored.msg);
         }
     }
     return &cfg;
@@ -701,7 +702,7 @@ int asset_get(const char *url, const asset_lock *lock, double deadline_ms, asset
         return -1;
     if (out->fetched && assets_settings()->progress != 0) {
         double s = (now_ms() - t0) / 1000;
-        fprintf(stderr, "asset: %.200s: %.1f MiB in %.1f s (%.1f MiB/s)\n", url, out->size / 1048576.0, s,
+        em_info("asset: %.200s: %.1f MiB in %.1f s (%.1f MiB/s)", url, out->size / 1048576.0, s,
                 s > 0 ? out->size / 1048576.0 / s : 0);
     }
     return 0;
@@ -857,9 +858,8 @@ static void progress_line(fetch_all *f, double t0, bool tty, bool final)
     size_t done = f->done;
     pthread_mutex_unlock(&f->mu);
     double s = (now_ms() - t0) / 1000, mib = __atomic_load_n(&f->live, __ATOMIC_RELAXED) / 1048576.0;
-    fprintf(stderr, "%sassets: %zu/%zu, %.1f MiB fetched, %.1f MiB/s%s", tty ? "\r" : "", done, f->n, mib,
-            s > 0 ? mib / s : 0, tty && !final ? "\033[K" : "\n");
-    fflush(stderr);
+    em_log(tty && !final ? EM_LOG_PROGRESS : EM_LOG_INFO, "%sassets: %zu/%zu, %.1f MiB fetched, %.1f MiB/s%s",
+           tty ? "\r" : "", done, f->n, mib, s > 0 ? mib / s : 0, tty && !final ? "\033[K" : "");
 }
 
 int assets_fetch_all(const char *const *urls, size_t n, int parallel, asset_lock *lock, asset_fetch_report *rep,

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "envmgr/base/util.h"
+#include "envmgr/base/linebuf.h"
 
 #define READ_CHUNK_MAX ((size_t)16 << 20)
 
@@ -132,20 +133,19 @@ int egress_log_read(const char *path, uint64_t *offset, size_t max, json_t **eve
             free(buf);
             return em_fail_errno(err, "egress log `%s`: read", path);
         }
-        size_t used = 0;
-        while (used < (size_t)got && json_array_size(*events) < max) {
-            char *nl = memchr(buf + used, '\n', (size_t)got - used);
-            if (!nl)
-                break; /* an incomplete last line: not yet written */
-            size_t ll = (size_t)(nl - (buf + used));
+        linebuf in; /* an incomplete last line is not yet written: it stays unread */
+        linebuf_init_text(&in, buf, (size_t)got, READ_CHUNK_MAX);
+        const char *line;
+        size_t ll;
+        while (json_array_size(*events) < max && linebuf_next(&in, &line, &ll) == LINEBUF_LINE) {
             if (ll > 0 && ll < EGRESS_LINE_MAX) {
-                json_t *j = json_loadb(buf + used, ll, JSON_REJECT_DUPLICATES, NULL);
+                json_t *j = json_loadb(line, ll, JSON_REJECT_DUPLICATES, NULL);
                 if (json_is_object(j))
                     json_array_append(*events, j);
                 json_decref(j);
             }
-            used += ll + 1;
         }
+        size_t used = linebuf_offset(&in);
         free(buf);
         if (used == 0) {
             if ((size_t)got == READ_CHUNK_MAX) /* a line longer than a whole chunk: skip it */

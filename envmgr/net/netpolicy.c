@@ -15,6 +15,7 @@
 
 #include "envmgr/base/json_save.h"
 #include "envmgr/base/fileio.h"
+#include "envmgr/base/linebuf.h"
 #include "envmgr/base/paths.h"
 #include "envmgr/base/util.h"
 #include "envmgr/vm/overlay.h"
@@ -745,24 +746,17 @@ int netpolicy_control(const char *dir, const char *cmd, double timeout_ms, em_er
         return em_fail(err, "egress proxy: command too long");
     if (send_full(fd, msg, (size_t)n, err) < 0)
         return em_prefix(err, "egress proxy `%s`: ", sock);
-    char reply[CONTROL_MAX];
-    size_t got = 0;
-    double deadline = now_ms() + timeout_ms;
-    while (got < sizeof reply - 1 && !memchr(reply, '\n', got)) {
-        if (wait_readable(fd, deadline, err) < 0)
-            return em_prefix(err, "egress proxy `%s`: %s: ", sock, cmd);
-        ssize_t r = read(fd, reply + got, sizeof reply - 1 - got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return em_fail(err, "egress proxy `%s`: %s: no reply", sock, cmd);
-        got += (size_t)r;
-    }
-    reply[got] = '\0';
-    reply[strcspn(reply, "\n")] = '\0';
-    if (strcmp(reply, "ok"))
-        return em_fail(err, "egress proxy: %s: %.200s", cmd, reply);
-    return 0;
+    linebuf in;
+    linebuf_init(&in, CONTROL_MAX);
+    const char *reply;
+    size_t rn;
+    int rc = linebuf_read_line(&in, fd, now_ms() + timeout_ms, &reply, &rn, err);
+    if (rc < 0)
+        em_prefix(err, "egress proxy `%s`: %s: ", sock, cmd);
+    else if (rn != 2 || memcmp(reply, "ok", 2))
+        rc = em_fail(err, "egress proxy: %s: %.*s", cmd, (int)(rn > 200 ? 200 : rn), reply);
+    linebuf_release(&in);
+    return rc;
 }
 
 int netpolicy_wait_ready(const char *dir, double timeout_ms, em_err *err)

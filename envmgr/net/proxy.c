@@ -24,6 +24,8 @@
 #include "envmgr/base/fileio.h"
 #include "envmgr/base/listen.h"
 #include "envmgr/base/util.h"
+#include "envmgr/base/linebuf.h"
+#include "envmgr/base/warn.h"
 #include "envmgr/vm/runas.h"
 
 #define CONTROL_MAX 512
@@ -711,11 +713,18 @@ static void reply(int fd, const char *text)
 /* One client of the control socket: a relay handing over a connection, or a command. */
 static void handle_client(proxy_server *s, int cfd)
 {
-    char msg[CONTROL_MAX];
-    size_t got = 0;
+    linebuf in;
+    linebuf_init(&in, CONTROL_MAX - 1);
+    const char *line = NULL;
+    size_t len = 0;
     int passed = -1;
     double deadline = now_ms() + CONTROL_TIMEOUT_MS;
-    while (got < sizeof msg - 1 && !memchr(msg, '\n', got)) {
+    while (linebuf_next(&in, &line, &len) == LINEBUF_NONE) {
+        char *room;
+        size_t space;
+        em_err ignored;
+        if (linebuf_room(&in, &room, &space, &ignored) < 0)
+            break;
         struct pollfd pf = {.fd = cfd, .events = POLLIN};
         double left = deadline - now_ms();
         if (left <= 0 || poll(&pf, 1, (int)left + 1) <= 0)
@@ -724,7 +733,7 @@ static void handle_client(proxy_server *s, int cfd)
             struct cmsghdr h;
             char buf[CMSG_SPACE(sizeof(int) * 4)];
         } ctl;
-        struct iovec iov = {.iov_base = msg + got, .iov_len = sizeof msg - 1 - got};
+        struct iovec iov = {.iov_base = room, .iov_len = space};
         struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof ctl.buf};
         ssize_t n = recvmsg(cfd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
         if (n < 0 && (errno == EINTR || errno == EAGAIN))
@@ -744,15 +753,16 @@ static void handle_client(proxy_server *s, int cfd)
         }
         if (n <= 0)
             break;
-        got += (size_t)n;
+        linebuf_commit(&in, (size_t)n);
     }
-    msg[got] = '\0';
-    char *nl = memchr(msg, '\n', got);
+    char msg[CONTROL_MAX]; /* a line is at most CONTROL_MAX - 1 bytes */
     const char *cmd = NULL;
-    if (nl && !strncmp(msg, "envmgr/1 ", 9)) {
-        *nl = '\0';
+    if (line && len >= 9 && !memcmp(line, "envmgr/1 ", 9)) {
+        memcpy(msg, line, len);
+        msg[len] = '\0';
         cmd = msg + 9;
     }
+    linebuf_release(&in);
     struct stat st;
     if (!cmd) {
         reply(cfd, "error malformed request\n");
@@ -848,7 +858,7 @@ static bool reap(pid_t qemu)
             break;
         if (p == qemu) {
             gone = true;
-            fprintf(stderr, "envmgr net serve: QEMU (pid %d) exited (%s %d)\n", (int)qemu,
+            em_info("envmgr net serve: QEMU (pid %d) exited (%s %d)", (int)qemu,
                     WIFEXITED(st) ? "status" : "signal", WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
         }
     }
@@ -926,7 +936,7 @@ int proxy_serve_main(const char *dir, pid_t qemu, em_err *err)
     if (rc == 0) /* its socket and logs are open: from here on, the env's user */
         rc = vm_runas_become(&ra, err);
     if (rc == 0)
-        fprintf(stderr, "envmgr net serve: %s: mode %s, %zu rules, QEMU pid %d\n", cfg.env_name,
+        em_info("envmgr net serve: %s: mode %s, %zu rules, QEMU pid %d", cfg.env_name,
                 netpolicy_mode_name(cfg.policy.mode), cfg.policy.nrules, (int)qemu);
     bool stop = false, qemu_gone = false;
     while (rc == 0 && !stop) {
@@ -935,7 +945,7 @@ int proxy_serve_main(const char *dir, pid_t qemu, em_err *err)
         struct signalfd_siginfo si;
         while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
             if (si.ssi_signo != SIGCHLD) {
-                fprintf(stderr, "envmgr net serve: signal %u: stopping\n", si.ssi_signo);
+                em_info("envmgr net serve: signal %u: stopping", si.ssi_signo);
                 stop = true;
             }
         }
@@ -992,18 +1002,14 @@ int proxy_relay_main(const char *sock, const char *tag)
         ;
     if (w != n)
         return 1;
-    char rep[64];
-    size_t got = 0;
-    double deadline = now_ms() + REPLY_TIMEOUT_MS;
-    while (got < sizeof rep - 1 && !memchr(rep, '\n', got)) {
-        if (wait_readable(fd, deadline, &err) < 0)
-            return 1;
-        ssize_t r = read(fd, rep + got, sizeof rep - 1 - got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return 1;
-        got += (size_t)r;
-    }
-    return got >= 3 && !memcmp(rep, "ok\n", 3) ? 0 : 1;
+    linebuf in;
+    linebuf_init(&in, 63);
+    const char *rep;
+    size_t got;
+    int rc = linebuf_read_line(&in, fd, now_ms() + REPLY_TIMEOUT_MS, &rep, &got, &err) == 0 && got == 2 &&
+                     !memcmp(rep, "ok", 2)
+                 ? 0
+                 : 1;
+    linebuf_release(&in);
+    return rc;
 }

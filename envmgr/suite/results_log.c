@@ -10,6 +10,7 @@
 #include "envmgr/suite/suite.h"
 #include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
+#include "envmgr/base/linebuf.h"
 
 int results_open_append(const char *path, int *out, size_t *dropped, em_err *err)
 {
@@ -95,22 +96,22 @@ int results_read(const char *path, json_t **lines, size_t *skipped, em_err *err)
         return -1;
     }
     size_t bad = 0;
-    for (char *p = text; p < text + len;) {
-        char *nl = memchr(p, '\n', (size_t)(text + len - p));
-        if (!nl) { /* a partial last line: never a result */
-            bad++;
-            break;
-        }
-        json_t *j = nl > p ? json_loadb(p, (size_t)(nl - p), JSON_REJECT_DUPLICATES, NULL) : NULL;
+    linebuf in;
+    linebuf_init_text(&in, text, len, RESULTS_MAX_BYTES);
+    const char *p;
+    size_t n;
+    while (linebuf_next(&in, &p, &n) == LINEBUF_LINE) {
+        json_t *j = n ? json_loadb(p, n, JSON_REJECT_DUPLICATES, NULL) : NULL;
         if (j && json_is_object(j) && json_is_string(json_object_get(j, "task_id")))
             json_array_append_new(*lines, j);
         else {
             json_decref(j);
-            if (nl > p)
+            if (n)
                 bad++;
         }
-        p = nl + 1;
     }
+    if (linebuf_pending(&in)) /* a partial last line: never a result */
+        bad++;
     if (skipped)
         *skipped = bad;
     return 0;

@@ -12,6 +12,7 @@
 #include "envmgr/base/fileio.h"
 #include "envmgr/base/paths.h"
 #include "envmgr/base/util.h"
+#include "envmgr/base/warn.h"
 
 int suite_parse_shard(const char *s, int *k, int *n, em_err *err)
 {
@@ -152,13 +153,13 @@ static size_t index_duplicates(suite_task *all, size_t n)
     bool renamed = false;
     for (size_t i = 0; i < n; i++) {
         if (k > 0 && !strcmp(all[k - 1].id, all[i].id) && !strcmp(all[k - 1].path, all[i].path)) {
-            fprintf(stderr, "suite: `%s` is listed twice in the index; it runs once\n", all[i].id);
+            em_warn("suite: `%s` is listed twice in the index; it runs once", all[i].id);
             task_free_fields(&all[i]);
             continue;
         }
         if (k > 0 && !strcmp(all[k - 1].id, all[i].id) && strcmp(all[k - 1].domain, all[i].domain)) {
             char *id = xasprintf("%s.%s", all[i].domain, all[i].id);
-            fprintf(stderr, "suite: task id `%s` is used by two files (%s and %s); the second runs as `%s`\n",
+            em_warn("suite: task id `%s` is used by two files (%s and %s); the second runs as `%s`",
                     all[i].id, all[k - 1].path, all[i].path, id);
             free(all[i].id);
             all[i].id = id;

@@ -31,6 +31,7 @@
 #include "envmgr/suite/suite_worker.h"
 #include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
+#include "envmgr/base/warn.h"
 #include "envmgr/vm/vm.h"
 
 #define LOCK_WAIT_MS 60000.0     /* a previous run's workers may still be tearing down */
@@ -127,7 +128,7 @@ static void fmt_duration(char *buf, size_t len, double s)
 static void progress_clear(pool *p)
 {
     if (p->drawn) {
-        fputs("\r\033[K", stderr);
+        em_log(EM_LOG_PROGRESS, "\r\033[K");
         p->drawn = false;
     }
 }
@@ -144,9 +145,8 @@ static void progress_draw(pool *p)
         fmt_duration(eta, sizeof eta, elapsed / (double)p->finished_here * (double)left);
     else if (left == 0)
         snprintf(eta, sizeof eta, "0:00");
-    fprintf(stderr, "\r\033[Ksuite: %zu/%zu done, %zu running, pass %.0f%%, %s elapsed, ETA %s", p->finished,
-            p->expected, p->running, p->scored ? 100.0 * (double)p->passed / (double)p->scored : 0.0, el, eta);
-    fflush(stderr);
+    em_log(EM_LOG_PROGRESS, "\r\033[Ksuite: %zu/%zu done, %zu running, pass %.0f%%, %s elapsed, ETA %s", p->finished,
+           p->expected, p->running, p->scored ? 100.0 * (double)p->passed / (double)p->scored : 0.0, el, eta);
     p->drawn = true;
     p->last_draw = now_ms();
 }
@@ -154,15 +154,29 @@ static void progress_draw(pool *p)
 static void plog(pool *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void plog(pool *p, const char *fmt, ...)
 {
-    progress_clear(p);
+    char line[EM_WARN_LINE_MAX];
     va_list ap;
     va_start(ap, fmt);
-    fputs("suite: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
+    em_info("suite: %s", line); /* pool_sink keeps the progress line below it */
+}
+
+/* While the pool runs, whatever the library says (here, or forwarded by a worker) goes above the
+ * progress line: cleared, the message, redrawn. */
+static em_warn_fn outer_sink;
+static void *outer_arg;
+
+static void pool_sink(em_log_level level, const char *msg, void *arg)
+{
+    pool *p = arg;
+    if (level == EM_LOG_PROGRESS) {
+        outer_sink(level, msg, outer_arg);
+        return;
+    }
+    progress_clear(p);
+    outer_sink(level, msg, outer_arg);
     progress_draw(p);
-    fflush(stderr);
 }
 
 static const suite_task *job_task(pool *p, const job *j)
@@ -386,7 +400,7 @@ static void slot_closed(pool *p, slot *sl, em_err *err, int *rc)
     int was = sl->state;
     close(sl->ch.fd);
     sl->ch.fd = -1;
-    free(sl->ch.buf);
+    suite_chan_release(&sl->ch);
     sl->ch = (suite_chan){.fd = -1};
     reap_worker(sl, 15000);
     if (sl->has_job) {
@@ -419,6 +433,9 @@ static void handle_msg(pool *p, slot *sl, json_t *m, em_err *err, int *rc)
         sl->state = SLOT_IDLE;
         sl->failures = 0;
         plog(p, "env %s ready in %.1f s", sl->env, json_number_value(json_object_get(m, "up_s")));
+    } else if (!strcmp(type, "log")) { /* a worker's warning or error: its env log has it too */
+        _cleanup_free_ char *text = suite_log_text(m);
+        plog(p, "env %s: %s", sl->env, text);
     } else if (!strcmp(type, "fatal")) {
         free(sl->last_error);
         sl->last_error = xstrdup(jstr(m, "error") ? jstr(m, "error") : "?");
@@ -571,8 +588,7 @@ static void shutdown_pool(pool *p, bool abort, em_err *err, int *rc)
             close(sl->ch.fd);
             sl->ch.fd = -1;
         }
-        free(sl->ch.buf);
-        sl->ch.buf = NULL;
+        suite_chan_release(&sl->ch);
         reap_worker(sl, 0);
         env_down_quiet(sl->env);
     }
@@ -596,7 +612,7 @@ static int lock_dir(pool *p, em_err *err)
         if (now_ms() > deadline)
             return em_fail_input(err, "suite: `%s` is in use by another envmgr suite run", p->dir);
         if (!said)
-            fprintf(stderr, "suite: waiting for another envmgr (or its exiting workers) to release %s\n", p->dir);
+            em_info("suite: waiting for another envmgr (or its exiting workers) to release %s", p->dir);
         said = true;
         sleep_ms(200);
     }
@@ -654,7 +670,7 @@ static int prepare_meta(pool *p, em_err *err)
                 gc_stats gs;
                 em_err gerr = {0};
                 if (suite_gc(&go, stderr, &gs, &gerr) < 0)
-                    fprintf(stderr, "suite: gc: %s\n", gerr.msg);
+                    em_log(EM_LOG_ERROR, "suite: gc: %s", gerr.msg);
             }
         }
     }
@@ -739,7 +755,7 @@ static json_t *resources_json(pool *p)
 static void free_pool(pool *p)
 {
     for (int i = 0; i < p->nslots; i++) {
-        free(p->slots[i].ch.buf);
+        suite_chan_release(&p->slots[i].ch);
         free(p->slots[i].last_error);
     }
     free(p->slots);
@@ -774,7 +790,7 @@ int suite_run(const suite *s, const pool_opts *o, json_t **summary_out, em_err *
         return -1;
     }
     if (dropped)
-        fprintf(stderr, "suite: cut a partial last line (%zu bytes) off %s\n", dropped, rpath);
+        em_warn("suite: cut a partial last line (%zu bytes) off %s", dropped, rpath);
 
     /* What is left to run. */
     json_t *lines = NULL;
@@ -805,7 +821,7 @@ int suite_run(const suite *s, const pool_opts *o, json_t **summary_out, em_err *
         }
     json_decref(final);
     if (o->resume)
-        fprintf(stderr, "suite: --resume: %zu of %zu episodes already finished, %zu to run\n", p.finished, p.expected,
+        em_info("suite: --resume: %zu of %zu episodes already finished, %zu to run", p.finished, p.expected,
                 p.qlen);
 
     host_facts hf = {0};
@@ -832,7 +848,7 @@ int suite_run(const suite *s, const pool_opts *o, json_t **summary_out, em_err *
         }
         if ((size_t)p.nslots > p.qlen)
             p.nslots = (int)p.qlen;
-        fprintf(stderr, "suite: %zu episodes on %d env%s (%s), %s\n", p.qlen, p.nslots, p.nslots == 1 ? "" : "s", why,
+        em_info("suite: %zu episodes on %d env%s (%s), %s", p.qlen, p.nslots, p.nslots == 1 ? "" : "s", why,
                 p.accel);
     }
     p.tty = o->progress == 1 || (o->progress < 0 && isatty(STDERR_FILENO));
@@ -842,6 +858,8 @@ int suite_run(const suite *s, const pool_opts *o, json_t **summary_out, em_err *
         snprintf(p.slots[i].env, sizeof p.slots[i].env, SUITE_ENV_PREFIX "%d-%d", (int)getpid(), i);
     }
     p.t_start = now_ms();
+    em_warn_get(&outer_sink, &outer_arg);
+    em_warn_set(pool_sink, &p);
 
     /* The event loop. */
     bool signalled = false;
@@ -904,6 +922,7 @@ int suite_run(const suite *s, const pool_opts *o, json_t **summary_out, em_err *
         shutdown_pool(&p, signalled || rc < 0, err, &rc);
     }
     progress_clear(&p);
+    em_warn_set(outer_sink, outer_arg);
 
     json_t *extra = json_pack("{s:f, s:i, s:s, s:s, s:o, s:I}", "wall_s", (now_ms() - t_wall) / 1000, "envs", p.nslots,
                               "envs_reason", why, "accel", p.accel ? p.accel : "", "resources", resources_json(&p),

@@ -14,6 +14,9 @@
 #include "envmgr/base/paths.h"
 #include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
+#include "envmgr/base/sbuf.h"
+#include "envmgr/base/utf8.h"
+#include "envmgr/base/warn.h"
 
 #define MSG_MAX (8u << 20)
 
@@ -34,25 +37,18 @@ int suite_chan_send(int fd, json_t *msg)
 /* Read whatever is there (the fd is non-blocking); EOF or an error sets eof. */
 void suite_chan_fill(suite_chan *c)
 {
+    if (!c->in.owned)
+        linebuf_init(&c->in, MSG_MAX);
     for (;;) {
-        if (c->cap - c->len < 65536) {
-            c->cap = c->cap ? c->cap * 2 : 131072;
-            c->buf = xrealloc(c->buf, c->cap);
-        }
-        ssize_t r = read(c->fd, c->buf + c->len, c->cap - c->len);
-        if (r > 0) {
-            c->len += (size_t)r;
-            if (c->len > MSG_MAX && !memchr(c->buf, '\n', c->len)) {
-                c->eof = true; /* a peer that floods us is a broken peer */
-                return;
-            }
+        em_err ignored;
+        ssize_t r = linebuf_read(&c->in, c->fd, &ignored);
+        if (r > 0)
             continue;
-        }
         if (r < 0 && errno == EINTR)
             continue;
         if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
             return;
-        c->eof = true;
+        c->eof = true; /* closed, broken, or a peer that floods us past MSG_MAX without a newline */
         return;
     }
 }
@@ -60,17 +56,31 @@ void suite_chan_fill(suite_chan *c)
 json_t *suite_chan_next(suite_chan *c)
 {
     for (;;) {
-        char *nl = c->len ? memchr(c->buf, '\n', c->len) : NULL;
-        if (!nl)
+        const char *line;
+        size_t n;
+        int got = linebuf_next(&c->in, &line, &n);
+        if (got == LINEBUF_TOO_LONG)
+            c->eof = true;
+        if (got != LINEBUF_LINE)
             return NULL;
-        size_t n = (size_t)(nl - c->buf) + 1;
-        json_t *j = json_loadb(c->buf, n - 1, 0, NULL);
-        memmove(c->buf, c->buf + n, c->len - n);
-        c->len -= n;
+        json_t *j = json_loadb(line, n, 0, NULL);
         if (json_is_object(j))
             return j;
         json_decref(j);
     }
+}
+
+void suite_chan_release(suite_chan *c)
+{
+    linebuf_release(&c->in);
+}
+
+char *suite_log_text(json_t *msg)
+{
+    const char *t = json_string_value(json_object_get(msg, "text"));
+    sbuf b = {0};
+    sbuf_add_visible(&b, t ? t : "?", SUITE_LOG_TEXT_MAX);
+    return sbuf_steal(&b);
 }
 
 static const char *jstr(json_t *o, const char *k)
@@ -133,9 +143,23 @@ static json_t *worker_episode(const suite_worker_ctx *w, env *e, bool *fresh, js
     return res;
 }
 
+/* A worker's sink: every message into its env log (its stderr), and warnings and errors also to
+ * the parent, which shows them above its progress line. */
+static void worker_sink(em_log_level level, const char *msg, void *arg)
+{
+    em_warn_stderr(level, msg, NULL);
+    if (level != EM_LOG_WARNING && level != EM_LOG_ERROR)
+        return;
+    _cleanup_free_ char *text = utf8_sanitize(msg, strlen(msg), NULL); /* JSON takes only UTF-8 */
+    json_t *m = json_pack("{s:s, s:s, s:s}", "type", "log", "level", em_log_level_name(level), "text", text);
+    if (m)
+        suite_chan_send(*(int *)arg, m);
+    json_decref(m);
+}
+
 static void worker_fatal(int fd, const char *what, const em_err *err)
 {
-    fprintf(stderr, "envmgr: %s: %s\n", what, err->msg);
+    em_info("envmgr: %s: %s", what, err->msg); /* the parent hears it as "fatal" */
     json_t *m = json_pack("{s:s, s:s}", "type", "fatal", "error", err->msg);
     suite_chan_send(fd, m);
     json_decref(m);
@@ -143,6 +167,9 @@ static void worker_fatal(int fd, const char *what, const em_err *err)
 
 int suite_worker_main(const suite_worker_ctx *w, int fd, const char *first_image)
 {
+    static int chan_fd;
+    chan_fd = fd;
+    em_warn_set(worker_sink, &chan_fd);
     em_err err = {0};
     env *e = NULL;
     char *image = xstrdup(first_image);
@@ -153,7 +180,7 @@ int suite_worker_main(const suite_worker_ctx *w, int fd, const char *first_image
         free(image);
         return 1;
     }
-    fprintf(stderr, "envmgr: env %s up in %.1f s\n", w->name, (now_ms() - t0) / 1000);
+    em_info("envmgr: env %s up in %.1f s", w->name, (now_ms() - t0) / 1000);
     json_t *m = json_pack("{s:s, s:f}", "type", "ready", "up_s", (now_ms() - t0) / 1000);
     suite_chan_send(fd, m);
     json_decref(m);
@@ -169,7 +196,7 @@ int suite_worker_main(const suite_worker_ctx *w, int fd, const char *first_image
             if (!idle_held) { /* an env waiting for its next job waits paused: it costs no CPU */
                 em_err herr = {0};
                 if (env_hold(e, true, &herr) < 0)
-                    fprintf(stderr, "envmgr: %s\n", herr.msg);
+                    em_log(EM_LOG_ERROR, "envmgr: %s", herr.msg);
                 idle_held = true;
             }
             struct pollfd p = {.fd = fd, .events = POLLIN};
@@ -198,7 +225,7 @@ int suite_worker_main(const suite_worker_ctx *w, int fd, const char *first_image
                 break;
             }
         }
-        fprintf(stderr, "envmgr: episode %s (attempt %lld)\n", jstr(msg, "task_id"),
+        em_info("envmgr: episode %s (attempt %lld)", jstr(msg, "task_id"),
                 json_integer_value(json_object_get(msg, "attempt")) + 1);
         bool broken = false;
         json_t *res = worker_episode(w, e, &fresh, msg, &broken);
@@ -218,11 +245,11 @@ int suite_worker_main(const suite_worker_ctx *w, int fd, const char *first_image
             env_timings tm;
             em_err rerr = {0};
             if (env_reset(e, &tm, &rerr) == 0) {
-                fprintf(stderr, "envmgr: env %s restored from its snapshot after env_error\n", w->name);
+                em_info("envmgr: env %s restored from its snapshot after env_error", w->name);
             } else {
                 if (interrupted())
                     break;
-                fprintf(stderr, "envmgr: %s; recreating the env\n", rerr.msg);
+                em_warn("envmgr: %s; recreating the env", rerr.msg);
                 env_close(e);
                 e = NULL;
                 if (worker_env_up(w, image, &e, &err) < 0) {
@@ -240,9 +267,9 @@ int suite_worker_main(const suite_worker_ctx *w, int fd, const char *first_image
     em_err derr = {0};
     _cleanup_free_ char *d = paths_env_dir(w->name);
     if (access(d, F_OK) == 0 && env_down(w->name, &derr) < 0)
-        fprintf(stderr, "envmgr: %s\n", derr.msg);
+        em_log(EM_LOG_ERROR, "envmgr: %s", derr.msg);
     free(image);
-    free(c.buf);
+    suite_chan_release(&c);
     return rc;
 }
 

@@ -4,6 +4,7 @@
  *   worker -> parent  {"type":"ready","up_s":S}          the env is up (a golden-state restore)
  *                     {"type":"fatal","error":"..."}     the env could not start; the worker exits
  *                     {"type":"result","job":J,"result":{...}}   the episode's result.json object
+ *                     {"type":"log","level":"warning"|"error","text":"..."}   what the library said (also in its log)
  *   parent -> worker  {"type":"job","job":J,"task":PATH,"task_id":ID,"out":REL,"image":IMG,"attempt":A}
  *                     EOF: no more work; the worker takes its env down and exits
  * An episode that a signal interrupted is not reported (it was in flight). */
@@ -16,13 +17,14 @@
 
 #include "envmgr/base/err.h"
 #include "envmgr/base/exit_cause.h"
+#include "envmgr/base/linebuf.h"
 #include "envmgr/suite/suite_pool.h"
 
-/* A line channel over a non-blocking socket. */
+/* A line channel over a non-blocking socket ({.fd = fd} is a ready one: the scanner starts on
+ * the first fill). */
 typedef struct suite_chan {
     int fd;
-    char *buf;
-    size_t len, cap;
+    linebuf in;
     bool eof;
 } suite_chan;
 
@@ -32,6 +34,13 @@ int suite_chan_send(int fd, json_t *msg);
 void suite_chan_fill(suite_chan *c);
 /* The next complete line that is a JSON object, or NULL. */
 json_t *suite_chan_next(suite_chan *c);
+/* Free what it buffered (the fd is the caller's). */
+void suite_chan_release(suite_chan *c);
+/* The text of a worker's {"type":"log"} message as the pool prints it on the operator's terminal:
+ * it may quote a guest, so controls, bidi overrides and invalid UTF-8 become visible escapes, and
+ * at most SUITE_LOG_TEXT_MAX bytes are taken. Never NULL; caller frees. */
+#define SUITE_LOG_TEXT_MAX 1000
+char *suite_log_text(json_t *msg);
 
 typedef struct suite_worker_ctx {
     const pool_opts *o;

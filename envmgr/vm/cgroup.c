@@ -14,6 +14,7 @@
 #include "envmgr/base/fileio.h"
 #include "envmgr/base/sha256.h"
 #include "envmgr/base/util.h"
+#include "envmgr/base/warn.h"
 
 #define CGROUP_ROOT "/sys/fs/cgroup"
 #define PROC_CGROUP_MAX (64u << 10)
@@ -40,7 +41,7 @@ static void say_once(const char *why)
 {
     static bool said;
     if (!said)
-        fprintf(stderr, "envmgr: QEMU runs in no cgroup of its own (%s); it keeps the limits of envmgr's\n", why);
+        em_warn("envmgr: QEMU runs in no cgroup of its own (%s); it keeps the limits of envmgr's", why);
     said = true;
 }
 

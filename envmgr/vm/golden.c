@@ -18,6 +18,7 @@
 #include "envmgr/base/fileio.h"
 #include "envmgr/base/jsonline.h"
 #include "envmgr/base/util.h"
+#include "envmgr/base/warn.h"
 #include "envmgr/vm/vm.h"
 #include "envmgr/vm/vnc.h"
 
@@ -206,7 +207,7 @@ static int build(const manifest *m, const char *accel, const char *final_dir, co
     pid_t pid = 0;
     int px = 0, py = 0, rc = 0;
     double t_ready = 0;
-    fprintf(stderr, "envmgr: building the golden state of %s (%s): cold boot to a ready desktop...\n", m->name,
+    em_info("envmgr: building the golden state of %s (%s): cold boot to a ready desktop...", m->name,
             accel);
 
     _cleanup_close_ int ramfd = open(g->ram, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -253,7 +254,7 @@ static int build(const manifest *m, const char *accel, const char *final_dir, co
         remove_tree(tmp, NULL);
         return em_prefix(err, "golden state of %s: ", m->name);
     }
-    fprintf(stderr, "envmgr: golden state ready in %.1f s (boot to ready %.1f s, save %.2f s)\n",
+    em_info("envmgr: golden state ready in %.1f s (boot to ready %.1f s, save %.2f s)",
             (now_ms() - t0) / 1000, (t_ready - t0) / 1000, (t_saved - t_ready) / 1000);
     return 0;
 }

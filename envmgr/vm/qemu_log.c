@@ -10,6 +10,7 @@
 #include "envmgr/base/paths.h"
 #include "envmgr/base/spawn.h"
 #include "envmgr/base/util.h"
+#include "envmgr/base/warn.h"
 #include "envmgr/vm/runas.h"
 #include "envmgr/vm/vm.h"
 
@@ -33,7 +34,7 @@ int vm_log_keeper_main(const char *dir)
     vm_runas r;
     em_err err;
     if (vm_runas_read(dir, &r, &err) < 0 || vm_runas_become(&r, &err) < 0) {
-        fprintf(stderr, "envmgr: QEMU log keeper: %s\n", err.msg);
+        em_log(EM_LOG_ERROR, "envmgr: QEMU log keeper: %s", err.msg);
         return 1;
     }
     char buf[16384];

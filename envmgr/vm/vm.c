@@ -17,6 +17,8 @@
 #include "envmgr/base/fileio.h"
 #include "envmgr/base/spawn.h"
 #include "envmgr/base/util.h"
+#include "envmgr/base/sbuf.h"
+#include "envmgr/base/warn.h"
 
 #define SPAWN_TIMEOUT_MS 30000.0
 #define ARGV_MAX 96
@@ -263,8 +265,11 @@ int vm_spawn(const vm_spec *s, pid_t *pid_out, em_err *err)
         unlink(p);
     }
     if (getenv("ENVMGR_DEBUG")) {
+        sbuf line = {0};
         for (int i = 0; i < a.n; i++)
-            fprintf(stderr, "%s%s", a.v[i], i + 1 < a.n ? " " : "\n");
+            sbuf_printf(&line, "%s%s", i ? " " : "", a.v[i]);
+        em_info("%s", line.s ? line.s : "");
+        sbuf_release(&line);
     }
     /* The disk as an open fd: a restored guest's `cont` reopens it, after the drop to the env's
      * user, who may not open it by path (nor reach its folder). */

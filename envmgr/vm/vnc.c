@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "envmgr/base/util.h"
+#include "envmgr/base/warn.h"
 
 struct vnc_session {
     rfbClient *client;
@@ -32,7 +33,7 @@ static void quiet_log(const char *fmt, ...)
         return;
     va_list ap;
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    em_vlog(EM_LOG_INFO, fmt, ap);
     va_end(ap);
 }
 

@@ -176,13 +176,21 @@ def lcs_length(a, b):
     return len(b) - bin(v).count("1")
 
 
-def fuzz_ratio(a, b):
+def fuzz_ratio(a, b, max_chars=None):
     """rapidfuzz.fuzz.ratio (which OSWorld uses, no preprocessing): the normalized Indel
-    similarity of two strings, 0..100; 100 for two empty strings."""
+    similarity of two strings, 0..100; 100 for two empty strings, 0 when either is None (as
+    rapidfuzz); other values are compared as str(). The one Python implementation; the built-in
+    fuzzy_match (evaluator/metrics.c, metric_fuzzy_ratio) computes the same over code points, and
+    tests/metrics/test_fuzzy.py holds the two to the same answers. max_chars: a cap on the two
+    lengths together (a MetricInputError past it)."""
+    if a is None or b is None:
+        return 0.0
     a, b = str(a), str(b)
     total = len(a) + len(b)
     if total == 0:
         return 100.0
+    if max_chars is not None and total > max_chars:
+        raise MetricInputError(f"fuzzy comparison of {total} characters, over {max_chars}")
     return 100.0 * 2 * lcs_length(a, b) / total
 
 

@@ -1,7 +1,7 @@
 """Helpers shared by the images, media, browser, app_settings and general families (private: run.py
 imports only the family modules). Input shape checks, bounded text/JSON reading, and OSWorld's
 rule vocabulary ({"method": "eq"|"re.S"|"approx:0.1"|"range.te"|..., "ref": ...}) that check_json,
-check_thunderbird_prefs and check_mp3_meta all speak."""
+check_thunderbird_prefs, check_mp3_meta and compare_table all speak (match_rule: its one home)."""
 import builtins
 import io
 import json
@@ -105,13 +105,24 @@ def records_match(expect, unexpect, items):
 _COMPARE = {"eq", "ne", "le", "lt", "ge", "gt"}
 
 
+class RuleTypeError(MetricInputError):
+    """A value whose type the rule cannot take: a regex or str_list_eq on a non-string, an order
+    between incompatible types. OSWorld's _match_value_to_rule raises (TypeError, AttributeError)
+    there, and so does match_rule: where OSWorld's caller catches it and scores 0 (check_json,
+    compare_table's check_cell), ours does too; elsewhere (zoom, data_validation, check_mp3_meta,
+    the Thunderbird prefs) it is an evaluator error, as OSWorld's exception ends the evaluation."""
+
+
 def match_rule(value, rule, what="expected"):
-    """OSWorld's _match_value_to_rule(value, {"method", "ref"}):
+    """OSWorld's _match_value_to_rule(value, {"method", "ref"}), the one implementation (the
+    tables, general, media and app_settings families all call it):
     re[.FLAG...]  re.search(ref, value, flags)      eq/ne/le/lt/ge/gt   operator(value, ref)
-    approx:T      |float(value) - ref| <= T          range.XY [a, b]     a <X value <Y b (X,Y: e or t)
+    approx:T      |float(value) - ref| <= T (a value float() refuses: False, as OSWorld)
+    range.XY [a, b]     a <X value <Y b (X,Y: e or t)
     str_list_eq / str_set_eq   value.strip("\"'").split(",") as list/set == ref
-    spreadsheet_range is a tables matter and not accepted here. A comparison between values of
-    incompatible types (OSWorld would raise TypeError) is a MetricInputError."""
+    spreadsheet_range [inner, outer]   inner's cells within value, value's within outer
+    A value of the wrong type is a RuleTypeError; a malformed rule (unknown method or flag, bad
+    pattern, a ref of the wrong shape) a MetricInputError: a task error, never a silent 0."""
     need(rule, dict, what)
     method = key(rule, "method", what)
     ref = rule.get("ref")
@@ -126,28 +137,43 @@ def match_rule(value, rule, what="expected"):
                     raise MetricInputError(f"{what}: unknown regex flag {name!r}")
                 flags |= flag
             if not isinstance(value, str):
-                raise MetricInputError(f"{what}: regex rule on a {type(value).__name__} value")
+                raise RuleTypeError(f"{what}: regex rule on a {type(value).__name__} value")
             return regex(ref, what, flags).search(value[:MAX_REGEX_TEXT]) is not None
         if method in _COMPARE:
             return bool(getattr(operator, method)(value, ref))
         if method.startswith("approx:"):
             threshold = float(method.split(":", 1)[1])
+            ref = float(ref)
             try:
                 value = float(value)
             except (TypeError, ValueError):
                 return False
-            return abs(value - float(ref)) <= threshold
+            return abs(value - ref) <= threshold
+        if method == "spreadsheet_range":
+            return _in_ranges(value, ref, what)
         if method.startswith("range.") and len(method) == 8 and set(method[6:]) <= {"e", "t"}:
             lo, hi = need(ref, list, f"{what}: ref")[:2]
             return getattr(operator, "l" + method[6])(lo, value) and getattr(operator, "l" + method[7])(value, hi)
         if method in ("str_list_eq", "str_set_eq"):
             kind = getattr(builtins, method[4:-3])
-            return kind(need(value, str, "result value").strip("\"'").split(",")) == kind(need(ref, list, f"{what}: ref"))
+            if not isinstance(value, str):
+                raise RuleTypeError(f"{what}: {method} on a {type(value).__name__} value")
+            return kind(value.strip("\"'").split(",")) == kind(need(ref, list, f"{what}: ref"))
     except TypeError as e:
-        raise MetricInputError(f"{what}: cannot compare {type(value).__name__} with rule {method}: {e}") from None
+        raise RuleTypeError(f"{what}: cannot compare {type(value).__name__} with rule {method}: {e}") from None
     except ValueError as e:
         raise MetricInputError(f"{what}: rule {method}: {e}") from None
     raise MetricInputError(f"{what}: unknown rule method {method!r}")
+
+
+def _in_ranges(value, ref, what):
+    """spreadsheet_range: value (a MultiCellRange) holds every cell of ref[0] and lies in ref[1]."""
+    from openpyxl.worksheet.cell_range import MultiCellRange
+    try:
+        inner, outer = MultiCellRange(ref[0]), MultiCellRange(ref[1])
+    except Exception:
+        raise MetricInputError(f"{what}: spreadsheet_range: bad ref {ref!r}") from None
+    return all(r in value for r in inner) and all(r in outer for r in value)
 
 
 def open_sqlite(path, what="result", seconds=30.0):

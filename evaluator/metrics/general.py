@@ -1,8 +1,8 @@
 """General metrics: OSWorld's general.py checks on text files, JSON/YAML, CSV, SQLite and the
 accessibility tree, and vscode.py's file comparisons and test-suite runner.
 
-OSWorld's fuzzy comparisons use rapidfuzz's fuzz.ratio, which Debian does not package; indel_ratio
-below computes the same measure (normalised InDel similarity, 2*LCS/(len a + len b)).
+OSWorld's fuzzy comparisons use rapidfuzz's fuzz.ratio, which Debian does not package;
+_common.fuzz_ratio computes the same measure (normalised InDel similarity, 2*LCS/(len a + len b)).
 """
 import csv
 import datetime
@@ -17,32 +17,10 @@ import subprocess
 import sys
 import tempfile
 
-from _common import MetricInputError, check_file, check_office, metric, safe_xml_parser
-from _util import key, lines, match_rule, need, open_sqlite, read_json, read_text, record_rules, records_match, regex
+from _common import MetricInputError, check_file, check_office, fuzz_ratio, metric, safe_xml_parser
+from _util import RuleTypeError, key, lines, match_rule, need, open_sqlite, read_json, read_text, record_rules, records_match, regex
 
-FUZZY_MAX_CHARS = 200_000
-
-
-def indel_ratio(a, b):
-    """rapidfuzz.fuzz.ratio(a, b) / 100: 1 - InDel distance / (len a + len b), via a bit-parallel LCS.
-    A None side scores 0, two empty strings 1 (as rapidfuzz)."""
-    if a is None or b is None:
-        return 0.0
-    a, b = str(a), str(b)
-    if not a and not b:
-        return 1.0
-    if len(a) + len(b) > FUZZY_MAX_CHARS:
-        raise MetricInputError(f"fuzzy comparison of {len(a) + len(b)} characters, over {FUZZY_MAX_CHARS}")
-    masks = {}
-    for i, ch in enumerate(a):
-        masks[ch] = masks.get(ch, 0) | (1 << i)
-    full = (1 << len(a)) - 1
-    v = full
-    for ch in b:
-        u = v & masks.get(ch, 0)
-        v = ((v + u) | (v - u)) & full
-    lcs = len(a) - bin(v).count("1")
-    return 2.0 * lcs / (len(a) + len(b))
+FUZZY_MAX_CHARS = 200_000  # characters of the two texts together, for the a11y tree and words
 
 
 @metric("check_list", "general",
@@ -94,20 +72,23 @@ def check_json(result, expected, is_yaml=False):
             raise MetricInputError(f"result: not YAML: {' '.join(str(e).split())}") from None
     else:
         data = read_json(result)
-    for r in rules["expect"]:
-        try:
-            value = lookup(data, need(key(r, "key"), list, "expected.expect key"))
-        except KeyError:
-            return 0.0
-        if not match_rule(value, r):
-            return 0.0
-    for r in rules["unexpect"]:
-        try:
-            value = lookup(data, need(key(r, "key"), list, "expected.unexpect key"))
-        except KeyError:
-            continue
-        if match_rule(value, r):
-            return 0.0
+    try:  # OSWorld's check_json catches what _match_value_to_rule raises: 0
+        for r in rules["expect"]:
+            try:
+                value = lookup(data, need(key(r, "key"), list, "expected.expect key"))
+            except KeyError:
+                return 0.0
+            if not match_rule(value, r):
+                return 0.0
+        for r in rules["unexpect"]:
+            try:
+                value = lookup(data, need(key(r, "key"), list, "expected.unexpect key"))
+            except KeyError:
+                continue
+            if match_rule(value, r):
+                return 0.0
+    except RuleTypeError:
+        return 0.0
     return 1.0
 
 
@@ -150,7 +131,7 @@ AT_SPI_NS = {"st": "uri:deskat:state.at-spi.gnome.org", "attr": "uri:deskat:attr
         osworld="general.py check_accessibility_tree: the XML (a string) parsed, here with a hardened parser; "
                 "each rule selects by xpath (preferred) or by selectors joined with ', ' (lxml.cssselect), with "
                 "OSWorld's at-spi namespace prefixes; no element scores 0; with \"text\" the best element "
-                "text match counts (exact equality, or rapidfuzz ratio computed here as indel_ratio); the "
+                "text match counts (exact equality, or rapidfuzz ratio computed here as _common.fuzz_ratio); the "
                 "scores multiply. A missing tree scores 0.")
 def check_accessibility_tree(result, expected):
     from lxml import etree
@@ -181,7 +162,7 @@ def check_accessibility_tree(result, expected):
             exact = key(r, "exact", "expected rule")
             elems = [e for e in elements if isinstance(e, etree._Element)]
             texts = [e.text or None for e in elems]
-            score *= max((float(t == want) if exact else indel_ratio(want, t) for t in texts), default=0.0)
+            score *= max((float(t == want) if exact else fuzz_ratio(want, t, FUZZY_MAX_CHARS) / 100 for t in texts), default=0.0)
     return score
 
 
@@ -207,7 +188,7 @@ def check_line_number(result, expected):
 @metric("fuzzy_place_math", "general",
         summary="Mean best fuzzy match of the docx's words against rules.expected, when it has exactly 3 words",
         osworld="general.py fuzzy_place_math: all paragraphs' words (whitespace split) of the .docx, each "
-                "scored by its best rapidfuzz ratio (indel_ratio here) against the expected answers; exactly 3 "
+                "scored by its best rapidfuzz ratio (_common.fuzz_ratio here) against the expected answers; exactly 3 "
                 "words are required (else 0); the score is their mean.")
 def fuzzy_place_math(result, expected):
     answers = [need(a, str, "expected.expected item") for a in need(key(expected, "expected"), list, "expected.expected")]
@@ -222,7 +203,7 @@ def fuzzy_place_math(result, expected):
     words = [w for p in document.paragraphs for w in p.text.split()]
     if len(words) != 3:
         return 0.0
-    return sum(max((indel_ratio(w, a) for a in answers), default=0.0) for w in words) / 3
+    return sum(max((fuzz_ratio(w, a, FUZZY_MAX_CHARS) / 100 for a in answers), default=0.0) for w in words) / 3
 
 
 @metric("compare_python_pure_text", "general",

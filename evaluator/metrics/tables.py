@@ -17,6 +17,7 @@ import zipfile
 
 from _common import (MetricInputError, check_file, check_office, fuzz_ratio, metric, result_missing,
                      zip_xml)
+from _util import RuleTypeError, match_rule
 
 NS_MAIN = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
 NS_REL = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
@@ -228,70 +229,6 @@ def _pick(idx, books, names):
         return book, names(book)[int(arg)]
     except (ValueError, IndexError):
         return book, ""   # OSWorld: an index past the end names no sheet
-
-
-# ---------------------------------------------------------------------------------------------
-# Value rules ({"method": ..., "ref": ...}), OSWorld's utils._match_value_to_rule
-# ---------------------------------------------------------------------------------------------
-
-_CMP = {"eq": operator.eq, "ne": operator.ne, "le": operator.le, "lt": operator.lt,
-        "ge": operator.ge, "gt": operator.gt}
-
-
-def match_rule(value, rule):
-    if not isinstance(rule, dict) or not isinstance(rule.get("method"), str):
-        raise MetricInputError(f"value rule {rule!r}: expected {{\"method\": str, \"ref\": ...}}")
-    method, ref = rule["method"], rule.get("ref")
-    if method.startswith("re"):
-        flags = 0
-        for fl in method.split(".")[1:]:
-            f = getattr(re, fl, None)
-            if not isinstance(f, re.RegexFlag):
-                raise MetricInputError(f"value rule {method!r}: no regex flag {fl!r}")
-            flags |= f
-        if not isinstance(value, str):
-            return False   # OSWorld raises TypeError on a non-string; a blank cell simply fails
-        try:
-            return re.search(ref, value, flags) is not None
-        except (re.error, TypeError) as e:
-            raise MetricInputError(f"value rule {method!r}: bad pattern {ref!r}: {e}") from None
-    if method in _CMP:
-        try:
-            return bool(_CMP[method](value, ref))
-        except TypeError:
-            return False   # None vs a number: OSWorld raises; the value is not as required
-    if method.startswith("approx:"):
-        try:
-            threshold = float(method.split(":", 1)[1])
-            ref = float(ref)
-        except (ValueError, TypeError):
-            raise MetricInputError(f"value rule {method!r}: needs approx:<number> and a numeric ref") from None
-        try:
-            return abs(float(value) - ref) <= threshold
-        except (ValueError, TypeError):
-            return False
-    if method == "spreadsheet_range":
-        from openpyxl.worksheet.cell_range import MultiCellRange
-        try:
-            lo, hi = MultiCellRange(ref[0]), MultiCellRange(ref[1])
-        except Exception:
-            raise MetricInputError(f"value rule spreadsheet_range: bad ref {ref!r}") from None
-        try:
-            return all(r in value for r in lo) and all(r in hi for r in value)
-        except TypeError:
-            return False
-    if method.startswith("range.") and len(method) == 8 and set(method[6:]) <= {"e", "t"}:
-        try:
-            return getattr(operator, "l" + method[6])(ref[0], value) and \
-                getattr(operator, "l" + method[7])(value, ref[1])
-        except TypeError:
-            return False
-    if method in ("str_list_eq", "str_set_eq"):
-        kind = builtins.list if method == "str_list_eq" else builtins.set
-        if not isinstance(value, str):
-            return False
-        return kind(value.strip("\"'").split(",")) == kind(ref)
-    raise MetricInputError(f"value rule: unknown method {method!r}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -844,8 +781,11 @@ def _rule_passes(r, books, pick):
             raise MetricInputError(f"check_cell: coordinate {coord!r} is not one cell")
         for prop, rule in r.get("props", {}).items():
             val = b.raw.value(n, coord) if prop == "value" else cell_style(prop, cell)
-            if not match_rule(val, rule):
-                return False
+            try:
+                if not match_rule(val, rule, f"check_cell {coord} {prop}"):
+                    return False
+            except RuleTypeError:
+                return False  # OSWorld's check_cell catches what _match_value_to_rule raises: 0
         return True
     raise MetricInputError(f"unknown rule type {kind!r}")
 

@@ -902,7 +902,21 @@ static void test_chan(void)
     json_decref(x);
     close(sv2[0]);
     close(sv[0]);
-    free(c.buf);
+    suite_chan_release(&c);
+    /* A worker's forwarded warning may quote a guest: it reaches the terminal with no controls. */
+    json_t *log = json_pack("{s:s, s:s}", "type", "log", "text", "envmgr: \x1b]0;pwned\x07\x1b[2J \u202e evil\n");
+    char *text = suite_log_text(log);
+    CU_ASSERT_PTR_NULL(strchr(text, 0x1b));
+    CU_ASSERT_PTR_NULL(strchr(text, '\n'));
+    CU_ASSERT_PTR_NULL(strstr(text, "\xe2\x80\xae"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "pwned"));
+    free(text);
+    json_decref(log);
+    log = json_pack("{s:s}", "type", "log");
+    text = suite_log_text(log);
+    CU_ASSERT_STRING_EQUAL(text, "?");
+    free(text);
+    json_decref(log);
     json_t *r = suite_synth_result("t", EXIT_ENV_ERROR, "qemu died", 1.5);
     CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(r, "exit_cause")), "env_error");
     CU_ASSERT_EQUAL(json_number_value(json_object_get(r, "score")), 0.0);
