@@ -1,6 +1,7 @@
 /* Task file parsing. The document is kept as JSON (getter specs and
  * options travel to getters and metrics as JSON); what a run depends on is
  * checked here and exposed as C fields. Every error names the JSON path. */
+#include "envmgr/base/json_field.h"
 #include "envmgr/base/json_type.h"
 #include "task.h"
 
@@ -29,7 +30,6 @@
 #include "evaluator/getters.h"
 #include "evaluator/metrics.h"
 
-#define PATH_BUF 320 /* JSON paths in messages; long keys are cut */
 
 #define STEP_TIMEOUT_DEFAULT_S 120.0
 #define STEP_TIMEOUT_MAX_S 3600.0
@@ -82,67 +82,7 @@ static void warn(pctx *c, const char *fmt, ...)
     c->t->warnings[c->t->nwarnings++] = msg;
 }
 
-/* A path too long for the buffer ends in "..." rather than being cut silently. */
-static void mark_cut(char *out, int n)
-{
-    if (n >= PATH_BUF)
-        memcpy(out + PATH_BUF - 4, "...", 4);
-}
-
-/* "base.key", or "key" at the top level. */
-static void jp(char *out, const char *base, const char *key)
-{
-    mark_cut(out, snprintf(out, PATH_BUF, "%s%s%.64s", base, *base ? "." : "", key));
-}
-
-static void jpi(char *out, const char *base, size_t i)
-{
-    mark_cut(out, snprintf(out, PATH_BUF, "%s[%zu]", base, i));
-}
-
-/* ---- typed field access: every message is "<json path>: <problem>" ---- */
-
-static int get_str(json_t *obj, const char *base, const char *key, bool required, const char **out, em_err *err)
-{
-    char p[PATH_BUF];
-    json_t *v = json_object_get(obj, key);
-    *out = NULL;
-    jp(p, base, key);
-    if (!v)
-        return required ? em_fail_input(err, "%s: missing", p) : 0;
-    if (!json_is_string(v))
-        return em_fail_input(err, "%s: expected a string, got %s", p, json_type_name(v));
-    *out = json_string_value(v);
-    return 0;
-}
-
-static int get_nonempty_str(json_t *obj, const char *base, const char *key, bool required, const char **out,
-                            em_err *err)
-{
-    if (get_str(obj, base, key, required, out, err) < 0)
-        return -1;
-    if (*out && !**out) {
-        char p[PATH_BUF];
-        jp(p, base, key);
-        return em_fail_input(err, "%s: empty", p);
-    }
-    return 0;
-}
-
-static int get_bool(json_t *obj, const char *base, const char *key, bool dflt, bool *out, em_err *err)
-{
-    json_t *v = json_object_get(obj, key);
-    *out = dflt;
-    if (!v)
-        return 0;
-    if (!json_is_boolean(v)) {
-        char p[PATH_BUF];
-        jp(p, base, key);
-        return em_fail_input(err, "%s: expected true or false, got %s", p, json_type_name(v));
-    }
-    *out = json_is_true(v);
-    return 0;
-}
+/* ---- typed field access (base/json_field.h): every message is "<json path>: <problem>" ---- */
 
 /* OSWorld's files sometimes spell a flag as the string "true" or "false" (Python passes it on,
  * where any non-empty string is true; envmgr reads the word). */
@@ -155,88 +95,11 @@ static int get_boolish(json_t *obj, const char *base, const char *key, bool dflt
         return 0;
     }
     if (sv) {
-        char p[PATH_BUF];
-        jp(p, base, key);
+        char p[JFIELD_PATH_MAX];
+        jfield_path(p, base, key);
         return em_fail_input(err, "%s: expected true or false, got `%.32s`", p, sv);
     }
-    return get_bool(obj, base, key, dflt, out, err);
-}
-
-/* A number in (lo, hi] when lo_open, else [lo, hi]. */
-static int get_num(json_t *obj, const char *base, const char *key, double lo, bool lo_open, double hi, double dflt,
-                   double *out, em_err *err)
-{
-    char p[PATH_BUF];
-    json_t *v = json_object_get(obj, key);
-    *out = dflt;
-    if (!v)
-        return 0;
-    jp(p, base, key);
-    if (!json_is_number(v))
-        return em_fail_input(err, "%s: expected a number, got %s", p, json_type_name(v));
-    double d = json_number_value(v);
-    if (!isfinite(d) || (lo_open ? d <= lo : d < lo) || d > hi)
-        return em_fail_input(err, "%s: %g is out of range (%s %g and <= %g)", p, d, lo_open ? ">" : ">=", lo, hi);
-    *out = d;
-    return 0;
-}
-
-static int get_int(json_t *obj, const char *base, const char *key, long lo, long hi, long dflt, long *out, em_err *err)
-{
-    char p[PATH_BUF];
-    json_t *v = json_object_get(obj, key);
-    *out = dflt;
-    if (!v)
-        return 0;
-    jp(p, base, key);
-    double d = json_is_number(v) ? json_number_value(v) : NAN;
-    if (!json_is_number(v) || d != floor(d))
-        return em_fail_input(err, "%s: expected an integer, got %s", p, json_is_number(v) ? "a fraction" : json_type_name(v));
-    if (d < (double)lo || d > (double)hi)
-        return em_fail_input(err, "%s: %g is out of range (%ld..%ld)", p, d, lo, hi);
-    *out = (long)d;
-    return 0;
-}
-
-/* An optional object field; *out is NULL when absent. */
-static int get_obj(json_t *obj, const char *base, const char *key, json_t **out, em_err *err)
-{
-    json_t *v = json_object_get(obj, key);
-    *out = NULL;
-    if (!v)
-        return 0;
-    if (!json_is_object(v)) {
-        char p[PATH_BUF];
-        jp(p, base, key);
-        return em_fail_input(err, "%s: expected an object, got %s", p, json_type_name(v));
-    }
-    *out = v;
-    return 0;
-}
-
-static int get_str_array(json_t *obj, const char *base, const char *key, char ***out, size_t *n, em_err *err)
-{
-    char p[PATH_BUF], q[PATH_BUF];
-    json_t *v = json_object_get(obj, key);
-    *out = NULL;
-    *n = 0;
-    if (!v)
-        return 0;
-    jp(p, base, key);
-    if (!json_is_array(v))
-        return em_fail_input(err, "%s: expected an array of strings, got %s", p, json_type_name(v));
-    size_t i;
-    json_t *s;
-    json_array_foreach(v, i, s)
-    {
-        if (!json_is_string(s)) {
-            jpi(q, p, i);
-            return em_fail_input(err, "%s: expected a string, got %s", q, json_type_name(s));
-        }
-    }
-    *out = xcalloc(json_array_size(v) + 1, sizeof **out);
-    json_array_foreach(v, i, s) (*out)[(*n)++] = xstrdup(json_string_value(s));
-    return 0;
+    return jfield_bool(obj, base, key, dflt, out, err);
 }
 
 static void strv_free(char **v, size_t n)
@@ -253,29 +116,12 @@ static void warn_unknown(pctx *c, json_t *obj, const char *base, const char *kno
     json_t *v;
     json_object_foreach(obj, k, v)
     {
-        char probe[72], p[PATH_BUF];
-        snprintf(probe, sizeof probe, " %.64s ", k);
-        if (strlen(k) <= 64 && strstr(known, probe))
+        if (jfield_known(known, k))
             continue;
-        jp(p, base, k);
+        char p[JFIELD_PATH_MAX];
+        jfield_path(p, base, k);
         warn(c, "unknown field `%s` ignored", p);
     }
-}
-
-static int refuse_unknown(json_t *obj, const char *base, const char *known, em_err *err)
-{
-    const char *k;
-    json_t *v;
-    json_object_foreach(obj, k, v)
-    {
-        char probe[72], p[PATH_BUF];
-        snprintf(probe, sizeof probe, " %.64s ", k);
-        if (strlen(k) <= 64 && strstr(known, probe))
-            continue;
-        jp(p, base, k);
-        return em_fail_input(err, "%s: unknown field", p);
-    }
-    return 0;
 }
 
 /* ---- size limits over the whole document ---- */
@@ -297,8 +143,8 @@ static int check_sizes(json_t *j, char *path, size_t plen, em_err *err)
         json_t *v;
         json_array_foreach(j, i, v)
         {
-            snprintf(path + plen, PATH_BUF - plen, "[%zu]", i);
-            if (check_sizes(v, path, strnlen(path, PATH_BUF - 1), err) < 0)
+            snprintf(path + plen, JFIELD_PATH_MAX - plen, "[%zu]", i);
+            if (check_sizes(v, path, strnlen(path, JFIELD_PATH_MAX - 1), err) < 0)
                 return -1;
             path[plen] = '\0';
         }
@@ -311,8 +157,8 @@ static int check_sizes(json_t *j, char *path, size_t plen, em_err *err)
         {
             if (strlen(k) > TASK_STRING_MAX)
                 return em_fail_input(err, "%s: a key is longer than the limit of %u bytes", shown, TASK_STRING_MAX);
-            snprintf(path + plen, PATH_BUF - plen, "%s%.64s", plen ? "." : "", k);
-            if (check_sizes(v, path, strnlen(path, PATH_BUF - 1), err) < 0)
+            snprintf(path + plen, JFIELD_PATH_MAX - plen, "%s%.64s", plen ? "." : "", k);
+            if (check_sizes(v, path, strnlen(path, JFIELD_PATH_MAX - 1), err) < 0)
                 return -1;
             path[plen] = '\0';
         }
@@ -427,8 +273,8 @@ static void argv_push(task_step *s, const char *a)
 
 static int parse_command(json_t *params, const char *base, task_step *s, em_err *err)
 {
-    char p[PATH_BUF], q[PATH_BUF];
-    jp(p, base, "command");
+    char p[JFIELD_PATH_MAX], q[JFIELD_PATH_MAX];
+    jfield_path(p, base, "command");
     json_t *cmd = json_object_get(params, "command");
     if (get_boolish(params, base, "shell", false, &s->shell, err) < 0)
         return -1;
@@ -451,12 +297,12 @@ static int parse_command(json_t *params, const char *base, task_step *s, em_err 
     json_array_foreach(cmd, i, a)
     {
         if (!json_is_string(a)) {
-            jpi(q, p, i);
+            jfield_index(q, p, i);
             return em_fail_input(err, "%s: expected a string, got %s", q, json_type_name(a));
         }
     }
     if (!json_string_length(json_array_get(cmd, 0))) {
-        jpi(q, p, 0);
+        jfield_index(q, p, 0);
         return em_fail_input(err, "%s: empty", q);
     }
     if (s->shell) {
@@ -535,8 +381,8 @@ static int download_source(const task *t, const char *url, const char *field, ta
 
 static int parse_files(pctx *c, json_t *params, const char *base, bool download, task_step *s, em_err *err)
 {
-    char p[PATH_BUF], q[PATH_BUF], f[PATH_BUF];
-    jp(p, base, "files");
+    char p[JFIELD_PATH_MAX], q[JFIELD_PATH_MAX], f[JFIELD_PATH_MAX];
+    jfield_path(p, base, "files");
     json_t *files = json_object_get(params, "files");
     if (!files)
         return em_fail_input(err, "%s: missing", p);
@@ -549,17 +395,17 @@ static int parse_files(pctx *c, json_t *params, const char *base, bool download,
     json_t *fj;
     json_array_foreach(files, i, fj)
     {
-        jpi(q, p, i);
+        jfield_index(q, p, i);
         if (!json_is_object(fj))
             return em_fail_input(err, "%s: expected an object, got %s", q, json_type_name(fj));
         const char *src, *dst;
         const char *src_key = download ? "url" : "local_path";
-        if (get_nonempty_str(fj, q, src_key, true, &src, err) < 0 ||
-            get_nonempty_str(fj, q, "path", true, &dst, err) < 0)
+        if (jfield_nonempty_str(fj, q, src_key, true, &src, err) < 0 ||
+            jfield_nonempty_str(fj, q, "path", true, &dst, err) < 0)
             return -1;
         warn_unknown(c, fj, q, download ? " url path " : " local_path path ");
         task_file *tf = &s->files[s->nfiles];
-        jp(f, q, src_key);
+        jfield_path(f, q, src_key);
         if (download) {
             if (download_source(c->t, src, f, tf, err) < 0) {
                 free(tf->url);
@@ -577,11 +423,11 @@ static int parse_files(pctx *c, json_t *params, const char *base, bool download,
 
 static int parse_region(json_t *params, const char *base, task_step *s, em_err *err)
 {
-    char p[PATH_BUF];
+    char p[JFIELD_PATH_MAX];
     json_t *r = json_object_get(params, "region");
     if (!r)
         return 0;
-    jp(p, base, "region");
+    jfield_path(p, base, "region");
     if (!json_is_array(r) || json_array_size(r) != 4)
         return em_fail_input(err, "%s: expected [x, y, w, h], got %s", p,
                              json_is_array(r) ? "an array of another size" : json_type_name(r));
@@ -604,12 +450,12 @@ static int parse_region(json_t *params, const char *base, task_step *s, em_err *
 static int parse_cache_name(json_t *params, const char *base, const char *key, char **out, em_err *err)
 {
     const char *v;
-    if (get_str(params, base, key, false, &v, err) < 0)
+    if (jfield_str(params, base, key, false, &v, err) < 0)
         return -1;
     if (!v || !*v) /* OSWorld's default is "": not saved */
         return 0;
-    char p[PATH_BUF];
-    jp(p, base, key);
+    char p[JFIELD_PATH_MAX];
+    jfield_path(p, base, key);
     if (strchr(v, '/') || !strcmp(v, ".") || !strcmp(v, "..") || v[0] == '.')
         return em_fail_input(err, "%s: `%.64s` must be a plain file name (no `/`, not starting with `.`)", p, v);
     *out = xstrdup(v);
@@ -618,18 +464,18 @@ static int parse_cache_name(json_t *params, const char *base, const char *key, c
 
 static int parse_until(json_t *params, const char *base, task_step *s, em_err *err)
 {
-    char p[PATH_BUF];
+    char p[JFIELD_PATH_MAX];
     json_t *u;
-    if (get_obj(params, base, "until", &u, err) < 0)
+    if (jfield_obj(params, base, "until", &u, err) < 0)
         return -1;
     if (!u || !json_object_size(u))
         return 0;
-    jp(p, base, "until");
+    jfield_path(p, base, "until");
     long rc;
     const char *str;
-    if (refuse_unknown(u, p, " returncode stdout stderr ", err) < 0 ||
-        get_int(u, p, "returncode", -255, 255, 0, &rc, err) < 0 || get_str(u, p, "stdout", false, &str, err) < 0 ||
-        get_str(u, p, "stderr", false, &str, err) < 0)
+    if (jfield_refuse_unknown(u, p, " returncode stdout stderr ", err) < 0 ||
+        jfield_int(u, p, "returncode", -255, 255, 0, &rc, err) < 0 || jfield_str(u, p, "stdout", false, &str, err) < 0 ||
+        jfield_str(u, p, "stderr", false, &str, err) < 0)
         return -1;
     s->until = u;
     return 0;
@@ -637,17 +483,17 @@ static int parse_until(json_t *params, const char *base, task_step *s, em_err *e
 
 static int parse_verification(json_t *params, const char *base, task_step *s, em_err *err)
 {
-    char p[PATH_BUF];
+    char p[JFIELD_PATH_MAX];
     json_t *v;
-    if (get_obj(params, base, "verification", &v, err) < 0)
+    if (jfield_obj(params, base, "verification", &v, err) < 0)
         return -1;
     if (!v || !json_object_size(v))
         return 0;
-    jp(p, base, "verification");
+    jfield_path(p, base, "verification");
     const char *str;
-    if (refuse_unknown(v, p, " window_exists command_success ", err) < 0 ||
-        get_nonempty_str(v, p, "window_exists", false, &str, err) < 0 ||
-        get_nonempty_str(v, p, "command_success", false, &str, err) < 0)
+    if (jfield_refuse_unknown(v, p, " window_exists command_success ", err) < 0 ||
+        jfield_nonempty_str(v, p, "window_exists", false, &str, err) < 0 ||
+        jfield_nonempty_str(v, p, "command_success", false, &str, err) < 0)
         return -1;
     s->verification = v;
     return 0;
@@ -655,8 +501,8 @@ static int parse_verification(json_t *params, const char *base, task_step *s, em
 
 static int parse_history(json_t *params, const char *base, task_step *s, em_err *err)
 {
-    char p[PATH_BUF], q[PATH_BUF];
-    jp(p, base, "history");
+    char p[JFIELD_PATH_MAX], q[JFIELD_PATH_MAX];
+    jfield_path(p, base, "history");
     json_t *h = json_object_get(params, "history");
     if (!h)
         return em_fail_input(err, "%s: missing", p);
@@ -666,13 +512,13 @@ static int parse_history(json_t *params, const char *base, task_step *s, em_err 
     json_t *e;
     json_array_foreach(h, i, e)
     {
-        jpi(q, p, i);
+        jfield_index(q, p, i);
         const char *str;
         double secs;
         if (!json_is_object(e))
             return em_fail_input(err, "%s: expected an object, got %s", q, json_type_name(e));
-        if (get_nonempty_str(e, q, "url", true, &str, err) < 0 || get_str(e, q, "title", false, &str, err) < 0 ||
-            get_num(e, q, "visit_time_from_now_in_seconds", 0, false, 100.0 * 365 * 86400, 0, &secs, err) < 0)
+        if (jfield_nonempty_str(e, q, "url", true, &str, err) < 0 || jfield_str(e, q, "title", false, &str, err) < 0 ||
+            jfield_num(e, q, "visit_time_from_now_in_seconds", 0, false, 100.0 * 365 * 86400, 0, &secs, err) < 0)
             return -1;
     }
     s->history = h;
@@ -682,8 +528,8 @@ static int parse_history(json_t *params, const char *base, task_step *s, em_err 
 /* act: OSWorld's action_seq, computer_13 objects or pyautogui code strings. */
 static int parse_act(json_t *params, const char *base, task_step *s, em_err *err)
 {
-    char p[PATH_BUF], q[PATH_BUF];
-    jp(p, base, "action_seq");
+    char p[JFIELD_PATH_MAX], q[JFIELD_PATH_MAX];
+    jfield_path(p, base, "action_seq");
     json_t *seq = json_object_get(params, "action_seq");
     if (!seq)
         return em_fail_input(err, "%s: missing", p);
@@ -694,7 +540,7 @@ static int parse_act(json_t *params, const char *base, task_step *s, em_err *err
     json_t *a;
     json_array_foreach(seq, i, a)
     {
-        jpi(q, p, i);
+        jfield_index(q, p, i);
         if (json_is_string(a)) {
             json_t *acts;
             if (pyautogui_parse(json_string_value(a), &acts, err) < 0)
@@ -704,7 +550,7 @@ static int parse_act(json_t *params, const char *base, task_step *s, em_err *err
         } else if (json_is_object(a)) {
             const char *type;
             action_type known;
-            if (get_str(a, q, "action_type", true, &type, err) < 0)
+            if (jfield_str(a, q, "action_type", true, &type, err) < 0)
                 return -1;
             if (!action_type_from_name(type, &known))
                 return em_fail_input(err, "%s.action_type: unknown action type `%.32s`", q, type);
@@ -721,12 +567,12 @@ static int parse_act(json_t *params, const char *base, task_step *s, em_err *err
 
 static int parse_step(pctx *c, json_t *j, const char *base, task_step *s, em_err *err)
 {
-    char p[PATH_BUF];
+    char p[JFIELD_PATH_MAX];
     memset(s, 0, sizeof *s);
     if (!json_is_object(j))
         return em_fail_input(err, "%s: expected an object, got %s", base, json_type_name(j));
     const char *type;
-    if (get_str(j, base, "type", true, &type, err) < 0)
+    if (jfield_str(j, base, "type", true, &type, err) < 0)
         return -1;
     size_t ti;
     for (ti = 0; ti < ARRAY_LEN(step_types) && strcmp(step_types[ti].name, type); ti++)
@@ -740,15 +586,15 @@ static int parse_step(pctx *c, json_t *j, const char *base, task_step *s, em_err
     warn_unknown(c, j, base, " type parameters ");
 
     json_t *params;
-    if (get_obj(j, base, "parameters", &params, err) < 0)
+    if (jfield_obj(j, base, "parameters", &params, err) < 0)
         return -1;
     s->params = params;
     json_auto_t *empty = NULL;
     if (!params)
         params = empty = json_object();
-    jp(p, base, "parameters");
+    jfield_path(p, base, "parameters");
     if (s->type == STEP_WAIT_SCREEN) {
-        if (refuse_unknown(params, p, step_types[ti].known, err) < 0)
+        if (jfield_refuse_unknown(params, p, step_types[ti].known, err) < 0)
             return -1;
     } else {
         warn_unknown(c, params, p, step_types[ti].known);
@@ -759,33 +605,33 @@ static int parse_step(pctx *c, json_t *j, const char *base, task_step *s, em_err
     switch (s->type) {
     case STEP_EXECUTE:
     case STEP_COMMAND:
-        if (get_num(params, p, "timeout", 0, true, STEP_TIMEOUT_MAX_S, STEP_TIMEOUT_DEFAULT_S, &s->timeout_s, err) <
+        if (jfield_num(params, p, "timeout", 0, true, STEP_TIMEOUT_MAX_S, STEP_TIMEOUT_DEFAULT_S, &s->timeout_s, err) <
                 0 ||
-            get_bool(params, p, "check", false, &s->check, err) < 0 || parse_cache_name(params, p, "stdout", &s->stdout_name, err) < 0 ||
+            jfield_bool(params, p, "check", false, &s->check, err) < 0 || parse_cache_name(params, p, "stdout", &s->stdout_name, err) < 0 ||
             parse_cache_name(params, p, "stderr", &s->stderr_name, err) < 0 || parse_until(params, p, s, err) < 0)
             return -1;
         return parse_command(params, p, s, err);
     case STEP_EXECUTE_WITH_VERIFICATION:
-        if (get_num(params, p, "timeout", 0, true, STEP_TIMEOUT_MAX_S, STEP_TIMEOUT_DEFAULT_S, &s->timeout_s, err) <
+        if (jfield_num(params, p, "timeout", 0, true, STEP_TIMEOUT_MAX_S, STEP_TIMEOUT_DEFAULT_S, &s->timeout_s, err) <
                 0 ||
-            get_num(params, p, "max_wait_time", 0, true, STEP_TIMEOUT_MAX_S, 10, &s->seconds, err) < 0 ||
-            get_num(params, p, "check_interval", 0, true, 60, 1, &s->check_interval_s, err) < 0 ||
+            jfield_num(params, p, "max_wait_time", 0, true, STEP_TIMEOUT_MAX_S, 10, &s->seconds, err) < 0 ||
+            jfield_num(params, p, "check_interval", 0, true, 60, 1, &s->check_interval_s, err) < 0 ||
             parse_verification(params, p, s, err) < 0)
             return -1;
         return parse_command(params, p, s, err);
     case STEP_CHROME_OPEN_TABS:
     case STEP_CHROME_CLOSE_TABS: {
         const char *key = s->type == STEP_CHROME_OPEN_TABS ? "urls_to_open" : "urls_to_close";
-        char q[PATH_BUF];
-        jp(q, p, key);
+        char q[JFIELD_PATH_MAX];
+        jfield_path(q, p, key);
         if (!json_object_get(params, key))
             return em_fail_input(err, "%s: missing", q);
-        if (get_str_array(params, p, key, &s->urls, &s->nurls, err) < 0)
+        if (jfield_str_array(params, p, key, &s->urls, &s->nurls, err) < 0)
             return -1;
         return s->nurls ? 0 : em_fail_input(err, "%s: empty", q);
     }
     case STEP_CHANGE_WALLPAPER:
-        if (get_nonempty_str(params, p, "path", true, &str, err) < 0)
+        if (jfield_nonempty_str(params, p, "path", true, &str, err) < 0)
             return -1;
         s->path = xstrdup(str);
         return 0;
@@ -799,7 +645,7 @@ static int parse_step(pctx *c, json_t *j, const char *base, task_step *s, em_err
     case STEP_LAUNCH:
         return parse_command(params, p, s, err);
     case STEP_OPEN:
-        if (get_nonempty_str(params, p, "path", true, &str, err) < 0)
+        if (jfield_nonempty_str(params, p, "path", true, &str, err) < 0)
             return -1;
         s->path = xstrdup(str);
         return 0;
@@ -807,31 +653,31 @@ static int parse_step(pctx *c, json_t *j, const char *base, task_step *s, em_err
     case STEP_DOWNLOAD:
         return parse_files(c, params, p, s->type == STEP_DOWNLOAD, s, err);
     case STEP_SLEEP: {
-        char q[PATH_BUF];
-        jp(q, p, "seconds");
+        char q[JFIELD_PATH_MAX];
+        jfield_path(q, p, "seconds");
         if (!json_object_get(params, "seconds"))
             return em_fail_input(err, "%s: missing", q);
-        return get_num(params, p, "seconds", 0, false, SLEEP_MAX_S, 0, &s->seconds, err);
+        return jfield_num(params, p, "seconds", 0, false, SLEEP_MAX_S, 0, &s->seconds, err);
     }
     case STEP_ACTIVATE_WINDOW:
     case STEP_CLOSE_WINDOW:
-        if (get_nonempty_str(params, p, "window_name", true, &str, err) < 0 ||
-            get_bool(params, p, "strict", false, &s->strict, err) < 0 ||
-            get_bool(params, p, "by_class", false, &s->by_class, err) < 0)
+        if (jfield_nonempty_str(params, p, "window_name", true, &str, err) < 0 ||
+            jfield_bool(params, p, "strict", false, &s->strict, err) < 0 ||
+            jfield_bool(params, p, "by_class", false, &s->by_class, err) < 0)
             return -1;
         s->window_name = xstrdup(str);
         return 0;
     case STEP_WAIT_SCREEN:
-        if (get_num(params, p, "timeout", 0, true, WAIT_SCREEN_TIMEOUT_MAX_S, WAIT_SCREEN_TIMEOUT_DEFAULT_S,
+        if (jfield_num(params, p, "timeout", 0, true, WAIT_SCREEN_TIMEOUT_MAX_S, WAIT_SCREEN_TIMEOUT_DEFAULT_S,
                     &s->timeout_s, err) < 0 ||
-            get_int(params, p, "stable_ms", 0, 60000, 1000, &l, err) < 0 ||
-            get_num(params, p, "tolerance", 0, false, 1, 0.01, &s->tolerance, err) < 0 ||
-            get_nonempty_str(params, p, "reference", false, &str, err) < 0 || parse_region(params, p, s, err) < 0)
+            jfield_int(params, p, "stable_ms", 0, 60000, 1000, &l, err) < 0 ||
+            jfield_num(params, p, "tolerance", 0, false, 1, 0.01, &s->tolerance, err) < 0 ||
+            jfield_nonempty_str(params, p, "reference", false, &str, err) < 0 || parse_region(params, p, s, err) < 0)
             return -1;
         s->stable_ms = (int)l;
         if (str && task_file_path(c->t->dir, str, false, &s->reference, err) < 0) {
-            char q[PATH_BUF];
-            jp(q, p, "reference");
+            char q[JFIELD_PATH_MAX];
+            jfield_path(q, p, "reference");
             return em_prefix(err, "%s: ", q);
         }
         return 0;
@@ -852,8 +698,8 @@ static int parse_steps(pctx *c, json_t *arr, const char *path, task_step **out, 
     json_t *j;
     json_array_foreach(arr, i, j)
     {
-        char p[PATH_BUF];
-        jpi(p, path, i);
+        char p[JFIELD_PATH_MAX];
+        jfield_index(p, path, i);
         if (parse_step(c, j, p, &(*out)[*n], err) < 0) {
             step_free(&(*out)[*n]);
             keep(c, -1, err);
@@ -880,7 +726,7 @@ static int evaluator_entry(json_t *ev, const char *key, bool is_list, size_t n, 
 {
     json_t *v = json_object_get(ev, key);
     *out = NULL;
-    snprintf(path, PATH_BUF, "evaluator.%s", key);
+    snprintf(path, JFIELD_PATH_MAX, "evaluator.%s", key);
     if (!v)
         return 0;
     if (is_list) {
@@ -888,7 +734,7 @@ static int evaluator_entry(json_t *ev, const char *key, bool is_list, size_t n, 
             return em_fail_input(err, "%s: expected an array of %zu items (one per func), got %s", path, n, json_type_name(v));
         if (json_array_size(v) != n)
             return em_fail_input(err, "%s: expected %zu items (one per func), got %zu", path, n, json_array_size(v));
-        snprintf(path, PATH_BUF, "evaluator.%s[%zu]", key, i);
+        snprintf(path, JFIELD_PATH_MAX, "evaluator.%s[%zu]", key, i);
         v = json_array_get(v, i);
     }
     if (json_is_null(v))
@@ -920,7 +766,7 @@ static int parse_evaluator(pctx *c, json_t *root, em_err *err)
         return em_fail_input(err, "evaluator.func: empty");
 
     const char *conj = "and";
-    if (get_str(ev, "evaluator", "conj", false, &conj, err) < 0)
+    if (jfield_str(ev, "evaluator", "conj", false, &conj, err) < 0)
         return -1;
     if (!conj)
         conj = "and";
@@ -930,7 +776,7 @@ static int parse_evaluator(pctx *c, json_t *root, em_err *err)
 
     t->metrics = xcalloc(n, sizeof *t->metrics);
     for (size_t i = 0; i < n; i++) {
-        char p[PATH_BUF];
+        char p[JFIELD_PATH_MAX];
         json_t *f = is_list ? json_array_get(func, i) : func;
         if (is_list)
             snprintf(p, sizeof p, "evaluator.func[%zu]", i);
@@ -984,13 +830,13 @@ static int parse_network_limits(task *t, json_t *net, em_err *err)
     t->net.max_conn_per_min = 0;
     t->net.op_max_bytes_out = 0;
     t->net.op_max_conn_per_min = 0;
-    if (get_obj(net, "network", "limits", &lim, err) < 0)
+    if (jfield_obj(net, "network", "limits", &lim, err) < 0)
         return -1;
     if (!lim)
         return 0;
-    if (refuse_unknown(lim, "network.limits", " max_bytes_out max_connections_per_minute ", err) < 0 ||
-        get_int(lim, "network.limits", "max_bytes_out", 1, NETPOLICY_BYTES_OUT_MAX, 0, &bytes, err) < 0 ||
-        get_int(lim, "network.limits", "max_connections_per_minute", 1, NETPOLICY_CONN_PER_MIN_MAX, 0, &conns, err) < 0)
+    if (jfield_refuse_unknown(lim, "network.limits", " max_bytes_out max_connections_per_minute ", err) < 0 ||
+        jfield_int(lim, "network.limits", "max_bytes_out", 1, NETPOLICY_BYTES_OUT_MAX, 0, &bytes, err) < 0 ||
+        jfield_int(lim, "network.limits", "max_connections_per_minute", 1, NETPOLICY_CONN_PER_MIN_MAX, 0, &conns, err) < 0)
         return -1;
     if (t->net.mode == NETPOLICY_NONE)
         return em_fail_input(err, "network.limits: only with network.mode \"allowlist\" (mode none sends nothing)");
@@ -1003,14 +849,14 @@ static int parse_network(task *t, json_t *root, em_err *err)
 {
     json_t *net;
     netpolicy_init(&t->net);
-    if (get_obj(root, "", "network", &net, err) < 0)
+    if (jfield_obj(root, "", "network", &net, err) < 0)
         return -1;
     if (!net)
         return parse_network_limits(t, NULL, err);
-    if (refuse_unknown(net, "network", " mode allow limits ", err) < 0)
+    if (jfield_refuse_unknown(net, "network", " mode allow limits ", err) < 0)
         return -1;
     const char *mode;
-    if (get_str(net, "network", "mode", false, &mode, err) < 0)
+    if (jfield_str(net, "network", "mode", false, &mode, err) < 0)
         return -1;
     json_t *allow = json_object_get(net, "allow");
     if (allow && !json_is_array(allow))
@@ -1025,8 +871,8 @@ static int parse_network(task *t, json_t *root, em_err *err)
     json_t *e;
     json_array_foreach(allow, i, e)
     {
-        char p[PATH_BUF];
-        jpi(p, "network.allow", i);
+        char p[JFIELD_PATH_MAX];
+        jfield_index(p, "network.allow", i);
         if (!json_is_string(e))
             return em_fail_input(err, "%s: expected a \"host:port\" string, got %s", p, json_type_name(e));
         if (netpolicy_add(&t->net, json_string_value(e), err) < 0)
@@ -1043,15 +889,15 @@ static int parse_limits(task *t, json_t *root, em_err *err)
     t->step_timeout_s = 60;
     t->episode_timeout_s = 600;
     t->settle_max_s = TASK_SETTLE_MAX_S;
-    if (get_obj(root, "", "limits", &lim, err) < 0)
+    if (jfield_obj(root, "", "limits", &lim, err) < 0)
         return -1;
     if (!lim)
         return 0;
-    if (refuse_unknown(lim, "limits", " max_steps step_timeout_s episode_timeout_s settle_max_s ", err) < 0 ||
-        get_int(lim, "limits", "max_steps", 1, 1000, 15, &steps, err) < 0 ||
-        get_num(lim, "limits", "step_timeout_s", 0, true, 3600, 60, &t->step_timeout_s, err) < 0 ||
-        get_num(lim, "limits", "episode_timeout_s", 0, true, 86400, 600, &t->episode_timeout_s, err) < 0 ||
-        get_num(lim, "limits", "settle_max_s", 0, true, 600, TASK_SETTLE_MAX_S, &t->settle_max_s, err) < 0)
+    if (jfield_refuse_unknown(lim, "limits", " max_steps step_timeout_s episode_timeout_s settle_max_s ", err) < 0 ||
+        jfield_int(lim, "limits", "max_steps", 1, 1000, 15, &steps, err) < 0 ||
+        jfield_num(lim, "limits", "step_timeout_s", 0, true, 3600, 60, &t->step_timeout_s, err) < 0 ||
+        jfield_num(lim, "limits", "episode_timeout_s", 0, true, 86400, 600, &t->episode_timeout_s, err) < 0 ||
+        jfield_num(lim, "limits", "settle_max_s", 0, true, 600, TASK_SETTLE_MAX_S, &t->settle_max_s, err) < 0)
         return -1;
     t->max_steps = (int)steps;
     return 0;
@@ -1071,8 +917,8 @@ static int parse_solution(task *t, json_t *root, em_err *err)
     json_t *a;
     json_array_foreach(sol, i, a)
     {
-        char p[PATH_BUF];
-        jpi(p, "solution", i);
+        char p[JFIELD_PATH_MAX];
+        jfield_index(p, "solution", i);
         if (!json_is_object(a))
             return em_fail_input(err, "%s: expected an action object, got %s", p, json_type_name(a));
         json_t *code = json_object_get(a, "pyautogui");
@@ -1088,7 +934,7 @@ static int parse_solution(task *t, json_t *root, em_err *err)
             json_decref(acts);
         } else {
             const char *type;
-            if (get_str(a, p, "action_type", true, &type, err) < 0)
+            if (jfield_str(a, p, "action_type", true, &type, err) < 0)
                 return -1;
             action_type known;
             if (!action_type_from_name(type, &known))
@@ -1138,7 +984,7 @@ static int parse_config_and_evaluator(pctx *c, em_err *err)
 static int parse_id(task *t, json_t *root, em_err *err)
 {
     const char *s;
-    if (get_str(root, "", "id", true, &s, err) < 0)
+    if (jfield_str(root, "", "id", true, &s, err) < 0)
         return -1;
     if (!valid_id(s))
         return em_fail_input(err, "id: `%.64s%s` must be 1 to %d characters of A-Z a-z 0-9 . _ -", s,
@@ -1159,7 +1005,7 @@ static int parse_source(task *t, json_t *root, em_err *err)
     size_t n;
     if (!json_is_array(v))
         return em_fail_input(err, "source: expected a string or an array of strings, got %s", json_type_name(v));
-    if (get_str_array(root, "", "source", &items, &n, err) < 0)
+    if (jfield_str_array(root, "", "source", &items, &n, err) < 0)
         return -1;
     sbuf b = {0};
     for (size_t i = 0; i < n; i++)
@@ -1172,7 +1018,7 @@ static int parse_source(task *t, json_t *root, em_err *err)
 static int parse_image(task *t, json_t *root, em_err *err)
 {
     const char *s;
-    if (get_str(root, "", "image", false, &s, err) < 0 || (s && check_name("image", s, err) < 0))
+    if (jfield_str(root, "", "image", false, &s, err) < 0 || (s && check_name("image", s, err) < 0))
         return -1;
     t->image = xstrdup(s ? s : IMAGE_DEFAULT);
     t->image_named = s != NULL;
@@ -1187,11 +1033,11 @@ static int parse_task(pctx *c, em_err *err)
 
     warn_unknown(c, root, "", TOP_LEVEL_KNOWN);
     keep(c, parse_id(t, root, err), err);
-    if (!keep(c, get_nonempty_str(root, "", "instruction", true, &s, err), err) && s)
+    if (!keep(c, jfield_nonempty_str(root, "", "instruction", true, &s, err), err) && s)
         t->instruction = xstrdup(s);
-    keep(c, get_str(root, "", "snapshot", false, &s, err), err);
+    keep(c, jfield_str(root, "", "snapshot", false, &s, err), err);
     keep(c, parse_source(t, root, err), err);
-    keep(c, get_str_array(root, "", "related_apps", &t->related_apps, &t->nrelated_apps, err), err);
+    keep(c, jfield_str_array(root, "", "related_apps", &t->related_apps, &t->nrelated_apps, err), err);
     keep(c, parse_image(t, root, err), err);
     keep(c, get_boolish(root, "", "proxy", false, &t->osworld_proxy, err), err);
     keep(c, get_boolish(root, "", "fixed_ip", false, &t->fixed_ip, err), err);
@@ -1241,7 +1087,7 @@ static int parse_doc(const char *json_text, size_t len, const char *base_dir, pc
         json_decref(root);
         return -1;
     }
-    char path[PATH_BUF] = "";
+    char path[JFIELD_PATH_MAX] = "";
     if (check_sizes(root, path, 0, err) < 0) {
         json_decref(root);
         return -1;
