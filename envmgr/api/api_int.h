@@ -16,7 +16,7 @@
 #include "envmgr/env/env.h"
 #include "envmgr/episode/episode.h"
 #include "envmgr/base/err.h"
-#include "evaluator/task.h"
+#include "envmgr/task/task.h"
 
 #define API_BODY_MAX ((size_t)2 << 20)       /* bytes of a request body (a task is at most 1 MiB) */
 #define API_ID_MAX 64                        /* bytes of an env id */

@@ -12,7 +12,7 @@
 #include "envmgr/base/paths.h"
 #include "envmgr/base/util.h"
 #include "envmgr/net/netpolicy.h"
-#include "evaluator/task.h"
+#include "envmgr/task/task.h"
 
 static const char usage[] =
     "usage: envmgr run TASK.json|SUITE_DIR --agent CMD [--env NAME] [--out DIR] [--record DIR]\n"

@@ -82,7 +82,6 @@ static int hold_guest(run *r, bool hold, em_err *err)
 #define EGRESS_TRACE_MAX 10000 /* refusals per trace; more are counted in a last line */
 #define EGRESS_TRACE_ALLOWED_MAX 50000 /* allowed connections: every one, within the trace's line limit */
 #define EGRESS_ARTIFACT_MAX 100000
-#define EGRESS_ARTIFACT ".egress.jsonl" /* a leading dot: no vm_file dest can overwrite it */
 
 static char *egress_path(run *r)
 {
@@ -841,7 +840,7 @@ int episode_finish(episode *ep, exit_cause cause, json_t **result, em_err *err)
         em_env_ops ops;
         r->ev.guest_ops(r->ev.ctx, &ops);
         if (rc == 0)
-            rc = evaluate_task(&ops, t, t->dir, r->artifacts, exit_cause_name(r->cause), &score, &reason, &details, err);
+            rc = evaluate_task(&ops, &t->eval, t->dir, r->artifacts, exit_cause_name(r->cause), &score, &reason, &details, err);
     } else {
         rc = finish_egress(r, err); /* what the guest sent before the env failed still counts */
         reason = xasprintf("not evaluated: %s", r->reason ? r->reason : "the env failed");

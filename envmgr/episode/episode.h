@@ -10,7 +10,7 @@
 #include "envmgr/base/exit_cause.h"
 #include "envmgr/env/env.h"
 #include "envmgr/episode/observation.h"
-#include "evaluator/task.h"
+#include "envmgr/task/task.h"
 
 typedef struct episode_opts {
     const char *agent_cmd;  /* the operator's command line (run through /bin/sh -c) */

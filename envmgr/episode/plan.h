@@ -7,7 +7,7 @@
 #include <stdbool.h>
 
 #include "envmgr/base/err.h"
-#include "evaluator/task.h"
+#include "envmgr/task/task.h"
 
 /* The operator's image choice (--image NAME [--force-image] on run, suite run and serve). */
 typedef struct plan_image_choice {

@@ -134,9 +134,9 @@ static const char *task_folder_use(const task *t)
     const char *u = folder_upload(t->config, t->nconfig);
     if (!u)
         u = folder_upload(t->postconfig, t->npostconfig);
-    for (size_t i = 0; !u && i < t->nmetrics; i++)
-        if (!(u = folder_getter(t->metrics[i].result)))
-            u = folder_getter(t->metrics[i].expected);
+    for (size_t i = 0; !u && i < t->eval.nmetrics; i++)
+        if (!(u = folder_getter(t->eval.metrics[i].result)))
+            u = folder_getter(t->eval.metrics[i].expected);
     return u;
 }
 

@@ -9,7 +9,7 @@
 
 #include "envmgr/env/env.h"
 #include "envmgr/episode/episode.h"
-#include "evaluator/task.h"
+#include "envmgr/task/task.h"
 #include "envmgr/base/exit_cause.h"
 #include "envmgr/base/paths.h"
 #include "envmgr/base/fileio.h"

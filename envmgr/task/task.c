@@ -3,7 +3,7 @@
  * checked here and exposed as C fields. Every error names the JSON path. */
 #include "envmgr/base/json_field.h"
 #include "envmgr/base/json_type.h"
-#include "task.h"
+#include "envmgr/task/task.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -353,7 +353,7 @@ int task_file_path(const char *dir, const char *p, bool must_exist, char **abs, 
 static int download_source(const task *t, const char *url, const char *field, task_file *tf, em_err *err)
 {
     char **host = &tf->host_path;
-    if (asset_url_is_remote(url)) {
+    if (url_is_remote(url)) {
         tf->url = xstrdup(url);
         return 0;
     }
@@ -710,110 +710,18 @@ static int parse_steps(pctx *c, json_t *arr, const char *path, task_step **out, 
     return 0;
 }
 
-/* ---- evaluator ---- */
+/* ---- evaluator: the evaluator's own part (evaluator/spec.h), then the postconfig steps ---- */
 
-static void metrics_free(task_metric *m, size_t n)
-{
-    for (size_t i = 0; m && i < n; i++)
-        free(m[i].func);
-    free(m);
-}
-
-/* evaluator.<key> for metric i: an object (or null) when func is a string,
- * an array parallel to func when it is a list. */
-static int evaluator_entry(json_t *ev, const char *key, bool is_list, size_t n, size_t i, json_t **out, char *path,
-                           em_err *err)
-{
-    json_t *v = json_object_get(ev, key);
-    *out = NULL;
-    snprintf(path, JFIELD_PATH_MAX, "evaluator.%s", key);
-    if (!v)
-        return 0;
-    if (is_list) {
-        if (!json_is_array(v))
-            return em_fail_input(err, "%s: expected an array of %zu items (one per func), got %s", path, n, json_type_name(v));
-        if (json_array_size(v) != n)
-            return em_fail_input(err, "%s: expected %zu items (one per func), got %zu", path, n, json_array_size(v));
-        snprintf(path, JFIELD_PATH_MAX, "evaluator.%s[%zu]", key, i);
-        v = json_array_get(v, i);
-    }
-    if (json_is_null(v))
-        return 0;
-    if (!json_is_object(v))
-        return em_fail_input(err, "%s: expected an object, got %s", path, json_type_name(v));
-    *out = v;
-    return 0;
-}
+static void keep_problem(void *ctx, em_err *err) { keep(ctx, -1, err); }
 
 static int parse_evaluator(pctx *c, json_t *root, em_err *err)
 {
     task *t = c->t;
     json_t *ev = json_object_get(root, "evaluator");
-    if (!ev)
-        return em_fail_input(err, "evaluator: missing");
-    if (!json_is_object(ev))
-        return em_fail_input(err, "evaluator: expected an object, got %s", json_type_name(ev));
-    warn_unknown(c, ev, "evaluator", " func result expected options conj postconfig ");
-
-    json_t *func = json_object_get(ev, "func");
-    if (!func)
-        return em_fail_input(err, "evaluator.func: missing");
-    bool is_list = json_is_array(func);
-    if (!is_list && !json_is_string(func))
-        return em_fail_input(err, "evaluator.func: expected a string or an array of strings, got %s", json_type_name(func));
-    size_t n = is_list ? json_array_size(func) : 1;
-    if (n == 0)
-        return em_fail_input(err, "evaluator.func: empty");
-
-    const char *conj = "and";
-    if (jfield_str(ev, "evaluator", "conj", false, &conj, err) < 0)
+    if (json_is_object(ev))
+        warn_unknown(c, ev, "evaluator", " func result expected options conj postconfig ");
+    if (eval_spec_parse(ev, &t->eval, keep_problem, c, err) < 0)
         return -1;
-    if (!conj)
-        conj = "and";
-    if (strcmp(conj, "and") && strcmp(conj, "or"))
-        return em_fail_input(err, "evaluator.conj: expected \"and\" or \"or\", got `%.32s`", conj);
-    t->conj_or = !strcmp(conj, "or");
-
-    t->metrics = xcalloc(n, sizeof *t->metrics);
-    for (size_t i = 0; i < n; i++) {
-        char p[JFIELD_PATH_MAX];
-        json_t *f = is_list ? json_array_get(func, i) : func;
-        if (is_list)
-            snprintf(p, sizeof p, "evaluator.func[%zu]", i);
-        else
-            snprintf(p, sizeof p, "evaluator.func");
-        if (!json_is_string(f)) {
-            keep(c, em_fail_input(err, "%s: expected a string, got %s", p, json_type_name(f)), err);
-            continue;
-        }
-        const char *name = json_string_value(f);
-        bool known = metric_known(name);
-        if (!known)
-            keep(c, em_fail_input(err, "%s: unknown metric `%.64s`%s", p, name, metric_unknown_hint()), err);
-        task_metric *m = &t->metrics[t->nmetrics++];
-        m->func = xstrdup(name);
-        if (!strcmp(name, "infeasible"))
-            t->infeasible = true;
-        /* The getters are checked even when the metric is unknown: every problem in one pass. */
-        if (evaluator_entry(ev, "result", is_list, n, i, &m->result, p, err) < 0)
-            return -1; /* result is not parallel to func: the same for every entry */
-        if (!m->result && known && metric_needs_result(name))
-            keep(c, em_fail_input(err, "%s: missing (metric `%s` needs a result)", p, name), err);
-        if (m->result && getter_check(m->result, err) < 0)
-            keep(c, em_prefix(err, "%s.", p), err);
-
-        if (evaluator_entry(ev, "expected", is_list, n, i, &m->expected, p, err) < 0)
-            return -1;
-        if (!m->expected && known && metric_needs_expected(name))
-            keep(c, em_fail_input(err, "%s: missing (metric `%s` needs an expected value)", p, name), err);
-        if (m->expected && getter_check(m->expected, err) < 0)
-            keep(c, em_prefix(err, "%s.", p), err);
-
-        if (evaluator_entry(ev, "options", is_list, n, i, &m->options, p, err) < 0)
-            return -1;
-        if (known && metric_check_options(name, m->options, err) < 0)
-            keep(c, em_prefix(err, "%s.", p), err);
-    }
     return parse_steps(c, json_object_get(ev, "postconfig"), "evaluator.postconfig", &t->postconfig, &t->npostconfig,
                        err);
 }
@@ -1175,7 +1083,7 @@ static void getter_urls(json_t *spec, const char ***v, size_t *n)
     size_t k = json_is_array(p) ? json_array_size(p) : 1;
     for (size_t i = 0; i < k; i++) {
         const char *u = json_string_value(json_is_array(p) ? json_array_get(p, i) : p);
-        if (u && asset_url_is_remote(u)) {
+        if (u && url_is_remote(u)) {
             *v = xrealloc(*v, (*n + 1) * sizeof **v);
             (*v)[(*n)++] = u;
         }
@@ -1198,9 +1106,9 @@ const char **task_asset_urls(const task *t, size_t *n)
     *n = 0;
     step_urls(t->config, t->nconfig, &v, n);
     step_urls(t->postconfig, t->npostconfig, &v, n);
-    for (size_t i = 0; i < t->nmetrics; i++) {
-        getter_urls(t->metrics[i].result, &v, n);
-        getter_urls(t->metrics[i].expected, &v, n);
+    for (size_t i = 0; i < t->eval.nmetrics; i++) {
+        getter_urls(t->eval.metrics[i].result, &v, n);
+        getter_urls(t->eval.metrics[i].expected, &v, n);
     }
     return v;
 }
@@ -1234,7 +1142,7 @@ void task_free(task *t)
     strv_free(t->related_apps, t->nrelated_apps);
     steps_free(t->config, t->nconfig);
     steps_free(t->postconfig, t->npostconfig);
-    metrics_free(t->metrics, t->nmetrics);
+    eval_spec_free(&t->eval);
     strv_free(t->warnings, t->nwarnings);
     free(t);
 }
@@ -1305,11 +1213,9 @@ int task_substitute(task *t, const task_vars *v, em_err *err)
     /* The parsed views hold copies of the old strings: parse them again. */
     steps_free(t->config, t->nconfig);
     steps_free(t->postconfig, t->npostconfig);
-    metrics_free(t->metrics, t->nmetrics);
+    eval_spec_free(&t->eval);
     t->config = t->postconfig = NULL;
-    t->metrics = NULL;
-    t->nconfig = t->npostconfig = t->nmetrics = 0;
-    t->infeasible = false;
+    t->nconfig = t->npostconfig = 0;
     pctx c = {.t = t, .warn = false};
     int rc = parse_config_and_evaluator(&c, err);
     problems_free(&c);

@@ -13,6 +13,7 @@
 
 #include "envmgr/base/err.h"
 #include "envmgr/net/netpolicy.h"
+#include "evaluator/spec.h"
 
 #define TASK_FILE_MAX (1u << 20)       /* bytes of a task file (or index) */
 #define TASK_STRING_MAX (64u * 1024)   /* bytes of any string in it */
@@ -89,14 +90,6 @@ typedef struct task_step {
     json_t *history;     /* borrowed */
 } task_step;
 
-/* One evaluator entry: func(result, expected, options). */
-typedef struct task_metric {
-    char *func;
-    json_t *result;      /* getter spec, NULL when absent (infeasible) */
-    json_t *expected;    /* getter spec or NULL */
-    json_t *options;     /* object or NULL */
-} task_metric;
-
 typedef struct task {
     json_t *json;        /* the whole document (after task_substitute_screen, the substituted one) */
     char *dir;           /* the task's folder: absolute when it exists */
@@ -108,10 +101,7 @@ typedef struct task {
     size_t nrelated_apps;
     task_step *config;
     size_t nconfig;
-    task_metric *metrics;
-    size_t nmetrics;
-    bool conj_or;        /* evaluator.conj == "or" */
-    bool infeasible;     /* an evaluator func is "infeasible" */
+    eval_spec eval;      /* the evaluator section's metrics, conj, infeasible (evaluator/spec.h) */
     task_step *postconfig;
     size_t npostconfig;
     netpolicy net;       /* network section: mode none or allowlist, rules in the net layer's grammar, and the
