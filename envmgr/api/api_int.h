@@ -87,10 +87,11 @@ int api_check_fields(json_t *obj, const char *allowed, api_error *ae);
  * form (an action object or {"pyautogui": code}), a new reference. */
 int api_parse_step(json_t *body, int w, int h, json_t **reply, api_error *ae);
 /* A task given in a request: a path (resolved inside task_root) or an inline
- * object (its folder is empty_dir, so it can name no host file). The screen
- * placeholders are substituted, and its network limits checked against net's
- * maxima (the server's --max-*; NULL: the defaults). *path is malloc'd (NULL
- * inline), sha the sha256 of the task text. */
+ * object (its folder is empty_dir, so it can name no host file), read once and
+ * settled by the episode plan (plan_settle) for screen w x h: its network limits
+ * against net's maxima (the server's --max-*; NULL: the defaults), the
+ * placeholders substituted. *path is malloc'd (NULL inline), sha the sha256 of
+ * the task text. */
 int api_parse_task(json_t *spec, const char *field, const char *task_root, const char *empty_dir,
                    const struct netpolicy *net, int w, int h,
                    const char *client_password,

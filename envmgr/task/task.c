@@ -19,6 +19,7 @@
 #include "envmgr/base/json_type.h"
 #include "envmgr/base/paths.h"
 #include "envmgr/base/sbuf.h"
+#include "envmgr/base/sha256.h"
 #include "envmgr/base/util.h"
 #include "envmgr/task/task_int.h"
 #include "evaluator/spec.h"
@@ -344,6 +345,7 @@ static int parse_doc(const char *json_text, size_t len, const char *base_dir, pc
     }
     task *t = xcalloc(1, sizeof *t);
     t->json = root;
+    sha256_hex(json_text, len, t->sha256);
     t->dir = folder_of(base_dir);
     c->t = t;
     c->warn = true;
@@ -475,6 +477,7 @@ void task_free(task *t)
     if (!t)
         return;
     json_decref(t->json);
+    json_decref(t->pristine);
     json_decref(t->solution);
     free(t->dir);
     free(t->id);

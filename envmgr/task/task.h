@@ -91,7 +91,9 @@ typedef struct task_step {
 } task_step;
 
 typedef struct task {
-    json_t *json;        /* the whole document (after task_substitute_screen, the substituted one) */
+    json_t *json;        /* the whole document (after task_substitute, the substituted one) */
+    json_t *pristine;    /* the document as read, kept by the first task_substitute (NULL before) */
+    char sha256[65];     /* of the bytes parsed: a task file's hash comes from the same read */
     char *dir;           /* the task's folder: absolute when it exists */
     char *id, *instruction;
     char *source;        /* NULL when absent */
@@ -163,7 +165,9 @@ typedef struct task_vars {
 
 /* Replace OSWorld's placeholders ({SCREEN_WIDTH}, {SCREEN_HEIGHT}, {SCREEN_WIDTH_HALF},
  * {SCREEN_HEIGHT_HALF}, {CLIENT_PASSWORD}) in every string of config and evaluator (and its
- * postconfig), as OSWorld does, and refresh the parsed steps and metrics. */
+ * postconfig), as OSWorld does, and refresh the parsed steps and metrics. Always from the document
+ * as read: a task checked against one screen can be settled again for another without reading
+ * its file again (the episode plan does both). */
 int task_substitute(task *t, const task_vars *v, em_err *err);
 /* The same with the screen only. */
 int task_substitute_screen(task *t, int w, int h, em_err *err);

@@ -67,17 +67,25 @@ int task_substitute(task *t, const task_vars *v, em_err *err)
     static const char *const names[NVARS] = {"{SCREEN_WIDTH_HALF}", "{SCREEN_HEIGHT_HALF}", "{SCREEN_WIDTH}",
                                              "{SCREEN_HEIGHT}", "{CLIENT_PASSWORD}"};
     const char *const values[NVARS] = {vw2, vh2, vw, vh, v->client_password};
-    json_t *config = json_object_get(t->json, "config"), *ev = json_object_get(t->json, "evaluator");
-    if (config)
-        substitute(config, names, values);
-    if (ev)
-        substitute(ev, names, values);
-    /* The parsed views hold copies of the old strings: parse them again. */
+    /* The parsed views hold pointers into the document: drop them before it changes. */
     task_steps_free(t->config, t->nconfig);
     task_steps_free(t->postconfig, t->npostconfig);
     eval_spec_free(&t->eval);
     t->config = t->postconfig = NULL;
     t->nconfig = t->npostconfig = 0;
+    if (!t->pristine) {
+        t->pristine = json_deep_copy(t->json);
+    } else {
+        json_decref(t->json);
+        t->json = json_deep_copy(t->pristine);
+    }
+    if (!t->pristine || !t->json)
+        return em_fail(err, "task_substitute: out of memory");
+    json_t *config = json_object_get(t->json, "config"), *ev = json_object_get(t->json, "evaluator");
+    if (config)
+        substitute(config, names, values);
+    if (ev)
+        substitute(ev, names, values);
     pctx c = {.t = t, .warn = false};
     int rc = task_parse_config_and_evaluator(&c, err);
     task_problems_free(&c);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "envmgr/base/fileio.h"
+#include "envmgr/base/sha256.h"
 #include "envmgr/base/util.h"
 #include "envmgr/task/task.h"
 #include "tests/unit/helpers/cunit_main.h"
@@ -719,9 +720,11 @@ static void test_screen_substitution(void)
     CU_ASSERT_STRING_EQUAL(t->postconfig[0].argv[2], "xdotool mousemove 640 0");
     /* only config and evaluator are substituted */
     CU_ASSERT_STRING_EQUAL(t->instruction, "click at {SCREEN_WIDTH}");
-    /* substituting again is harmless: nothing is left to replace */
+    /* substituting again starts from the document as read: the task settles for another screen
+     * (the episode plan checks it for the planned image, then for the env that runs) */
     CU_ASSERT_EQUAL(task_substitute_screen(t, 1920, 1080, &err), 0);
-    CU_ASSERT_STRING_EQUAL(t->config[0].argv[2], "640");
+    CU_ASSERT_STRING_EQUAL(t->config[0].argv[2], "960");
+    CU_ASSERT_STRING_EQUAL(t->postconfig[0].argv[2], "xdotool mousemove 960 0");
     CU_ASSERT_EQUAL(task_substitute_screen(t, 0, 1080, &err), -1);
     CU_ASSERT_STRING_EQUAL(err.msg, "screen size 0x1080 is out of range (1..16384)");
     task_free(t);
@@ -1072,7 +1075,26 @@ static void test_check_every_problem(void)
     CU_ASSERT_STRING_EQUAL(pieces[0].name, "execute");
 }
 
+/* A task file is read once: its hash is of the very bytes parsed, not of a second read. */
+static void test_sha_of_bytes_read(void)
+{
+    const char *text = "{\"id\": \"h\", \"instruction\": \"x\", \"evaluator\": {\"func\": \"infeasible\"}}";
+    _cleanup_free_ char *path = xasprintf("%s/h.json", test_tmpdir());
+    em_err err = {0};
+    CU_ASSERT_EQUAL_FATAL(write_file_atomic(path, text, strlen(text), 0644, &err), 0);
+    task *t = NULL;
+    CU_ASSERT_EQUAL_FATAL(task_load(path, &t, &err), 0);
+    char want[65];
+    sha256_hex(text, strlen(text), want);
+    CU_ASSERT_STRING_EQUAL(t->sha256, want);
+    CU_ASSERT_EQUAL(unlink(path), 0); /* nothing reads the file again */
+    CU_ASSERT_EQUAL(task_substitute_screen(t, 1280, 800, &err), 0);
+    CU_ASSERT_STRING_EQUAL(t->sha256, want); /* the hash is of what was read, not of the settled document */
+    task_free(t);
+}
+
 static CU_TestInfo tests[] = {
+    {"a task file's sha256 is of the bytes parsed", test_sha_of_bytes_read},
     {"a full valid task", test_full_task},
     {"defaults", test_defaults},
     {"top-level field errors", test_top_level_errors},
