@@ -85,6 +85,8 @@ static int run_folder(const char *target, const run_args *a, em_err *err)
     int rc = suite_run(s, &o, &summary, err);
     size_t n = s->ntasks;
     suite_free(s);
+    if (!summary) /* refused before any episode (an OUT that holds a run): no table of someone else's */
+        return rc;
     json_decref(summary);
     _cleanup_free_ char *path = xasprintf("%s/" SUITE_RESULTS_FILE, o.out_dir);
     json_t *lines = NULL, *final = NULL;
