@@ -83,10 +83,10 @@ static int run_folder(const char *target, const run_args *a, em_err *err)
     free(episode_agent_sandbox(a->ag.sandbox_off, &boxed));
     json_t *summary = NULL;
     int rc = suite_run(s, &o, &summary, err);
-    size_t n = s->ntasks;
-    suite_free(s);
-    if (!summary) /* refused before any episode (an OUT that holds a run): no table of someone else's */
+    if (!summary) { /* refused before any episode (an OUT that holds a run): no table of someone else's */
+        suite_free(s);
         return rc;
+    }
     json_decref(summary);
     _cleanup_free_ char *path = xasprintf("%s/" SUITE_RESULTS_FILE, o.out_dir);
     json_t *lines = NULL, *final = NULL;
@@ -95,26 +95,25 @@ static int run_folder(const char *target, const run_args *a, em_err *err)
         final = results_final(lines);
     printf("%-32s %6s %6s %8s  %s\n", "TASK", "SCORE", "STEPS", "SECONDS", "EXIT");
     double total = 0;
-    size_t ran = 0, i;
-    json_t *line;
-    json_array_foreach(lines, i, line)
-    {
-        _cleanup_free_ char *key = results_line_key(line);
-        if (!key || json_object_get(final, key) != line)
-            continue; /* an attempt that was retried */
+    size_t ran = 0, n = s->ntasks;
+    for (size_t i = 0; i < n; i++) { /* the suite's order: by task id */
+        _cleanup_free_ char *key = suite_episode_key(s->tasks[i].id, 0);
+        json_t *line = json_object_get(final, key);
+        if (!line)
+            continue; /* not run (interrupted) */
         const char *cause = json_string_value(json_object_get(line, "exit_cause"));
         if (cause && exit_cause_from_name(cause) == EXIT_UNSUPPORTED) {
-            printf("%-32s %6s %6s %8s  error: %s\n", json_string_value(json_object_get(line, "task_id")), "-", "-",
-                   "-", json_string_value(json_object_get(line, "reason")));
+            printf("%-32s %6s %6s %8s  error: %s\n", s->tasks[i].id, "-", "-", "-",
+                   json_string_value(json_object_get(line, "reason")));
             continue;
         }
         double score = json_number_value(json_object_get(line, "score"));
         total += score;
         ran++;
-        printf("%-32s %6.2f %6lld %8.1f  %s\n", json_string_value(json_object_get(line, "task_id")), score,
-               json_integer_value(json_object_get(line, "steps")),
+        printf("%-32s %6.2f %6lld %8.1f  %s\n", s->tasks[i].id, score, json_integer_value(json_object_get(line, "steps")),
                json_number_value(json_object_get(line, "duration_s")), cause ? cause : "?");
     }
+    suite_free(s);
     json_decref(final);
     json_decref(lines);
     if (rc == 0)
