@@ -1,5 +1,6 @@
-/* The evaluator's only way into an env. The env layer (guest agent, VNC)
- * fills this in; getters call through it and never learn about QEMU.
+/* The evaluator's only way into an env and the host around it. The env layer (guest agent, VNC,
+ * the asset cache, the egress log) fills this in; getters call through it and never learn about
+ * QEMU, libcurl or the proxy, so evaluator/ includes nothing above envmgr/base.
  * Tests fill it with callbacks that record calls and return canned data.
  *
  * Every callback returns 0 or a negative status with err set. Buffers
@@ -9,6 +10,7 @@
 #ifndef ENVMGR_ENV_OPS_H
 #define ENVMGR_ENV_OPS_H
 
+#include <jansson.h>
 #include <stddef.h>
 
 #include "envmgr/base/err.h"
@@ -34,6 +36,12 @@ typedef struct em_env_ops {
     int (*read_file)(void *ctx, const char *guest_path, size_t cap, char **data, size_t *len, em_err *err);
     /* Write the current screen as a PNG file on the host. */
     int (*screenshot_png)(void *ctx, const char *host_png_path, em_err *err);
+    /* An http(s) URL (url_is_remote) through the host's asset cache, pinned by the task folder's
+     * lock file (task_dir may be NULL): *host_path (malloc'd) is the cached copy to read. */
+    int (*fetch_asset)(void *ctx, const char *url, const char *task_dir, char **host_path, em_err *err);
+    /* The episode's egress events (what the episode runner recorded in artifact_dir), at most max,
+     * appended to the array *events (created when NULL). No record is an error. */
+    int (*egress_events)(void *ctx, const char *artifact_dir, size_t max, json_t **events, em_err *err);
     int screen_w, screen_h;
 } em_env_ops;
 

@@ -10,12 +10,10 @@
 
 #include "envmgr/base/err.h"
 #include "evaluator/env_ops.h"
-#include "evaluator/task.h"
 
 /* What one getter run sees. */
 typedef struct getter_call {
     const em_env_ops *ops;
-    const task *t;
     const char *artifact_dir; /* also the episode's cache (OSWorld's cache_dir) */
     const char *task_dir;
 } getter_call;

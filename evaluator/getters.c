@@ -16,8 +16,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "envmgr/net/assets.h"
-#include "envmgr/net/egress_log.h"
 #include "envmgr/base/sha256.h"
 #include "envmgr/base/fileio.h"
 #include "envmgr/base/sbuf.h"
@@ -175,12 +173,12 @@ static int check_multi(json_t *spec, bool cloud, em_err *err)
     }
     if (cloud && !getter_flag_true(multi)) {
         const char *u = json_string_value(p);
-        if (strstr(u, "://") && !asset_url_is_remote(u))
+        if (strstr(u, "://") && !url_is_remote(u))
             return em_fail_input(err, "path: `%.200s`: only http(s) URLs or files shipped with the task", u);
     }
     for (i = 0; cloud && getter_flag_true(multi) && i < n; i++) {
         const char *u = json_string_value(json_array_get(p, i));
-        if (strstr(u, "://") && !asset_url_is_remote(u))
+        if (strstr(u, "://") && !url_is_remote(u))
             return em_fail_input(err, "path[%zu]: `%.200s`: only http(s) URLs or files shipped with the task", i, u);
     }
     return 0;
@@ -452,16 +450,11 @@ static int fetch_cloud_file(const getter_call *gc, const char *src, const char *
 {
     *art = NULL;
     _cleanup_free_ char *from = NULL;
-    if (asset_url_is_remote(src)) {
-        asset_lock *lock = NULL;
-        asset_info ai;
-        if (asset_lock_for_task(gc->task_dir, &lock, err) < 0)
+    if (url_is_remote(src)) {
+        if (!gc->ops || !gc->ops->fetch_asset)
+            return em_fail(err, "cloud_file `%.200s`: no asset cache here (the getter works on an env)", src);
+        if (gc->ops->fetch_asset(gc->ops->ctx, src, gc->task_dir, &from, err) < 0)
             return em_prefix(err, "cloud_file: ");
-        int rc = asset_get(src, lock, 0, &ai, err);
-        asset_lock_free(lock);
-        if (rc < 0)
-            return em_prefix(err, "cloud_file: ");
-        from = ai.path;
     } else if (!gc->task_dir) {
         return em_fail(err, "cloud_file: no task folder");
     } else if (path_inside(gc->task_dir, src, true, &from, err) < 0) {
@@ -781,22 +774,19 @@ static int run_list_names(const getter_call *gc, json_t *spec, json_t **art, em_
     return 0;
 }
 
-/* The episode's egress events (docs/security.md): the episode runner writes
- * them to artifact_dir/.egress.jsonl before the evaluator runs, a name no
- * vm_file getter can produce (sanitized names never start with a dot). An
- * optional "verdict" keeps only allowed, denied or failed attempts. */
+/* The episode's egress events (docs/security.md), through the env seam (env/guest_ops.c reads
+ * what the episode runner recorded). An optional "verdict" keeps only allowed, denied or failed
+ * attempts. */
 #define EGRESS_EVENTS_MAX 100000
 static int run_egress_log(const getter_call *gc, json_t *spec, json_t **art, em_err *err)
 {
     const char *artifact_dir = gc->artifact_dir;
     if (!artifact_dir || !*artifact_dir)
         return em_fail(err, "egress_log: no artifact folder");
-    _cleanup_free_ char *path = xasprintf("%s/.egress.jsonl", artifact_dir);
-    if (access(path, F_OK) != 0)
+    if (!gc->ops || !gc->ops->egress_events)
         return em_fail(err, "egress_log: no egress record for this evaluation (the getter works inside an episode)");
-    uint64_t off = 0;
     json_t *events = NULL;
-    if (egress_log_read(path, &off, EGRESS_EVENTS_MAX, &events, err) < 0) {
+    if (gc->ops->egress_events(gc->ops->ctx, artifact_dir, EGRESS_EVENTS_MAX, &events, err) < 0) {
         json_decref(events);
         return em_prefix(err, "egress_log: ");
     }
@@ -924,17 +914,15 @@ static int run_list_directory(const getter_call *gc, json_t *spec, json_t **art,
     return 0;
 }
 
-int getter_run(const em_env_ops *ops, const task *t, json_t *spec, const char *artifact_dir, const char *task_dir,
+int getter_run(const em_env_ops *ops, json_t *spec, const char *artifact_dir, const char *task_dir,
                json_t **artifact, em_err *err)
 {
     *artifact = NULL;
     const getter_def *d = getter_find(spec, err);
     if (!d || d->check(spec, err) < 0)
         return em_prefix(err, "getter: ");
-    if (!task_dir && t)
-        task_dir = t->dir;
     if (d->writes && (!artifact_dir || !*artifact_dir))
         return em_fail(err, "%s: no artifact folder", d->name);
-    getter_call gc = {.ops = ops, .t = t, .artifact_dir = artifact_dir, .task_dir = task_dir};
+    getter_call gc = {.ops = ops, .artifact_dir = artifact_dir, .task_dir = task_dir};
     return d->run(&gc, spec, artifact, err);
 }

@@ -23,7 +23,6 @@
 
 #include "envmgr/base/err.h"
 #include "evaluator/env_ops.h"
-#include "evaluator/task.h"
 
 #define GETTER_FILE_CAP (16u << 20)   /* bytes of a guest file */
 #define GETTER_OUTPUT_CAP (1u << 20)  /* bytes of command output */
@@ -38,9 +37,9 @@ int getter_check(json_t *spec, em_err *err);
 
 /* Run a spec and return a new artifact (*artifact, caller decrefs).
  * ops may be NULL when only host-side getters (rule, cache_file,
- * local_file) are used; t may be NULL. task_dir NULL means t->dir.
+ * local_file) are used. task_dir: the task's folder, or NULL.
  * Messages start with the getter type ("vm_file `/tmp/x`: ..."). */
-int getter_run(const em_env_ops *ops, const task *t, json_t *spec, const char *artifact_dir, const char *task_dir,
+int getter_run(const em_env_ops *ops, json_t *spec, const char *artifact_dir, const char *task_dir,
                json_t **artifact, em_err *err);
 
 /* A JSON string of untrusted bytes: NUL bytes and invalid UTF-8 become

@@ -26,7 +26,6 @@
 #include "evaluator/getters.h"
 #include "evaluator/registry.h"
 #include "evaluator/sandbox.h"
-#include "evaluator/task.h"
 
 #define SHOW_MAX 80 /* characters of a value quoted in a reason */
 

@@ -16,7 +16,7 @@ static json_t *reason_json(const char *r)
 }
 
 /* "evaluator.result" for a single func, "evaluator.result[i]" for a list. */
-static char *entry_path(const task *t, const char *key, size_t i)
+static char *entry_path(const eval_spec *t, const char *key, size_t i)
 {
     return t->nmetrics > 1 ? xasprintf("evaluator.%s[%zu]", key, i) : xasprintf("evaluator.%s", key);
 }
@@ -68,7 +68,7 @@ static void flag_stderr(json_t *flags, const char *path, json_t *spec, json_t *a
 }
 
 /* Fetch one side; on failure *art stays NULL and *why says what went wrong. */
-static void fetch(const em_env_ops *ops, const task *t, json_t *spec, const char *key, size_t i,
+static void fetch(const em_env_ops *ops, const eval_spec *t, json_t *spec, const char *key, size_t i,
                   const char *artifact_dir, const char *task_dir, json_t *flags, json_t **art, char **why)
 {
     *art = NULL;
@@ -76,7 +76,7 @@ static void fetch(const em_env_ops *ops, const task *t, json_t *spec, const char
         return;
     em_err e = {0};
     _cleanup_free_ char *path = entry_path(t, key, i);
-    if (getter_run(ops, t, spec, artifact_dir, task_dir, art, &e) < 0) {
+    if (getter_run(ops, spec, artifact_dir, task_dir, art, &e) < 0) {
         *why = xasprintf("%s: %s", path, e.msg);
         return;
     }
@@ -94,11 +94,11 @@ static void fetch(const em_env_ops *ops, const task *t, json_t *spec, const char
 }
 
 /* Returns METRIC_SCORED or METRIC_EVALUATOR_ERROR (then *reason is the error). */
-static int run_metric(const em_env_ops *ops, const task *t, size_t i, const char *artifact_dir, const char *task_dir,
+static int run_metric(const em_env_ops *ops, const eval_spec *t, size_t i, const char *artifact_dir, const char *task_dir,
                       const char *agent_exit, json_t *detail, json_t *flags, double *score, char **reason)
 {
     int outcome = METRIC_SCORED;
-    const task_metric *m = &t->metrics[i];
+    const eval_metric *m = &t->metrics[i];
     json_t *result = NULL, *expected = NULL;
     char *why = NULL;
     *score = 0;
@@ -133,7 +133,7 @@ static int run_metric(const em_env_ops *ops, const task *t, size_t i, const char
     return outcome;
 }
 
-int evaluate_task(const em_env_ops *ops, const task *t, const char *task_dir, const char *artifact_dir,
+int evaluate_task(const em_env_ops *ops, const eval_spec *t, const char *task_dir, const char *artifact_dir,
                   const char *agent_exit, double *score, char **reason, json_t **details, em_err *err)
 {
     if (!t || !score || !reason || !details)
@@ -143,8 +143,6 @@ int evaluate_task(const em_env_ops *ops, const task *t, const char *task_dir, co
     *details = NULL;
     if (!artifact_dir || !*artifact_dir)
         return em_fail(err, "evaluate_task: no artifact folder");
-    if (!task_dir)
-        task_dir = t->dir;
     if (t->nmetrics == 0)
         return em_fail(err, "evaluate_task: the task has no metric");
 

@@ -21,9 +21,10 @@
 
 #include "envmgr/base/err.h"
 #include "evaluator/env_ops.h"
-#include "evaluator/task.h"
+#include "evaluator/spec.h"
 
-/* task_dir NULL means t->dir. agent_exit is how the episode ended ("done",
+/* ev: the task's evaluator spec; task_dir: its folder (local_file, scripts shipped with it), or
+ * NULL. agent_exit is how the episode ended ("done",
  * "fail", "timeout", "max_steps", ...; NULL when unknown). On success
  * *score is 0..1, *reason one line (malloc'd) and *details a new object:
  *   {"conj": "and"|"or", "score": s, "reason": "...",
@@ -32,7 +33,7 @@
  *                 "result": artifact|null, "expected": artifact|null} | {"func", "skipped": true}]}
  * With status "evaluator_error", *score is 0 and is not a score: *reason is the error.
  * Returns negative only for programmer errors (NULL task, no artifact_dir). */
-int evaluate_task(const em_env_ops *ops, const task *t, const char *task_dir, const char *artifact_dir,
+int evaluate_task(const em_env_ops *ops, const eval_spec *ev, const char *task_dir, const char *artifact_dir,
                   const char *agent_exit, double *score, char **reason, json_t **details, em_err *err);
 
 #endif

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "envmgr/base/json_field.h"
 #include "envmgr/base/json_type.h"
 #include "envmgr/base/util.h"
 
@@ -57,27 +58,12 @@ bool action_type_from_name(const char *name, action_type *out)
     return false;
 }
 
-/* Coordinates may come as 640 or 640.0 (agents print floats); anything else is an error. */
-static int get_number(json_t *obj, const char *field, bool required, double *out, bool *present, em_err *err)
-{
-    json_t *v = json_object_get(obj, field);
-    *present = v != NULL;
-    if (!v)
-        return required ? em_fail_input(err, "action.%s: missing", field) : 0;
-    if (!json_is_number(v))
-        return em_fail_input(err, "action.%s: expected a number, got %s", field, json_type_name(v));
-    double d = json_number_value(v);
-    if (!isfinite(d))
-        return em_fail_input(err, "action.%s: not a finite number", field);
-    *out = d;
-    return 0;
-}
-
+/* Coordinates may come as 640 or 640.0 (agents print floats): jfield_number. */
 static int get_int_in(json_t *obj, const char *field, bool required, long lo, long hi, int *out, bool *present,
                       em_err *err)
 {
     double d = 0;
-    if (get_number(obj, field, required, &d, present, err) < 0 || !*present)
+    if (jfield_number(obj, "action", field, required, &d, present, err) < 0 || !*present)
         return *present ? -1 : (required ? -1 : 0);
     if (d != floor(d))
         return em_fail_input(err, "action.%s: expected a whole number, got %g", field, d);
@@ -91,7 +77,7 @@ static int get_xy(json_t *obj, bool required, int w, int h, action *a, em_err *e
 {
     bool hx = false, hy = false;
     double x = 0, y = 0;
-    if (get_number(obj, "x", required, &x, &hx, err) < 0 || get_number(obj, "y", required, &y, &hy, err) < 0)
+    if (jfield_number(obj, "action", "x", required, &x, &hx, err) < 0 || jfield_number(obj, "action", "y", required, &y, &hy, err) < 0)
         return -1;
     if (hx != hy)
         return em_fail_input(err, "action.%s: missing (x and y go together)", hx ? "y" : "x");
@@ -150,9 +136,7 @@ static int check_fields(json_t *obj, const char *allowed, em_err *err)
     {
         if (!strcmp(k, "action_type"))
             continue;
-        char probe[72];
-        snprintf(probe, sizeof probe, " %.64s ", k);
-        if (strlen(k) > 64 || !strstr(allowed, probe))
+        if (!jfield_known(allowed, k))
             return em_fail_input(err, "action.%.64s: unknown field for this action type", k);
     }
     return 0;
@@ -190,15 +174,12 @@ static int parse_fields(json_t *j, int w, int h, action *a, const char *allowed,
         return 0;
     }
     case ACT_TYPING: {
-        json_t *t = json_object_get(j, "text");
-        if (!t)
-            return em_fail_input(err, "action.text: missing");
-        if (!json_is_string(t))
-            return em_fail_input(err, "action.text: expected a string, got %s", json_type_name(t));
-        size_t n = json_string_length(t);
+        const char *s;
+        if (jfield_str(j, "action", "text", true, &s, err) < 0)
+            return -1;
+        size_t n = json_string_length(json_object_get(j, "text"));
         if (n > ACTION_TEXT_MAX)
             return em_fail_input(err, "action.text: %zu bytes is more than the limit of %d", n, ACTION_TEXT_MAX);
-        const char *s = json_string_value(t);
         for (size_t i = 0; i < n; i++) {
             key_code k;
             if (key_for_char((unsigned char)s[i], &k) < 0)
@@ -239,7 +220,7 @@ static int parse_fields(json_t *j, int w, int h, action *a, const char *allowed,
     }
     case ACT_WAIT:
         a->seconds = 1.0;
-        if (get_number(j, "seconds", false, &a->seconds, &present, err) < 0)
+        if (jfield_number(j, "action", "seconds", false, &a->seconds, &present, err) < 0)
             return -1;
         if (a->seconds < 0 || a->seconds > ACTION_WAIT_MAX_S)
             return em_fail_input(err, "action.seconds: %g is out of range (0..%g)", a->seconds, ACTION_WAIT_MAX_S);
@@ -248,17 +229,15 @@ static int parse_fields(json_t *j, int w, int h, action *a, const char *allowed,
     case ACT_DONE:
         return 0;
     case ACT_PYAUTOGUI: {
-        json_t *c = json_object_get(j, "code");
-        if (!c)
-            return em_fail_input(err, "action.code: missing");
-        if (!json_is_string(c))
-            return em_fail_input(err, "action.code: expected a string, got %s", json_type_name(c));
-        size_t n = json_string_length(c);
+        const char *code;
+        if (jfield_str(j, "action", "code", true, &code, err) < 0)
+            return -1;
+        size_t n = json_string_length(json_object_get(j, "code"));
         if (n == 0 || n > PYAUTOGUI_CODE_MAX)
             return em_fail_input(err, "action.code: %zu bytes (1 to %d)", n, PYAUTOGUI_CODE_MAX);
-        if (strlen(json_string_value(c)) != n) /* an argv string in the guest */
+        if (strlen(code) != n) /* an argv string in the guest */
             return em_fail_input(err, "action.code: contains a NUL byte");
-        a->text = xstrdup(json_string_value(c));
+        a->text = xstrdup(code);
         return 0;
     }
     }
@@ -270,12 +249,9 @@ int action_parse(json_t *j, int w, int h, action *a, em_err *err)
     memset(a, 0, sizeof *a);
     if (!json_is_object(j))
         return em_fail_input(err, "action: expected a JSON object, got %s", j ? json_type_name(j) : "nothing");
-    json_t *t = json_object_get(j, "action_type");
-    if (!t)
-        return em_fail_input(err, "action.action_type: missing");
-    const char *name = json_string_value(t);
-    if (!name)
-        return em_fail_input(err, "action.action_type: expected a string, got %s", json_type_name(t));
+    const char *name;
+    if (jfield_str(j, "action", "action_type", true, &name, err) < 0)
+        return -1;
     for (size_t i = 0; i < ARRAY_LEN(types); i++) {
         if (strcmp(name, types[i].name))
             continue;

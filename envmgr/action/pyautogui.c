@@ -27,7 +27,6 @@
 #define TEXT_CHUNK ACTION_TEXT_MAX
 #define WAIT_CHUNK_S ACTION_WAIT_MAX_S
 #define SCROLL_CHUNK 50
-#define SLEEP_MAX_S 3600.0
 #define COORD_MAX 1e6
 #define LIST_MAX 1000
 #define ARGS_MAX 16
@@ -972,8 +971,8 @@ static int do_sleep(parser *p, call *c)
         return fail_arg(p, c, "secs", "missing");
     if (v->kind != V_NUM)
         return fail_arg(p, c, "secs", "expected a number, got %s", kind_name(v));
-    if (!(v->num >= 0 && v->num <= SLEEP_MAX_S))
-        return fail_arg(p, c, "secs", "%g is out of range (0..%g)", v->num, SLEEP_MAX_S);
+    if (!(v->num >= 0 && v->num <= PYAUTOGUI_SLEEP_MAX_S))
+        return fail_arg(p, c, "secs", "%g is out of range (0..%g)", v->num, PYAUTOGUI_SLEEP_MAX_S);
     for (double left = v->num; left > 0; left -= WAIT_CHUNK_S) {
         json_t *a = act("WAIT");
         json_object_set_new(a, "seconds", json_real(left > WAIT_CHUNK_S ? WAIT_CHUNK_S : left));

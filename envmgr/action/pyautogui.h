@@ -29,6 +29,7 @@
 #include "envmgr/base/err.h"
 
 #define PYAUTOGUI_CODE_MAX (64 * 1024) /* bytes of code accepted */
+#define PYAUTOGUI_SLEEP_MAX_S 3600.0 /* time.sleep(secs) in code, and a setup step's sleep */
 #define PYAUTOGUI_ACTIONS_MAX 1000     /* actions one piece of code may expand to */
 
 /* Translate code into a new JSON array of actions (*actions, caller decrefs).

@@ -385,8 +385,8 @@ void api_h_create(api_request *q, api_reply *r)
         state_free(st);
     }
     /* Check the task before a VM starts: bad input costs nothing. The image is the request's own (or
-     * its state's), else plan_image's rule with serve's --image; coordinates are checked against its
-     * screen. */
+     * its state's), else plan_image's rule with serve's --image; the task is read once and settled
+     * by the episode plan, for the guessed screen, the image's, then the env's own. */
     task *t = NULL;
     char *tpath = NULL, sha[65] = "";
     plan_image_choice choice = {.image = jimage ? json_string_value(jimage) : state_image ? state_image : s->cfg.image,
@@ -405,29 +405,25 @@ void api_h_create(api_request *q, api_reply *r)
     if (t) {
         int tw, th;
         image_screen(image_copy, &tw, &th);
-        if (tw != w || th != h) { /* the task runs on another screen than guessed: check it against that one */
+        task_vars v = {.screen_w = tw, .screen_h = th};
+        if ((tw != w || th != h) && plan_settle(t, s->cfg.net, &v, &err) < 0) { /* on another screen than guessed */
             task_free(t);
-            t = NULL;
             free(tpath);
-            tpath = NULL;
-            if (api_parse_task(jtask, "task", s->cfg.task_root, s->empty_dir, s->cfg.net, tw, th, NULL, &t, &tpath, sha, &ae_) < 0) {
-                free(image_copy);
-                return api_reply_error(r, &ae_);
-            }
+            free(image_copy);
+            api_fail_em(&ae_, &err, "task");
+            return api_reply_error(r, &ae_);
         }
     } else {
         image_copy = xstrdup(guess);
     }
-    task_free(t);
-    t = NULL;
-    free(tpath);
-    tpath = NULL;
 
     pthread_mutex_lock(&s->lock);
     if (s->stopping || s->nenvs >= s->cfg.max_envs) {
         bool stopping = s->stopping;
         pthread_mutex_unlock(&s->lock);
         free(image_copy);
+        task_free(t);
+        free(tpath);
         if (stopping)
             return reply_fail(r, 503, "", "the server is stopping");
         api_fail(&ae_, 429, "", "this server already owns %d envs (--max-envs); DELETE one first", s->cfg.max_envs);
@@ -442,16 +438,19 @@ void api_h_create(api_request *q, api_reply *r)
     pthread_mutex_init(&ae->mu, NULL);
     snprintf(ae->id, sizeof ae->id, "api%d-%ld", (int)getpid(), n);
     ae->image = image_copy;
+    ae->t = t; /* the one reading; settled again below for the env's own screen and user */
+    ae->task_path = tpath;
+    memcpy(ae->task_sha, sha, sizeof sha);
     iso8601_now(ae->created, sizeof ae->created);
     env_up_opts uo = {.name = ae->id, .image = image_copy,
                       .accel = jaccel ? json_string_value(jaccel) : s->cfg.accel ? s->cfg.accel : "auto",
                       .net = s->cfg.net, .from_state = jfrom ? json_string_value(jfrom) : NULL};
     double t0 = now_ms();
     int rc = env_up(&uo, &ae->e, NULL, &err);
-    if (rc == 0 && jtask) { /* now with the image's real screen size and user password */
-        _cleanup_free_ char *pw = env_user_password(ae->e);
-        rc = api_parse_task(jtask, "task", s->cfg.task_root, s->empty_dir, s->cfg.net, env_width(ae->e), env_height(ae->e), pw,
-                            &ae->t, &ae->task_path, ae->task_sha, &ae_) < 0 ? -2 : 0;
+    if (rc == 0 && ae->t && plan_for_env(ae->e, ae->t, &err) < 0) /* its real screen size and user password */
+    {
+        api_fail_em(&ae_, &err, "task");
+        rc = -2;
     }
     if (rc == 0)
         hold_idle(ae);

@@ -16,7 +16,7 @@
 #include "envmgr/env/env.h"
 #include "envmgr/episode/episode.h"
 #include "envmgr/base/err.h"
-#include "evaluator/task.h"
+#include "envmgr/task/task.h"
 
 #define API_BODY_MAX ((size_t)2 << 20)       /* bytes of a request body (a task is at most 1 MiB) */
 #define API_ID_MAX 64                        /* bytes of an env id */
@@ -87,10 +87,11 @@ int api_check_fields(json_t *obj, const char *allowed, api_error *ae);
  * form (an action object or {"pyautogui": code}), a new reference. */
 int api_parse_step(json_t *body, int w, int h, json_t **reply, api_error *ae);
 /* A task given in a request: a path (resolved inside task_root) or an inline
- * object (its folder is empty_dir, so it can name no host file). The screen
- * placeholders are substituted, and its network limits checked against net's
- * maxima (the server's --max-*; NULL: the defaults). *path is malloc'd (NULL
- * inline), sha the sha256 of the task text. */
+ * object (its folder is empty_dir, so it can name no host file), read once and
+ * settled by the episode plan (plan_settle) for screen w x h: its network limits
+ * against net's maxima (the server's --max-*; NULL: the defaults), the
+ * placeholders substituted. *path is malloc'd (NULL inline), sha the sha256 of
+ * the task text. */
 int api_parse_task(json_t *spec, const char *field, const char *task_root, const char *empty_dir,
                    const struct netpolicy *net, int w, int h,
                    const char *client_password,

@@ -10,6 +10,7 @@
 #include "envmgr/action/actions.h"
 #include "envmgr/api/api_int.h"
 #include "envmgr/action/pyautogui.h"
+#include "envmgr/episode/plan.h"
 #include "envmgr/base/sha256.h"
 #include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
@@ -253,7 +254,7 @@ int api_parse_task(json_t *spec, const char *field, const char *task_root, const
         if (!p[0] || path_inside(task_root, p, true, &abs, &err) < 0)
             return api_fail(ae, 400, field, "%s: `%.200s`: %s", field, p,
                             p[0] ? err.msg : "empty path");
-        if (task_load(abs, &t, &err) < 0 || sha256_file_hex(abs, sha, &err) < 0) {
+        if (task_load(abs, &t, &err) < 0) {
             free(abs);
             task_free(t);
             return api_fail_em(ae, &err, field);
@@ -264,7 +265,6 @@ int api_parse_task(json_t *spec, const char *field, const char *task_root, const
         if (!text)
             return api_fail(ae, 400, field, "%s: cannot be serialised", field);
         size_t len = strlen(text);
-        sha256_hex(text, len, sha);
         int rc = task_parse(text, len, empty_dir, &t, &err);
         free(text);
         if (rc < 0)
@@ -272,10 +272,9 @@ int api_parse_task(json_t *spec, const char *field, const char *task_root, const
     } else {
         return api_fail(ae, 400, field, "%s: expected a task object or a task file path", field);
     }
-    netpolicy dflt;
-    netpolicy_init(&dflt);
+    memcpy(sha, t->sha256, sizeof t->sha256); /* of the bytes parsed: one reading */
     task_vars v = {.screen_w = w, .screen_h = h, .client_password = client_password};
-    if (netpolicy_check_task(net ? net : &dflt, &t->net, &err) < 0 || task_substitute(t, &v, &err) < 0) {
+    if (plan_settle(t, net, &v, &err) < 0) {
         task_free(t);
         free(*path);
         *path = NULL;

@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -341,4 +342,10 @@ void hex_encode(const void *data, size_t n, char *out)
         out[2 * i + 1] = hex[d[i] & 15];
     }
     out[2 * n] = '\0';
+}
+
+bool url_is_remote(const char *url)
+{
+    size_t n = !strncasecmp(url, "http://", 7) ? 7 : !strncasecmp(url, "https://", 8) ? 8 : 0;
+    return n && url[n] && url[n] != '/';
 }

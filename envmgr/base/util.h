@@ -68,6 +68,9 @@ bool pid_running(pid_t pid);
  * with '-', no empty label, at most 253 bytes. lowercase_only: the canonical
  * form the egress proxy compares against. */
 bool dns_name_valid(const char *h, bool lowercase_only);
+/* http:// or https:// (case-insensitive scheme) with a host: a URL fetched on the host (an
+ * asset), not a file shipped with a task. */
+bool url_is_remote(const char *url);
 
 int parse_int(const char *s, long min, long max, long *out);
 /* n bytes as lowercase hex into out (2n + 1 bytes, NUL-terminated). */

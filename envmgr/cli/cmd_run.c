@@ -9,10 +9,14 @@
 #include "envmgr/env/env.h"
 #include "envmgr/episode/episode.h"
 #include "envmgr/episode/plan.h"
+#include "envmgr/base/exit_cause.h"
 #include "envmgr/base/paths.h"
 #include "envmgr/base/util.h"
+#include "envmgr/suite/results_log.h"
+#include "envmgr/suite/suite.h"
+#include "envmgr/suite/suite_pool.h"
 #include "envmgr/net/netpolicy.h"
-#include "evaluator/task.h"
+#include "envmgr/task/task.h"
 
 static const char usage[] =
     "usage: envmgr run TASK.json|SUITE_DIR --agent CMD [--env NAME] [--out DIR] [--record DIR]\n"
@@ -22,9 +26,10 @@ static const char usage[] =
     "                  [--max-egress-bytes N] [--max-connections-per-minute N]\n"
     "  Run episodes: restore the clean snapshot, run the task's setup, let the agent act\n"
     "  (docs/agent-protocol.md), run postconfig and the evaluator, revert. Prints the score and\n"
-    "  writes OUT/result.json and the trace (OUT/trace, or --record DIR). A folder runs its tasks\n"
-    "  in sequence into OUT/<task id>/ and prints a table.\n"
-    "  --env NAME      use this existing env (reverted after the run); default: a temporary env\n"
+    "  writes OUT/result.json and the trace (OUT/trace, or --record DIR). A folder runs as a suite\n"
+    "  with one env (`envmgr suite run --envs 1`: OUT/results.jsonl, OUT/traces/<id>/, summary.json)\n"
+    "  and prints a table.\n"
+    "  --env NAME      use this existing env (reverted after the run; one task only); default: a temporary env\n"
     "  --out DIR       default: ./envmgr-out/<task id> (one task) or ./envmgr-out (a folder)\n"
     "  --settle-ms MS  after each action wait until the screen was still and the guest idle (vCPUs\n"
     "                  and disk) for MS (default 300), at most the task's limits.settle_max_s\n"
@@ -55,19 +60,65 @@ typedef struct run_args {
     cli_agent ag; /* --agent-env, --agent-sandbox */
 } run_args;
 
-static int one(env *e, bool fresh, const char *path, const char *out_dir, const run_args *a, json_t **res,
-               em_err *err)
+/* `envmgr run DIR`: a suite with one slot (the suite runner, suite_pool.h), then the table of
+ * its results.jsonl, one row a task in the suite's order, and the mean. */
+static int run_folder(const char *target, const run_args *a, em_err *err)
 {
-    task *t = NULL;
-    if (task_load(path, &t, err) < 0)
+    suite *s = NULL;
+    if (suite_load(target, 1, 1, false, &a->image, &s, err) < 0)
         return -1;
-    int rc = episode_prepare_task(e, t, err);
-    episode_opts o = {.agent_cmd = a->agent, .out_dir = out_dir, .trace_dir = a->record, .fresh = fresh,
-                      .settle_ms = a->settle_ms, .late_probe_ms = a->late_probe_ms, .observation = a->observation,
-                      .agent_env = a->ag.env, .agent_sandbox_off = a->ag.sandbox_off, .video = a->video};
+    pool_opts o = POOL_OPTS_DEFAULTS;
+    o.agent = a->agent;
+    o.out_dir = a->out ? a->out : "envmgr-out";
+    o.accel = a->accel;
+    o.envs = 1;
+    o.settle_ms = a->settle_ms;
+    o.observation = a->observation;
+    o.video = a->video;
+    o.agent_env = a->ag.env;
+    o.agent_sandbox_off = a->ag.sandbox_off;
+    o.progress = 0;
+    o.net = a->has_net ? &a->net : NULL;
+    bool boxed; /* decided (and said) once, before the worker forks */
+    free(episode_agent_sandbox(a->ag.sandbox_off, &boxed));
+    json_t *summary = NULL;
+    int rc = suite_run(s, &o, &summary, err);
+    if (!summary) { /* refused before any episode (an OUT that holds a run): no table of someone else's */
+        suite_free(s);
+        return rc;
+    }
+    json_decref(summary);
+    _cleanup_free_ char *path = xasprintf("%s/" SUITE_RESULTS_FILE, o.out_dir);
+    json_t *lines = NULL, *final = NULL;
+    em_err rerr = {0};
+    if (results_read(path, &lines, NULL, &rerr) == 0)
+        final = results_final(lines);
+    printf("%-32s %6s %6s %8s  %s\n", "TASK", "SCORE", "STEPS", "SECONDS", "EXIT");
+    double total = 0;
+    size_t ran = 0, n = s->ntasks;
+    for (size_t i = 0; i < n; i++) { /* the suite's order: by task id */
+        _cleanup_free_ char *key = suite_episode_key(s->tasks[i].id, 0);
+        json_t *line = json_object_get(final, key);
+        if (!line)
+            continue; /* not run (interrupted) */
+        const char *cause = json_string_value(json_object_get(line, "exit_cause"));
+        if (cause && exit_cause_from_name(cause) == EXIT_UNSUPPORTED) {
+            printf("%-32s %6s %6s %8s  error: %s\n", s->tasks[i].id, "-", "-", "-",
+                   json_string_value(json_object_get(line, "reason")));
+            continue;
+        }
+        double score = json_number_value(json_object_get(line, "score"));
+        total += score;
+        ran++;
+        printf("%-32s %6.2f %6lld %8.1f  %s\n", s->tasks[i].id, score, json_integer_value(json_object_get(line, "steps")),
+               json_number_value(json_object_get(line, "duration_s")), cause ? cause : "?");
+    }
+    suite_free(s);
+    json_decref(final);
+    json_decref(lines);
     if (rc == 0)
-        rc = episode_run(e, t, path, &o, res, err);
-    task_free(t);
+        printf("%zu of %zu tasks ran, mean score %.3f\n", ran, n, ran ? total / (double)ran : 0.0);
+    fflush(stdout);
     return rc;
 }
 
@@ -155,107 +206,63 @@ int cmd_run(int argc, char **argv)
     struct stat st;
     if (stat(target, &st) < 0)
         return cli_usage_error(usage, "run: `%s` does not exist", target);
-    bool suite = S_ISDIR(st.st_mode);
-    _cleanup_free_ char *image = xstrdup(a.image.image ? a.image.image : IMAGE_DEFAULT);
-    char **paths = NULL;
-    size_t n = 0;
-    if (suite) {
-        if (task_list_dir(target, &paths, &n, &err) < 0)
-            return cli_report(&err);
-        if (n == 0) {
-            task_paths_free(paths, n);
-            return cli_usage_error(usage, "run: no task files in `%s`", target);
-        }
+    if (S_ISDIR(st.st_mode)) {
+        if (a.env_name)
+            return cli_usage_error(usage, "--env: only for a single task (a folder runs as a one-slot suite in its "
+                                          "own env)");
         if (a.record)
-            return cli_usage_error(usage, "--record: only for a single task (a folder records into OUT/<id>/trace)");
-    } else {
-        /* Check the task before any VM starts: bad input costs nothing. */
-        task *t;
-        if (task_load(target, &t, &err) < 0)
-            return cli_report(&err);
-        if (!a.env_name && netpolicy_check_task(&a.net, &t->net, &err) < 0) { /* --env: episode_prepare_task */
-            task_free(t);
-            em_prefix(&err, "%s: ", target);
-            return cli_report(&err);
-        }
-        free(image);
-        image = NULL;
-        int prc = a.env_name ? 0 : plan_image(t, &a.image, &image, &err); /* --env: episode_prepare_task */
-        task_free(t);
-        if (prc < 0) {
-            em_prefix(&err, "%s: ", target);
-            return cli_report(&err);
-        }
-        paths = xcalloc(1, sizeof *paths);
-        paths[0] = xstrdup(target);
-        n = 1;
+            return cli_usage_error(usage, "--record: only for a single task (a folder records into "
+                                          "OUT/traces/<id>/trace)");
+        if (a.late_probe_ms > 0)
+            return cli_usage_error(usage, "--probe-late: only for a single task");
+        return run_folder(target, &a, &err) < 0 ? cli_report(&err) : 0;
     }
-
+    /* The task is read once; the plan checks it before any VM starts (bad input costs nothing),
+     * then settles it for the env that runs it. */
+    task *t;
+    if (task_load(target, &t, &err) < 0)
+        return cli_report(&err);
+    _cleanup_free_ char *image = NULL;
+    if (!a.env_name && plan_new_env(t, &a.image, &a.net, &image, &err) < 0) { /* --env: plan_for_env */
+        task_free(t);
+        em_prefix(&err, "%s: ", target);
+        return cli_report(&err);
+    }
     env *e = NULL;
-    bool temporary = !a.env_name, fresh = false;
+    bool temporary = !a.env_name;
     char temp_name[64];
     int rc;
     if (temporary) {
         snprintf(temp_name, sizeof temp_name, "run-%d", (int)getpid());
         env_up_opts uo = {.name = temp_name, .image = image, .accel = a.accel, .net = a.has_net ? &a.net : NULL};
         rc = env_up(&uo, &e, NULL, &err);
-        fresh = true;
     } else {
         rc = env_open(a.env_name, &e, &err);
     }
     if (rc < 0) {
-        task_paths_free(paths, n);
+        task_free(t);
         return cli_report(&err);
     }
-    if (suite)
-        printf("%-32s %6s %6s %8s  %s\n", "TASK", "SCORE", "STEPS", "SECONDS", "EXIT");
-    double total = 0;
-    size_t ran = 0;
-    for (size_t i = 0; i < n && rc == 0; i++) {
-        const char *base = strrchr(paths[i], '/') ? strrchr(paths[i], '/') + 1 : paths[i];
-        _cleanup_free_ char *id = xstrdup(base);
-        char *dot = strrchr(id, '.');
-        if (dot)
-            *dot = '\0';
-        _cleanup_free_ char *out = suite ? xasprintf("%s/%s", a.out ? a.out : "envmgr-out", id)
-                                         : xstrdup(a.out ? a.out : "envmgr-out");
-        if (!suite && !a.out) {
-            free(out);
-            out = xasprintf("envmgr-out/%s", id);
-        }
-        json_t *res = NULL;
-        em_err terr = {0};
-        if (one(e, fresh, paths[i], out, &a, &res, &terr) < 0) {
-            if (interrupted() || !suite) {
-                err = terr;
-                rc = -1;
-                break;
-            }
-            printf("%-32s %6s %6s %8s  error: %s\n", id, "-", "-", "-", terr.msg);
-            fresh = false;
-            continue;
-        }
-        fresh = false;
-        double score = json_real_value(json_object_get(res, "score"));
-        total += score;
-        ran++;
-        if (suite)
-            printf("%-32s %6.2f %6lld %8.1f  %s\n", json_string_value(json_object_get(res, "task_id")), score,
-                   json_integer_value(json_object_get(res, "steps")),
-                   json_real_value(json_object_get(json_object_get(res, "timings"), "total_s")),
-                   json_string_value(json_object_get(res, "exit_cause")));
-        else
-            printf("%s: score %.2f (%s, %lld steps, %.1f s) — %s\n", json_string_value(json_object_get(res, "task_id")),
-                   score, json_string_value(json_object_get(res, "exit_cause")),
-                   json_integer_value(json_object_get(res, "steps")),
-                   json_real_value(json_object_get(json_object_get(res, "timings"), "total_s")),
-                   json_string_value(json_object_get(res, "reason")));
+    const char *base = strrchr(target, '/') ? strrchr(target, '/') + 1 : target, *dot = strrchr(base, '.');
+    _cleanup_free_ char *out = a.out ? xstrdup(a.out)
+                                     : xasprintf("envmgr-out/%.*s", (int)(dot ? dot - base : (long)strlen(base)), base);
+    json_t *res = NULL;
+    rc = plan_for_env(e, t, &err);
+    episode_opts o = {.agent_cmd = a.agent, .out_dir = out, .trace_dir = a.record, .fresh = temporary,
+                      .settle_ms = a.settle_ms, .late_probe_ms = a.late_probe_ms, .observation = a.observation,
+                      .agent_env = a.ag.env, .agent_sandbox_off = a.ag.sandbox_off, .video = a.video};
+    if (rc == 0)
+        rc = episode_run(e, t, target, &o, &res, &err);
+    task_free(t);
+    if (rc == 0) {
+        printf("%s: score %.2f (%s, %lld steps, %.1f s) — %s\n", json_string_value(json_object_get(res, "task_id")),
+               json_real_value(json_object_get(res, "score")), json_string_value(json_object_get(res, "exit_cause")),
+               json_integer_value(json_object_get(res, "steps")),
+               json_real_value(json_object_get(json_object_get(res, "timings"), "total_s")),
+               json_string_value(json_object_get(res, "reason")));
         fflush(stdout);
-        json_decref(res);
     }
-    if (suite && rc == 0)
-        printf("%zu of %zu tasks ran, mean score %.3f\n", ran, n, ran ? total / (double)ran : 0.0);
-    task_paths_free(paths, n);
+    json_decref(res);
     em_err cerr = {0};
     if (temporary) {
         env_close(e);

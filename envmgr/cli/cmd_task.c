@@ -12,7 +12,7 @@
 #include "evaluator/getters.h"
 #include "evaluator/metrics.h"
 #include "evaluator/osworld.h"
-#include "evaluator/task.h"
+#include "envmgr/task/task.h"
 
 static const char usage[] =
     "usage: envmgr task check PATH... [--json]\n"

@@ -43,7 +43,7 @@ int cmd_task_get(int argc, char **argv)
     em_env_ops ops;
     guest_ops_bind(e, &ops);
     json_t *art = NULL;
-    int rc = getter_run(&ops, NULL, spec, out, NULL, &art, &err);
+    int rc = getter_run(&ops, spec, out, NULL, &art, &err);
     env_close(e);
     if (rc < 0)
         return cli_report(&err);

@@ -6,7 +6,7 @@
 #include "envmgr/env/env.h"
 #include "envmgr/base/paths.h"
 #include "envmgr/base/util.h"
-#include "evaluator/task.h"
+#include "envmgr/task/task.h"
 
 static const char usage[] =
     "usage: envmgr up --name NAME [--image IMAGE | --from-state STATE] [--accel auto|kvm|tcg]\n"

@@ -3,9 +3,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <unistd.h>
+
 #include "envmgr/base/png.h"
 #include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
+#include "envmgr/net/assets.h"
+#include "envmgr/net/egress_log.h"
 
 #define ARGV_WRAP_MAX 16
 
@@ -96,9 +100,39 @@ static int op_screenshot(void *ctx, const char *host_png_path, em_err *err)
     return write_file_atomic(host_png_path, png->data, png->len, 0644, err);
 }
 
+static int op_fetch_asset(void *ctx, const char *url, const char *task_dir, char **host_path, em_err *err)
+{
+    asset_lock *lock = NULL;
+    asset_info ai;
+    *host_path = NULL;
+    if (asset_lock_for_task(task_dir, &lock, err) < 0)
+        return -1;
+    int rc = asset_get(url, lock, 0, &ai, err);
+    asset_lock_free(lock);
+    if (rc == 0)
+        *host_path = ai.path;
+    return rc;
+}
+
+static int op_egress_events(void *ctx, const char *artifact_dir, size_t max, json_t **events, em_err *err)
+{
+    _cleanup_free_ char *path = xasprintf("%s/" EGRESS_ARTIFACT, artifact_dir);
+    if (access(path, F_OK) != 0)
+        return em_fail(err, "no egress record for this evaluation (the getter works inside an episode)");
+    uint64_t off = 0;
+    return egress_log_read(path, &off, max, events, err);
+}
+
+void guest_ops_bind_host(em_env_ops *ops)
+{
+    ops->fetch_asset = op_fetch_asset;
+    ops->egress_events = op_egress_events;
+}
+
 void guest_ops_bind(env *e, em_env_ops *ops)
 {
     memset(ops, 0, sizeof *ops);
+    guest_ops_bind_host(ops);
     ops->ctx = e;
     ops->exec = op_exec;
     ops->read_file = op_read_file;

@@ -10,6 +10,8 @@
 #define GUEST_DESKTOP_USER "user" /* the image's autologin user (vm-images/README.md) */
 
 void guest_ops_bind(env *e, em_env_ops *ops);
+/* Only the host side of the seam (asset cache, egress log), for getters run without a guest. */
+void guest_ops_bind_host(em_env_ops *ops);
 
 /* Run argv in the guest. as_user: as the desktop user with its display and
  * home, as OSWorld's in-guest server does; else as root with DISPLAY=:0.

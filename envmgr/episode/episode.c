@@ -84,7 +84,6 @@ static int hold_guest(run *r, bool hold, em_err *err)
 #define EGRESS_TRACE_MAX 10000 /* refusals per trace; more are counted in a last line */
 #define EGRESS_TRACE_ALLOWED_MAX 50000 /* allowed connections: every one, within the trace's line limit */
 #define EGRESS_ARTIFACT_MAX 100000
-#define EGRESS_ARTIFACT ".egress.jsonl" /* a leading dot: no vm_file dest can overwrite it */
 
 static char *egress_path(run *r)
 {
@@ -734,10 +733,8 @@ int episode_begin_with(const episode_env *ev, const task *t, const char *task_pa
     r->setup_flags = json_array();
     char task_sha[65];
     int rc = mkdir_p(r->artifacts, 0755, err);
-    if (rc == 0 && task_sha256)
-        snprintf(task_sha, sizeof task_sha, "%s", task_sha256);
-    else if (rc == 0)
-        rc = task_path ? sha256_file_hex(task_path, task_sha, err) : em_fail(err, "episode: no task file nor sha256");
+    /* The hash of the bytes the task was parsed from (task.sha256), never a second read of its file. */
+    snprintf(task_sha, sizeof task_sha, "%s", task_sha256 ? task_sha256 : t->sha256);
     double t_reset = now_ms();
     if (rc == 0 && ev->hold && ev->hold(ev->ctx, false, err) < 0) /* an idle env may wait paused */
         rc = -1;
@@ -871,7 +868,7 @@ int episode_finish(episode *ep, exit_cause cause, json_t **result, em_err *err)
         em_env_ops ops;
         r->ev.guest_ops(r->ev.ctx, &ops);
         if (rc == 0)
-            rc = evaluate_task(&ops, t, t->dir, r->artifacts, exit_cause_name(r->cause), &score, &reason, &details, err);
+            rc = evaluate_task(&ops, &t->eval, t->dir, r->artifacts, exit_cause_name(r->cause), &score, &reason, &details, err);
     } else {
         rc = finish_egress(r, err); /* what the guest sent before the env failed still counts */
         reason = xasprintf("not evaluated: %s", r->reason ? r->reason : "the env failed");
@@ -949,17 +946,6 @@ int episode_finish(episode *ep, exit_cause cause, json_t **result, em_err *err)
     }
     *result = res;
     return 0;
-}
-
-int episode_prepare_task(env *e, task *t, em_err *err)
-{
-    netpolicy cur;
-    if (plan_check_apps(t, env_manifest(e), err) < 0 || env_network(e, &cur, err) < 0 ||
-        netpolicy_check_task(&cur, &t->net, err) < 0)
-        return -1;
-    _cleanup_free_ char *pw = env_user_password(e);
-    task_vars v = {.screen_w = env_width(e), .screen_h = env_height(e), .client_password = pw};
-    return task_substitute(t, &v, err);
 }
 
 int episode_run(env *e, const task *t, const char *task_path, const episode_opts *o, json_t **result, em_err *err)

@@ -10,7 +10,7 @@
 #include "envmgr/base/exit_cause.h"
 #include "envmgr/env/env.h"
 #include "envmgr/episode/observation.h"
-#include "evaluator/task.h"
+#include "envmgr/task/task.h"
 
 typedef struct episode_opts {
     const char *agent_cmd;  /* the operator's command line (run through /bin/sh -c) */
@@ -44,8 +44,8 @@ typedef struct episode_step_out {
 } episode_step_out;
 
 /* Reset e (unless o->fresh), open the trace, run the task's config steps and
- * let the screen settle. task_path may be NULL (an inline task) when
- * task_sha256 is given. A failed setup step does not fail the call: the
+ * let the screen settle. task_path may be NULL (an inline task); task_sha256
+ * NULL means t->sha256 (the bytes t was parsed from). A failed setup step does not fail the call: the
  * episode is then already ended with exit cause env_error. */
 int episode_begin(env *e, const task *t, const char *task_path, const char *task_sha256, const episode_opts *o,
                   episode **out, em_err *err);
@@ -84,10 +84,6 @@ void episode_abandon(episode *ep);
  * said once on stderr when the host cannot give it: a suite asks before it forks its workers. */
 char *episode_agent_sandbox(bool off, bool *boxed);
 
-/* Check t's network limits against e's maxima (netpolicy_check_task: an input error naming the
- * field), then replace OSWorld's placeholders in t for env e: its screen size and its image
- * user's password ({CLIENT_PASSWORD}); task_substitute. */
-int episode_prepare_task(env *e, task *t, em_err *err);
 
 /* Runs the episode in e. Returns 0 when the episode ran (whatever its score
  * or exit cause); *result is the result.json object. Returns -1 only when

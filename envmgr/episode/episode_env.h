@@ -14,7 +14,7 @@
 #include "envmgr/episode/setup.h"
 #include "envmgr/net/netpolicy.h"
 #include "evaluator/env_ops.h"
-#include "evaluator/task.h"
+#include "envmgr/task/task.h"
 
 typedef struct episode_env {
     void *ctx;

@@ -32,7 +32,7 @@ int obs_fetch_tree(const episode_env *ev, trace_writer *tw, char sha[65], em_err
      * not showing), read in a fraction of the time (docs/agent-protocol.md). */
     json_auto_t *spec = json_pack("{s:s,s:b}", "type", "accessibility_tree", "showing", 1);
     json_auto_t *art = NULL;
-    if (getter_run(&ops, NULL, spec, NULL, NULL, &art, err) < 0)
+    if (getter_run(&ops, spec, NULL, NULL, &art, err) < 0)
         return em_prefix(err, "observation: ");
     json_t *v = json_object_get(art, "value");
     return trace_add_a11y(tw, json_string_value(v), json_string_length(v), sha, err) < 0

@@ -93,3 +93,47 @@ int plan_image(const task *t, const plan_image_choice *op, char **image, em_err 
     *image = xstrdup(name);
     return 0;
 }
+
+int plan_settle(task *t, const netpolicy *net, const task_vars *v, em_err *err)
+{
+    netpolicy dflt;
+    if (!net) {
+        netpolicy_init(&dflt);
+        net = &dflt;
+    }
+    if (netpolicy_check_task(net, &t->net, err) < 0)
+        return -1;
+    return v ? task_substitute(t, v, err) : 0;
+}
+
+int plan_new_env(task *t, const plan_image_choice *op, const netpolicy *op_net, char **image, em_err *err)
+{
+    *image = NULL;
+    if (plan_image(t, op, image, err) < 0)
+        return -1;
+    _cleanup_free_ char *dir = paths_image_dir(*image);
+    manifest *m = NULL;
+    task_vars v = {.screen_w = MANIFEST_DEFAULT_WIDTH, .screen_h = MANIFEST_DEFAULT_HEIGHT};
+    em_err ignored = {0};
+    if (manifest_load(dir, &m, &ignored) == 0) { /* else env_up fails on the image itself, with its own message */
+        v.screen_w = m->width;
+        v.screen_h = m->height;
+        manifest_free(m);
+    }
+    if (plan_settle(t, op_net, &v, err) < 0) {
+        free(*image);
+        *image = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+int plan_for_env(env *e, task *t, em_err *err)
+{
+    netpolicy cur;
+    if (plan_check_apps(t, env_manifest(e), err) < 0 || env_network(e, &cur, err) < 0)
+        return -1;
+    _cleanup_free_ char *pw = env_user_password(e);
+    task_vars v = {.screen_w = env_width(e), .screen_h = env_height(e), .client_password = pw};
+    return plan_settle(t, &cur, &v, err);
+}

@@ -1,13 +1,19 @@
-/* The episode plan: what every front end (envmgr run, suite run, the HTTP API) settles the same
- * way before a VM starts. Today: which image a task runs on, by one rule, and whether that image
- * has the applications the task is about. docs/architecture.md, "The episode plan". */
+/* The episode plan: what every front end (envmgr run, suite run, the HTTP API, replay) settles the
+ * same way, and the only place that decides it: which image a task runs on (one rule), whether
+ * that image has the applications the task is about, the task's network section and limits
+ * against the operator's or the env's policy and maxima, and OSWorld's placeholders for the
+ * env's screen and user. The task is read once (task_load; its hash is task.sha256): the plan
+ * settles that one reading, for a planned env and again for the env that runs.
+ * docs/architecture.md, "The episode plan". */
 #ifndef ENVMGR_EPISODE_PLAN_H
 #define ENVMGR_EPISODE_PLAN_H
 
 #include <stdbool.h>
 
 #include "envmgr/base/err.h"
-#include "evaluator/task.h"
+#include "envmgr/env/env.h"
+#include "envmgr/net/netpolicy.h"
+#include "envmgr/task/task.h"
 
 /* The operator's image choice (--image NAME [--force-image] on run, suite run and serve). */
 typedef struct plan_image_choice {
@@ -23,8 +29,23 @@ typedef struct plan_image_choice {
 int plan_image(const task *t, const plan_image_choice *op, char **image, em_err *err);
 
 /* Whether the image has every application t's related_apps names; the same refusal as plan_image.
- * For an env that already runs (--env, an API env, a suite's warm env): episode_prepare_task. */
+ * For an env that already runs (--env, an API env, a suite's warm env): plan_for_env. */
 struct manifest;
 int plan_check_apps(const task *t, const struct manifest *m, em_err *err);
+
+/* Settle t for an env under policy net (NULL: the defaults) with screen and password v (NULL: no
+ * substitution): the task's network section and limits against net's rules and maxima (an input
+ * error naming the field), then OSWorld's placeholders (task_substitute, from the document as
+ * read, so it may be called again for another env). */
+int plan_settle(task *t, const netpolicy *net, const task_vars *v, em_err *err);
+
+/* Before a temporary env starts: the image (plan_image), and t settled for it under the operator's
+ * policy op_net (the --allow-private rules and --max-* maxima the env will get; NULL: defaults)
+ * with the image's screen size, so bad input costs nothing. *image: caller frees. */
+int plan_new_env(task *t, const plan_image_choice *op, const netpolicy *op_net, char **image, em_err *err);
+
+/* For the env t runs in (a temporary one once it is up, --env, an API env, a suite's warm env):
+ * its image's apps (plan_check_apps), its network policy, its screen and its user's password. */
+int plan_for_env(env *e, task *t, em_err *err);
 
 #endif

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "envmgr/episode/episode.h"
+#include "envmgr/episode/plan.h"
 #include "recorder/frame_compare.h"
 #include "recorder/trace.h"
 #include "envmgr/base/sha256.h"
@@ -135,9 +136,9 @@ static const char *task_folder_use(const task *t)
     const char *u = folder_upload(t->config, t->nconfig);
     if (!u)
         u = folder_upload(t->postconfig, t->npostconfig);
-    for (size_t i = 0; !u && i < t->nmetrics; i++)
-        if (!(u = folder_getter(t->metrics[i].result)))
-            u = folder_getter(t->metrics[i].expected);
+    for (size_t i = 0; !u && i < t->eval.nmetrics; i++)
+        if (!(u = folder_getter(t->eval.metrics[i].result)))
+            u = folder_getter(t->eval.metrics[i].expected);
     return u;
 }
 
@@ -186,14 +187,14 @@ int replay_run(env *e, bool fresh, const replay_opts *o, json_t **out, em_err *e
     char sha[65];
     task *t = NULL;
     _cleanup_free_ char *task_path = NULL;
-    if (rc == 0 && o->task_path) {
+    if (rc == 0 && o->task_path) { /* read once: its hash is of the bytes parsed */
         task_path = xstrdup(o->task_path);
-        if (sha256_file_hex(task_path, sha, err) < 0)
+        if (task_load(task_path, &t, err) < 0)
             rc = em_prefix(err, "replay: --task: ");
-        else if (strcmp(sha, task_sha) && !o->force)
+        else if (strcmp(t->sha256, task_sha) && !o->force)
             rc = em_fail_input(err, "replay: --task %s is not the recorded task (sha256 %.12s…, recorded %.12s…); "
                                     "--force replays anyway",
-                               task_path, sha, task_sha);
+                               task_path, t->sha256, task_sha);
     } else if (rc == 0) {
         if (!task_text)
             rc = em_fail_input(err, "replay: the trace does not carry its task (recorded by an older envmgr, or "
@@ -212,7 +213,7 @@ int replay_run(env *e, bool fresh, const replay_opts *o, json_t **out, em_err *e
         rc = em_fail_input(err, "replay: the env runs image %.12s…, the trace was recorded on %.12s…; --force "
                                 "replays anyway",
                            env_image_sha256(e), image_sha);
-    if (rc == 0 && task_load(task_path, &t, err) < 0)
+    if (rc == 0 && !t && task_load(task_path, &t, err) < 0)
         rc = -1;
     const char *uses = rc == 0 && !o->task_path ? task_folder_use(t) : NULL;
     if (uses)
@@ -222,7 +223,7 @@ int replay_run(env *e, bool fresh, const replay_opts *o, json_t **out, em_err *e
     json_t *from = json_object_get(h, "from_state");
     json_t *sc = json_object_get(h, "setup_cache"), *cached = NULL;
     if (rc == 0)
-        rc = episode_prepare_task(e, t, err);
+        rc = plan_for_env(e, t, err);
     if (rc == 0 && from)
         rc = restore_recorded_state(e, t, from, err);
     /* A setup the recording restored from the setup cache: the very state again when the cache

@@ -7,7 +7,7 @@
 #include <jansson.h>
 
 #include "envmgr/env/env.h"
-#include "evaluator/task.h"
+#include "envmgr/task/task.h"
 
 /* A step ran but its own check failed (execute_with_verification, execute's `check`, an asset
  * that cannot be had, a browser step on an image without a browser): the episode ends as

@@ -59,9 +59,9 @@ static const char *time_dependent(const task_step *s)
     if (s->type == STEP_UPDATE_BROWSE_HISTORY)
         return "update_browse_history (visit times relative to now)";
     for (size_t i = 0; s->type == STEP_CHROME_OPEN_TABS && i < s->nurls; i++)
-        if (asset_url_is_remote(s->urls[i]))
+        if (url_is_remote(s->urls[i]))
             return "chrome_open_tabs of a web page (its content changes)";
-    if (s->type == STEP_OPEN && s->path && asset_url_is_remote(s->path))
+    if (s->type == STEP_OPEN && s->path && url_is_remote(s->path))
         return "open of a web page (its content changes)";
     return NULL;
 }

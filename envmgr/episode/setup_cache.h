@@ -17,7 +17,7 @@
 #include "envmgr/env/states.h"
 #include "envmgr/episode/episode_env.h"
 #include "envmgr/net/netpolicy.h"
-#include "evaluator/task.h"
+#include "envmgr/task/task.h"
 
 #define SETUP_CACHE_PREFIX STATE_SETUP_PREFIX
 

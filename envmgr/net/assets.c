@@ -116,12 +116,6 @@ void assets_reset(void)
     pthread_mutex_unlock(&cfg_mu);
 }
 
-bool asset_url_is_remote(const char *url)
-{
-    size_t n = !strncasecmp(url, "http://", 7) ? 7 : !strncasecmp(url, "https://", 8) ? 8 : 0;
-    return n && url[n] && url[n] != '/';
-}
-
 int assets_add_mirror(const char *spec, em_err *err)
 {
     const char *eq = strchr(spec, '=');
@@ -129,9 +123,9 @@ int assets_add_mirror(const char *spec, em_err *err)
         return em_fail_input(err, "--asset-mirror: expected PREFIX=DIR or PREFIX=URL, got `%.200s`", spec);
     _cleanup_free_ char *prefix = xasprintf("%.*s", (int)(eq - spec), spec);
     const char *target = eq + 1;
-    if (!asset_url_is_remote(prefix))
+    if (!url_is_remote(prefix))
         return em_fail_input(err, "--asset-mirror: `%.200s`: PREFIX must be an http(s) URL prefix", prefix);
-    bool is_dir = !asset_url_is_remote(target);
+    bool is_dir = !url_is_remote(target);
     struct stat st;
     if (is_dir && (stat(target, &st) < 0 || !S_ISDIR(st.st_mode)))
         return em_fail_input(err, "--asset-mirror: `%.200s` is neither a folder nor an http(s) URL", target);
@@ -695,7 +689,7 @@ static int get_one(const char *url, const asset_lock *lock, volatile uint64_t *l
 
 int asset_get(const char *url, const asset_lock *lock, double deadline_ms, asset_info *out, em_err *err)
 {
-    if (!asset_url_is_remote(url))
+    if (!url_is_remote(url))
         return em_fail_input(err, "asset `%.300s`: not an http(s) URL", url);
     double t0 = now_ms();
     if (get_one(url, lock, NULL, deadline_ms, out, err) < 0)

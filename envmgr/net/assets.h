@@ -68,9 +68,6 @@ char *assets_mirror_for(const char *url, bool *is_dir);
 /* Drop mirrors and private allowances and reload the environment settings (tests). */
 void assets_reset(void);
 
-/* http:// or https:// (case-insensitive scheme) with a host. */
-bool asset_url_is_remote(const char *url);
-
 /* ---- lock files ---- */
 typedef struct asset_lock {
     char *path;

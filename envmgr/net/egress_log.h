@@ -26,6 +26,10 @@ void egress_log_close(egress_log *l);
 /* Append one event (borrowed). Thread-safe. */
 void egress_log_write(egress_log *l, json_t *event);
 
+/* An episode's copy of its egress events, in its artifact folder: a leading dot, so no vm_file
+ * dest (sanitized names never start with one) can overwrite it. */
+#define EGRESS_ARTIFACT ".egress.jsonl"
+
 /* Complete lines of path from byte *offset on, at most max events, appended
  * to the array *events (created when NULL); *offset moves past the lines
  * consumed. A missing file has no events. Lines that are not JSON objects

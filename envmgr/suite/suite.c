@@ -8,7 +8,7 @@
 
 #include "envmgr/episode/plan.h"
 #include "envmgr/vm/manifest.h"
-#include "evaluator/task.h"
+#include "envmgr/task/task.h"
 #include "envmgr/base/fileio.h"
 #include "envmgr/base/paths.h"
 #include "envmgr/base/util.h"
@@ -246,7 +246,7 @@ int suite_load(const char *source, int shard_k, int shard_n, bool strict, const 
         if (!img) /* the image cannot run it: recorded as unsupported, never run on the wrong one */
             st2->unsupported = xstrdup(perr.msg);
         st2->episode_timeout_s = t->episode_timeout_s;
-        st2->infeasible = t->infeasible;
+        st2->infeasible = t->eval.infeasible;
         task_free(t);
     }
     json_decref(domains);

@@ -9,7 +9,8 @@
 
 #include "envmgr/env/env.h"
 #include "envmgr/episode/episode.h"
-#include "evaluator/task.h"
+#include "envmgr/episode/plan.h"
+#include "envmgr/task/task.h"
 #include "envmgr/base/exit_cause.h"
 #include "envmgr/base/paths.h"
 #include "envmgr/base/fileio.h"
@@ -115,7 +116,7 @@ static json_t *worker_episode(const suite_worker_ctx *w, env *e, bool *fresh, js
     double t0 = now_ms();
     em_err err = {0};
     task *t = NULL;
-    if (task_load(path, &t, &err) < 0 || episode_prepare_task(e, t, &err) < 0) {
+    if (task_load(path, &t, &err) < 0 || plan_for_env(e, t, &err) < 0) {
         task_free(t);
         return suite_synth_result(task_id, EXIT_TASK_ERROR, err.msg, (now_ms() - t0) / 1000);
     }

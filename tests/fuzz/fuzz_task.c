@@ -4,7 +4,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "evaluator/task.h"
+#include "envmgr/task/task.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -19,14 +19,24 @@ out=$(plant envmgr/base/util.c envmgr/vm/vm.h); rc=$?
 if [ $rc -ne 0 ] && echo "$out" | grep -q 'envmgr/base/util.c:[0-9]*: #include "envmgr/vm/vm.h": upward'; then
     ok "an upward include (base -> vm) fails, naming the file and the include"
 else bad "upward include not caught (rc $rc): $out"; fi
-out=$(plant recorder/trace_writer.c envmgr/vm/qmp.h); rc=$?
-if [ $rc -ne 0 ] && echo "$out" | grep -q 'recorder/trace_writer.c:[0-9]*: #include "envmgr/vm/qmp.h": sideways'; then
-    ok "a sideways include (recorder -> vm, one layer) fails"
+out=$(plant envmgr/action/actions.c envmgr/net/netpolicy.h); rc=$?
+if [ $rc -ne 0 ] && echo "$out" | grep -q 'envmgr/action/actions.c:[0-9]*: #include "envmgr/net/netpolicy.h": sideways'; then
+    ok "a sideways include (action -> net, one layer) fails"
 else bad "sideways include not caught (rc $rc): $out"; fi
-out=$(plant evaluator/task.c envmgr/episode/episode.h); rc=$?
-if [ $rc -ne 0 ] && echo "$out" | grep -q 'upward, evaluator/ (layer 3) may not include envmgr/episode/'; then
-    ok "evaluator including episode (a circle in the making) fails"
-else bad "evaluator -> episode not caught (rc $rc): $out"; fi
+out=$(plant envmgr/task/task.c envmgr/episode/episode.h); rc=$?
+if [ $rc -ne 0 ] && echo "$out" | grep -q 'upward, envmgr/task/ (layer 3) may not include envmgr/episode/'; then
+    ok "the task format including episode (a circle in the making) fails"
+else bad "task -> episode not caught (rc $rc): $out"; fi
+# Leaf libraries: evaluator/ and recorder/ include nothing above envmgr/base, not even a lower
+# layer's neighbour (net is layer 2, but evaluator reaches the asset cache through env_ops.h).
+for leaf in "evaluator/getters.c envmgr/net/assets.h" "evaluator/score.c envmgr/vm/vm.h" \
+            "recorder/trace_writer.c envmgr/action/actions.h"; do
+    set -- $leaf
+    out=$(plant "$1" "$2"); rc=$?
+    if [ $rc -ne 0 ] && echo "$out" | grep -q "$1:[0-9]*: #include \"$2\": ${1%%/*}/ is a leaf library"; then
+        ok "a leaf library including $2 fails ($1)"
+    else bad "leaf include $1 -> $2 not caught (rc $rc): $out"; fi
+done
 out=$(plant envmgr/cli/main.c envmgr/base/nonexistent.h); rc=$?
 if [ $rc -ne 0 ] && echo "$out" | grep -q 'no such project header'; then ok "an include of a missing header fails"
 else bad "missing header not caught: $out"; fi

@@ -120,5 +120,18 @@ check "a refused task starts no env" test -z "$(ls "$ENVMGR_RUN_DIR" | grep run-
 "$ENVMGR" run /nonexistent.json --agent /bin/true >/dev/null 2>&1
 check "a missing task file: exit 2" test $? = 2
 "$ENVMGR" down $E >/dev/null
+# `envmgr run DIR` (issue 28): the suite runner with one env, then run's table; a task that does not load
+# is a row of its own and the others still run; a folder takes no --env.
+mkdir -p "$T/folder" && cp "$ROOT"/tasks/demo/infeasible-*.json "$T/folder/" && echo '{"id":"bad"' >"$T/folder/zz-bad.json"
+"$ENVMGR" run "$T/folder" --agent "$ROOT/tasks/agents/null --fail" --out "$T/folder-out" --accel tcg >"$T/table.txt" 2>"$T/table.err"
+rc=$?; cat "$T/table.txt"
+check "run DIR: exit 0, a table with its mean" bash -c "[ $rc = 0 ] && grep -q '2 of 3 tasks ran, mean score 1.000' '$T/table.txt'"
+check "run DIR: the task that does not load is a row naming its problem" grep -q '^zz-bad .* error: task: invalid JSON' "$T/table.txt"
+check "run DIR: the suite layout (results.jsonl, summary.json, traces/<id>/)" \
+    bash -c "[ \$(wc -l <'$T/folder-out/results.jsonl') = 3 ] && [ -f '$T/folder-out/summary.json' ] && [ -f '$T/folder-out/traces/infeasible-ms-word/result.json' ]"
+out=$("$ENVMGR" run "$T/folder" --agent /bin/true --out "$T/folder-out" 2>&1); rc=$?
+check "run DIR into an OUT that holds a run: refused, no table" bash -c "[ $rc = 2 ] && ! printf '%s' \"\$1\" | grep -q TASK" _ "$out"
+out=$("$ENVMGR" run "$T/folder" --env $E --agent /bin/true 2>&1); rc=$?
+check "run DIR --env: a usage error" bash -c "[ $rc = 2 ] && printf '%s' \"\$1\" | grep -q -- '--env: only for a single task'" _ "$out"
 check "no QEMU of this run is left" no_qemu_under "$ENVMGR_RUN_DIR/"
 finish

@@ -119,7 +119,7 @@ static json_t *run_spec(canned *c, const char *spec_json, em_err *err)
     em_env_ops ops = {.ctx = c, .exec = canned_exec, .screen_w = 1920, .screen_h = 1080};
     json_t *spec = json_loads(spec_json, 0, NULL), *art = NULL;
     CU_ASSERT_EQUAL(getter_check(spec, err), 0);
-    if (getter_run(&ops, NULL, spec, test_tmpdir(), test_tmpdir(), &art, err) < 0)
+    if (getter_run(&ops, spec, test_tmpdir(), test_tmpdir(), &art, err) < 0)
         art = NULL;
     json_decref(spec);
     return art;

@@ -19,7 +19,7 @@
 #include "evaluator/getters.h"
 #include "evaluator/metrics.h"
 #include "evaluator/score.h"
-#include "evaluator/task.h"
+#include "envmgr/task/task.h"
 #include "tests/unit/helpers/cunit_main.h"
 
 /* ---- fixtures ---- */
@@ -603,7 +603,7 @@ static json_t *run_getter(const em_env_ops *ops, const char *spec_json, em_err *
     json_t *spec = json_loads(spec_json, 0, NULL);
     CU_ASSERT_PTR_NOT_NULL(spec);
     json_t *art = NULL;
-    int rc = getter_run(ops, NULL, spec, art_dir(), task_dir(), &art, err);
+    int rc = getter_run(ops, spec, art_dir(), task_dir(), &art, err);
     json_decref(spec);
     CU_ASSERT_TRUE(rc == 0 ? art != NULL : art == NULL);
     return art;
@@ -903,7 +903,7 @@ static json_t *expect_eval(const em_env_ops *ops, const char *evaluator, const c
     char *reason = NULL;
     json_t *details = NULL;
     em_err err = {0};
-    CU_ASSERT_EQUAL(evaluate_task(ops, t, NULL, art_dir(), agent_exit, &score, &reason, &details, &err), 0);
+    CU_ASSERT_EQUAL(evaluate_task(ops, &t->eval, t->dir, art_dir(), agent_exit, &score, &reason, &details, &err), 0);
     if (fabs(score - want) > 1e-9 || (want_reason && strcmp(reason, want_reason)))
         fprintf(stderr, "\n  score %g (want %g)\n  reason: %s\n  want:   %s\n", score, want, reason,
                 want_reason ? want_reason : "(any)");
@@ -1071,7 +1071,7 @@ static void test_score_failures(void)
     char *reason;
     json_t *details;
     em_err err = {0};
-    CU_ASSERT_EQUAL(evaluate_task(&ops, t, NULL, NULL, "done", &score, &reason, &details, &err), -1);
+    CU_ASSERT_EQUAL(evaluate_task(&ops, &t->eval, t->dir, NULL, "done", &score, &reason, &details, &err), -1);
     CU_ASSERT_STRING_EQUAL(err.msg, "evaluate_task: no artifact folder");
     CU_ASSERT_EQUAL(evaluate_task(&ops, NULL, NULL, art_dir(), "done", &score, &reason, &details, &err), -1);
     task_free(t);

@@ -13,7 +13,7 @@
 #include "envmgr/base/util.h"
 #include "envmgr/vm/runas.h"
 #include "envmgr/vm/vm.h"
-#include "evaluator/task.h"
+#include "envmgr/task/task.h"
 #include "helpers/cunit_main.h"
 
 static int host_ok(const char *s, bool wildcard, nethost_kind kind, const char *want)

@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "envmgr/env/guest_ops.h"
 #include "envmgr/net/egress_log.h"
 #include "envmgr/net/proxy.h"
 #include "envmgr/net/proxy_http.h"
@@ -838,23 +839,25 @@ static void test_log_caps(void)
 }
 
 /* The evaluator's egress_log getter reads what the episode runner wrote to
- * artifacts/.egress.jsonl, optionally keeping one verdict. */
+ * artifacts/.egress.jsonl (through the env seam's host side), optionally keeping one verdict. */
 static void test_getter(void)
 {
     em_err err = {0};
     _cleanup_free_ char *dir = xasprintf("%s/artifacts", test_tmpdir()), *p = xasprintf("%s/.egress.jsonl", dir);
     CU_ASSERT_EQUAL_FATAL(mkdir_p(dir, 0700, &err), 0);
     json_t *spec = json_pack("{s:s}", "type", "egress_log"), *art = NULL;
-    CU_ASSERT_EQUAL(getter_run(NULL, NULL, spec, dir, NULL, &art, &err), -1);
+    em_env_ops host = {0};
+    guest_ops_bind_host(&host);
+    CU_ASSERT_EQUAL(getter_run(&host, spec, dir, NULL, &art, &err), -1);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "egress_log: no egress record"));
     const char *text = "{\"verdict\":\"allowed\",\"dest\":\"a.org\"}\n{\"verdict\":\"denied\",\"dest\":\"b.org\"}\n";
     CU_ASSERT_EQUAL_FATAL(write_file_atomic(p, text, strlen(text), 0600, &err), 0);
-    CU_ASSERT_EQUAL_FATAL(getter_run(NULL, NULL, spec, dir, NULL, &art, &err), 0);
+    CU_ASSERT_EQUAL_FATAL(getter_run(&host, spec, dir, NULL, &art, &err), 0);
     CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(art, "type")), "json");
     CU_ASSERT_EQUAL(json_array_size(json_object_get(art, "value")), 2);
     json_decref(art);
     json_object_set_new(spec, "verdict", json_string("denied"));
-    CU_ASSERT_EQUAL_FATAL(getter_run(NULL, NULL, spec, dir, NULL, &art, &err), 0);
+    CU_ASSERT_EQUAL_FATAL(getter_run(&host, spec, dir, NULL, &art, &err), 0);
     CU_ASSERT_EQUAL(json_integer_value(json_object_get(art, "count")), 1);
     CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(json_array_get(json_object_get(art, "value"), 0), "dest")),
                            "b.org");

@@ -9,8 +9,9 @@
 #include <unistd.h>
 
 #include "envmgr/base/fileio.h"
+#include "envmgr/base/sha256.h"
 #include "envmgr/base/util.h"
-#include "evaluator/task.h"
+#include "envmgr/task/task.h"
 #include "tests/unit/helpers/cunit_main.h"
 
 /* The task folder used by these tests (created on first use). */
@@ -244,14 +245,14 @@ static void test_full_task(void)
     CU_ASSERT_PTR_NULL(s[11].reference);
     CU_ASSERT_PTR_NULL(s[11].params);
 
-    CU_ASSERT_TRUE(t->conj_or);
-    CU_ASSERT_FALSE(t->infeasible);
-    CU_ASSERT_EQUAL_FATAL(t->nmetrics, 3);
-    CU_ASSERT_STRING_EQUAL(t->metrics[0].func, "check_include_exclude");
-    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(t->metrics[1].result, "type")), "vm_file");
-    CU_ASSERT_PTR_NULL(t->metrics[2].expected);
-    CU_ASSERT_PTR_NULL(t->metrics[1].options);
-    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(t->metrics[2].options, "path")), "file_contains.py");
+    CU_ASSERT_TRUE(t->eval.conj_or);
+    CU_ASSERT_FALSE(t->eval.infeasible);
+    CU_ASSERT_EQUAL_FATAL(t->eval.nmetrics, 3);
+    CU_ASSERT_STRING_EQUAL(t->eval.metrics[0].func, "check_include_exclude");
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(t->eval.metrics[1].result, "type")), "vm_file");
+    CU_ASSERT_PTR_NULL(t->eval.metrics[2].expected);
+    CU_ASSERT_PTR_NULL(t->eval.metrics[1].options);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(t->eval.metrics[2].options, "path")), "file_contains.py");
     CU_ASSERT_EQUAL_FATAL(t->npostconfig, 1);
     CU_ASSERT_EQUAL(t->postconfig[0].type, STEP_SLEEP);
 
@@ -275,13 +276,13 @@ static void test_defaults(void)
     CU_ASSERT_EQUAL(t->max_steps, 15);
     CU_ASSERT_DOUBLE_EQUAL(t->step_timeout_s, 60, 1e-9);
     CU_ASSERT_DOUBLE_EQUAL(t->episode_timeout_s, 600, 1e-9);
-    CU_ASSERT_FALSE(t->conj_or);
-    CU_ASSERT_TRUE(t->infeasible);
+    CU_ASSERT_FALSE(t->eval.conj_or);
+    CU_ASSERT_TRUE(t->eval.infeasible);
     CU_ASSERT_EQUAL(t->nconfig, 0);
     CU_ASSERT_EQUAL(t->npostconfig, 0);
     CU_ASSERT_PTR_NULL(t->solution);
-    CU_ASSERT_EQUAL_FATAL(t->nmetrics, 1);
-    CU_ASSERT_PTR_NULL(t->metrics[0].result);
+    CU_ASSERT_EQUAL_FATAL(t->eval.nmetrics, 1);
+    CU_ASSERT_PTR_NULL(t->eval.metrics[0].result);
     task_free(t);
 
     /* allow given without a mode means allowlist; an explicit empty allowlist denies everything */
@@ -712,16 +713,18 @@ static void test_screen_substitution(void)
     CU_ASSERT_STRING_EQUAL(t->config[0].argv[2], "640");
     CU_ASSERT_STRING_EQUAL(t->config[0].argv[3], "400");
     CU_ASSERT_STRING_EQUAL(t->config[1].argv[2], "echo 1280x801 {NOT_A_VAR} {SCREEN_WIDTH");
-    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(t->metrics[0].result, "command")),
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(t->eval.metrics[0].result, "command")),
                            "xdpyinfo | grep 1280");
-    json_t *rules = json_object_get(t->metrics[0].expected, "rules");
+    json_t *rules = json_object_get(t->eval.metrics[0].expected, "rules");
     CU_ASSERT_STRING_EQUAL(json_string_value(json_array_get(json_object_get(rules, "expected"), 0)), "801");
     CU_ASSERT_STRING_EQUAL(t->postconfig[0].argv[2], "xdotool mousemove 640 0");
     /* only config and evaluator are substituted */
     CU_ASSERT_STRING_EQUAL(t->instruction, "click at {SCREEN_WIDTH}");
-    /* substituting again is harmless: nothing is left to replace */
+    /* substituting again starts from the document as read: the task settles for another screen
+     * (the episode plan checks it for the planned image, then for the env that runs) */
     CU_ASSERT_EQUAL(task_substitute_screen(t, 1920, 1080, &err), 0);
-    CU_ASSERT_STRING_EQUAL(t->config[0].argv[2], "640");
+    CU_ASSERT_STRING_EQUAL(t->config[0].argv[2], "960");
+    CU_ASSERT_STRING_EQUAL(t->postconfig[0].argv[2], "xdotool mousemove 960 0");
     CU_ASSERT_EQUAL(task_substitute_screen(t, 0, 1080, &err), -1);
     CU_ASSERT_STRING_EQUAL(err.msg, "screen size 0x1080 is out of range (1..16384)");
     task_free(t);
@@ -1072,7 +1075,26 @@ static void test_check_every_problem(void)
     CU_ASSERT_STRING_EQUAL(pieces[0].name, "execute");
 }
 
+/* A task file is read once: its hash is of the very bytes parsed, not of a second read. */
+static void test_sha_of_bytes_read(void)
+{
+    const char *text = "{\"id\": \"h\", \"instruction\": \"x\", \"evaluator\": {\"func\": \"infeasible\"}}";
+    _cleanup_free_ char *path = xasprintf("%s/h.json", test_tmpdir());
+    em_err err = {0};
+    CU_ASSERT_EQUAL_FATAL(write_file_atomic(path, text, strlen(text), 0644, &err), 0);
+    task *t = NULL;
+    CU_ASSERT_EQUAL_FATAL(task_load(path, &t, &err), 0);
+    char want[65];
+    sha256_hex(text, strlen(text), want);
+    CU_ASSERT_STRING_EQUAL(t->sha256, want);
+    CU_ASSERT_EQUAL(unlink(path), 0); /* nothing reads the file again */
+    CU_ASSERT_EQUAL(task_substitute_screen(t, 1280, 800, &err), 0);
+    CU_ASSERT_STRING_EQUAL(t->sha256, want); /* the hash is of what was read, not of the settled document */
+    task_free(t);
+}
+
 static CU_TestInfo tests[] = {
+    {"a task file's sha256 is of the bytes parsed", test_sha_of_bytes_read},
     {"a full valid task", test_full_task},
     {"defaults", test_defaults},
     {"top-level field errors", test_top_level_errors},

@@ -13,6 +13,7 @@
 
 #include "envmgr/base/err.h"
 #include "envmgr/net/netpolicy.h"
+#include "evaluator/spec.h"
 
 #define TASK_FILE_MAX (1u << 20)       /* bytes of a task file (or index) */
 #define TASK_STRING_MAX (64u * 1024)   /* bytes of any string in it */
@@ -89,16 +90,10 @@ typedef struct task_step {
     json_t *history;     /* borrowed */
 } task_step;
 
-/* One evaluator entry: func(result, expected, options). */
-typedef struct task_metric {
-    char *func;
-    json_t *result;      /* getter spec, NULL when absent (infeasible) */
-    json_t *expected;    /* getter spec or NULL */
-    json_t *options;     /* object or NULL */
-} task_metric;
-
 typedef struct task {
-    json_t *json;        /* the whole document (after task_substitute_screen, the substituted one) */
+    json_t *json;        /* the whole document (after task_substitute, the substituted one) */
+    json_t *pristine;    /* the document as read, kept by the first task_substitute (NULL before) */
+    char sha256[65];     /* of the bytes parsed: a task file's hash comes from the same read */
     char *dir;           /* the task's folder: absolute when it exists */
     char *id, *instruction;
     char *source;        /* NULL when absent */
@@ -108,10 +103,7 @@ typedef struct task {
     size_t nrelated_apps;
     task_step *config;
     size_t nconfig;
-    task_metric *metrics;
-    size_t nmetrics;
-    bool conj_or;        /* evaluator.conj == "or" */
-    bool infeasible;     /* an evaluator func is "infeasible" */
+    eval_spec eval;      /* the evaluator section's metrics, conj, infeasible (evaluator/spec.h) */
     task_step *postconfig;
     size_t npostconfig;
     netpolicy net;       /* network section: mode none or allowlist, rules in the net layer's grammar, and the
@@ -173,7 +165,9 @@ typedef struct task_vars {
 
 /* Replace OSWorld's placeholders ({SCREEN_WIDTH}, {SCREEN_HEIGHT}, {SCREEN_WIDTH_HALF},
  * {SCREEN_HEIGHT_HALF}, {CLIENT_PASSWORD}) in every string of config and evaluator (and its
- * postconfig), as OSWorld does, and refresh the parsed steps and metrics. */
+ * postconfig), as OSWorld does, and refresh the parsed steps and metrics. Always from the document
+ * as read: a task checked against one screen can be settled again for another without reading
+ * its file again (the episode plan does both). */
 int task_substitute(task *t, const task_vars *v, em_err *err);
 /* The same with the screen only. */
 int task_substitute_screen(task *t, int w, int h, em_err *err);
