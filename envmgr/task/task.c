@@ -14,6 +14,7 @@
 
 #include "envmgr/action/actions.h"
 #include "envmgr/action/pyautogui.h"
+#include "envmgr/base/warn.h"
 #include "envmgr/base/fileio.h"
 #include "envmgr/base/json_field.h"
 #include "envmgr/base/json_type.h"
@@ -468,7 +469,7 @@ int task_load(const char *path, task **out, em_err *err)
     if (task_parse(text, len, dirname(copy), out, err) < 0)
         return em_prefix(err, "%s: ", path);
     for (size_t i = 0; i < (*out)->nwarnings; i++)
-        fprintf(stderr, "task %s: %s\n", path, (*out)->warnings[i]);
+        em_warn("task %s: %s", path, (*out)->warnings[i]);
     return 0;
 }
 

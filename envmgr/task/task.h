@@ -124,7 +124,7 @@ typedef struct task {
 } task;
 
 /* Read and parse a task file; the task folder is the file's directory.
- * Warnings are also printed to stderr as "task <path>: <warning>". */
+ * Warnings also go to the warning hook (base/warn) as "task <path>: <warning>". */
 int task_load(const char *path, task **out, em_err *err);
 /* Parse a task from memory; base_dir is the task folder (NULL: the current
  * directory). Warnings are collected in the task, not printed. */
