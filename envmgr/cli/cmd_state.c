@@ -49,6 +49,15 @@ static int cmd_state_save(int argc, char **argv)
     return 0;
 }
 
+const char *cli_flat_note(const env_timings *t)
+{
+    static char note[80];
+    note[0] = '\0';
+    if (t->flat_ms > 0)
+        snprintf(note, sizeof note, " (of which its flat RAM file's build %.0f ms)", t->flat_ms);
+    return note;
+}
+
 static int cmd_state_restore(int argc, char **argv)
 {
     if (argc != 3)
@@ -60,8 +69,8 @@ static int cmd_state_restore(int argc, char **argv)
     env_timings t;
     int rc = env_state_restore(e, argv[2], &t, &err);
     if (rc == 0)
-        printf("env %s restored to state %s: stop %.0f ms, restore %.0f ms\n", argv[1], argv[2], t.stop_ms,
-               t.restore_ms);
+        printf("env %s restored to state %s: stop %.0f ms, restore %.0f ms%s\n", argv[1], argv[2], t.stop_ms,
+               t.restore_ms, cli_flat_note(&t));
     env_close(e);
     return rc < 0 ? cli_report(&err) : 0;
 }

@@ -291,7 +291,7 @@ int env_up(const env_up_opts *o, env **out, env_timings *t, em_err *err)
     if (rc == 0 && o->net)
         rc = netpolicy_save(e->dir, o->net, NULL, err);
     if (rc == 0)
-        rc = e->nchain ? env_state_start(e, accel, err)
+        rc = e->nchain ? env_state_start(e, accel, &tm.flat_ms, err)
                        : golden_start_clone(e->gold, e->image, accel, e->dir, o->name, &e->pid, err);
     double t2 = now_ms();
     if (rc == 0) {
@@ -404,7 +404,8 @@ int env_restart(env *e, env_timings *t, const char *what, em_err *err)
     e->pid = 0;
     double t1 = now_ms();
     const char *accel = env_accel(e);
-    if ((e->nchain ? env_state_start(e, accel, err)
+    double flat_ms = 0;
+    if ((e->nchain ? env_state_start(e, accel, &flat_ms, err)
                    : golden_start_clone(e->gold, e->image, accel, e->dir, e->name, &e->pid, err)) < 0)
         return em_prefix(err, "%s %s: ", what, e->name);
     double t2 = now_ms();
@@ -417,6 +418,7 @@ int env_restart(env *e, env_timings *t, const char *what, em_err *err)
         t->golden_ms = 0;
         t->stop_ms = t1 - t0;
         t->restore_ms = t2 - t1;
+        t->flat_ms = flat_ms;
     }
     return 0;
 }

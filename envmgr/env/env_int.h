@@ -43,7 +43,7 @@ int env_restart(env *e, env_timings *t, const char *what, em_err *err);
  * (e->gold, or for a new env the golden state of e->image under accel, opened here). */
 int env_state_use(env *e, const char *name, const char *accel, em_err *err);
 /* Start e's QEMU from e->chain (savestate_start), and record it in env.json ("state"). */
-int env_state_start(env *e, const char *accel, em_err *err);
+int env_state_start(env *e, const char *accel, double *flat_ms, em_err *err);
 /* e no longer runs on a state (reset to the golden state, or down). */
 void env_state_leave(env *e);
 
