@@ -88,7 +88,8 @@ static int cmd_state_ls(int argc, char **argv)
         json_dumpf(list, stdout, JSON_INDENT(2));
         putchar('\n');
     } else {
-        printf("%-24s %-24s %9s %-20s %s\n", "NAME", "PARENT", "MIB", "LAST USED", "ENVS");
+        /* MIB: the state's own files; FLAT MIB: its flat RAM file (derived, rebuilt when gone) */
+        printf("%-24s %-24s %9s %9s %-20s %s\n", "NAME", "PARENT", "MIB", "FLAT MIB", "LAST USED", "ENVS");
         size_t i;
         json_t *row;
         json_array_foreach(list, i, row)
@@ -105,8 +106,8 @@ static int cmd_state_ls(int argc, char **argv)
             struct tm tm;
             if (used && gmtime_r(&used, &tm))
                 strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
-            printf("%-24s %-24s %9.1f %-20s %zu\n", name, parent ? parent : "(golden)",
-                   json_real_value(json_object_get(row, "mib")), when,
+            printf("%-24s %-24s %9.1f %9.1f %-20s %zu\n", name, parent ? parent : "(golden)",
+                   json_real_value(json_object_get(row, "mib")), json_real_value(json_object_get(row, "flat_mib")), when,
                    json_array_size(json_object_get(row, "users")));
         }
     }

@@ -117,6 +117,28 @@ int env_state_start(env *e, const char *accel, double *flat_ms, em_err *err)
     return 0;
 }
 
+int env_state_prepare(env *e, const char *name, double *ms, em_err *err)
+{
+    *ms = 0;
+    state **chain = NULL;
+    size_t n = 0;
+    ramdelta **d = NULL;
+    _cleanup_free_ char *flat = NULL;
+    _cleanup_close_ int lock = -1;
+    int rc = state_chain_load(name, &chain, &n, err);
+    if (rc == 0 && strcmp(chain[n - 1]->golden_dir, e->gold->dir))
+        rc = em_fail(err, "state `%s` is of another golden state than env %s", name, e->name);
+    if (rc == 0)
+        rc = open_deltas(chain, n, &d, err);
+    if (rc == 0) {
+        rc = state_flat_ready(chain[n - 1], e->gold->ram, (uint64_t)e->image->memory_mb << 20, d, n, &flat, &lock,
+                              ms, err);
+        close_deltas(d, n);
+    }
+    state_chain_free(chain, n);
+    return rc;
+}
+
 void env_state_leave(env *e)
 {
     state_release(env_state_name(e), e->dir);
