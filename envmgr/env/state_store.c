@@ -272,7 +272,29 @@ int state_cap_bytes(uint64_t *cap, em_err *err)
     return 0;
 }
 
-/* Folders of saves or removals whose envmgr is gone. */
+/* Temp files of flat RAM file builds whose envmgr is gone, in the state folder dir. */
+static size_t remove_flat_leftovers(const char *dir, bool dry_run, FILE *log)
+{
+    DIR *d = opendir(dir);
+    size_t n = 0;
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        pid_t pid;
+        if (!pid_of_leftover(de->d_name, STATE_FLAT_TMP, &pid) || pid_running(pid))
+            continue;
+        _cleanup_free_ char *p = xasprintf("%s/%s", dir, de->d_name);
+        if (log)
+            fprintf(log, "gc: %sremove %s (an interrupted build of a flat RAM file)\n", dry_run ? "would " : "", p);
+        if (!dry_run)
+            unlink(p);
+        n++;
+    }
+    if (d)
+        closedir(d);
+    return n;
+}
+
+/* Folders of saves or removals whose envmgr is gone, and temp files of flat file builds. */
 static size_t remove_leftovers(bool dry_run, FILE *log)
 {
     _cleanup_free_ char *root = paths_state_root();
@@ -281,6 +303,11 @@ static size_t remove_leftovers(bool dry_run, FILE *log)
     struct dirent *de;
     while (d && (de = readdir(d))) {
         pid_t pid;
+        if (de->d_name[0] != '.') {
+            _cleanup_free_ char *dir = xasprintf("%s/%s", root, de->d_name);
+            n += remove_flat_leftovers(dir, dry_run, log);
+            continue;
+        }
         if ((!pid_of_leftover(de->d_name, NEW_PREFIX, &pid) && !pid_of_leftover(de->d_name, RM_PREFIX, &pid)) ||
             pid_running(pid))
             continue;

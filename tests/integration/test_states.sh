@@ -219,6 +219,7 @@ export ENVMGR_STATE_DIR=$T/states
 
 # --- eviction under a cap -------------------------------------------------------------------------
 "$ENVMGR" state save $E1 s3 >/dev/null
+touch "$ENVMGR_STATE_DIR/s2/.ram.flat-999999" # a flat file build that died
 out=$("$ENVMGR" gc --keep-golden --state-cap 0 2>&1)
 echo "$out" | grep state
 check "gc under a zero cap evicts the unused state" test ! -e "$ENVMGR_STATE_DIR/s3"
@@ -226,6 +227,7 @@ check "and keeps s2 (envs run on it) and s1 (s2 needs it)" test -e "$ENVMGR_STAT
 check "... but removes s1's flat RAM file first (derived; rebuilt at its next restore), saying so" \
     bash -c "test ! -e '$F1' && echo '$out' | grep -q 'flat RAM file of state s1'"
 check "... and keeps s2's, which its envs map" test -e "$ENVMGR_STATE_DIR/s2/ram.flat"
+check "... and the temp file of a build that died" test ! -e "$ENVMGR_STATE_DIR/s2/.ram.flat-999999"
 "$ENVMGR" down $E2 >/dev/null; "$ENVMGR" down $E3 >/dev/null
 out=$("$ENVMGR" gc --keep-golden --state-cap 0 2>&1)
 check "once its envs are down, gc evicts s2 then s1" test ! -e "$ENVMGR_STATE_DIR/s2" -a ! -e "$ENVMGR_STATE_DIR/s1"
