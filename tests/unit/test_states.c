@@ -318,6 +318,56 @@ static void test_state_tamper(void)
     CU_ASSERT_EQUAL(state_remove("badjson", &err), 0);
 }
 
+/* A state's flat RAM file: built at the first call, then taken as it is; changed behind envmgr's
+ * back, built again; counted apart in the listing; gone with its state. (Runs after
+ * test_flat_build, whose golden file and delta it uses.) */
+static void test_state_flat(void)
+{
+    _cleanup_free_ char *pa = xasprintf("%s/fparent.delta", test_tmpdir());
+    _cleanup_free_ char *gold = xasprintf("%s/gold.ram", test_tmpdir());
+    free(make_state("flatty", NULL, NULL));
+    state *s = NULL;
+    ramdelta *d = NULL;
+    em_err err = {0};
+    CU_ASSERT_EQUAL_FATAL(state_load("flatty", &s, &err), 0);
+    CU_ASSERT_EQUAL_FATAL(ramdelta_open(pa, &d, &err), 0);
+    char *path = NULL;
+    int lfd = -1;
+    double ms = 0;
+    CU_ASSERT_EQUAL_FATAL(state_flat_ready(s, gold, 8 * RAMDELTA_PAGE, &d, 1, &path, &lfd, &ms, &err), 0);
+    CU_ASSERT(ms > 0 && lfd >= 0 && access(path, R_OK) == 0);
+    close(lfd);
+    free(path);
+    CU_ASSERT_EQUAL(state_flat_ready(s, gold, 8 * RAMDELTA_PAGE, &d, 1, &path, &lfd, &ms, &err), 0);
+    CU_ASSERT(ms == 0); /* as built: taken as it is */
+    close(lfd);
+    CU_ASSERT_EQUAL(chmod(path, 0600), 0);
+    int fd = open(path, O_WRONLY);
+    CU_ASSERT_EQUAL(pwrite(fd, "X", 1, 0), 1); /* page 0 is the parent's page of 1s */
+    close(fd);
+    free(path);
+    CU_ASSERT_EQUAL(state_flat_ready(s, gold, 8 * RAMDELTA_PAGE, &d, 1, &path, &lfd, &ms, &err), 0);
+    CU_ASSERT(ms > 0); /* changed: built again */
+    close(lfd);
+    _cleanup_free_ char *text = NULL;
+    CU_ASSERT_EQUAL(read_file_capped(path, 1 << 20, &text, NULL, &err), 0);
+    CU_ASSERT(text && text[0] == 1);
+    json_t *list = NULL;
+    CU_ASSERT_EQUAL(state_list(&list, &err), 0);
+    size_t i;
+    json_t *row;
+    bool listed = false;
+    json_array_foreach(list, i, row) if (!strcmp(json_string_value(json_object_get(row, "name")), "flatty"))
+        listed = json_real_value(json_object_get(row, "flat_mib")) > 0;
+    CU_ASSERT(listed);
+    json_decref(list);
+    CU_ASSERT_EQUAL(state_remove("flatty", &err), 0);
+    CU_ASSERT_EQUAL(access(path, F_OK), -1);
+    free(path);
+    ramdelta_close(d);
+    state_free(s);
+}
+
 static void test_eviction_order(void)
 {
     /* MiB sizes; last_used times */
@@ -373,6 +423,7 @@ static CU_TestInfo tests[] = {
     {"flat RAM file: the golden file's pages, the chain applied, zero pages as holes", test_flat_build},
     {"states: chain loaded root first, linked by id; removal refused while needed", test_state_chain},
     {"states: a changed or missing file is refused; damaged records", test_state_tamper},
+    {"states: the flat RAM file built once, rebuilt when changed, gone with its state", test_state_flat},
     {"states: eviction picks least recently used leaves, keeps pinned ones", test_eviction_order},
     {"states: eviction removes flat RAM files before states", test_eviction_flat_first},
     CU_TEST_INFO_NULL,
