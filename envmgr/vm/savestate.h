@@ -5,7 +5,8 @@
  *                backed by the parent's disk layer (golden.qcow2 at the root)
  *   ram.delta    the RAM pages that differ from the parent's view, and the VGA memory (ramdelta.h);
  *                the pages come from QEMU's process (procmem.h), which maps the golden RAM file
- *                privately, so only the pages the guest wrote are candidates
+ *                (or its state's flat RAM file) privately, so only the pages the guest wrote are
+ *                candidates
  *   devices.bin  device state without any RAM (QMP xen-save-devices-state: a migration would carry
  *                all of guest RAM, since x-ignore-shared leaves out shared mappings only)
  * A restore is a fresh QEMU started with -incoming on the state's flat RAM file (ramflat.h: the
