@@ -29,7 +29,7 @@ int cli_usage_error(const char *usage, const char *fmt, ...) __attribute__((form
 int cli_print_images(const char *lead, const char *bad_lead);
 
 struct env_timings;
-/* ", of which building the state's flat RAM file N ms" when a restore built it, else "" (static). */
+/* " (of which the flat RAM file build N ms)" when a restore built it, else "" (static). */
 const char *cli_flat_note(const struct env_timings *t);
 
 int cmd_up(int argc, char **argv);

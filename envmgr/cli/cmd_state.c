@@ -54,7 +54,7 @@ const char *cli_flat_note(const env_timings *t)
     static char note[80];
     note[0] = '\0';
     if (t->flat_ms > 0)
-        snprintf(note, sizeof note, " (of which its flat RAM file's build %.0f ms)", t->flat_ms);
+        snprintf(note, sizeof note, " (of which the flat RAM file build %.0f ms)", t->flat_ms);
     return note;
 }
 
