@@ -294,6 +294,8 @@ int env_up(const env_up_opts *o, env **out, env_timings *t, em_err *err)
         rc = e->nchain ? env_state_start(e, accel, &tm.flat_ms, err)
                        : golden_start_clone(e->gold, e->image, accel, e->dir, o->name, &e->pid, err);
     double t2 = now_ms();
+    if (rc == 0 && e->nchain)
+        rc = env_state_record(e, err);
     if (rc == 0) {
         reset_pointer_state(e);
         mark_clock_stale(e);
@@ -412,7 +414,7 @@ int env_restart(env *e, env_timings *t, const char *what, em_err *err)
     e->running_known = true; /* a restored guest runs */
     reset_pointer_state(e);
     mark_clock_stale(e);
-    if (env_write_meta(e, err) < 0 || net_start(e, err) < 0)
+    if ((e->nchain && env_state_record(e, err) < 0) || env_write_meta(e, err) < 0 || net_start(e, err) < 0)
         return em_prefix(err, "%s %s: ", what, e->name);
     if (t) {
         t->golden_ms = 0;

@@ -105,16 +105,18 @@ int env_state_start(env *e, const char *accel, double *flat_ms, em_err *err)
     if (rc == 0)
         rc = savestate_start(e->image, accel, e->dir, e->name, s->dir, flat, d[e->nchain - 1], &e->pid, err);
     close_deltas(d, e->nchain);
-    if (rc < 0)
-        return em_prefix(err, "state `%s`: ", s->name);
+    return rc < 0 ? em_prefix(err, "state `%s`: ", s->name) : 0;
+}
+
+int env_state_record(env *e, em_err *err)
+{
+    const state *s = e->chain[e->nchain - 1];
     const char *prev = env_state_name(e);
     if (prev && strcmp(prev, s->name))
         state_release(prev, e->dir);
     json_object_set_new(e->meta, "state", json_pack("{s:s, s:s}", "name", s->name, "id", s->id));
     state_touch(s);
-    if (env_write_meta(e, err) < 0 || state_claim(s, e->dir, err) < 0)
-        return -1;
-    return 0;
+    return state_claim(s, e->dir, err);
 }
 
 int env_state_prepare(env *e, const char *name, double *ms, em_err *err)
