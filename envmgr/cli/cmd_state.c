@@ -18,11 +18,12 @@ static const char usage[] =
     "  RAM pages the guest wrote, the disk blocks), and every file is checked against its sha256 before\n"
     "  use. `envmgr up --from-state NAME` starts new envs from one.\n"
     "  save     save ENV (running or paused; it runs on, or stays paused) as state NAME\n"
-    "  restore  bring ENV back to state NAME: a fresh QEMU, as a reset does\n"
-    "  ls       the states: parent, size, last use, the envs that run on each\n"
+    "  restore  bring ENV back to state NAME: a fresh QEMU on the state's flat RAM file, as a reset does\n"
+    "           (a state's first restore builds that file from the state: a second or so)\n"
+    "  ls       the states: parent, size (its own files; its flat RAM file), last use, the envs on each\n"
     "  rm       remove state NAME (refused while a state saved from it or an env runs on it)\n"
-    "  The cache keeps at most ENVMGR_STATE_CAP_MIB (default 20480) MiB: a save and `envmgr gc` evict the\n"
-    "  least recently used states beyond it, never one something depends on.\n";
+    "  The cache keeps at most ENVMGR_STATE_CAP_MIB (default 20480) MiB: a save and `envmgr gc` remove flat\n"
+    "  RAM files, then evict the least recently used states beyond it, never one something depends on.\n";
 
 static int cmd_state_save(int argc, char **argv)
 {
