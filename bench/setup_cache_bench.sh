@@ -53,7 +53,8 @@ for task in "${tasks[@]}"; do
     serve on
     on=$(measure "$task"); stop
     mib=$("$ENVMGR" state ls --json | /usr/bin/python3 -c "import json, sys
-print(' '.join('%.0f' % s['mib'] for s in json.load(sys.stdin) if s['name'].startswith('setup-')))")
+print(' '.join('%.0f MiB, its flat RAM file %.0f' % (s['mib'], s.get('flat_mib', 0))
+               for s in json.load(sys.stdin) if s['name'].startswith('setup-')))")
     for s in "$ENVMGR_STATE_DIR"/setup-*; do "$ENVMGR" state rm "$(basename "$s")" >/dev/null; done
     printf '%-44s %-28s [tcg]\n' "$name: setup every time (cache off)" "p50 $(echo "$off" | p50) ms"
     printf '%-44s %-28s [tcg]\n' "  cached: first episode (runs, saves)" "$(echo "$on" | cut -d' ' -f1) ms"

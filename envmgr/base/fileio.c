@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -228,5 +229,30 @@ int path_inside(const char *dir, const char *p, bool must_exist, char **abs, em_
         return em_fail_input(err, "`%.200s` resolves outside the task folder", p);
     }
     *abs = real;
+    return 0;
+}
+
+int lock_file_wait(const char *path, bool shared, double wait_ms, const char *what, int *fd, em_err *err)
+{
+    *fd = -1;
+    int lfd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (lfd < 0)
+        return em_fail_errno(err, "open `%s`", path);
+    double deadline = now_ms() + wait_ms;
+    while (flock(lfd, (shared ? LOCK_SH : LOCK_EX) | LOCK_NB) < 0) {
+        int rc = 0;
+        if (errno != EWOULDBLOCK && errno != EINTR)
+            rc = em_fail_errno(err, "lock `%s`", path);
+        else if (check_interrupt(err) < 0)
+            rc = em_prefix(err, "waiting for %s of another envmgr: ", what);
+        else if (now_ms() > deadline)
+            rc = em_fail(err, "waited %.0f s for %s of another envmgr (`%s`)", wait_ms / 1000, what, path);
+        if (rc < 0) {
+            close(lfd);
+            return -1;
+        }
+        sleep_ms(200);
+    }
+    *fd = lfd;
     return 0;
 }

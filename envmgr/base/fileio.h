@@ -28,6 +28,10 @@ int read_fd_capped(int fd, const char *what, size_t max, size_t hint, char **out
 /* Replace path with data: a unique temp file (O_EXCL|O_NOFOLLOW) beside it, fsync, rename, fsync
  * of the folder. */
 int write_file_atomic(const char *path, const void *data, size_t len, mode_t mode, em_err *err);
+/* Open (creating) the lock file path and take its flock (exclusive, or shared), waiting at most
+ * wait_ms for another process that holds it, interruptible (Ctrl-C); *fd holds the lock until
+ * closed. what names the wait in errors ("the golden-state build"). */
+int lock_file_wait(const char *path, bool shared, double wait_ms, const char *what, int *fd, em_err *err);
 
 /* p (relative to dir, or absolute under it) as an absolute path inside dir. `..` components are
  * refused; with must_exist the path is resolved (symbolic links included) and must stay inside

@@ -28,6 +28,10 @@ int cli_usage_error(const char *usage, const char *fmt, ...) __attribute__((form
  * not load: after bad_lead, with the reason). Returns how many loaded. */
 int cli_print_images(const char *lead, const char *bad_lead);
 
+struct env_timings;
+/* " (of which the flat RAM file build N ms)" when a restore built it, else "" (static). */
+const char *cli_flat_note(const struct env_timings *t);
+
 int cmd_up(int argc, char **argv);
 int cmd_down(int argc, char **argv);
 int cmd_pause(int argc, char **argv);

@@ -18,11 +18,12 @@ static const char usage[] =
     "  RAM pages the guest wrote, the disk blocks), and every file is checked against its sha256 before\n"
     "  use. `envmgr up --from-state NAME` starts new envs from one.\n"
     "  save     save ENV (running or paused; it runs on, or stays paused) as state NAME\n"
-    "  restore  bring ENV back to state NAME: a fresh QEMU, as a reset does\n"
-    "  ls       the states: parent, size, last use, the envs that run on each\n"
+    "  restore  bring ENV back to state NAME: a fresh QEMU on the state's flat RAM file, as a reset does\n"
+    "           (a state's first restore builds that file from the state: a second or so)\n"
+    "  ls       the states: parent, size (its own files; its flat RAM file), last use, the envs on each\n"
     "  rm       remove state NAME (refused while a state saved from it or an env runs on it)\n"
-    "  The cache keeps at most ENVMGR_STATE_CAP_MIB (default 20480) MiB: a save and `envmgr gc` evict the\n"
-    "  least recently used states beyond it, never one something depends on.\n";
+    "  The cache keeps at most ENVMGR_STATE_CAP_MIB (default 20480) MiB: a save and `envmgr gc` remove flat\n"
+    "  RAM files, then evict the least recently used states beyond it, never one something depends on.\n";
 
 static int cmd_state_save(int argc, char **argv)
 {
@@ -49,6 +50,15 @@ static int cmd_state_save(int argc, char **argv)
     return 0;
 }
 
+const char *cli_flat_note(const env_timings *t)
+{
+    static char note[80];
+    note[0] = '\0';
+    if (t->flat_ms > 0)
+        snprintf(note, sizeof note, " (of which the flat RAM file build %.0f ms)", t->flat_ms);
+    return note;
+}
+
 static int cmd_state_restore(int argc, char **argv)
 {
     if (argc != 3)
@@ -60,8 +70,8 @@ static int cmd_state_restore(int argc, char **argv)
     env_timings t;
     int rc = env_state_restore(e, argv[2], &t, &err);
     if (rc == 0)
-        printf("env %s restored to state %s: stop %.0f ms, restore %.0f ms\n", argv[1], argv[2], t.stop_ms,
-               t.restore_ms);
+        printf("env %s restored to state %s: stop %.0f ms, restore %.0f ms%s\n", argv[1], argv[2], t.stop_ms,
+               t.restore_ms, cli_flat_note(&t));
     env_close(e);
     return rc < 0 ? cli_report(&err) : 0;
 }
@@ -79,7 +89,8 @@ static int cmd_state_ls(int argc, char **argv)
         json_dumpf(list, stdout, JSON_INDENT(2));
         putchar('\n');
     } else {
-        printf("%-24s %-24s %9s %-20s %s\n", "NAME", "PARENT", "MIB", "LAST USED", "ENVS");
+        /* MIB: the state's own files; FLAT MIB: its flat RAM file (derived, rebuilt when gone) */
+        printf("%-24s %-24s %9s %9s %-20s %s\n", "NAME", "PARENT", "MIB", "FLAT MIB", "LAST USED", "ENVS");
         size_t i;
         json_t *row;
         json_array_foreach(list, i, row)
@@ -96,8 +107,8 @@ static int cmd_state_ls(int argc, char **argv)
             struct tm tm;
             if (used && gmtime_r(&used, &tm))
                 strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
-            printf("%-24s %-24s %9.1f %-20s %zu\n", name, parent ? parent : "(golden)",
-                   json_real_value(json_object_get(row, "mib")), when,
+            printf("%-24s %-24s %9.1f %9.1f %-20s %zu\n", name, parent ? parent : "(golden)",
+                   json_real_value(json_object_get(row, "mib")), json_real_value(json_object_get(row, "flat_mib")), when,
                    json_array_size(json_object_get(row, "users")));
         }
     }

@@ -114,8 +114,8 @@ int cmd_up(int argc, char **argv)
     if (env_up(&o, &e, &t, &err) < 0)
         return cli_report(&err);
     if (o.from_state)
-        printf("env %s ready (%s) from state %s: restore %.0f ms\n", o.name, env_accel(e), o.from_state,
-               t.restore_ms);
+        printf("env %s ready (%s) from state %s: restore %.0f ms%s\n", o.name, env_accel(e), o.from_state,
+               t.restore_ms, cli_flat_note(&t));
     else
         printf("env %s ready (%s): restore %.0f ms, golden state %.0f ms\n", o.name, env_accel(e), t.restore_ms,
                t.golden_ms);

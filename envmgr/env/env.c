@@ -291,9 +291,11 @@ int env_up(const env_up_opts *o, env **out, env_timings *t, em_err *err)
     if (rc == 0 && o->net)
         rc = netpolicy_save(e->dir, o->net, NULL, err);
     if (rc == 0)
-        rc = e->nchain ? env_state_start(e, accel, err)
+        rc = e->nchain ? env_state_start(e, accel, &tm.flat_ms, err)
                        : golden_start_clone(e->gold, e->image, accel, e->dir, o->name, &e->pid, err);
     double t2 = now_ms();
+    if (rc == 0 && e->nchain)
+        rc = env_state_record(e, err);
     if (rc == 0) {
         reset_pointer_state(e);
         mark_clock_stale(e);
@@ -404,19 +406,21 @@ int env_restart(env *e, env_timings *t, const char *what, em_err *err)
     e->pid = 0;
     double t1 = now_ms();
     const char *accel = env_accel(e);
-    if ((e->nchain ? env_state_start(e, accel, err)
+    double flat_ms = 0;
+    if ((e->nchain ? env_state_start(e, accel, &flat_ms, err)
                    : golden_start_clone(e->gold, e->image, accel, e->dir, e->name, &e->pid, err)) < 0)
         return em_prefix(err, "%s %s: ", what, e->name);
     double t2 = now_ms();
     e->running_known = true; /* a restored guest runs */
     reset_pointer_state(e);
     mark_clock_stale(e);
-    if (env_write_meta(e, err) < 0 || net_start(e, err) < 0)
+    if ((e->nchain && env_state_record(e, err) < 0) || env_write_meta(e, err) < 0 || net_start(e, err) < 0)
         return em_prefix(err, "%s %s: ", what, e->name);
     if (t) {
         t->golden_ms = 0;
         t->stop_ms = t1 - t0;
         t->restore_ms = t2 - t1;
+        t->flat_ms = flat_ms;
     }
     return 0;
 }

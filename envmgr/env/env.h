@@ -32,6 +32,7 @@ typedef struct env_timings {
     double golden_ms;   /* up: finding (or building) the golden state */
     double stop_ms;     /* reset: stopping the old QEMU */
     double restore_ms;  /* QEMU start + state load, until the guest runs */
+    double flat_ms;     /* of restore_ms: building a saved state's flat RAM file (0: it was ready) */
 } env_timings;
 
 int env_up(const env_up_opts *o, env **out, env_timings *t, em_err *err);
@@ -49,6 +50,9 @@ int env_state_save(env *e, const char *name, json_t *since, json_t **info, em_er
 /* Restore state `name` (saved from an env of the same golden state) into this env: a fresh QEMU,
  * like a reset. */
 int env_state_restore(env *e, const char *name, env_timings *t, em_err *err);
+/* Build state `name`'s flat RAM file now (docs/states.md), so that its first restore need not:
+ * for states saved to be restored (the setup cache's). *ms: the build's time (0: it was there). */
+int env_state_prepare(env *e, const char *name, double *ms, em_err *err);
 /* The id of the golden state the env runs on (sha256 of its golden.json). */
 int env_golden_id(const env *e, char id[65], em_err *err);
 /* The saved state the env runs on (the last restored; NULL: none) and its id. */

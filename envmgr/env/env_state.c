@@ -7,6 +7,7 @@
 
 #include "envmgr/base/util.h"
 #include "envmgr/env/env_int.h"
+#include "envmgr/env/states_int.h"
 #include "envmgr/vm/savestate.h"
 
 const char *env_state_name(const env *e)
@@ -91,24 +92,53 @@ static int open_deltas(state **chain, size_t n, ramdelta ***out, em_err *err)
     return 0;
 }
 
-int env_state_start(env *e, const char *accel, em_err *err)
+int env_state_start(env *e, const char *accel, double *flat_ms, em_err *err)
 {
     state *s = e->chain[e->nchain - 1];
     ramdelta **d = NULL;
+    _cleanup_free_ char *flat = NULL;
+    _cleanup_close_ int lock = -1;
     if (open_deltas(e->chain, e->nchain, &d, err) < 0)
         return -1;
-    int rc = savestate_start(e->gold, e->image, accel, e->dir, e->name, s->dir, d, e->nchain, &e->pid, err);
+    int rc = state_flat_ready(s, e->gold->ram, (uint64_t)e->image->memory_mb << 20, d, e->nchain, &flat, &lock,
+                              flat_ms, err);
+    if (rc == 0)
+        rc = savestate_start(e->image, accel, e->dir, e->name, s->dir, flat, d[e->nchain - 1], &e->pid, err);
     close_deltas(d, e->nchain);
-    if (rc < 0)
-        return em_prefix(err, "state `%s`: ", s->name);
+    return rc < 0 ? em_prefix(err, "state `%s`: ", s->name) : 0;
+}
+
+int env_state_record(env *e, em_err *err)
+{
+    const state *s = e->chain[e->nchain - 1];
     const char *prev = env_state_name(e);
     if (prev && strcmp(prev, s->name))
         state_release(prev, e->dir);
     json_object_set_new(e->meta, "state", json_pack("{s:s, s:s}", "name", s->name, "id", s->id));
     state_touch(s);
-    if (env_write_meta(e, err) < 0 || state_claim(s, e->dir, err) < 0)
-        return -1;
-    return 0;
+    return state_claim(s, e->dir, err);
+}
+
+int env_state_prepare(env *e, const char *name, double *ms, em_err *err)
+{
+    *ms = 0;
+    state **chain = NULL;
+    size_t n = 0;
+    ramdelta **d = NULL;
+    _cleanup_free_ char *flat = NULL;
+    _cleanup_close_ int lock = -1;
+    int rc = state_chain_load(name, &chain, &n, err);
+    if (rc == 0 && strcmp(chain[n - 1]->golden_dir, e->gold->dir))
+        rc = em_fail(err, "state `%s` is of another golden state than env %s", name, e->name);
+    if (rc == 0)
+        rc = open_deltas(chain, n, &d, err);
+    if (rc == 0) {
+        rc = state_flat_ready(chain[n - 1], e->gold->ram, (uint64_t)e->image->memory_mb << 20, d, n, &flat, &lock,
+                              ms, err);
+        close_deltas(d, n);
+    }
+    state_chain_free(chain, n);
+    return rc;
 }
 
 void env_state_leave(env *e)
@@ -184,7 +214,9 @@ int env_state_save(env *e, const char *name, json_t *since, json_t **info, em_er
         rc = open_deltas(chain, n, &d, err);
     env_pointer_now(e, &px, &py);
     if (rc == 0) {
-        rc = savestate_write(e->gold, e->image, e->dir, e->pid, d, n, tmp, &st, err);
+        /* what its QEMU maps: the flat file of the state it was restored from, else the golden one */
+        _cleanup_free_ char *ram = n ? xasprintf("%s/" STATE_FLAT, chain[n - 1]->dir) : xstrdup(e->gold->ram);
+        rc = savestate_write(e->gold, e->image, e->dir, e->pid, ram, d, n, tmp, &st, err);
         close_deltas(d, n);
     }
     double save_ms = now_ms() - t0;

@@ -78,17 +78,29 @@ static json_t *users_of(const char *dir, const char *name)
     return list;
 }
 
-static uint64_t disk_bytes(const char *dir)
+static uint64_t blocks_of(const char *dir, const char *const *names, size_t n)
 {
     uint64_t total = 0;
-    const char *names[] = {STATE_JSON, SAVESTATE_DISK, SAVESTATE_RAM, SAVESTATE_DEVICES};
-    for (size_t i = 0; i < ARRAY_LEN(names); i++) {
+    for (size_t i = 0; i < n; i++) {
         _cleanup_free_ char *p = xasprintf("%s/%s", dir, names[i]);
         struct stat st;
         if (lstat(p, &st) == 0)
             total += (uint64_t)st.st_blocks * 512;
     }
     return total;
+}
+
+/* The state's own files, and its flat RAM file (derived: rebuilt when gone), on disk. */
+static uint64_t disk_bytes(const char *dir)
+{
+    const char *names[] = {STATE_JSON, SAVESTATE_DISK, SAVESTATE_RAM, SAVESTATE_DEVICES};
+    return blocks_of(dir, names, ARRAY_LEN(names));
+}
+
+static uint64_t flat_bytes(const char *dir)
+{
+    const char *names[] = {STATE_FLAT};
+    return blocks_of(dir, names, ARRAY_LEN(names));
 }
 
 /* ---- listing, removing, evicting ---- */
@@ -130,10 +142,11 @@ int state_list(json_t **out, em_err *err)
             json_array_append_new(list, json_pack("{s:s, s:s}", "name", name, "error", lerr.msg));
             continue;
         }
-        json_t *row = json_pack("{s:s, s:o, s:O, s:f, s:f, s:o, s:s, s:s, s:O}", "name", name, "parent",
+        json_t *row = json_pack("{s:s, s:o, s:O, s:f, s:f, s:f, s:o, s:s, s:s, s:O}", "name", name, "parent",
                                 s->parent ? json_string(s->parent) : json_null(), "created",
                                 json_object_get(s->meta, "created") ?: json_null(), "mib",
-                                (double)disk_bytes(s->dir) / (1 << 20), "last_used", s->last_used, "users",
+                                (double)disk_bytes(s->dir) / (1 << 20), "flat_mib",
+                                (double)flat_bytes(s->dir) / (1 << 20), "last_used", s->last_used, "users",
                                 users_of(s->dir, name), "image", s->image, "golden_key", s->golden_key, "since",
                                 json_object_get(s->meta, "since") ?: json_null());
         char gid[65];
@@ -210,31 +223,42 @@ int state_remove(const char *name, em_err *err)
     return rc;
 }
 
-void state_pick_evictions(const state_row *rows, size_t n, uint64_t cap, bool *evict)
+/* The least recently used row that may go, or n: with flats, a row whose flat RAM file may be
+ * removed; else a state that may be evicted (no child of it kept). */
+static size_t least_used(const state_row *rows, size_t n, const bool *evict, const bool *drop_flat, bool flats)
+{
+    size_t best = n;
+    for (size_t i = 0; i < n; i++) {
+        if (evict[i] || rows[i].pinned || (flats && (drop_flat[i] || !rows[i].flat_bytes)))
+            continue;
+        bool has_child = false; /* a child still kept needs this one */
+        for (size_t j = 0; !flats && j < n && !has_child; j++)
+            has_child = !evict[j] && rows[j].parent && !strcmp(rows[j].parent, rows[i].name);
+        if (has_child)
+            continue;
+        if (best == n || rows[i].last_used < rows[best].last_used ||
+            (rows[i].last_used == rows[best].last_used && strcmp(rows[i].name, rows[best].name) < 0))
+            best = i;
+    }
+    return best;
+}
+
+void state_pick_evictions(const state_row *rows, size_t n, uint64_t cap, bool *evict, bool *drop_flat)
 {
     uint64_t total = 0;
     for (size_t i = 0; i < n; i++) {
         evict[i] = rows[i].stale && !rows[i].pinned; /* its children are as stale: same golden state */
-        total += evict[i] ? 0 : rows[i].bytes;
+        drop_flat[i] = false;
+        total += evict[i] ? 0 : rows[i].bytes + rows[i].flat_bytes;
     }
-    while (total > cap) {
-        size_t best = n;
-        for (size_t i = 0; i < n; i++) {
-            if (evict[i] || rows[i].pinned)
-                continue;
-            bool has_child = false; /* a child still kept needs this one */
-            for (size_t j = 0; j < n && !has_child; j++)
-                has_child = !evict[j] && rows[j].parent && !strcmp(rows[j].parent, rows[i].name);
-            if (has_child)
-                continue;
-            if (best == n || rows[i].last_used < rows[best].last_used ||
-                (rows[i].last_used == rows[best].last_used && strcmp(rows[i].name, rows[best].name) < 0))
-                best = i;
-        }
-        if (best == n)
-            break; /* everything left is needed */
+    /* flat files first: one costs a rebuild of seconds at the next restore, a state its setup */
+    for (size_t best; total > cap && (best = least_used(rows, n, evict, drop_flat, true)) < n;) {
+        drop_flat[best] = true;
+        total -= rows[best].flat_bytes;
+    }
+    for (size_t best; total > cap && (best = least_used(rows, n, evict, drop_flat, false)) < n;) {
         evict[best] = true;
-        total -= rows[best].bytes;
+        total -= rows[best].bytes + (drop_flat[best] ? 0 : rows[best].flat_bytes);
     }
 }
 
@@ -248,7 +272,29 @@ int state_cap_bytes(uint64_t *cap, em_err *err)
     return 0;
 }
 
-/* Folders of saves or removals whose envmgr is gone. */
+/* Temp files of flat RAM file builds whose envmgr is gone, in the state folder dir. */
+static size_t remove_flat_leftovers(const char *dir, bool dry_run, FILE *log)
+{
+    DIR *d = opendir(dir);
+    size_t n = 0;
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        pid_t pid;
+        if (!pid_of_leftover(de->d_name, STATE_FLAT_TMP, &pid) || pid_running(pid))
+            continue;
+        _cleanup_free_ char *p = xasprintf("%s/%s", dir, de->d_name);
+        if (log)
+            fprintf(log, "gc: %sremove %s (an interrupted build of a flat RAM file)\n", dry_run ? "would " : "", p);
+        if (!dry_run)
+            unlink(p);
+        n++;
+    }
+    if (d)
+        closedir(d);
+    return n;
+}
+
+/* Folders of saves or removals whose envmgr is gone, and temp files of flat file builds. */
 static size_t remove_leftovers(bool dry_run, FILE *log)
 {
     _cleanup_free_ char *root = paths_state_root();
@@ -257,6 +303,11 @@ static size_t remove_leftovers(bool dry_run, FILE *log)
     struct dirent *de;
     while (d && (de = readdir(d))) {
         pid_t pid;
+        if (de->d_name[0] != '.') {
+            _cleanup_free_ char *dir = xasprintf("%s/%s", root, de->d_name);
+            n += remove_flat_leftovers(dir, dry_run, log);
+            continue;
+        }
         if ((!pid_of_leftover(de->d_name, NEW_PREFIX, &pid) && !pid_of_leftover(de->d_name, RM_PREFIX, &pid)) ||
             pid_running(pid))
             continue;
@@ -282,23 +333,37 @@ int state_evict(uint64_t cap, const char *keep, bool dry_run, FILE *log, size_t 
         return em_prefix(err, "states: ");
     size_t n = json_array_size(list);
     state_row *rows = xcalloc(n ? n : 1, sizeof *rows);
-    bool *evict = xcalloc(n ? n : 1, sizeof *evict);
+    bool *evict = xcalloc(n ? n : 1, sizeof *evict), *drop_flat = xcalloc(n ? n : 1, sizeof *drop_flat);
     for (size_t i = 0; i < n; i++) {
         json_t *row = json_array_get(list, i);
         rows[i].name = state_str(row, "name");
         rows[i].parent = state_str(row, "parent");
         rows[i].bytes = (uint64_t)(json_real_value(json_object_get(row, "mib")) * (1 << 20));
+        rows[i].flat_bytes = (uint64_t)(json_real_value(json_object_get(row, "flat_mib")) * (1 << 20));
         rows[i].last_used = json_real_value(json_object_get(row, "last_used"));
         /* a damaged record's dependencies are unknown: keep it (state rm removes it) */
         rows[i].pinned = json_object_get(row, "error") || json_array_size(json_object_get(row, "users")) ||
                          (keep && !strcmp(rows[i].name, keep));
         rows[i].stale = json_is_false(json_object_get(row, "golden_ok"));
     }
-    state_pick_evictions(rows, n, cap, evict);
+    state_pick_evictions(rows, n, cap, evict, drop_flat);
     int rc = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!drop_flat[i] || evict[i])
+            continue;
+        _cleanup_free_ char *dir = state_dir(rows[i].name);
+        if (!dry_run && !state_flat_drop(dir))
+            continue; /* a restore holds it right now: it stays */
+        if (log)
+            fprintf(log, "gc: %sremove the flat RAM file of state %s (%.0f MiB; over the %" PRIu64
+                         " MiB cap, least recently used; rebuilt at its next restore)\n",
+                    dry_run ? "would " : "", rows[i].name, (double)rows[i].flat_bytes / (1 << 20), cap >> 20);
+        *mib += (double)rows[i].flat_bytes / (1 << 20);
+    }
     for (size_t i = 0; rc == 0 && i < n; i++) {
         if (!evict[i])
             continue;
+        rows[i].bytes += drop_flat[i] ? 0 : rows[i].flat_bytes;
         if (log && rows[i].stale)
             fprintf(log, "gc: %sevict state %s (%.0f MiB; its golden state is gone)\n", dry_run ? "would " : "",
                     rows[i].name, (double)rows[i].bytes / (1 << 20));
@@ -312,6 +377,7 @@ int state_evict(uint64_t cap, const char *keep, bool dry_run, FILE *log, size_t 
     }
     free(rows);
     free(evict);
+    free(drop_flat);
     json_decref(list);
     return rc;
 }

@@ -24,6 +24,7 @@
 #include <stdio.h>
 
 #include "envmgr/base/err.h"
+#include "envmgr/vm/ramdelta.h"
 
 #define STATE_FORMAT "envmgr-state-v1"
 /* Names the setup cache gives its states (episode/setup_cache.h): envmgr's alone, so no client can
@@ -72,6 +73,14 @@ void state_touch(const state *s);
 int state_claim(const state *s, const char *env_dir, em_err *err);
 void state_release(const char *name, const char *env_dir);
 
+/* The flat RAM file of state s (vm/ramflat.h; state_flat.c), to map as the guest's RAM: checked
+ * against its stamp, built from golden_ram and the chain's deltas (root first, s's last; all
+ * verified by state_chain_load) when missing or not the one built. *path is malloc'd; *lock_fd
+ * (close it once QEMU has opened the file) keeps gc and rebuilds off it meanwhile; *built_ms: the
+ * time a build took (0: it was ready). */
+int state_flat_ready(const state *s, const char *golden_ram, uint64_t ram_bytes, ramdelta *const *deltas, size_t n,
+                     char **path, int *lock_fd, double *built_ms, em_err *err);
+
 /* The cap in bytes: ENVMGR_STATE_CAP_MIB, else the default. */
 int state_cap_bytes(uint64_t *cap, em_err *err);
 /* Evict states whose golden state is gone, then states over cap (least recently used first), never
@@ -79,14 +88,17 @@ int state_cap_bytes(uint64_t *cap, em_err *err);
  * log (may be NULL). */
 int state_evict(uint64_t cap, const char *keep, bool dry_run, FILE *log, size_t *count, double *mib, em_err *err);
 
-/* What state_evict decides, on rows alone (unit-tested): evict[i] for the rows to remove. */
+/* What state_evict decides, on rows alone (unit-tested): evict[i] for the rows to remove,
+ * drop_flat[i] for the flat RAM files to remove first (least recently used first, never a pinned
+ * state's), before any state goes. */
 typedef struct state_row {
     const char *name, *parent;
-    uint64_t bytes;
+    uint64_t bytes;      /* its own files */
+    uint64_t flat_bytes; /* its flat RAM file (derived, rebuilt when gone) */
     double last_used;
     bool pinned; /* in use, or kept */
     bool stale;  /* its golden state is gone or was rebuilt: it can never run again */
 } state_row;
-void state_pick_evictions(const state_row *rows, size_t n, uint64_t cap, bool *evict);
+void state_pick_evictions(const state_row *rows, size_t n, uint64_t cap, bool *evict, bool *drop_flat);
 
 #endif

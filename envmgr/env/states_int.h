@@ -4,11 +4,16 @@
 #define ENVMGR_ENV_STATES_INT_H
 
 #include <jansson.h>
+#include <stdbool.h>
 
 #define STATE_JSON "state.json"
 #define STATE_STAMP "verified.json"
 #define STATE_USED "used"
 #define STATE_USERS "users"
+#define STATE_FLAT "ram.flat"        /* derived: the flat RAM file a restore maps (state_flat.c) */
+#define STATE_FLAT_STAMP "flat.json"  /* which flat file was built, when */
+#define STATE_FLAT_LOCK "flat.lock"
+#define STATE_FLAT_TMP ".ram.flat-"   /* a build in progress: .ram.flat-<pid> */
 #define NEW_PREFIX ".new-" /* a save in progress: .new-<name>-<pid> */
 #define RM_PREFIX ".rm-"   /* a removal in progress: .rm-<name>-<pid> */
 
@@ -16,5 +21,8 @@
 char *state_dir(const char *name);
 /* o[key] as a string, or NULL. */
 const char *state_str(json_t *o, const char *key);
+/* Remove the flat RAM file of the state in dir unless a restore or a build holds it: true if
+ * removed (or there was none). */
+bool state_flat_drop(const char *dir);
 
 #endif

@@ -69,7 +69,14 @@ static int op_state_restore(void *ctx, const char *name, char id[33], em_err *er
 
 static int op_state_save(void *ctx, const char *name, json_t *since, em_err *err)
 {
-    return env_state_save(ctx, name, since, NULL, err);
+    if (env_state_save(ctx, name, since, NULL, err) < 0)
+        return -1;
+    /* The setup cache saves a state to restore it: its flat RAM file is built now, in this
+     * episode, not at the next one's start. Best effort: that restore builds it otherwise. */
+    double ms;
+    em_err ignored;
+    env_state_prepare(ctx, name, &ms, &ignored);
+    return 0;
 }
 
 void episode_env_bind(env *e, episode_env *out)

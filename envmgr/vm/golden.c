@@ -270,22 +270,11 @@ int golden_ensure(const manifest *m, const char *accel, golden **out, em_err *er
     _cleanup_free_ char *dir = xasprintf("%s/%.16s", root, key), *lock = xasprintf("%s/%.16s.lock", root, key);
     _cleanup_free_ char *meta = xasprintf("%s/golden.json", dir);
     if (access(meta, R_OK) != 0) {
-        _cleanup_close_ int lfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-        if (lfd < 0)
-            return em_fail_errno(err, "open `%s`", lock);
-        /* Another envmgr may be building it: wait for its lock, but stay interruptible (Ctrl-C)
-         * and bounded (a build has its own deadlines; this one covers a wedged builder). */
-        double deadline = now_ms() + BUILD_LOCK_WAIT_MS;
-        while (flock(lfd, LOCK_EX | LOCK_NB) < 0) {
-            if (errno != EWOULDBLOCK && errno != EINTR)
-                return em_fail_errno(err, "lock `%s`", lock);
-            if (check_interrupt(err) < 0)
-                return em_prefix(err, "waiting for the golden-state build of another envmgr: ");
-            if (now_ms() > deadline)
-                return em_fail(err, "waited %.0f min for another envmgr to build the golden state `%s`",
-                               BUILD_LOCK_WAIT_MS / 60000, dir);
-            sleep_ms(200);
-        }
+        /* Another envmgr may be building it: wait for it (a build has its own deadlines; this one
+         * covers a wedged builder). */
+        _cleanup_close_ int lfd = -1;
+        if (lock_file_wait(lock, false, BUILD_LOCK_WAIT_MS, "the golden-state build", &lfd, err) < 0)
+            return -1;
         if (access(meta, R_OK) != 0 && build(m, accel, dir, key, err) < 0)
             return -1;
     }

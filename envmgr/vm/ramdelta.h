@@ -1,6 +1,6 @@
-/* A saved state's memory as what differs from its parent: the pages of guest RAM, and of the VGA
- * memory, that a restore writes over the golden RAM file's private mapping. One file, read by
- * mapping it, so a restore writes the pages straight from the page cache:
+/* A saved state's memory as what differs from its parent: the pages of guest RAM (which its flat
+ * RAM file, ramflat.h, applies over the golden RAM file) and of the VGA memory (which a restore
+ * writes into QEMU). One file, read by mapping it:
  *   [0, 4096)      header: "EMRAMDL1", u32 version, u32 page size, u64 pages[RAMDELTA_REGIONS] (each
  *                  region's size), u64 count, u64 data_pages, u64 index_off (all little-endian)
  *   [4096, ...)    data_pages pages of 4096 bytes

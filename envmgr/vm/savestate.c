@@ -141,11 +141,11 @@ static candidate *candidates(const uint64_t *written, size_t nw, const ramdelta_
     return c;
 }
 
-static int save_ram(procmem *pm, const golden *g, uint64_t ram_bytes, ramdelta *const *chain, size_t n,
-                    ramdelta_writer *w, uint64_t *written, em_err *err)
+static int save_ram(procmem *pm, const golden *g, const char *ram_file, uint64_t ram_bytes, ramdelta *const *chain,
+                    size_t n, ramdelta_writer *w, uint64_t *written, em_err *err)
 {
     uint64_t addr, pages = ram_bytes / PAGE;
-    if (procmem_find_mapping(pm, g->ram, ram_bytes, &addr, err) < 0)
+    if (procmem_find_mapping(pm, ram_file, ram_bytes, &addr, err) < 0)
         return -1;
     _cleanup_free_ uint64_t *idx = NULL;
     _cleanup_free_ ramdelta_page *inh = NULL;
@@ -226,7 +226,8 @@ static int copy_disk(const char *env_dir, const char *dst, uint64_t *bytes, em_e
 }
 
 static int save_stopped(qmp *q, const golden *g, const manifest *m, const char *env_dir, pid_t pid,
-                        ramdelta *const *chain, size_t n, const char *out_dir, savestate_stats *st, em_err *err)
+                        const char *ram_file, ramdelta *const *chain, size_t n, const char *out_dir,
+                        savestate_stats *st, em_err *err)
 {
     _cleanup_free_ char *dev = xasprintf("%s/" SAVESTATE_DEVICES, out_dir);
     _cleanup_free_ char *ram = xasprintf("%s/" SAVESTATE_RAM, out_dir);
@@ -240,7 +241,7 @@ static int save_stopped(qmp *q, const golden *g, const manifest *m, const char *
     uint64_t pages[RAMDELTA_REGIONS] = {ram_bytes / PAGE, vsize / PAGE};
     int rc = ramdelta_create(ram, pages, &w, err);
     if (rc == 0)
-        rc = save_ram(pm, g, ram_bytes, chain, n, w, &st->written_pages, err);
+        rc = save_ram(pm, g, ram_file, ram_bytes, chain, n, w, &st->written_pages, err);
     if (rc == 0 && vsize)
         rc = save_vram(pm, vhost, vsize, w, err);
     procmem_close(pm);
@@ -253,8 +254,8 @@ static int save_stopped(qmp *q, const golden *g, const manifest *m, const char *
     return copy_disk(env_dir, disk, &st->disk_bytes, err);
 }
 
-int savestate_write(const golden *g, const manifest *m, const char *env_dir, pid_t pid, ramdelta *const *chain,
-                    size_t n, const char *out_dir, savestate_stats *st, em_err *err)
+int savestate_write(const golden *g, const manifest *m, const char *env_dir, pid_t pid, const char *ram_file,
+                    ramdelta *const *chain, size_t n, const char *out_dir, savestate_stats *st, em_err *err)
 {
     memset(st, 0, sizeof *st);
     _cleanup_free_ char *sock = xasprintf("%s/" VM_QMP_SOCK, env_dir);
@@ -271,7 +272,7 @@ int savestate_write(const golden *g, const manifest *m, const char *env_dir, pid
     if (rc == 0 && was_running)
         rc = qmp_execute(q, "stop", NULL, QMP_TIMEOUT_MS, NULL, err);
     if (rc == 0)
-        rc = save_stopped(q, g, m, env_dir, pid, chain, n, out_dir, st, err);
+        rc = save_stopped(q, g, m, env_dir, pid, ram_file, chain, n, out_dir, st, err);
     if (was_running) { /* the guest runs again whatever happened */
         em_err cont_err;
         if (qmp_execute(q, "cont", NULL, QMP_TIMEOUT_MS, NULL, &cont_err) < 0 && rc == 0)
@@ -305,18 +306,6 @@ static int write_pages(procmem *pm, uint64_t base, const ramdelta_page *p, size_
     return rc;
 }
 
-static int load_ram(procmem *pm, const golden *g, uint64_t ram_bytes, ramdelta *const *chain, size_t n,
-                    em_err *err)
-{
-    uint64_t addr;
-    _cleanup_free_ ramdelta_page *p = NULL;
-    size_t np = 0;
-    if (procmem_find_mapping(pm, g->ram, ram_bytes, &addr, err) < 0 ||
-        ramdelta_merge(chain, n, RAMDELTA_RAM, &p, &np, err) < 0)
-        return -1;
-    return write_pages(pm, addr, p, np, err);
-}
-
 static int load_vram(qmp *q, procmem *pm, ramdelta *self, em_err *err)
 {
     uint64_t pages = ramdelta_region_pages(self, RAMDELTA_VRAM), host, size;
@@ -334,11 +323,14 @@ static int load_vram(qmp *q, procmem *pm, ramdelta *self, em_err *err)
     return write_pages(pm, host, p, np, err) < 0 ? em_prefix(err, "VGA memory: ") : 0;
 }
 
-int savestate_start(const golden *g, const manifest *m, const char *accel, const char *env_dir, const char *name,
-                    const char *state_dir, ramdelta *const *chain, size_t n, pid_t *pid_out, em_err *err)
+int savestate_start(const manifest *m, const char *accel, const char *env_dir, const char *name, const char *state_dir,
+                    const char *ram_file, ramdelta *self, pid_t *pid_out, em_err *err)
 {
     uint64_t ram_bytes = (uint64_t)m->memory_mb << 20;
-    if (n == 0 || ramdelta_region_pages(chain[n - 1], RAMDELTA_RAM) != ram_bytes / PAGE)
+    struct stat rs;
+    if (stat(ram_file, &rs) < 0)
+        return em_fail_errno(err, "restore: `%s`", ram_file);
+    if ((uint64_t)rs.st_size != ram_bytes || ramdelta_region_pages(self, RAMDELTA_RAM) != ram_bytes / PAGE)
         return em_fail(err, "restore: the state's RAM is not the image's %d MiB", m->memory_mb);
     _cleanup_free_ char *disk = xasprintf("%s/" SAVESTATE_DISK, state_dir);
     _cleanup_free_ char *dev = xasprintf("%s/" SAVESTATE_DEVICES, state_dir);
@@ -348,26 +340,23 @@ int savestate_start(const golden *g, const manifest *m, const char *accel, const
         return em_fail_errno(err, "restore: open `%s`", dev);
     if (vm_overlay_place(env_dir, &overlay, err) < 0 || vm_create_overlay(disk, overlay, err) < 0)
         return em_prefix(err, "restore: ");
-    vm_spec spec = {.image = m, .accel = accel, .dir = env_dir, .disk = overlay, .ram_file = g->ram,
+    vm_spec spec = {.image = m, .accel = accel, .dir = env_dir, .disk = overlay, .ram_file = ram_file,
                     .ram_shared = false, .incoming = true, .devices_only = true, .name = name};
     pid_t pid;
     if (vm_spawn(&spec, &pid, err) < 0)
         return em_prefix(err, "restore: ");
     procmem *pm = NULL;
     qmp *q = NULL;
-    /* QMP answers once the machine (and its RAM mapping) exists. RAM goes in first: loading
-     * virtio devices reads their rings from guest memory. */
+    /* The RAM is already the state's (the flat file); the device state comes in over it. */
     int rc = qmp_open(sock, QMP_TIMEOUT_MS, &q, err);
     if (rc == 0)
         rc = procmem_open(pid, &pm, err);
-    if (rc == 0)
-        rc = load_ram(pm, g, ram_bytes, chain, n, err);
     if (rc == 0)
         rc = vm_migrate_fd(q, "migrate-incoming", fd, err);
     /* The VGA memory once the device state mapped it; no display has drawn from it yet (no VNC
      * client is connected), so the first frame is the restored one. */
     if (rc == 0)
-        rc = load_vram(q, pm, chain[n - 1], err);
+        rc = load_vram(q, pm, self, err);
     if (rc == 0)
         rc = qmp_execute(q, "cont", NULL, QMP_TIMEOUT_MS, NULL, err);
     qmp_close(q);

@@ -5,12 +5,13 @@
  *                backed by the parent's disk layer (golden.qcow2 at the root)
  *   ram.delta    the RAM pages that differ from the parent's view, and the VGA memory (ramdelta.h);
  *                the pages come from QEMU's process (procmem.h), which maps the golden RAM file
- *                privately, so only the pages the guest wrote are candidates
+ *                (or its state's flat RAM file) privately, so only the pages the guest wrote are
+ *                candidates
  *   devices.bin  device state without any RAM (QMP xen-save-devices-state: a migration would carry
  *                all of guest RAM, since x-ignore-shared leaves out shared mappings only)
- * A restore is a fresh QEMU started with -incoming on the golden RAM file, like a reset: the
- * chain's pages are written into its memory, then the device state comes in, then the VGA memory
- * (the frame the guest showed), then it runs. */
+ * A restore is a fresh QEMU started with -incoming on the state's flat RAM file (ramflat.h: the
+ * golden RAM file with the chain's deltas applied), mapped privately like a reset maps the golden
+ * one: the device state comes in, then the VGA memory (the frame the guest showed), then it runs. */
 #ifndef ENVMGR_VM_SAVESTATE_H
 #define ENVMGR_VM_SAVESTATE_H
 
@@ -34,15 +35,16 @@ typedef struct savestate_stats {
 } savestate_stats;
 
 /* Save the QEMU of env_dir (pid; running or paused, left as it was) into the files above in
- * out_dir (which exists). chain: the RAM deltas of the states the env was restored from, root
- * first (none for the golden state). */
-int savestate_write(const golden *g, const manifest *m, const char *env_dir, pid_t pid, ramdelta *const *chain,
-                    size_t n, const char *out_dir, savestate_stats *st, em_err *err);
+ * out_dir (which exists). ram_file: the file QEMU maps as its RAM (the golden RAM file, or the
+ * flat file of the state it was restored from); chain: the RAM deltas of that state's chain, root
+ * first (none for the golden state): a page still the file's is the chain's. */
+int savestate_write(const golden *g, const manifest *m, const char *env_dir, pid_t pid, const char *ram_file,
+                    ramdelta *const *chain, size_t n, const char *out_dir, savestate_stats *st, em_err *err);
 
-/* Start a QEMU in env_dir from the state in state_dir, whose chain of RAM deltas (root first,
- * the state's own last) is chain[0..n), with a fresh overlay on its disk layer. Returns when the
+/* Start a QEMU in env_dir from the state in state_dir: its RAM the flat file ram_file, its VGA
+ * memory from self (the state's own delta), a fresh overlay on its disk layer. Returns when the
  * guest runs, as golden_start_clone does. */
-int savestate_start(const golden *g, const manifest *m, const char *accel, const char *env_dir, const char *name,
-                    const char *state_dir, ramdelta *const *chain, size_t n, pid_t *pid, em_err *err);
+int savestate_start(const manifest *m, const char *accel, const char *env_dir, const char *name, const char *state_dir,
+                    const char *ram_file, ramdelta *self, pid_t *pid, em_err *err);
 
 #endif

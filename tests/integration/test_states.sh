@@ -41,6 +41,13 @@ check "a file written after the save is gone" hasnt $E1 /root/after
 check "the guest clock is right after a restore" clock_right $E1
 check "the guest agent answers after a restore" bash -c "'$ENVMGR' exec $E1 -- cat /root/before | grep -qx saved"
 check "ls shows the env on s1" bash -c "'$ENVMGR' ls --json | grep -q '\"state\": \"s1\"'"
+F1=$ENVMGR_STATE_DIR/s1/ram.flat
+check "the first restore built s1's flat RAM file, and said so" bash -c "echo '$out' | grep -q 'flat RAM file' && test -f '$F1' -a -f '$ENVMGR_STATE_DIR/s1/flat.json'"
+check "... sparse: the guest's untouched pages are holes" test "$(du -k "$F1" | cut -f1)" -lt "$(( $(stat -c %s "$F1") / 1024 ))"
+check "... counted apart from the state's own files in state ls" python3 -c "import sys; sys.exit(not float('$(state_field s1 flat_mib)') > 0)"
+out=$("$ENVMGR" state restore $E1 s1 2>&1)
+check "a second restore maps it as it is (no build)" bash -c "! echo '$out' | grep -q 'flat RAM file'"
+check "... and shows the saved screen" bash -c "'$ENVMGR' screenshot $E1 '$T/again.png' >/dev/null && '$PNGTOOL' diff '$T/saved.png' '$T/again.png' | grep -qx 0.000000"
 
 # --- branch: a child state, then back to its parent and forth ---------------------------------
 "$ENVMGR" exec $E1 -- sh -c 'echo branch > /root/branch && sync'
@@ -51,6 +58,15 @@ check "the branch's file is absent in s1" hasnt $E1 /root/branch
 check "restore s2" "$ENVMGR" state restore $E1 s2
 check "the branch's file is present in s2, and s1's too" bash -c "'$ENVMGR' exec $E1 -- test -e /root/branch &&
     '$ENVMGR' exec $E1 -- test -e /root/before"
+# a flat RAM file changed behind envmgr's back is never run: it is built again from the state
+off=$(( $(stat -c %s "$F1") / 2 ))
+orig=$(od -An -tx1 -j $off -N 8 "$F1")
+chmod u+w "$F1" && printf 'XXXXXXXX' | dd of="$F1" bs=1 seek=$off conv=notrunc 2>/dev/null
+out=$("$ENVMGR" state restore $E1 s1 2>&1); rc=$?
+echo "$out"
+check "restore of s1 with its flat RAM file tampered with: built again (exit 0)" bash -c "[ $rc = 0 ] && echo '$out' | grep -q 'flat RAM file'"
+check "... the tampered bytes are gone" test "$(od -An -tx1 -j $off -N 8 "$F1")" = "$orig"
+check "... the guest runs the state: its files, not the branch's, the agent answers" bash -c "'$ENVMGR' exec $E1 -- cat /root/before | grep -qx saved && ! '$ENVMGR' exec $E1 -- test -e /root/branch"
 check "reset goes back to the golden state" bash -c "'$ENVMGR' reset $E1 >/dev/null && ! '$ENVMGR' exec $E1 -- test -e /root/before"
 
 # --- many envs from one state -------------------------------------------------------------------
@@ -203,10 +219,15 @@ export ENVMGR_STATE_DIR=$T/states
 
 # --- eviction under a cap -------------------------------------------------------------------------
 "$ENVMGR" state save $E1 s3 >/dev/null
+touch "$ENVMGR_STATE_DIR/s2/.ram.flat-999999" # a flat file build that died
 out=$("$ENVMGR" gc --keep-golden --state-cap 0 2>&1)
 echo "$out" | grep state
 check "gc under a zero cap evicts the unused state" test ! -e "$ENVMGR_STATE_DIR/s3"
 check "and keeps s2 (envs run on it) and s1 (s2 needs it)" test -e "$ENVMGR_STATE_DIR/s2/state.json" -a -e "$ENVMGR_STATE_DIR/s1/state.json"
+check "... but removes s1's flat RAM file first (derived; rebuilt at its next restore), saying so" \
+    bash -c "test ! -e '$F1' && echo '$out' | grep -q 'flat RAM file of state s1'"
+check "... and keeps s2's, which its envs map" test -e "$ENVMGR_STATE_DIR/s2/ram.flat"
+check "... and the temp file of a build that died" test ! -e "$ENVMGR_STATE_DIR/s2/.ram.flat-999999"
 "$ENVMGR" down $E2 >/dev/null; "$ENVMGR" down $E3 >/dev/null
 out=$("$ENVMGR" gc --keep-golden --state-cap 0 2>&1)
 check "once its envs are down, gc evicts s2 then s1" test ! -e "$ENVMGR_STATE_DIR/s2" -a ! -e "$ENVMGR_STATE_DIR/s1"

@@ -13,6 +13,7 @@
 #include "envmgr/base/util.h"
 #include "envmgr/env/states.h"
 #include "envmgr/vm/ramdelta.h"
+#include "envmgr/vm/ramflat.h"
 #include "envmgr/vm/savestate.h"
 #include "helpers/cunit_main.h"
 
@@ -102,6 +103,54 @@ static void test_delta_merge(void)
     CU_ASSERT_EQUAL(ramdelta_merge(chain, 0, RAMDELTA_RAM, &p, &n, &err), 0); /* the golden state: nothing */
     CU_ASSERT_EQUAL(n, 0);
     free(p);
+    ramdelta_close(chain[0]);
+    ramdelta_close(chain[1]);
+}
+
+/* The flat RAM file: the golden file's pages (its holes kept) with a chain applied, the child's
+ * pages winning, a zero page punched out. */
+static void test_flat_build(void)
+{
+    _cleanup_free_ char *pa = xasprintf("%s/fparent.delta", test_tmpdir());
+    _cleanup_free_ char *pc = xasprintf("%s/fchild.delta", test_tmpdir());
+    _cleanup_free_ char *gold = xasprintf("%s/gold.ram", test_tmpdir());
+    _cleanup_free_ char *flat = xasprintf("%s/state.flat", test_tmpdir());
+    const uint64_t parent_pages[] = {0, 2, 4}, child_pages[] = {2, 3};
+    const uint8_t parent_vals[] = {1, 2, 4}, child_vals[] = {0, 33};
+    make_delta(pa, parent_pages, parent_vals, 3, RAMDELTA_RAM);
+    make_delta(pc, child_pages, child_vals, 2, RAMDELTA_RAM);
+    uint8_t page[RAMDELTA_PAGE];
+    int fd = open(gold, O_WRONLY | O_CREAT | O_TRUNC, 0600); /* pages 0-2 data (10, 11, 12), 3-7 a hole */
+    CU_ASSERT_FATAL(fd >= 0);
+    for (int i = 0; i < 3; i++) {
+        fill(page, (uint8_t)(10 + i));
+        CU_ASSERT_EQUAL(write(fd, page, sizeof page), (ssize_t)sizeof page);
+    }
+    CU_ASSERT_EQUAL(ftruncate(fd, 8 * RAMDELTA_PAGE), 0);
+    close(fd);
+    ramdelta *chain[2] = {NULL, NULL};
+    em_err err = {0};
+    CU_ASSERT_EQUAL_FATAL(ramdelta_open(pa, &chain[0], &err), 0);
+    CU_ASSERT_EQUAL_FATAL(ramdelta_open(pc, &chain[1], &err), 0);
+    ramflat_stats st;
+    unlink(flat);
+    CU_ASSERT_EQUAL_FATAL(ramflat_build(gold, 8 * RAMDELTA_PAGE, chain, 2, flat, &st, &err), 0);
+    CU_ASSERT_EQUAL(st.copied_bytes, 3 * RAMDELTA_PAGE);
+    CU_ASSERT_EQUAL(st.delta_pages, 4);
+    CU_ASSERT_EQUAL(st.disk_bytes, 4 * RAMDELTA_PAGE); /* pages 0, 1, 3, 4: the zero page is a hole */
+    _cleanup_free_ char *text = NULL;
+    size_t len = 0;
+    CU_ASSERT_EQUAL_FATAL(read_file_capped(flat, 1 << 20, &text, &len, &err), 0);
+    CU_ASSERT_EQUAL_FATAL(len, 8 * RAMDELTA_PAGE);
+    const uint8_t want[8] = {1, 11, 0, 33, 4, 0, 0, 0};
+    for (int i = 0; i < 8; i++)
+        CU_ASSERT(text[i * RAMDELTA_PAGE] == want[i] && text[i * RAMDELTA_PAGE + 4095] == want[i]);
+    /* refused: an existing file, a golden file of another size, a chain of another size */
+    CU_ASSERT_EQUAL(ramflat_build(gold, 8 * RAMDELTA_PAGE, chain, 2, flat, &st, &err), -1);
+    unlink(flat);
+    CU_ASSERT_EQUAL(ramflat_build(gold, 16 * RAMDELTA_PAGE, chain, 2, flat, &st, &err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "is not the image's"));
+    CU_ASSERT_EQUAL(access(flat, F_OK), -1); /* nothing left behind */
     ramdelta_close(chain[0]);
     ramdelta_close(chain[1]);
 }
@@ -269,6 +318,56 @@ static void test_state_tamper(void)
     CU_ASSERT_EQUAL(state_remove("badjson", &err), 0);
 }
 
+/* A state's flat RAM file: built at the first call, then taken as it is; changed behind envmgr's
+ * back, built again; counted apart in the listing; gone with its state. (Runs after
+ * test_flat_build, whose golden file and delta it uses.) */
+static void test_state_flat(void)
+{
+    _cleanup_free_ char *pa = xasprintf("%s/fparent.delta", test_tmpdir());
+    _cleanup_free_ char *gold = xasprintf("%s/gold.ram", test_tmpdir());
+    free(make_state("flatty", NULL, NULL));
+    state *s = NULL;
+    ramdelta *d = NULL;
+    em_err err = {0};
+    CU_ASSERT_EQUAL_FATAL(state_load("flatty", &s, &err), 0);
+    CU_ASSERT_EQUAL_FATAL(ramdelta_open(pa, &d, &err), 0);
+    char *path = NULL;
+    int lfd = -1;
+    double ms = 0;
+    CU_ASSERT_EQUAL_FATAL(state_flat_ready(s, gold, 8 * RAMDELTA_PAGE, &d, 1, &path, &lfd, &ms, &err), 0);
+    CU_ASSERT(ms > 0 && lfd >= 0 && access(path, R_OK) == 0);
+    close(lfd);
+    free(path);
+    CU_ASSERT_EQUAL(state_flat_ready(s, gold, 8 * RAMDELTA_PAGE, &d, 1, &path, &lfd, &ms, &err), 0);
+    CU_ASSERT(ms == 0); /* as built: taken as it is */
+    close(lfd);
+    CU_ASSERT_EQUAL(chmod(path, 0600), 0);
+    int fd = open(path, O_WRONLY);
+    CU_ASSERT_EQUAL(pwrite(fd, "X", 1, 0), 1); /* page 0 is the parent's page of 1s */
+    close(fd);
+    free(path);
+    CU_ASSERT_EQUAL(state_flat_ready(s, gold, 8 * RAMDELTA_PAGE, &d, 1, &path, &lfd, &ms, &err), 0);
+    CU_ASSERT(ms > 0); /* changed: built again */
+    close(lfd);
+    _cleanup_free_ char *text = NULL;
+    CU_ASSERT_EQUAL(read_file_capped(path, 1 << 20, &text, NULL, &err), 0);
+    CU_ASSERT(text && text[0] == 1);
+    json_t *list = NULL;
+    CU_ASSERT_EQUAL(state_list(&list, &err), 0);
+    size_t i;
+    json_t *row;
+    bool listed = false;
+    json_array_foreach(list, i, row) if (!strcmp(json_string_value(json_object_get(row, "name")), "flatty"))
+        listed = json_real_value(json_object_get(row, "flat_mib")) > 0;
+    CU_ASSERT(listed);
+    json_decref(list);
+    CU_ASSERT_EQUAL(state_remove("flatty", &err), 0);
+    CU_ASSERT_EQUAL(access(path, F_OK), -1);
+    free(path);
+    ramdelta_close(d);
+    state_free(s);
+}
+
 static void test_eviction_order(void)
 {
     /* MiB sizes; last_used times */
@@ -279,28 +378,54 @@ static void test_eviction_order(void)
         {.name = "fresh", .parent = NULL, .bytes = 10, .last_used = 9},
         {.name = "old", .parent = NULL, .bytes = 10, .last_used = 2},
     };
-    bool evict[5];
-    state_pick_evictions(rows, 5, 50, evict); /* at the cap: nothing */
+    bool evict[5], flat[5];
+    state_pick_evictions(rows, 5, 50, evict, flat); /* at the cap: nothing */
     for (size_t i = 0; i < 5; i++)
         CU_ASSERT(!evict[i]);
-    state_pick_evictions(rows, 5, 40, evict); /* one: the least recently used leaf */
+    state_pick_evictions(rows, 5, 40, evict, flat); /* one: the least recently used leaf */
     CU_ASSERT(evict[4] && !evict[0] && !evict[1] && !evict[2] && !evict[3]);
-    state_pick_evictions(rows, 5, 20, evict); /* then child (5), and then its parent is free to go (1) */
+    state_pick_evictions(rows, 5, 20, evict, flat); /* then child (5), and then its parent is free to go (1) */
     CU_ASSERT(evict[4] && evict[1] && evict[0] && !evict[2] && !evict[3]);
-    state_pick_evictions(rows, 5, 0, evict); /* all but the pinned one */
+    state_pick_evictions(rows, 5, 0, evict, flat); /* all but the pinned one */
     CU_ASSERT(evict[0] && evict[1] && !evict[2] && evict[3] && evict[4]);
     rows[3].stale = true; /* its golden state is gone: out whatever the cap */
-    state_pick_evictions(rows, 5, 1000, evict);
+    state_pick_evictions(rows, 5, 1000, evict, flat);
     CU_ASSERT(evict[3] && !evict[0] && !evict[1] && !evict[2] && !evict[4]);
+    for (size_t i = 0; i < 5; i++)
+        CU_ASSERT(!flat[i]);
+}
+
+/* Flat RAM files go before any state: least recently used first, a parent's too (only its own
+ * state must stay for its children), never a pinned state's. */
+static void test_eviction_flat_first(void)
+{
+    state_row rows[] = {
+        {.name = "root", .parent = NULL, .bytes = 10, .flat_bytes = 100, .last_used = 1},
+        {.name = "child", .parent = "root", .bytes = 10, .flat_bytes = 100, .last_used = 5},
+        {.name = "busy", .parent = NULL, .bytes = 10, .flat_bytes = 100, .last_used = 0, .pinned = true},
+        {.name = "bare", .parent = NULL, .bytes = 10, .last_used = 0}, /* no flat file */
+    };
+    bool evict[4], flat[4];
+    state_pick_evictions(rows, 4, 340, evict, flat); /* at the cap: nothing */
+    CU_ASSERT(!flat[0] && !flat[1] && !flat[2] && !flat[3] && !evict[0] && !evict[1] && !evict[2] && !evict[3]);
+    state_pick_evictions(rows, 4, 300, evict, flat); /* one flat file: the root's, least recently used */
+    CU_ASSERT(flat[0] && !flat[1] && !flat[2] && !evict[0] && !evict[1] && !evict[3]);
+    state_pick_evictions(rows, 4, 140, evict, flat); /* both flat files, and still no state */
+    CU_ASSERT(flat[0] && flat[1] && !flat[2] && !evict[0] && !evict[1] && !evict[2] && !evict[3]);
+    state_pick_evictions(rows, 4, 125, evict, flat); /* then states: bare (0), the leaf child */
+    CU_ASSERT(flat[0] && flat[1] && evict[3] && evict[1] && !evict[0] && !evict[2]);
 }
 
 static CU_TestInfo tests[] = {
     {"RAM delta: written, read back, zero pages, order and bounds", test_delta_roundtrip},
     {"RAM delta: a chain merged, the child's pages winning", test_delta_merge},
     {"RAM delta: damaged files refused with the reason", test_delta_damaged},
+    {"flat RAM file: the golden file's pages, the chain applied, zero pages as holes", test_flat_build},
     {"states: chain loaded root first, linked by id; removal refused while needed", test_state_chain},
     {"states: a changed or missing file is refused; damaged records", test_state_tamper},
+    {"states: the flat RAM file built once, rebuilt when changed, gone with its state", test_state_flat},
     {"states: eviction picks least recently used leaves, keeps pinned ones", test_eviction_order},
+    {"states: eviction removes flat RAM files before states", test_eviction_flat_first},
     CU_TEST_INFO_NULL,
 };
 

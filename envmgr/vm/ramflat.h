@@ -1,0 +1,28 @@
+/* A saved state's RAM as one file, the way the golden state keeps its own (ram.bin): the golden
+ * RAM file's pages with the chain's RAM deltas applied. A restore maps it privately exactly as a
+ * reset maps ram.bin, so it writes no page into QEMU, and every env from one state shares the
+ * file's page-cache pages. It is derived data, built from a verified golden RAM file and verified
+ * deltas: the golden file's data is copied (copy_file_range: its holes stay holes), then each
+ * delta page written over it, a page of zeros punched out as a hole. No reflink on ext4, so the
+ * file costs the golden file's data again, plus the delta. */
+#ifndef ENVMGR_VM_RAMFLAT_H
+#define ENVMGR_VM_RAMFLAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "envmgr/base/err.h"
+#include "envmgr/vm/ramdelta.h"
+
+typedef struct ramflat_stats {
+    uint64_t copied_bytes; /* the golden file's data copied */
+    uint64_t delta_pages;  /* pages written (or punched) over it */
+    uint64_t disk_bytes;   /* the file's blocks on disk */
+} ramflat_stats;
+
+/* Write the flat RAM file at path (which must not exist; removed again on failure): golden_ram
+ * (ram_bytes long) with chain[0..n) (root first) applied. */
+int ramflat_build(const char *golden_ram, uint64_t ram_bytes, ramdelta *const *chain, size_t n, const char *path,
+                  ramflat_stats *st, em_err *err);
+
+#endif
