@@ -49,6 +49,10 @@ image_configure() {
     ln -sfn google-chrome "$ROOT/etc/skel/.config/chromium"
     ln -sf google-chrome "$ROOT/usr/local/bin/google-chrome-stable"
 
+    # Ubuntu's home folders (xdg-user-dirs): tasks open ~/Music and ~/Pictures
+    # without creating them.
+    mkdir -p "$ROOT"/etc/skel/{Music,Pictures,Videos,Public,Templates}
+
     # OSWorld's Ubuntu is not on UTC: "set my time zone to UTC+0" (os/b6781586)
     # must start unsolved.  No source names its zone; America/New_York is the
     # one OSWorld's Chrome tasks compute their dates in, and never +0000.
@@ -136,6 +140,9 @@ image_check() {
         die "screen lock is on by default (os/a4d98375 would start solved)"
     [ "$(in_root_user xdg-mime query default video/mp4)" = org.gnome.Totem.desktop ] ||
         die "the default video player is not Totem"
+    [ "$(in_root_user xdg-mime query default text/plain)" = org.gnome.gedit.desktop ] ||
+        die "the default text editor is not gedit"
+    [ -d "$ROOT/home/$GUEST_USER/Music" ] || die "the user's home has no Music folder"
     in_root python3 -c 'import pyatspi, Xlib' || die "pyatspi or Xlib does not import"
     [ -f "$ROOT/usr/lib/x86_64-linux-gnu/gtk-2.0/modules/libgail.so" ] || die "GTK 2 gail module missing (GIMP a11y)"
     [ -f "$ROOT/usr/lib/x86_64-linux-gnu/gtk-2.0/modules/libatk-bridge.so" ] || die "GTK 2 atk-bridge module missing (GIMP a11y)"
