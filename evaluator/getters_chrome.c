@@ -457,7 +457,10 @@ static const getter_def defs[] = {
      "\"true\" when Preferences' safebrowsing.enabled or .enhanced is set (a missing key is off, as in OSWorld); "
      "\"false\" when the profile cannot be read"},
     {"new_startup_page", getter_check_nothing, run_pref, false, PREFS_NOTE},
-    {"data_delete_automacally", getter_check_nothing, run_pref, false, PREFS_NOTE},
+    {"data_delete_automacally", getter_check_nothing, run_pref, false,
+     PREFS_NOTE ". Differs: `profile.default_content_setting_values` holding only Chromium's `has_migrated_*` "
+                "flags (Chromium 156 writes one on every start) counts as absent, \"false\": OSWorld's \"the key "
+                "exists\" would make chrome/99146c54 start solved"},
     {"find_unpacked_extension_path", getter_check_nothing, run_pref, false, PREFS_NOTE},
     {"find_installed_extension_name", getter_check_nothing, run_pref, false, PREFS_NOTE},
 };
