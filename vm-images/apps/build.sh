@@ -138,8 +138,9 @@ image_check() {
     done
     [ "$(in_root env GSETTINGS_BACKEND=memory gsettings get org.gnome.desktop.screensaver lock-enabled)" = false ] ||
         die "screen lock is on by default (os/a4d98375 would start solved)"
-    [ "$(in_root_user xdg-mime query default video/mp4)" = org.gnome.Totem.desktop ] ||
+    [ "$(in_root_user xdg-mime query default video/x-matroska)" = org.gnome.Totem.desktop ] ||
         die "the default video player is not Totem"
+    [ "$(in_root_user xdg-mime query default video/mp4)" = vlc.desktop ] || die "MP4 does not open in VLC"
     [ "$(in_root_user xdg-mime query default text/plain)" = org.gnome.gedit.desktop ] ||
         die "the default text editor is not gedit"
     [ -d "$ROOT/home/$GUEST_USER/Music" ] || die "the user's home has no Music folder"
