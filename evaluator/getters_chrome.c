@@ -317,6 +317,23 @@ static const struct {
     {"find_installed_extension_name", "extensions", PREF_EXT_NAMES, "\"Google\""},
 };
 
+/* Chromium writes its own migration flags (has_migrated_local_network_access, Chromium 156) into
+ * profile.default_content_setting_values on every start: a dict of nothing else is Chrome's
+ * default, not a setting the user made, or "delete data on close" would start solved. */
+static bool only_migration_flags(json_t *v)
+{
+    const char *k;
+    json_t *x;
+    if (!json_is_object(v))
+        return false;
+    json_object_foreach(v, k, x)
+    {
+        if (strncmp(k, "has_migrated_", 13) != 0)
+            return false;
+    }
+    return true;
+}
+
 static json_t *pref_value(json_t *answer, const char *key, enum pref_shape shape)
 {
     json_t *v = json_object_get(answer, key), *e, *out;
@@ -325,7 +342,7 @@ static json_t *pref_value(json_t *answer, const char *key, enum pref_shape shape
     case PREF_TRUE_FALSE:
         return json_string(json_is_true(v) ? "true" : "false");
     case PREF_NOT_NULL:
-        return json_string(v && !json_is_null(v) ? "true" : "false");
+        return json_string(v && !json_is_null(v) && !only_migration_flags(v) ? "true" : "false");
     case PREF_EXT_PATHS:
     case PREF_EXT_NAMES:
         out = json_array();
@@ -440,7 +457,10 @@ static const getter_def defs[] = {
      "\"true\" when Preferences' safebrowsing.enabled or .enhanced is set (a missing key is off, as in OSWorld); "
      "\"false\" when the profile cannot be read"},
     {"new_startup_page", getter_check_nothing, run_pref, false, PREFS_NOTE},
-    {"data_delete_automacally", getter_check_nothing, run_pref, false, PREFS_NOTE},
+    {"data_delete_automacally", getter_check_nothing, run_pref, false,
+     PREFS_NOTE ". Differs: `profile.default_content_setting_values` holding only Chromium's `has_migrated_*` "
+                "flags (Chromium 156 writes one on every start) counts as absent, \"false\": OSWorld's \"the key "
+                "exists\" would make chrome/99146c54 start solved"},
     {"find_unpacked_extension_path", getter_check_nothing, run_pref, false, PREFS_NOTE},
     {"find_installed_extension_name", getter_check_nothing, run_pref, false, PREFS_NOTE},
 };

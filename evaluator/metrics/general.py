@@ -118,11 +118,12 @@ def diff_text_file(result, expected):
     return difflib.SequenceMatcher(a=a, b=b).ratio()
 
 
-AT_SPI_NS = {"st": "uri:deskat:state.at-spi.gnome.org", "attr": "uri:deskat:attributes.at-spi.gnome.org",
-             "cp": "uri:deskat:component.at-spi.gnome.org", "doc": "uri:deskat:document.at-spi.gnome.org",
-             "docattr": "uri:deskat:attributes.document.at-spi.gnome.org",
-             "txt": "uri:deskat:text.at-spi.gnome.org", "val": "uri:deskat:value.at-spi.gnome.org",
-             "act": "uri:deskat:action.at-spi.gnome.org"}
+# OSWorld-Verified's server writes these (desktop_env/server/main.py, "ubuntu"), and its
+# check_accessibility_tree reads them (osname="ubuntu"); the uri:deskat ones are an older server's.
+_NS = "https://accessibility.ubuntu.example.org/ns/"
+AT_SPI_NS = {"st": _NS + "state", "attr": _NS + "attributes", "cp": _NS + "component", "doc": _NS + "document",
+             "docattr": _NS + "document/attributes", "txt": _NS + "text", "val": _NS + "value",
+             "act": _NS + "action"}
 
 
 @metric("check_accessibility_tree", "general",
@@ -130,7 +131,7 @@ AT_SPI_NS = {"st": "uri:deskat:state.at-spi.gnome.org", "attr": "uri:deskat:attr
                 "and its text (exact, or fuzzy ratio)",
         osworld="general.py check_accessibility_tree: the XML (a string) parsed, here with a hardened parser; "
                 "each rule selects by xpath (preferred) or by selectors joined with ', ' (lxml.cssselect), with "
-                "OSWorld's at-spi namespace prefixes; no element scores 0; with \"text\" the best element "
+                "OSWorld-Verified's namespace prefixes (https://accessibility.ubuntu.example.org/ns/...); no element scores 0; with \"text\" the best element "
                 "text match counts (exact equality, or rapidfuzz ratio computed here as _common.fuzz_ratio); the "
                 "scores multiply. A missing tree scores 0.")
 def check_accessibility_tree(result, expected):

@@ -671,13 +671,32 @@ def check_auto_saving_time(result, expected, **_ignored):
 
 @metric("check_left_panel", "slides", expected=False,
         summary="Impress's slide pane (left panel) is shown, judged from the accessibility tree",
-        osworld="slides.check_left_panel: some root-pane/panel/split-pane at parentcoord (0, 0) has a visible "
-                "state attribute. The result is the accessibility tree XML as a string. Differs: a tree that is "
-                "not XML is an input error (OSWorld raises too).")
+        osworld="slides.check_left_panel (OSWorld-Verified): some document-frame is named \"Slides View\" (the "
+                "slide pane's view; LibreOffice has it only while the pane is open). The result is the "
+                "accessibility tree XML as a string. Differs: OSWorld's older reading (a root-pane/panel/"
+                "split-pane at cp:parentcoord (0, 0), in the uri:deskat namespaces) also scores 1: no "
+                "Verified-era tree has parentcoord (docs/osworld.md). A tree that is not XML is an input error "
+                "(OSWorld raises too).")
 def check_left_panel(result, **_ignored):
     from lxml import etree
     if result is None:
         return 0.0
+    if not isinstance(result, str):
+        raise MetricInputError(f"result: expected the accessibility tree as a string, got {type(result).__name__}")
+    try:
+        root = etree.fromstring(result.encode("utf-8"), safe_xml_parser())
+    except etree.XMLSyntaxError as e:
+        raise MetricInputError(f"result: accessibility tree is not XML: {e}") from None
+    if any(f.get("name") == "Slides View" for f in root.iter("document-frame")):
+        return 1.0
+    st = "{uri:deskat:state.at-spi.gnome.org}visible"
+    cp = "{uri:deskat:component.at-spi.gnome.org}parentcoord"
+    for rp in root.iter("root-pane"):
+        for panel in rp.iter("panel"):
+            for sp in panel.iter("split-pane"):
+                if sp.get(cp) == "(0, 0)" and sp.get(st):
+                    return 1.0
+    return 0.0
     if not isinstance(result, str):
         raise MetricInputError(f"result: expected the accessibility tree as a string, got {type(result).__name__}")
     try:

@@ -7,7 +7,7 @@ import sqlite3
 
 from metric_testlib import MetricCase
 
-AT_XML = '''<desktop-frame xmlns:attr="uri:deskat:attributes.at-spi.gnome.org" xmlns:st="uri:deskat:state.at-spi.gnome.org">
+AT_XML = '''<desktop-frame xmlns:attr="https://accessibility.ubuntu.example.org/ns/attributes" xmlns:st="https://accessibility.ubuntu.example.org/ns/state">
 <application name="Thunderbird">
 <page-tab-list attr:id="tabmail-tabs"><page-tab name="Inbox"/><page-tab name="About Profiles"/></page-tab-list>
 <tool-bar attr:id="MsgHeadersToolbar"><label name="To">To</label>

@@ -165,3 +165,9 @@ class RegistryChecks(MetricCase):
         self.assertScore(1.0, "check_left_panel", tree % "(0, 0)")
         self.assertScore(0.0, "check_left_panel", tree % "(250, 0)")
         self.assertError("check_left_panel", "<desktop-frame><root-pane>")
+        # OSWorld-Verified's reading, on the tree shape its server (and envmgr-guest) writes
+        verified = ('<desktop-frame xmlns:st="https://accessibility.ubuntu.example.org/ns/state">'
+                    '<application name="soffice"><frame><document-frame name="%s" st:showing="true"/>'
+                    '</frame></application></desktop-frame>')
+        self.assertScore(1.0, "check_left_panel", verified % "Slides View")
+        self.assertScore(0.0, "check_left_panel", verified % "Slide Sorter")

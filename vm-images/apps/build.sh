@@ -48,6 +48,20 @@ image_configure() {
     mkdir -p "$ROOT/etc/skel/.config"
     ln -sfn google-chrome "$ROOT/etc/skel/.config/chromium"
     ln -sf google-chrome "$ROOT/usr/local/bin/google-chrome-stable"
+
+    # Ubuntu's home folders (xdg-user-dirs): tasks open ~/Music and ~/Pictures
+    # without creating them.
+    mkdir -p "$ROOT"/etc/skel/{Music,Pictures,Videos,Public,Templates}
+
+    # OSWorld's Ubuntu is not on UTC: "set my time zone to UTC+0" (os/b6781586)
+    # must start unsolved.  No source names its zone; America/New_York is the
+    # one OSWorld's Chrome tasks compute their dates in, and never +0000.
+    ln -sf /usr/share/zoneinfo/America/New_York "$ROOT/etc/localtime"
+    echo America/New_York >"$ROOT/etc/timezone"
+
+    # pip installs as on Ubuntu 22.04 (setups run `pip install ...`): Debian 12
+    # refuses system-wide installs while this marker exists.
+    rm -f "$ROOT"/usr/lib/python3*/EXTERNALLY-MANAGED
 }
 
 # First runs as the desktop user, headless, so profiles exist and every
@@ -75,6 +89,18 @@ image_first_runs() {
     [ -f "$ROOT$home/.config/google-chrome/Default/Preferences" ] ||
         die "Chromium's first run created no profile"
     : >"$ROOT$home/.config/google-chrome/First Run"
+    # Chromium 156's first run writes profile.default_content_setting_values
+    # (a migration flag); OSWorld's data_delete_automacally getter says "true"
+    # whenever that key exists, so "delete data on close" would start solved.
+    in_root_user python3 - "$home/.config/google-chrome/Default/Preferences" <<'PY' ||
+import json, sys
+with open(sys.argv[1]) as f:
+    d = json.load(f)
+d.get("profile", {}).pop("default_content_setting_values", None)
+with open(sys.argv[1], "w") as f:
+    json.dump(d, f, separators=(",", ":"))
+PY
+        die "cannot edit Chromium's first-run Preferences"
     chown "$(stat -c %u:%g "$ROOT$home")" "$ROOT$home/.config/google-chrome/First Run"
     rm -rf "$ROOT$home/.config/google-chrome/Singleton"* "$ROOT$home/.config/google-chrome/Crash Reports"
 
@@ -100,6 +126,24 @@ image_check() {
         python socat zip unzip xdg-open gsettings gdbus sqlite3 xsel xclip pactl pulseaudio \
         /usr/libexec/at-spi-bus-launcher)
     [ -z "$f" ] || die "missing programs in the apps image: ${f//$'\n'/ }"
+    # every executable OSWorld-Verified's setups and getters run
+    # shellcheck disable=SC2016
+    f=$(grep -v -e '^#' -e '^$' "$HERE/osworld-commands.list" |
+        in_root env PATH=/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+            sh -c 'while read -r p; do command -v "$p" >/dev/null || echo "$p"; done')
+    [ -z "$f" ] || die "missing OSWorld commands in the apps image: ${f//$'\n'/ }"
+    for f in org.gnome.shell org.gnome.settings-daemon.plugins.power org.gnome.desktop.screensaver \
+        org.gnome.desktop.notifications org.gnome.desktop.session org.gnome.desktop.a11y.magnifier; do
+        in_root gsettings list-keys "$f" >/dev/null 2>&1 || die "GSettings schema $f missing"
+    done
+    [ "$(in_root env GSETTINGS_BACKEND=memory gsettings get org.gnome.desktop.screensaver lock-enabled)" = false ] ||
+        die "screen lock is on by default (os/a4d98375 would start solved)"
+    [ "$(in_root_user xdg-mime query default video/x-matroska)" = org.gnome.Totem.desktop ] ||
+        die "the default video player is not Totem"
+    [ "$(in_root_user xdg-mime query default video/mp4)" = vlc.desktop ] || die "MP4 does not open in VLC"
+    [ "$(in_root_user xdg-mime query default text/plain)" = org.gnome.gedit.desktop ] ||
+        die "the default text editor is not gedit"
+    [ -d "$ROOT/home/$GUEST_USER/Music" ] || die "the user's home has no Music folder"
     in_root python3 -c 'import pyatspi, Xlib' || die "pyatspi or Xlib does not import"
     [ -f "$ROOT/usr/lib/x86_64-linux-gnu/gtk-2.0/modules/libgail.so" ] || die "GTK 2 gail module missing (GIMP a11y)"
     [ -f "$ROOT/usr/lib/x86_64-linux-gnu/gtk-2.0/modules/libatk-bridge.so" ] || die "GTK 2 atk-bridge module missing (GIMP a11y)"
