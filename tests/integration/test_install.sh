@@ -69,7 +69,7 @@ complete_words() {
         "$P/share/bash-completion/completions/envmgr" "$@"
 }
 check "envmgr su<TAB> completes to suite" test "$(complete_words envmgr su)" = suite
-check "envmgr suite <TAB> offers its subcommands" test "$(complete_words envmgr suite '')" = "run compare merge list summary audit"
+check "envmgr suite <TAB> offers its subcommands" test "$(complete_words envmgr suite '')" = "run compare merge list summary export audit"
 check "envmgr serve --max-en<TAB> completes the option" test "$(complete_words envmgr serve --max-en)" = --max-envs
 # (every installed image: a checkout with the apps image built offers `apps desktop`)
 check "envmgr up --image <TAB> offers the installed image" bash -c '[[ " $1 " == *" desktop "* ]]' _ "$(complete_words envmgr up --image '')"
