@@ -84,13 +84,12 @@ int jfield_number(json_t *obj, const char *base, const char *key, bool required,
     return 0;
 }
 
-int jfield_num(json_t *obj, const char *base, const char *key, double lo, bool lo_open, double hi, double dflt,
-               double *out, em_err *err)
+int jfield_num_in(json_t *obj, const char *base, const char *key, bool required, double lo, bool lo_open, double hi,
+                 double *out, em_err *err)
 {
     bool present;
-    double d = dflt;
-    *out = dflt;
-    if (jfield_number(obj, base, key, false, &d, &present, err) < 0)
+    double d;
+    if (jfield_number(obj, base, key, required, &d, &present, err) < 0)
         return -1;
     if (!present)
         return 0;
@@ -103,22 +102,38 @@ int jfield_num(json_t *obj, const char *base, const char *key, double lo, bool l
     return 0;
 }
 
-int jfield_int(json_t *obj, const char *base, const char *key, long lo, long hi, long dflt, long *out, em_err *err)
+int jfield_num(json_t *obj, const char *base, const char *key, double lo, bool lo_open, double hi, double dflt,
+               double *out, em_err *err)
+{
+    *out = dflt;
+    return jfield_num_in(obj, base, key, false, lo, lo_open, hi, out, err);
+}
+
+int jfield_int_in(json_t *obj, const char *base, const char *key, bool required, bool strict, long lo, long hi,
+                  long *out, em_err *err)
 {
     char p[JFIELD_PATH_MAX];
     json_t *v = json_object_get(obj, key);
-    *out = dflt;
-    if (!v)
-        return 0;
     jfield_path(p, base, key);
+    if (!v)
+        return required ? em_fail_input(err, "%s: missing", p) : 0;
     double d = json_is_number(v) ? json_number_value(v) : NAN;
-    if (!json_is_number(v) || d != floor(d))
+    /* strict: jansson keeps "3.0" a real, so is_integer tells how the number was written */
+    bool whole = strict ? json_is_integer(v) : json_is_number(v) && d == floor(d);
+    if (!whole)
         return em_fail_input(err, "%s: expected an integer, got %s", p,
-                             json_is_number(v) ? "a fraction" : json_type_name(v));
-    if (d < (double)lo || d > (double)hi)
+                             json_is_real(v) ? (strict ? "a real" : "a fraction") : json_type_name(v));
+    if (json_is_integer(v) ? json_integer_value(v) < lo || json_integer_value(v) > hi
+                           : d < (double)lo || d > (double)hi)
         return em_fail_input(err, "%s: %g is out of range (%ld..%ld)", p, d, lo, hi);
-    *out = (long)d;
+    *out = json_is_integer(v) ? (long)json_integer_value(v) : (long)d;
     return 0;
+}
+
+int jfield_int(json_t *obj, const char *base, const char *key, long lo, long hi, long dflt, long *out, em_err *err)
+{
+    *out = dflt;
+    return jfield_int_in(obj, base, key, false, false, lo, hi, out, err);
 }
 
 int jfield_obj(json_t *obj, const char *base, const char *key, json_t **out, em_err *err)

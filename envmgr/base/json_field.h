@@ -31,8 +31,15 @@ int jfield_number(json_t *obj, const char *base, const char *key, bool required,
 /* An optional number in (lo, hi] when lo_open, else [lo, hi]; absent: dflt. */
 int jfield_num(json_t *obj, const char *base, const char *key, double lo, bool lo_open, double hi, double dflt,
                double *out, em_err *err);
+/* The same, absent an error only when required, else *out untouched. */
+int jfield_num_in(json_t *obj, const char *base, const char *key, bool required, double lo, bool lo_open, double hi,
+                  double *out, em_err *err);
 /* An optional integer (no fraction) in [lo, hi]; absent: dflt. */
 int jfield_int(json_t *obj, const char *base, const char *key, long lo, long hi, long dflt, long *out, em_err *err);
+/* The same, absent an error only when required, else *out untouched. strict: written as an
+ * integer ("3", not "3.0": a format envmgr writes itself, such as a trace, never has the latter). */
+int jfield_int_in(json_t *obj, const char *base, const char *key, bool required, bool strict, long lo, long hi,
+                  long *out, em_err *err);
 /* An optional object; absent: *out NULL. */
 int jfield_obj(json_t *obj, const char *base, const char *key, json_t **out, em_err *err);
 /* An optional array of strings, copied: *out NULL-terminated (free each and the array), *n items. */
