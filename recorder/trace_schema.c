@@ -34,9 +34,8 @@ enum { TEXT_ID, TEXT_FREE };
  * no control characters (C0, DEL, C1) in identifiers. Free text (an error
  * message from the guest, a reason) may hold anything: whoever shows it
  * escapes it (sbuf_add_visible, sbuf_add_html). */
-static int check_text(ctx *c, const char *field, const char *s, size_t min, size_t max, int kind)
+static int check_text(ctx *c, const char *field, const char *s, size_t n, size_t min, size_t max, int kind)
 {
-    size_t n = strlen(s);
     if (n < min)
         return bad(c, field, "empty");
     if (n > max) {
@@ -62,7 +61,8 @@ static int get_string(ctx *c, const char *field, bool required, size_t min, size
         return -1;
     if (!s)
         return 0;
-    if (check_text(c, field, s, min, max, kind) < 0)
+    /* the length jansson keeps: a string built in memory may hold a NUL, which counts as a control character */
+    if (check_text(c, field, s, json_string_length(json_object_get(c->obj, field)), min, max, kind) < 0)
         return -1;
     if (out)
         *out = s;
@@ -243,7 +243,7 @@ static int check_evaluation(ctx *c)
     const char *name;
     json_t *v;
     json_object_foreach(artifacts, name, v) {
-        if (check_text(&ac, "<name>", name, 1, TRACE_MAX_ID, TEXT_ID) < 0 || get_sha(&ac, name, true, NULL) < 0)
+        if (check_text(&ac, "<name>", name, strlen(name), 1, TRACE_MAX_ID, TEXT_ID) < 0 || get_sha(&ac, name, true, NULL) < 0)
             return -1;
     }
     return 0;
