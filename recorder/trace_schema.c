@@ -3,35 +3,29 @@
  * reads, so what one accepts the other accepts too. docs/trace-format.md
  * describes the same rules in prose. Unknown extra fields are allowed (they
  * are covered by the hash chain); the known ones must have the right types. */
-#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "envmgr/base/exit_cause.h"
+#include "envmgr/base/json_field.h"
 #include "envmgr/base/sha256.h"
 #include "envmgr/base/util.h"
 #include "trace.h"
 #include "trace_format.h"
 
+/* One object of a line: its JSON path ("step.action") and where failures go. Every message is
+ * "path: problem"; trace_schema_check puts the file and line in front. */
 typedef struct ctx {
-    int lineno;
-    const char *type;
+    const char *path;
     json_t *obj;
     em_err *err;
 } ctx;
 
 static int bad(ctx *c, const char *field, const char *what)
 {
-    return em_fail_input(c->err, TRACE_FILE " line %d: %s.%s %s", c->lineno, c->type, field, what);
-}
-
-static json_t *get(ctx *c, const char *field, bool required, int *rc)
-{
-    json_t *v = json_object_get(c->obj, field);
-    *rc = 0;
-    if (!v && required)
-        *rc = bad(c, field, "is missing");
-    return v;
+    char p[JFIELD_PATH_MAX];
+    jfield_path(p, c->path, field);
+    return em_fail_input(c->err, "%s: %s", p, what);
 }
 
 enum { TEXT_ID, TEXT_FREE };
@@ -40,20 +34,18 @@ enum { TEXT_ID, TEXT_FREE };
  * no control characters (C0, DEL, C1) in identifiers. Free text (an error
  * message from the guest, a reason) may hold anything: whoever shows it
  * escapes it (sbuf_add_visible, sbuf_add_html). */
-static int check_string(ctx *c, const char *field, json_t *v, size_t min, size_t max, int kind)
+static int check_text(ctx *c, const char *field, const char *s, size_t n, size_t min, size_t max, int kind)
 {
-    if (!json_is_string(v))
-        return bad(c, field, "must be a string");
-    const unsigned char *s = (const unsigned char *)json_string_value(v);
-    size_t n = json_string_length(v);
     if (n < min)
-        return bad(c, field, "must not be empty");
-    if (n > max)
-        return em_fail_input(c->err, TRACE_FILE " line %d: %s.%s is longer than %zu bytes", c->lineno, c->type,
-                             field, max);
+        return bad(c, field, "empty");
+    if (n > max) {
+        char p[JFIELD_PATH_MAX];
+        jfield_path(p, c->path, field);
+        return em_fail_input(c->err, "%s: longer than %zu bytes", p, max);
+    }
     for (size_t i = 0; kind == TEXT_ID && i < n; i++) {
-        unsigned char ch = s[i];
-        if (ch < 0x20 || ch == 0x7f || (ch == 0xc2 && i + 1 < n && s[i + 1] < 0xa0))
+        unsigned char ch = (unsigned char)s[i];
+        if (ch < 0x20 || ch == 0x7f || (ch == 0xc2 && i + 1 < n && (unsigned char)s[i + 1] < 0xa0))
             return bad(c, field, "holds a control character");
     }
     return 0;
@@ -62,97 +54,82 @@ static int check_string(ctx *c, const char *field, json_t *v, size_t min, size_t
 static int get_string(ctx *c, const char *field, bool required, size_t min, size_t max, int kind,
                       const char **out)
 {
-    int rc;
-    json_t *v = get(c, field, required, &rc);
+    const char *s;
     if (out)
         *out = NULL;
-    if (!v)
-        return rc;
-    if (check_string(c, field, v, min, max, kind) < 0)
+    if (jfield_str(c->obj, c->path, field, required, &s, c->err) < 0)
+        return -1;
+    if (!s)
+        return 0;
+    /* the length jansson keeps: a string built in memory may hold a NUL, which counts as a control character */
+    if (check_text(c, field, s, json_string_length(json_object_get(c->obj, field)), min, max, kind) < 0)
         return -1;
     if (out)
-        *out = json_string_value(v);
+        *out = s;
     return 0;
 }
 
 static int get_enum(ctx *c, const char *field, const char *const *names, const char *what)
 {
-    int rc;
-    json_t *v = get(c, field, true, &rc);
-    if (!v)
-        return rc;
-    if (json_is_string(v))
-        for (size_t i = 0; names[i]; i++)
-            if (!strcmp(json_string_value(v), names[i]))
-                return 0;
+    const char *s;
+    if (jfield_str(c->obj, c->path, field, true, &s, c->err) < 0)
+        return -1;
+    for (size_t i = 0; names[i]; i++)
+        if (!strcmp(s, names[i]))
+            return 0;
     return bad(c, field, what);
 }
 
 static int get_sha(ctx *c, const char *field, bool required, const char **out)
 {
-    int rc;
-    json_t *v = get(c, field, required, &rc);
+    const char *s;
     if (out)
         *out = NULL;
-    if (!v)
-        return rc;
-    if (!json_is_string(v) || !is_sha256_hex(json_string_value(v)))
-        return bad(c, field, "must be 64 lowercase hex digits (a sha256)");
+    if (jfield_str(c->obj, c->path, field, required, &s, c->err) < 0)
+        return -1;
+    if (s && !is_sha256_hex(s))
+        return bad(c, field, "expected 64 lowercase hex digits (a sha256)");
     if (out)
-        *out = json_string_value(v);
+        *out = s;
     return 0;
 }
 
-static int get_int(ctx *c, const char *field, bool required, json_int_t min, json_int_t max, json_int_t *out)
+static int get_int(ctx *c, const char *field, long min, long max, long *out)
 {
-    int rc;
-    json_t *v = get(c, field, required, &rc);
-    if (!v)
-        return rc;
-    if (!json_is_integer(v))
-        return bad(c, field, "must be an integer");
-    json_int_t i = json_integer_value(v);
-    if (i < min || i > max)
-        return em_fail_input(c->err, TRACE_FILE " line %d: %s.%s must be in %lld..%lld", c->lineno, c->type,
-                             field, (long long)min, (long long)max);
+    long i;
+    if (jfield_int_in(c->obj, c->path, field, true, true, min, max, &i, c->err) < 0)
+        return -1;
     if (out)
         *out = i;
     return 0;
 }
 
-static int get_number(ctx *c, const char *field, bool required, double min, double max)
+static int get_number(ctx *c, const char *field, double min, double max)
 {
-    int rc;
-    json_t *v = get(c, field, required, &rc);
-    if (!v)
-        return rc;
-    if (!json_is_number(v))
-        return bad(c, field, "must be a number");
-    double d = json_number_value(v);
-    if (!isfinite(d) || d < min || d > max)
-        return em_fail_input(c->err, TRACE_FILE " line %d: %s.%s must be in %g..%g", c->lineno, c->type, field,
-                             min, max);
-    return 0;
+    double d;
+    return jfield_num_in(c->obj, c->path, field, true, min, false, max, &d, c->err);
 }
 
-static int get_bool(ctx *c, const char *field, bool required)
+static int get_bool(ctx *c, const char *field)
 {
-    int rc;
-    json_t *v = get(c, field, required, &rc);
-    if (!v)
-        return rc;
-    return json_is_boolean(v) ? 0 : bad(c, field, "must be true or false");
+    bool b;
+    if (!json_object_get(c->obj, field))
+        return bad(c, field, "missing");
+    return jfield_bool(c->obj, c->path, field, false, &b, c->err);
 }
 
 static int get_object(ctx *c, const char *field, bool required, json_t **out)
 {
-    int rc;
-    json_t *v = get(c, field, required, &rc);
+    json_t *v;
+    if (out)
+        *out = NULL;
+    if (jfield_obj(c->obj, c->path, field, &v, c->err) < 0)
+        return -1;
+    if (!v && required)
+        return bad(c, field, "missing");
     if (out)
         *out = v;
-    if (!v)
-        return rc;
-    return json_is_object(v) ? 0 : bad(c, field, "must be an object");
+    return 0;
 }
 
 /* "2024-05-01T12:00:00.123Z": digits and the punctuation of ISO 8601, no more. */
@@ -171,24 +148,24 @@ static int get_timestamp(ctx *c, const char *field)
 static int check_header(ctx *c)
 {
     static const char *const accels[] = {"tcg", "kvm", NULL};
-    json_int_t format;
+    long format;
     const char *prev;
-    if (get_int(c, "format", true, 0, INT32_MAX, &format) < 0)
+    if (get_int(c, "format", 0, INT32_MAX, &format) < 0)
         return -1;
     if (format < TRACE_FORMAT_OLDEST || format > TRACE_FORMAT)
-        return em_fail_input(c->err, TRACE_FILE " line %d: trace format %lld; this envmgr reads formats %d to %d",
-                             c->lineno, (long long)format, TRACE_FORMAT_OLDEST, TRACE_FORMAT);
+        return em_fail_input(c->err, "trace format %ld; this envmgr reads formats %d to %d", format,
+                             TRACE_FORMAT_OLDEST, TRACE_FORMAT);
     json_t *screen;
     if (get_string(c, "envmgr_version", true, 1, 64, TEXT_ID, NULL) < 0 ||
         get_string(c, "task_id", true, 1, TRACE_MAX_ID, TEXT_ID, NULL) < 0 ||
         get_sha(c, "task_sha256", true, NULL) < 0 || get_sha(c, "image_manifest_sha256", true, NULL) < 0 ||
         get_object(c, "screen", true, &screen) < 0 ||
         get_enum(c, "accel", accels, "must be \"tcg\" or \"kvm\"") < 0 || get_timestamp(c, "started") < 0 ||
-        get_bool(c, "unsafe_open_network", true) < 0 || get_sha(c, "prev", true, &prev) < 0 ||
+        get_bool(c, "unsafe_open_network") < 0 || get_sha(c, "prev", true, &prev) < 0 ||
         get_string(c, "task_text", false, 2, TRACE_TASK_TEXT_MAX, TEXT_FREE, NULL) < 0)
         return -1;
-    ctx sc = {c->lineno, "header.screen", screen, c->err};
-    if (get_int(&sc, "width", true, 1, 16384, NULL) < 0 || get_int(&sc, "height", true, 1, 16384, NULL) < 0)
+    ctx sc = {"header.screen", screen, c->err};
+    if (get_int(&sc, "width", 1, 16384, NULL) < 0 || get_int(&sc, "height", 1, 16384, NULL) < 0)
         return -1;
     if (strcmp(prev, TRACE_ZERO_HASH))
         return bad(c, "prev", "must be 64 zeros on the first line");
@@ -197,12 +174,12 @@ static int check_header(ctx *c)
 
 static int check_index(ctx *c, size_t expected)
 {
-    json_int_t index;
-    if (get_int(c, "index", true, 0, TRACE_MAX_LINES, &index) < 0)
+    long index;
+    if (get_int(c, "index", 0, TRACE_MAX_LINES, &index) < 0)
         return -1;
     if ((size_t)index != expected)
-        return em_fail_input(c->err, TRACE_FILE " line %d: %s.index is %lld, expected %zu (%s lines count up from 0)",
-                             c->lineno, c->type, (long long)index, expected, c->type);
+        return em_fail_input(c->err, "%s.index: %ld, expected %zu (%s lines count up from 0)", c->path, index,
+                             expected, c->path);
     return 0;
 }
 
@@ -210,7 +187,7 @@ static int check_index(ctx *c, size_t expected)
 static int check_setup(ctx *c, size_t expected)
 {
     return check_index(c, expected) < 0 || get_object(c, "step", true, NULL) < 0 ||
-                   get_number(c, "duration_ms", true, 0, MAX_MS) < 0 || get_bool(c, "ok", true) < 0 ||
+                   get_number(c, "duration_ms", 0, MAX_MS) < 0 || get_bool(c, "ok") < 0 ||
                    get_string(c, "error", false, 0, TRACE_MAX_TEXT, TEXT_FREE, NULL) < 0
                ? -1
                : 0;
@@ -223,11 +200,11 @@ static int check_step(ctx *c, size_t expected)
     const char *error;
     if (check_index(c, expected) < 0 || get_object(c, "action", true, &action) < 0)
         return -1;
-    ctx ac = {c->lineno, "step.action", action, c->err};
+    ctx ac = {"step.action", action, c->err};
     if (get_string(&ac, "action_type", true, 1, 32, TEXT_ID, NULL) < 0 ||
         get_enum(c, "source", sources, "must be \"computer_13\" or \"pyautogui\"") < 0 ||
-        get_number(c, "agent_ms", true, 0, MAX_MS) < 0 || get_number(c, "action_ms", true, 0, MAX_MS) < 0 ||
-        get_number(c, "t", true, 0, MAX_MS / 1000) < 0 ||
+        get_number(c, "agent_ms", 0, MAX_MS) < 0 || get_number(c, "action_ms", 0, MAX_MS) < 0 ||
+        get_number(c, "t", 0, MAX_MS / 1000) < 0 ||
         get_string(c, "error", false, 0, TRACE_MAX_TEXT, TEXT_FREE, &error) < 0 ||
         get_sha(c, "frame_before", true, NULL) < 0 || get_sha(c, "frame_after", !error, NULL) < 0 ||
         get_sha(c, "a11y_tree", false, NULL) < 0)
@@ -253,7 +230,7 @@ static int check_evaluation(ctx *c)
     if (get_string(c, "evaluator_error", status && !strcmp(status, "evaluator_error"), 1, TRACE_MAX_TEXT, TEXT_FREE,
                    NULL) < 0)
         return -1;
-    if (get_number(c, "score", true, 0, 1) < 0 ||
+    if (get_number(c, "score", 0, 1) < 0 ||
         get_string(c, "reason", true, 0, TRACE_MAX_TEXT, TEXT_FREE, NULL) < 0 ||
         get_object(c, "artifacts", false, &artifacts) < 0 ||
         get_enum(c, "exit_cause", causes,
@@ -262,14 +239,11 @@ static int check_evaluation(ctx *c)
         return -1;
     if (!artifacts)
         return 0;
-    ctx ac = {c->lineno, "evaluation.artifacts", artifacts, c->err};
+    ctx ac = {"evaluation.artifacts", artifacts, c->err};
     const char *name;
     json_t *v;
     json_object_foreach(artifacts, name, v) {
-        json_t *key = json_string(name);
-        int rc = check_string(&ac, "<name>", key, 1, TRACE_MAX_ID, TEXT_ID);
-        json_decref(key);
-        if (rc < 0 || get_sha(&ac, name, true, NULL) < 0)
+        if (check_text(&ac, "<name>", name, strlen(name), 1, TRACE_MAX_ID, TEXT_ID) < 0 || get_sha(&ac, name, true, NULL) < 0)
             return -1;
     }
     return 0;
@@ -277,14 +251,13 @@ static int check_evaluation(ctx *c)
 
 static int check_trailer(ctx *c, int lines_before)
 {
-    json_int_t lines;
-    if (get_int(c, "lines", true, 1, TRACE_MAX_LINES, &lines) < 0 || get_sha(c, "sha256", true, NULL) < 0 ||
+    long lines;
+    if (get_int(c, "lines", 1, TRACE_MAX_LINES, &lines) < 0 || get_sha(c, "sha256", true, NULL) < 0 ||
         get_sha(c, "hmac_sha256", false, NULL) < 0)
         return -1;
     if (lines != lines_before)
-        return em_fail_input(c->err, TRACE_FILE " line %d: trailer.lines is %lld but %d lines come before it "
-                                    "(lines were removed or added)",
-                             c->lineno, (long long)lines, lines_before);
+        return em_fail_input(c->err, "trailer.lines: %ld but %d lines come before it (lines were removed or added)",
+                             lines, lines_before);
     json_t *complete = json_object_get(c->obj, "complete");
     if (!json_is_true(complete))
         return bad(c, "complete", "must be true");
@@ -318,7 +291,7 @@ int trace_schema_check(trace_schema *st, json_t *line, trace_line_type *type, em
         return em_fail_input(err, TRACE_FILE " line %d: unknown line type (expected header, setup, step, "
                                   "postconfig, egress, evaluation or trailer)", lineno);
     trace_line_type t = types[i].type;
-    ctx c = {lineno, types[i].name, line, err};
+    ctx c = {types[i].name, line, err};
 
     /* Order: header first, then setups, steps and postconfig steps in that order (each may be
      * absent), nothing but egress after the evaluation, nothing at all after the trailer. */
@@ -339,7 +312,7 @@ int trace_schema_check(trace_schema *st, json_t *line, trace_line_type *type, em
     if ((t == TL_SETUP || t == TL_STEP || t == TL_POSTCONFIG) && st->have_eval)
         return em_fail_input(err, TRACE_FILE " line %d: a %s line after the evaluation", lineno, types[i].name);
     if (t != TL_HEADER && get_sha(&c, "prev", true, NULL) < 0)
-        return -1;
+        return em_prefix(err, TRACE_FILE " line %d: ", lineno);
 
     int rc = 0;
     switch (t) {
@@ -352,7 +325,7 @@ int trace_schema_check(trace_schema *st, json_t *line, trace_line_type *type, em
     case TL_TRAILER: rc = check_trailer(&c, st->lines); break;
     }
     if (rc < 0)
-        return -1;
+        return em_prefix(err, TRACE_FILE " line %d: ", lineno);
     st->lines++;
     if (t == TL_HEADER)
         st->format = (int)json_integer_value(json_object_get(line, "format"));

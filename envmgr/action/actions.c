@@ -166,8 +166,8 @@ static int parse_fields(json_t *j, int w, int h, action *a, const char *allowed,
         return get_button(j, a, err);
     case ACT_SCROLL: {
         bool px = false, py = false;
-        if (get_int_in(j, "dx", false, -50, 50, &a->dx, &px, err) < 0 ||
-            get_int_in(j, "dy", false, -50, 50, &a->dy, &py, err) < 0)
+        if (get_int_in(j, "dx", false, -ACTION_SCROLL_MAX, ACTION_SCROLL_MAX, &a->dx, &px, err) < 0 ||
+            get_int_in(j, "dy", false, -ACTION_SCROLL_MAX, ACTION_SCROLL_MAX, &a->dy, &py, err) < 0)
             return -1;
         if (!px && !py)
             return em_fail_input(err, "action.dy: missing (SCROLL needs dx or dy)");

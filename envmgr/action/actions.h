@@ -14,6 +14,7 @@
 #define ACTION_TEXT_MAX 8192
 #define ACTION_HOTKEY_MAX 8
 #define ACTION_WAIT_MAX_S 60.0
+#define ACTION_SCROLL_MAX 50 /* notches per axis in one SCROLL */
 
 typedef enum {
     ACT_MOVE_TO,

@@ -26,7 +26,7 @@
  * several actions instead of being refused. */
 #define TEXT_CHUNK ACTION_TEXT_MAX
 #define WAIT_CHUNK_S ACTION_WAIT_MAX_S
-#define SCROLL_CHUNK 50
+#define SCROLL_CHUNK ACTION_SCROLL_MAX
 #define COORD_MAX 1e6
 #define LIST_MAX 1000
 #define ARGS_MAX 16

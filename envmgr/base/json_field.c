@@ -84,13 +84,12 @@ int jfield_number(json_t *obj, const char *base, const char *key, bool required,
     return 0;
 }
 
-int jfield_num(json_t *obj, const char *base, const char *key, double lo, bool lo_open, double hi, double dflt,
-               double *out, em_err *err)
+int jfield_num_in(json_t *obj, const char *base, const char *key, bool required, double lo, bool lo_open, double hi,
+                 double *out, em_err *err)
 {
     bool present;
-    double d = dflt;
-    *out = dflt;
-    if (jfield_number(obj, base, key, false, &d, &present, err) < 0)
+    double d;
+    if (jfield_number(obj, base, key, required, &d, &present, err) < 0)
         return -1;
     if (!present)
         return 0;
@@ -103,22 +102,38 @@ int jfield_num(json_t *obj, const char *base, const char *key, double lo, bool l
     return 0;
 }
 
-int jfield_int(json_t *obj, const char *base, const char *key, long lo, long hi, long dflt, long *out, em_err *err)
+int jfield_num(json_t *obj, const char *base, const char *key, double lo, bool lo_open, double hi, double dflt,
+               double *out, em_err *err)
+{
+    *out = dflt;
+    return jfield_num_in(obj, base, key, false, lo, lo_open, hi, out, err);
+}
+
+int jfield_int_in(json_t *obj, const char *base, const char *key, bool required, bool strict, long lo, long hi,
+                  long *out, em_err *err)
 {
     char p[JFIELD_PATH_MAX];
     json_t *v = json_object_get(obj, key);
-    *out = dflt;
-    if (!v)
-        return 0;
     jfield_path(p, base, key);
+    if (!v)
+        return required ? em_fail_input(err, "%s: missing", p) : 0;
     double d = json_is_number(v) ? json_number_value(v) : NAN;
-    if (!json_is_number(v) || d != floor(d))
+    /* strict: jansson keeps "3.0" a real, so is_integer tells how the number was written */
+    bool whole = strict ? json_is_integer(v) : json_is_number(v) && d == floor(d);
+    if (!whole)
         return em_fail_input(err, "%s: expected an integer, got %s", p,
-                             json_is_number(v) ? "a fraction" : json_type_name(v));
-    if (d < (double)lo || d > (double)hi)
+                             json_is_real(v) ? (strict ? "a real" : "a fraction") : json_type_name(v));
+    if (json_is_integer(v) ? json_integer_value(v) < lo || json_integer_value(v) > hi
+                           : d < (double)lo || d > (double)hi)
         return em_fail_input(err, "%s: %g is out of range (%ld..%ld)", p, d, lo, hi);
-    *out = (long)d;
+    *out = json_is_integer(v) ? (long)json_integer_value(v) : (long)d;
     return 0;
+}
+
+int jfield_int(json_t *obj, const char *base, const char *key, long lo, long hi, long dflt, long *out, em_err *err)
+{
+    *out = dflt;
+    return jfield_int_in(obj, base, key, false, false, lo, hi, out, err);
 }
 
 int jfield_obj(json_t *obj, const char *base, const char *key, json_t **out, em_err *err)
@@ -136,26 +151,46 @@ int jfield_obj(json_t *obj, const char *base, const char *key, json_t **out, em_
     return 0;
 }
 
+int jfield_array(json_t *obj, const char *base, const char *key, const char *what, json_t **out, em_err *err)
+{
+    json_t *v = json_object_get(obj, key);
+    *out = NULL;
+    if (!v)
+        return 0;
+    if (!json_is_array(v)) {
+        char p[JFIELD_PATH_MAX];
+        jfield_path(p, base, key);
+        return em_fail_input(err, "%s: expected %s, got %s", p, what, json_type_name(v));
+    }
+    *out = v;
+    return 0;
+}
+
+int jfield_item(json_t *arr, const char *base, size_t i, json_type type, const char *what, char *path, em_err *err)
+{
+    json_t *v = json_array_get(arr, i);
+    jfield_index(path, base, i);
+    if (!v || json_typeof(v) != type)
+        return em_fail_input(err, "%s: expected %s, got %s", path, what, json_type_name(v));
+    return 0;
+}
+
 int jfield_str_array(json_t *obj, const char *base, const char *key, char ***out, size_t *n, em_err *err)
 {
     char p[JFIELD_PATH_MAX], q[JFIELD_PATH_MAX];
-    json_t *v = json_object_get(obj, key);
+    json_t *v;
     *out = NULL;
     *n = 0;
+    if (jfield_array(obj, base, key, "an array of strings", &v, err) < 0)
+        return -1;
     if (!v)
         return 0;
     jfield_path(p, base, key);
-    if (!json_is_array(v))
-        return em_fail_input(err, "%s: expected an array of strings, got %s", p, json_type_name(v));
+    for (size_t i = 0; i < json_array_size(v); i++)
+        if (jfield_item(v, p, i, JSON_STRING, "a string", q, err) < 0)
+            return -1;
     size_t i;
     json_t *s;
-    json_array_foreach(v, i, s)
-    {
-        if (!json_is_string(s)) {
-            jfield_index(q, p, i);
-            return em_fail_input(err, "%s: expected a string, got %s", q, json_type_name(s));
-        }
-    }
     *out = xcalloc(json_array_size(v) + 1, sizeof **out);
     json_array_foreach(v, i, s) (*out)[(*n)++] = xstrdup(json_string_value(s));
     return 0;
@@ -168,7 +203,8 @@ bool jfield_known(const char *known, const char *key)
     return strlen(key) <= 64 && strstr(known, probe);
 }
 
-int jfield_refuse_unknown(json_t *obj, const char *base, const char *known, em_err *err)
+int jfield_each_unknown(json_t *obj, const char *base, const char *known, int (*fn)(const char *path, void *arg),
+                        void *arg)
 {
     const char *k;
     json_t *v;
@@ -178,7 +214,19 @@ int jfield_refuse_unknown(json_t *obj, const char *base, const char *known, em_e
             continue;
         char p[JFIELD_PATH_MAX];
         jfield_path(p, base, k);
-        return em_fail_input(err, "%s: unknown field", p);
+        int rc = fn(p, arg);
+        if (rc < 0)
+            return rc;
     }
     return 0;
+}
+
+static int refuse(const char *path, void *err)
+{
+    return em_fail_input(err, "%s: unknown field", path);
+}
+
+int jfield_refuse_unknown(json_t *obj, const char *base, const char *known, em_err *err)
+{
+    return jfield_each_unknown(obj, base, known, refuse, err);
 }

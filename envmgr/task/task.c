@@ -82,19 +82,16 @@ void task_strv_free(char **v, size_t n)
     free(v);
 }
 
+static int warn_one(const char *path, void *c)
+{
+    task_warn(c, "unknown field `%s` ignored", path);
+    return 0;
+}
+
 /* Warn about keys not in `known` (space separated, with spaces around). */
 void task_warn_unknown(pctx *c, json_t *obj, const char *base, const char *known)
 {
-    const char *k;
-    json_t *v;
-    json_object_foreach(obj, k, v)
-    {
-        if (jfield_known(known, k))
-            continue;
-        char p[JFIELD_PATH_MAX];
-        jfield_path(p, base, k);
-        task_warn(c, "unknown field `%s` ignored", p);
-    }
+    jfield_each_unknown(obj, base, known, warn_one, c);
 }
 
 /* ---- size limits over the whole document ---- */
@@ -159,20 +156,19 @@ static int parse_evaluator(pctx *c, json_t *root, em_err *err)
 
 static int parse_solution(task *t, json_t *root, em_err *err)
 {
-    json_t *sol = json_object_get(root, "solution");
+    json_t *sol;
+    if (jfield_array(root, "", "solution", "an array of actions", &sol, err) < 0)
+        return -1;
     if (!sol)
         return 0;
-    if (!json_is_array(sol))
-        return em_fail_input(err, "solution: expected an array of actions, got %s", json_type_name(sol));
     t->solution = json_array();
     size_t i;
     json_t *a;
     json_array_foreach(sol, i, a)
     {
         char p[JFIELD_PATH_MAX];
-        jfield_index(p, "solution", i);
-        if (!json_is_object(a))
-            return em_fail_input(err, "%s: expected an action object, got %s", p, json_type_name(a));
+        if (jfield_item(sol, "solution", i, JSON_OBJECT, "an action object", p, err) < 0)
+            return -1;
         json_t *code = json_object_get(a, "pyautogui");
         if (code) {
             if (!json_is_string(code))

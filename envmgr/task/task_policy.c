@@ -51,9 +51,9 @@ int task_parse_network(task *t, json_t *root, em_err *err)
     const char *mode;
     if (jfield_str(net, "network", "mode", false, &mode, err) < 0)
         return -1;
-    json_t *allow = json_object_get(net, "allow");
-    if (allow && !json_is_array(allow))
-        return em_fail_input(err, "network.allow: expected an array of \"host:port\" strings, got %s", json_type_name(allow));
+    json_t *allow;
+    if (jfield_array(net, "network", "allow", "an array of \"host:port\" strings", &allow, err) < 0)
+        return -1;
     size_t nallow = allow ? json_array_size(allow) : 0;
     if (mode && strcmp(mode, "none") && strcmp(mode, "allowlist"))
         return em_fail_input(err, "network.mode: expected \"none\" or \"allowlist\", got `%.32s`", mode);
@@ -65,9 +65,8 @@ int task_parse_network(task *t, json_t *root, em_err *err)
     json_array_foreach(allow, i, e)
     {
         char p[JFIELD_PATH_MAX];
-        jfield_index(p, "network.allow", i);
-        if (!json_is_string(e))
-            return em_fail_input(err, "%s: expected a \"host:port\" string, got %s", p, json_type_name(e));
+        if (jfield_item(allow, "network.allow", i, JSON_STRING, "a \"host:port\" string", p, err) < 0)
+            return -1;
         if (netpolicy_add(&t->net, json_string_value(e), err) < 0)
             return em_prefix(err, "%s: ", p);
     }

@@ -83,6 +83,17 @@ static void test_errors(void)
     FAILS(jfield_num(j, "", "n", 2.5, true, 10, 0, &d, &err), "n: 2.5 is out of range (> 2.5 and <= 10)");
     FAILS(jfield_int(j, "limits", "n", 0, 10, 0, &l, &err), "limits.n: expected an integer, got a fraction");
     FAILS(jfield_int(j, "limits", "i", 0, 5, 0, &l, &err), "limits.i: 7 is out of range (0..5)");
+    /* strict: a trace writes integers as integers, so "7.0" there is a changed file */
+    json_object_set_new(j, "r", json_real(7.0));
+    em_err ok = {0};
+    CU_ASSERT_EQUAL(jfield_int_in(j, "", "r", true, false, 0, 10, &l, &ok), 0);
+    CU_ASSERT_EQUAL(l, 7);
+    FAILS(jfield_int_in(j, "step", "r", true, true, 0, 10, &l, &err), "step.r: expected an integer, got a real");
+    FAILS(jfield_int_in(j, "step", "index", true, true, 0, 10, &l, &err), "step.index: missing");
+    l = 3;
+    CU_ASSERT_EQUAL(jfield_int_in(j, "step", "index", false, true, 0, 10, &l, &ok), 0);
+    CU_ASSERT_EQUAL(l, 3);
+    FAILS(jfield_num_in(j, "step", "t", true, 0, false, 1, &d, &err), "step.t: missing");
     FAILS(jfield_bool(j, "", "nul", false, &b, &err), "nul: expected true or false, got null");
     FAILS(jfield_obj(j, "x", "a", &o, &err), "x.a: expected an object, got array");
     FAILS(jfield_str_array(j, "t", "bad", &v, &n, &err), "t.bad[1]: expected a string, got integer");

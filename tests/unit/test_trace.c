@@ -117,15 +117,15 @@ static void test_bad_header(void)
     static const struct {
         const char *field, *json, *msg;
     } cases[] = {
-        {"task_id", NULL, "header.task_id is missing"},
-        {"task_id", "\"\"", "header.task_id must not be empty"},
-        {"task_id", "\"a\\u001b[31mb\"", "header.task_id holds a control character"},
-        {"task_sha256", "\"abc\"", "header.task_sha256 must be 64 lowercase hex digits"},
-        {"image_manifest_sha256", NULL, "header.image_manifest_sha256 is missing"},
-        {"accel", "\"xen\"", "header.accel must be \"tcg\" or \"kvm\""},
-        {"screen", "{\"width\":0,\"height\":10}", "header.screen.width must be in 1..16384"},
-        {"screen", "[1,2]", "header.screen must be an object"},
-        {"unsafe_open_network", "1", "header.unsafe_open_network must be true or false"},
+        {"task_id", NULL, "header.task_id: missing"},
+        {"task_id", "\"\"", "header.task_id: empty"},
+        {"task_id", "\"a\\u001b[31mb\"", "header.task_id: holds a control character"},
+        {"task_sha256", "\"abc\"", "header.task_sha256: expected 64 lowercase hex digits"},
+        {"image_manifest_sha256", NULL, "header.image_manifest_sha256: missing"},
+        {"accel", "\"xen\"", "header.accel: must be \"tcg\" or \"kvm\""},
+        {"screen", "{\"width\":0,\"height\":10}", "header.screen.width: 0 is out of range (1..16384)"},
+        {"screen", "[1,2]", "header.screen: expected an object"},
+        {"unsafe_open_network", "1", "header.unsafe_open_network: expected true or false"},
         {"prev", "\"00\"", "header field `prev` is set by the writer"},
         {"format", "2", "header field `format` is set by the writer"},
         {"started", "\"now\"", "header field `started` is set by the writer"},
@@ -150,7 +150,7 @@ static void test_bad_header(void)
     trace_writer *w = NULL;
     _cleanup_free_ char *dir = fx_path("nullheader");
     CU_ASSERT(trace_open(dir, NULL, &w, &err) < 0);
-    CU_ASSERT(fx_contains(err.msg, "header.task_id is missing"));
+    CU_ASSERT(fx_contains(err.msg, "header.task_id: missing"));
     json_t *arr = json_array();
     CU_ASSERT(trace_open(dir, arr, &w, &err) < 0);
     CU_ASSERT(fx_contains(err.msg, "must be a JSON object"));
@@ -193,26 +193,26 @@ static void test_append_refusals(void)
         {"{\"type\":\"setup\",\"step\":{},\"duration_ms\":1,\"ok\":true}", "a setup line after step lines"},
         {"{\"type\":\"step\",\"index\":5,\"action\":{\"action_type\":\"DONE\"},\"source\":\"computer_13\","
          "\"agent_ms\":1,\"action_ms\":1}",
-         "step.index is 5, expected 1 (step lines count up from 0)"},
+         "step.index: 5, expected 1 (step lines count up from 0)"},
         {"{\"type\":\"step\",\"action\":{\"action_type\":\"DONE\"},\"source\":\"shell\",\"agent_ms\":1,"
          "\"action_ms\":1}",
-         "step.source must be \"computer_13\" or \"pyautogui\""},
+         "step.source: must be \"computer_13\" or \"pyautogui\""},
         {"{\"type\":\"step\",\"action\":{},\"source\":\"computer_13\",\"agent_ms\":1,\"action_ms\":1}",
-         "step.action.action_type is missing"},
+         "step.action.action_type: missing"},
         {"{\"type\":\"step\",\"action\":{\"action_type\":\"DONE\"},\"source\":\"computer_13\",\"agent_ms\":-1,"
          "\"action_ms\":1}",
-         "step.agent_ms must be in 0..1e+10"},
+         "step.agent_ms: -1 is out of range (>= 0 and <= 1e+10)"},
         {"{\"type\":\"step\",\"action\":{\"action_type\":\"DONE\"},\"source\":\"computer_13\",\"agent_ms\":1,"
          "\"action_ms\":1,\"frame_before\":\"../../etc/passwd\"}",
-         "step.frame_before must be 64 lowercase hex digits"},
+         "step.frame_before: expected 64 lowercase hex digits"},
         {"{\"type\":\"evaluation\",\"score\":1.5,\"reason\":\"\",\"exit_cause\":\"done\"}",
-         "evaluation.score must be in 0..1"},
+         "evaluation.score: 1.5 is out of range (>= 0 and <= 1)"},
         {"{\"type\":\"evaluation\",\"score\":1,\"reason\":\"\",\"exit_cause\":\"crashed\"}",
-         "evaluation.exit_cause must be one of"},
+         "evaluation.exit_cause: must be one of"},
         {"{\"type\":\"evaluation\",\"score\":1,\"reason\":\"\",\"exit_cause\":\"done\",\"artifacts\":{\"f\":\"x\"}}",
-         "evaluation.artifacts.f must be 64 lowercase hex digits"},
+         "evaluation.artifacts.f: expected 64 lowercase hex digits"},
         {"{\"type\":\"evaluation\",\"score\":0,\"reason\":\"\",\"exit_cause\":\"done\",\"status\":\"broken\"}",
-         "evaluation.status must be one of scored, evaluator_error, not_evaluated"},
+         "evaluation.status: must be one of scored, evaluator_error, not_evaluated"},
         {"{\"type\":\"evaluation\",\"score\":0,\"reason\":\"\",\"exit_cause\":\"done\",\"status\":\"evaluator_error\"}",
          "evaluation.evaluator_error"},
     };
@@ -234,7 +234,7 @@ static void test_append_refusals(void)
                                              "\"pyautogui\",\"agent_ms\":1,\"action_ms\":1,\"frame_before\":\"%s\"}",
                                              sha);
     CU_ASSERT(append_err(w, noafter, &err) == -1);
-    CU_ASSERT(fx_contains(err.msg, "step.frame_after is missing"));
+    CU_ASSERT(fx_contains(err.msg, "step.frame_after: missing"));
     _cleanup_free_ char *witherr = xasprintf("{\"type\":\"step\",\"action\":{\"action_type\":\"DONE\"},\"source\":"
                                              "\"pyautogui\",\"agent_ms\":1,\"action_ms\":1,\"t\":2.5,"
                                              "\"frame_before\":\"%s\",\"error\":\"vnc: connection lost\"}",
@@ -309,7 +309,7 @@ static void test_postconfig_lines(void)
     CU_ASSERT(fx_contains(err.msg, "a step line after postconfig lines"));
     CU_ASSERT(append_err(w, "{\"type\":\"postconfig\",\"index\":0,\"step\":{},\"duration_ms\":1,\"ok\":true}", &err) ==
               -1);
-    CU_ASSERT(fx_contains(err.msg, "postconfig.index is 0, expected 1 (postconfig lines count up from 0)"));
+    CU_ASSERT(fx_contains(err.msg, "postconfig.index: 0, expected 1 (postconfig lines count up from 0)"));
     CU_ASSERT(append_err(w, "{\"type\":\"egress\"}", &err) == 0); /* egress may come anywhere */
     CU_ASSERT(append_err(w, post, &err) == 0);
     CU_ASSERT(append_err(w, "{\"type\":\"evaluation\",\"score\":0,\"reason\":\"\",\"exit_cause\":\"done\"}", &err) ==

@@ -41,18 +41,18 @@ static void refused_step(const char *step, const char *msg)
 static void test_frame_names(void)
 {
     refused_step(STEP_HEAD STEP_TAIL ",\"frame_before\":\"../../../etc/passwd\",\"frame_after\":\"" SHA_A "\"}",
-                 "trace.jsonl line 2: step.frame_before must be 64 lowercase hex digits (a sha256)");
+                 "trace.jsonl line 2: step.frame_before: expected 64 lowercase hex digits (a sha256)");
     refused_step(STEP_HEAD STEP_TAIL ",\"frame_before\":\"" SHA_A "\",\"frame_after\":\"../" SHA_A "\"}",
-                 "step.frame_after must be 64 lowercase hex digits");
+                 "step.frame_after: expected 64 lowercase hex digits");
     refused_step(STEP_HEAD STEP_TAIL ",\"frame_before\":\"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\","
                                      "\"frame_after\":\"" SHA_A "\"}",
-                 "step.frame_before must be 64 lowercase hex digits");
+                 "step.frame_before: expected 64 lowercase hex digits");
     refused_step(STEP_HEAD STEP_TAIL ",\"frame_before\":\"" SHA_A "/\",\"frame_after\":\"" SHA_A "\"}",
-                 "step.frame_before must be 64 lowercase hex digits");
+                 "step.frame_before: expected 64 lowercase hex digits");
     refused_step(STEP_HEAD STEP_TAIL ",\"frame_before\":\"/etc/passwd\",\"frame_after\":\"" SHA_A "\"}",
-                 "step.frame_before must be 64 lowercase hex digits");
+                 "step.frame_before: expected 64 lowercase hex digits");
     refused_step(STEP_HEAD STEP_TAIL ",\"frame_before\":7,\"frame_after\":\"" SHA_A "\"}",
-                 "step.frame_before must be 64 lowercase hex digits");
+                 "step.frame_before: expected a string, got integer");
     /* A well-formed name whose file is not there: read is fine (no frames are
      * opened), verify names the line. */
     _cleanup_free_ char *dir = fx_path("noframe");
@@ -73,35 +73,36 @@ static void test_wrong_types(void)
     static const struct {
         const char *line, *msg;
     } steps[] = {
-        {"{\"type\":\"step\",\"index\":\"0\"}", "trace.jsonl line 2: step.index must be an integer"},
-        {"{\"type\":\"step\",\"index\":-1}", "step.index must be in 0..100000"},
+        {"{\"type\":\"step\",\"index\":\"0\"}", "trace.jsonl line 2: step.index: expected an integer"},
+        {"{\"type\":\"step\",\"index\":0.0}", "trace.jsonl line 2: step.index: expected an integer, got a real"},
+        {"{\"type\":\"step\",\"index\":-1}", "step.index: -1 is out of range (0..100000)"},
         {"{\"type\":\"step\",\"index\":99999999999999999999}", "not valid JSON"},
-        {"{\"type\":\"step\",\"index\":0,\"action\":\"CLICK\"}", "step.action must be an object"},
-        {"{\"type\":\"step\",\"index\":0,\"action\":{\"action_type\":5}}", "step.action.action_type must be a string"},
+        {"{\"type\":\"step\",\"index\":0,\"action\":\"CLICK\"}", "step.action: expected an object"},
+        {"{\"type\":\"step\",\"index\":0,\"action\":{\"action_type\":5}}", "step.action.action_type: expected a string"},
         {"{\"type\":\"step\",\"index\":0,\"action\":{\"action_type\":\"\\u001b]0;pwned\\u0007\"}}",
-         "step.action.action_type holds a control character"},
+         "step.action.action_type: holds a control character"},
         {"{\"type\":\"step\",\"index\":0,\"action\":{\"action_type\":\"\\u0085\"}}",
-         "step.action.action_type holds a control character"},
-        {STEP_HEAD "\"source\":\"computer_13\",\"agent_ms\":\"1\"}", "step.agent_ms must be a number"},
-        {STEP_HEAD "\"source\":\"computer_13\",\"agent_ms\":1e300}", "step.agent_ms must be in 0..1e+10"},
-        {STEP_HEAD "\"source\":\"computer_13\",\"agent_ms\":1,\"action_ms\":null}", "step.action_ms must be a number"},
-        {STEP_HEAD STEP_TAIL ",\"error\":7}", "step.error must be a string"},
+         "step.action.action_type: holds a control character"},
+        {STEP_HEAD "\"source\":\"computer_13\",\"agent_ms\":\"1\"}", "step.agent_ms: expected a number"},
+        {STEP_HEAD "\"source\":\"computer_13\",\"agent_ms\":1e300}", "step.agent_ms: 1e+300 is out of range (>= 0 and <= 1e+10)"},
+        {STEP_HEAD "\"source\":\"computer_13\",\"agent_ms\":1,\"action_ms\":null}", "step.action_ms: expected a number"},
+        {STEP_HEAD STEP_TAIL ",\"error\":7}", "step.error: expected a string"},
         {"{\"type\":7}", "trace.jsonl line 2: no \"type\" string"},
         {"{\"type\":\"Step\"}", "trace.jsonl line 2: unknown line type"},
-        {"{\"type\":\"setup\",\"index\":0,\"step\":[],\"duration_ms\":1,\"ok\":true}", "setup.step must be an object"},
-        {"{\"type\":\"setup\",\"index\":0,\"step\":{},\"duration_ms\":1,\"ok\":\"yes\"}", "setup.ok must be true or false"},
+        {"{\"type\":\"setup\",\"index\":0,\"step\":[],\"duration_ms\":1,\"ok\":true}", "setup.step: expected an object"},
+        {"{\"type\":\"setup\",\"index\":0,\"step\":{},\"duration_ms\":1,\"ok\":\"yes\"}", "setup.ok: expected true or false"},
         {"{\"type\":\"setup\",\"index\":1,\"step\":{},\"duration_ms\":1,\"ok\":true}",
-         "setup.index is 1, expected 0 (setup lines count up from 0)"},
+         "setup.index: 1, expected 0 (setup lines count up from 0)"},
         {"{\"type\":\"evaluation\",\"score\":\"1\",\"reason\":\"\",\"exit_cause\":\"done\"}",
-         "evaluation.score must be a number"},
-        {"{\"type\":\"evaluation\",\"score\":-0.5,\"reason\":\"\",\"exit_cause\":\"done\"}", "evaluation.score must be in 0..1"},
-        {"{\"type\":\"evaluation\",\"score\":1,\"exit_cause\":\"done\"}", "evaluation.reason is missing"},
+         "evaluation.score: expected a number"},
+        {"{\"type\":\"evaluation\",\"score\":-0.5,\"reason\":\"\",\"exit_cause\":\"done\"}", "evaluation.score: -0.5 is out of range (>= 0 and <= 1)"},
+        {"{\"type\":\"evaluation\",\"score\":1,\"exit_cause\":\"done\"}", "evaluation.reason: missing"},
         {"{\"type\":\"evaluation\",\"score\":1,\"reason\":\"\",\"exit_cause\":\"done\",\"artifacts\":[]}",
-         "evaluation.artifacts must be an object"},
+         "evaluation.artifacts: expected an object"},
         {"{\"type\":\"evaluation\",\"score\":1,\"reason\":\"\",\"exit_cause\":\"done\",\"artifacts\":{\"a\\u0001\":\"" SHA_A
          "\"}}",
-         "evaluation.artifacts.<name> holds a control character"},
-        {"{\"type\":\"evaluation\",\"score\":1,\"reason\":\"\",\"exit_cause\":\"DONE\"}", "evaluation.exit_cause must be one of"},
+         "evaluation.artifacts.<name>: holds a control character"},
+        {"{\"type\":\"evaluation\",\"score\":1,\"reason\":\"\",\"exit_cause\":\"DONE\"}", "evaluation.exit_cause: must be one of"},
     };
     for (size_t i = 0; i < ARRAY_LEN(steps); i++)
         refused_step(steps[i].line, steps[i].msg);
@@ -111,12 +112,12 @@ static void test_wrong_types(void)
     } header[] = {
         {"\"format\":3", "trace.jsonl line 1: trace format 3; this envmgr reads formats 1 to 2"},
         {"\"format\":0", "trace.jsonl line 1: trace format 0; this envmgr reads formats 1 to 2"},
-        {"\"format\":\"1\"", "header.format must be an integer"},
-        {"\"screen\":{\"width\":64}", "header.screen.height is missing"},
-        {"\"screen\":{\"width\":100000,\"height\":1}", "header.screen.width must be in 1..16384"},
-        {"\"started\":\"yesterday\"", "header.started must be an ISO 8601 timestamp"},
-        {"\"accel\":\"KVM\"", "header.accel must be \"tcg\" or \"kvm\""},
-        {"\"prev\":\"" SHA_A "\"", "header.prev must be 64 zeros on the first line"},
+        {"\"format\":\"1\"", "header.format: expected an integer"},
+        {"\"screen\":{\"width\":64}", "header.screen.height: missing"},
+        {"\"screen\":{\"width\":100000,\"height\":1}", "header.screen.width: 100000 is out of range (1..16384)"},
+        {"\"started\":\"yesterday\"", "header.started: must be an ISO 8601 timestamp"},
+        {"\"accel\":\"KVM\"", "header.accel: must be \"tcg\" or \"kvm\""},
+        {"\"prev\":\"" SHA_A "\"", "header.prev: must be 64 zeros on the first line"},
     };
     for (size_t i = 0; i < ARRAY_LEN(header); i++) {
         /* The header with one field replaced: JSON objects keep the last key
@@ -203,12 +204,12 @@ static void test_order(void)
     const char *e[] = {FX_HEADER, eval, eval};
     expect_refused(e, 3, "trace.jsonl line 3: a second evaluation line");
     const char *f[] = {FX_HEADER, GOOD_STEP, GOOD_STEP};
-    expect_refused(f, 3, "trace.jsonl line 3: step.index is 0, expected 1");
+    expect_refused(f, 3, "trace.jsonl line 3: step.index: 0, expected 1");
     const char *g[] = {FX_HEADER, "{\"type\":\"trailer\",\"lines\":1,\"sha256\":\"" SHA_A "\",\"complete\":true}",
                        "{\"type\":\"egress\"}"};
     expect_refused(g, 3, "trace.jsonl line 3: a line after the trailer");
     const char *h[] = {FX_HEADER, "{\"type\":\"trailer\",\"lines\":1,\"sha256\":\"" SHA_A "\",\"complete\":false}"};
-    expect_refused(h, 2, "trace.jsonl line 2: trailer.complete must be true");
+    expect_refused(h, 2, "trace.jsonl line 2: trailer.complete: must be true");
 }
 
 /* Postconfig lines (format 2): after the setups and steps (either may be absent), before the
@@ -246,13 +247,13 @@ static void test_postconfig_order(void)
     const char *c[] = {FX_HEADER2, GOOD_STEP, eval, post0};
     expect_refused(c, 4, "trace.jsonl line 4: a postconfig line after the evaluation");
     const char *d[] = {FX_HEADER2, GOOD_STEP, post1};
-    expect_refused(d, 3, "trace.jsonl line 3: postconfig.index is 1, expected 0 (postconfig lines count up from 0)");
+    expect_refused(d, 3, "trace.jsonl line 3: postconfig.index: 1, expected 0 (postconfig lines count up from 0)");
     const char *e[] = {FX_HEADER, GOOD_STEP, post0};
     expect_refused(e, 3, "trace.jsonl line 3: a postconfig line in a format 1 trace (they came with format 2)");
     const char *f[] = {FX_HEADER2, "{\"type\":\"postconfig\",\"index\":0,\"step\":{},\"duration_ms\":1,\"ok\":\"yes\"}"};
-    expect_refused(f, 2, "trace.jsonl line 2: postconfig.ok must be true or false");
+    expect_refused(f, 2, "trace.jsonl line 2: postconfig.ok: expected true or false");
     const char *g[] = {FX_HEADER2, "{\"type\":\"postconfig\",\"index\":0,\"step\":{},\"ok\":true}"};
-    expect_refused(g, 2, "trace.jsonl line 2: postconfig.duration_ms is missing");
+    expect_refused(g, 2, "trace.jsonl line 2: postconfig.duration_ms: missing");
     /* A format 1 trace as envmgr wrote them (no postconfig lines) still reads and verifies. */
     _cleanup_free_ char *dir = fx_path("format1");
     const char *old[] = {FX_HEADER, setup, GOOD_STEP, eval};

@@ -143,7 +143,7 @@ static void test_reordered_lines(void)
     /* The reader, which does not hash, still sees the step indices out of order. */
     trace *t;
     CU_ASSERT(trace_read(dir, &t, &err) < 0);
-    CU_ASSERT(fx_contains(err.msg, "trace.jsonl line 4: step.index is 1, expected 0"));
+    CU_ASSERT(fx_contains(err.msg, "trace.jsonl line 4: step.index: 1, expected 0"));
 }
 
 static void test_truncated(void)
@@ -205,7 +205,7 @@ static void test_trailer_fields(void)
     lines_field[8] = '5';
     put(dir, data, len);
     CU_ASSERT(verify(dir, &err) < 0);
-    CU_ASSERT(fx_contains(err.msg, "trace.jsonl line 3: trailer.lines is 5 but 2 lines come before it"));
+    CU_ASSERT(fx_contains(err.msg, "trace.jsonl line 3: trailer.lines: 5 but 2 lines come before it"));
 }
 
 static void test_frames_checked(void)
