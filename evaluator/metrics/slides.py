@@ -697,17 +697,3 @@ def check_left_panel(result, **_ignored):
                 if sp.get(cp) == "(0, 0)" and sp.get(st):
                     return 1.0
     return 0.0
-    if not isinstance(result, str):
-        raise MetricInputError(f"result: expected the accessibility tree as a string, got {type(result).__name__}")
-    try:
-        root = etree.fromstring(result.encode("utf-8"), safe_xml_parser())
-    except etree.XMLSyntaxError as e:
-        raise MetricInputError(f"result: accessibility tree is not XML: {e}") from None
-    st = "{uri:deskat:state.at-spi.gnome.org}visible"
-    cp = "{uri:deskat:component.at-spi.gnome.org}parentcoord"
-    for rp in root.iter("root-pane"):
-        for panel in rp.iter("panel"):
-            for sp in panel.iter("split-pane"):
-                if sp.get(cp) == "(0, 0)" and sp.get(st):
-                    return 1.0
-    return 0.0
