@@ -556,7 +556,9 @@ void api_h_reset(api_request *q, api_reply *r)
         return api_reply_error(r, &ae_);
     }
     em_err perr = {0};
-    if (nt && plan_check_apps(nt, env_manifest(ae->e), &perr) < 0) { /* never on an image without its apps */
+    /* As for the env's creation, run --env and a suite's warm env: its apps on this image, its network
+     * within the env's policy, settled for the env's screen and user. */
+    if (nt && plan_for_env(ae->e, nt, &perr) < 0) {
         unlock_env(q, ae);
         task_free(nt);
         free(npath);

@@ -62,7 +62,9 @@ static char *images_with(const task *t, const char *except)
     return b.len ? sbuf_steal(&b) : NULL;
 }
 
-int plan_check_apps(const task *t, const manifest *m, em_err *err)
+/* Whether the image has every application t's related_apps names: plan_image's refusal, and
+ * plan_for_env's for an env that already runs. */
+static int plan_check_apps(const task *t, const manifest *m, em_err *err)
 {
     _cleanup_free_ char *missing = missing_apps(t, m);
     if (!missing)

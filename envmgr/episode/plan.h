@@ -28,11 +28,6 @@ typedef struct plan_image_choice {
  * `desktop`; image `apps` has them (--image apps)"). */
 int plan_image(const task *t, const plan_image_choice *op, char **image, em_err *err);
 
-/* Whether the image has every application t's related_apps names; the same refusal as plan_image.
- * For an env that already runs (--env, an API env, a suite's warm env): plan_for_env. */
-struct manifest;
-int plan_check_apps(const task *t, const struct manifest *m, em_err *err);
-
 /* Settle t for an env under policy net (NULL: the defaults) with screen and password v (NULL: no
  * substitution): the task's network section and limits against net's rules and maxima (an input
  * error naming the field), then OSWorld's placeholders (task_substitute, from the document as
@@ -45,7 +40,7 @@ int plan_settle(task *t, const netpolicy *net, const task_vars *v, em_err *err);
 int plan_new_env(task *t, const plan_image_choice *op, const netpolicy *op_net, char **image, em_err *err);
 
 /* For the env t runs in (a temporary one once it is up, --env, an API env, a suite's warm env):
- * its image's apps (plan_check_apps), its network policy, its screen and its user's password. */
+ * its image's apps (plan_image's refusal), its network policy, its screen and its user's password. */
 int plan_for_env(env *e, task *t, em_err *err);
 
 #endif

@@ -83,6 +83,10 @@ ID=$(jf id)
 check "create returns an id and the screen size" test "$(jf width)x$(jf height)" = 1280x800
 check "GET /v1/envs lists it" bash -c "[ \$(curl -s -o '$T/body' -w '%{http_code}' -H 'Authorization: Bearer $TOKEN' '$URL/v1/envs') = 200 ] && grep -q '\"$ID\"' '$T/body'"
 check "step before reset: 409" test "$(req POST "/v1/envs/$ID/step" -d '{"action":{"action_type":"WAIT","seconds":0}}')" = 409
+check "reset with a task about an app the env's image lacks: 400" test "$(req POST "/v1/envs/$ID/reset" -d "$GIMP_TASK")" = 400
+check "the refused reset names related_apps, the app and the image" grep -q 'related_apps: gimp: not on image .desktop.' "$T/body"
+check "the refused reset started no episode: step still 409" \
+    test "$(req POST "/v1/envs/$ID/step" -d '{"action":{"action_type":"WAIT","seconds":0}}')" = 409
 check "reset with a task path: 200" test "$(req POST "/v1/envs/$ID/reset" -d '{"task":"demo/terminal-mkdir-tree.json"}')" = 200
 python3 -c 'import json,base64,sys; o=json.load(open(sys.argv[1]))["observation"]; open(sys.argv[2],"wb").write(base64.b64decode(o["screenshot"]))' "$T/body" "$T/obs.png" 2>/dev/null
 read -r w h colours < <("$PNGTOOL" info "$T/obs.png" 2>/dev/null)
