@@ -37,10 +37,11 @@
  * "pyautogui: line 2: `eval('x')` is not in the supported subset". */
 int pyautogui_parse(const char *code, json_t **actions, em_err *err);
 
-/* What an agent's code does, as OSWorld runs any of it in the guest: the subset's exact
- * translation when pyautogui_parse takes it, else one {"action_type": "PYAUTOGUI", "code": code}
+/* What an agent's code does on a w x h screen, as OSWorld runs any of it in the guest: the
+ * subset's exact translation when pyautogui_parse takes it and every action it gives is valid on
+ * that screen (action_parse), else one {"action_type": "PYAUTOGUI", "code": code}
  * that env_act runs in the guest with the toolbelt's pyautogui (docs/agent-protocol.md). Only
  * code that is empty or over PYAUTOGUI_CODE_MAX is an error. */
-int pyautogui_actions(const char *code, json_t **actions, em_err *err);
+int pyautogui_actions(const char *code, int w, int h, json_t **actions, em_err *err);
 
 #endif

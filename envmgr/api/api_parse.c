@@ -213,7 +213,7 @@ int api_parse_step(json_t *body, int w, int h, json_t **reply, api_error *ae)
     em_err err = {0};
     json_t *code = json_object_get(r, "pyautogui");
     if (code) {
-        if (pyautogui_actions(json_string_value(code), &list, &err) < 0) {
+        if (pyautogui_actions(json_string_value(code), w, h, &list, &err) < 0) {
             json_decref(r);
             api_fail_em(ae, &err, "action");
             snprintf(ae->field, sizeof ae->field, "action");

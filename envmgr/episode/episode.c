@@ -291,7 +291,7 @@ static int decode_reply(run *r, json_t *whole, json_t **actions, const char **so
             *refusal = xstrdup("pyautogui: expected a string of code");
         } else if (json_object_size(reply) != 1) {
             *refusal = xstrdup("a pyautogui reply has no other fields (but \"response\")");
-        } else if (pyautogui_actions(json_string_value(code), actions, &perr) < 0) {
+        } else if (pyautogui_actions(json_string_value(code), r->ev.width, r->ev.height, actions, &perr) < 0) {
             *refusal = xstrdup(perr.msg);
         }
     } else {

@@ -157,6 +157,9 @@ static void test_step_bodies(void)
     json_decref(r);
     CU_ASSERT_EQUAL(step_of("{\"action\":{\"pyautogui\":\"pyautogui.press('a')\"}}", &r, &ae), 0);
     json_decref(r);
+    /* pyautogui code for a bigger screen is taken (OSWorld's guest runs it; X clamps the pointer) */
+    CU_ASSERT_EQUAL(step_of("{\"action\":\"pyautogui.click(5000, 1)\"}", &r, &ae), 0);
+    json_decref(r);
     const char *special[] = {"DONE", "FAIL", "WAIT"};
     for (size_t i = 0; i < 3; i++) {
         char b[64];
@@ -180,7 +183,6 @@ static void test_step_bodies(void)
         {"{\"action\":{\"action_type\":\"TELEPORT\"}}", "action.action_type", 400},
         {"{\"action\":{\"action_type\":\"TYPING\"}}", "action.text", 400},
         {"{\"action\":{\"action_type\":\"PYAUTOGUI\",\"code\":\"\"}}", "action.code", 400}, /* any code runs in the guest */
-        {"{\"action\":\"pyautogui.click(5000, 1)\"}", "action.x", 400},
         {"{\"action\":{\"pyautogui\":1}}", "action.pyautogui", 400},
         {"{\"action\":{\"pyautogui\":\"x\",\"y\":1}}", "action.pyautogui", 400},
         {"{\"action\":\"DONE\",\"extra\":1}", "body", 400},

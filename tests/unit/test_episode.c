@@ -295,9 +295,13 @@ static void test_refusals_and_pyautogui(void)
     CU_ASSERT_FALSE(so.refused);
     CU_ASSERT_EQUAL(so.actions, 2);
     CU_ASSERT_EQUAL(f.last, ACT_PRESS);
+    /* a translated call off this screen is code OSWorld's guest runs (X clamps the pointer): the
+     * whole reply goes to the guest as one PYAUTOGUI action, not refused */
     so = step(ep, "{\"pyautogui\": \"pyautogui.click(10, 10)\\npyautogui.click(9999, 1)\"}");
-    CU_ASSERT_TRUE(so.refused);
-    CU_ASSERT_EQUAL(f.acts, 3);
+    CU_ASSERT_FALSE(so.refused);
+    CU_ASSERT_EQUAL(so.actions, 1);
+    CU_ASSERT_EQUAL(f.last, ACT_PYAUTOGUI);
+    CU_ASSERT_EQUAL(f.acts, 4);
     CU_ASSERT_EQUAL(episode_steps(ep), 5); /* refused replies count as steps */
     json_decref(finish(ep));
     task_free(t);

@@ -375,7 +375,7 @@ static void test_corpus(void)
         const char *style = json_string_value(json_object_get(o, "style"));
         em_err err = {0};
         json_t *acts = NULL;
-        int rc = pyautogui_actions(code, &acts, &err);
+        int rc = pyautogui_actions(code, 1280, 800, &acts, &err);
         if (rc < 0)
             fprintf(stderr, "\n  corpus line %zu refused: %s\n", n + 1, err.msg);
         CU_ASSERT_EQUAL_FATAL(rc, 0);
