@@ -126,7 +126,7 @@ test: layers all $(UNIT_BIN) $(TOOLS) image
 # The apps image's tests in full (every tasks/apps task with the scripted and null agents, the smoke
 # test of every app: ~45 min here). `make test` runs their smoke subset (one task per app).
 test-apps: layers all $(TOOLS) image-apps
-	@ENVMGR_APPS=1 ENVMGR_TESTS="apps_smoke apps_tasks apps_honest apps_image" tests/run-all.sh --integration-only
+	@ENVMGR_APPS=1 ENVMGR_TESTS="apps_smoke apps_tasks apps_honest apps_image osworld_client_apps" tests/run-all.sh --integration-only
 
 integration: all $(TOOLS) image
 	@tests/run-all.sh --integration-only

@@ -493,18 +493,14 @@ int env_screenshot(env *e, const png_buf **png, em_err *err)
 
 /* An agent's pyautogui code outside the translated subset, run as OSWorld's in-guest server runs
  * it: python3 as the desktop user with pyautogui imported (the toolbelt's, over XTEST), FAILSAFE
- * off, at most 120 s. The code is one argv string (no shell). A non-zero exit or the timeout is
- * the agent's error (EM_EXIT_USAGE, the last line of its stderr), not the env's. */
+ * off, at most 120 s (the toolbelt's envmgr_guest/agent_code.py, which also keeps what the code
+ * starts off the guest agent's pipes). The code is one argv string (no shell). A non-zero exit or
+ * the timeout is the agent's error (EM_EXIT_USAGE, the last line of its stderr), not the env's. */
 #define ENV_AGENT_CODE_TIMEOUT_S 120.0 /* OSWorld's /execute timeout */
 
 static int run_agent_code(env *e, const action *a, em_err *err)
 {
-    static const char prelude[] =
-        "import sys, time, pyautogui\n"
-        "pyautogui.FAILSAFE = False\n"
-        "exec(compile(sys.argv[1], '<action>', 'exec'), {'__name__': '__main__', 'pyautogui': pyautogui, "
-        "'time': time})\n";
-    const char *argv[] = {"python3", "-c", prelude, a->text, NULL};
+    const char *argv[] = {"python3", "-m", "envmgr_guest.agent_code", a->text, NULL};
     guest_exec_result r;
     if (guest_ops_run(e, argv, 1, 0, ENV_AGENT_CODE_TIMEOUT_S, 64 * 1024, &r, err) < 0)
         return -1;

@@ -3,7 +3,11 @@ with env.vm_ip, _get_obs, controller.start_recording, agent.predict and env.step
 evaluate, controller.end_recording) driven through the INSTALLED envmgr_client against a real
 `envmgr serve`, with a scripted agent that answers pyautogui code. Written for envmgr, not copied.
 
-    osworld_loop_check.py URL TOKEN TASK_JSON RESULT_DIR
+    osworld_loop_check.py URL TOKEN TASK_JSON RESULT_DIR IMAGE
+
+IMAGE "desktop": the demo task tasks/demo/terminal-mkdir-tree.json, solved by a set-of-marks answer.
+IMAGE "apps": OSWorld-Verified's os task e0df059f, unchanged, solved by plain Python and a clipboard
+answer (pyperclip, as OSWorld's UI-TARS agent types text); then a tree-only agent on the same image.
 
 Prints "ok   NAME" / "FAIL NAME: why" lines (tests/integration/test_osworld_client.sh tallies them).
 """
@@ -16,7 +20,7 @@ import time
 import envmgr_client
 from envmgr_client import EnvmgrEnv
 
-URL, TOKEN, TASK, OUT = sys.argv[1:5]
+URL, TOKEN, TASK, OUT, IMAGE = sys.argv[1:6]
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
@@ -24,11 +28,44 @@ def check(name, cond, why=""):
     print(("ok   %s" % name) if cond else ("FAIL %s: %s" % (name, why or "false")), flush=True)
 
 
+def som_turns():
+    """The demo task: a set-of-marks answer (the tag_N=(x, y) lines the agent prepends for its boxes,
+    code that names a tag, a variable and a loop: outside the translated subset, it runs in the guest)."""
+    tags = "".join("tag_%d=(%d, %d)\n" % (i + 1, 100 + 40 * i, 120 + 25 * i) for i in range(12))
+    return [
+        ("The terminal is focused (tag 3 is its window); I type the command.", [
+            tags + "import pyautogui\nimport time\npyautogui.moveTo(*tag_3)\n"
+            "command = 'mkdir -p ~/projects/envmgr/src'\nfor word in command.split(' ')[:-1]:\n"
+            "    pyautogui.typewrite(word + ' ', interval=0.01)\npyautogui.typewrite(command.split(' ')[-1])",
+            "pyautogui.press('enter')\ntime.sleep(0.5)",
+        ]),
+        ("The command ran; I wait for the shell.", ["WAIT"]),
+        ("The directory exists.", ["DONE"]),
+    ]
+
+
+def rename_turns():
+    """OSWorld's e0df059f: plain Python that renames the directory (OSWorld's guest runs any code an
+    agent writes), then text through the clipboard as UI-TARS types it, at OSWorld's 1920x1080."""
+    return [
+        ("I rename the directory on the desktop.", [
+            "import os\nd = os.path.expanduser('~/Desktop')\n"
+            "os.rename(os.path.join(d, 'todo_list_Jan_1'), os.path.join(d, 'todo_list_Jan_2'))",
+        ]),
+        ("I note the new name on the clipboard.", [
+            "import pyperclip\npyperclip.copy('todo_list_Jan_2')\npyautogui.click(1500.48, 700.2, button='left')",
+            "WAIT",
+        ]),
+        ("The directory is renamed.", ["DONE"]),
+    ]
+
+
 class ScriptedAgent:
     """An agent with OSWorld's interface: reset(logger, vm_ip=...), predict(instruction, obs) ->
     (response, actions), actions being pyautogui code strings or WAIT/DONE/FAIL."""
 
-    def __init__(self):
+    def __init__(self, turns):
+        self.turns = turns
         self.turn = 0
         self.vm_ip = None
         self.seen = []
@@ -39,19 +76,7 @@ class ScriptedAgent:
     def predict(self, instruction, obs):
         self.seen.append(obs)
         self.turn += 1
-        if self.turn == 1:
-            # a set-of-marks answer: the tag_N=(x, y) lines the agent prepends for its boxes, code that
-            # names a tag, a variable and a loop: outside the translated subset, it runs in the guest
-            tags = "".join("tag_%d=(%d, %d)\n" % (i + 1, 100 + 40 * i, 120 + 25 * i) for i in range(12))
-            return ("The terminal is focused (tag 3 is its window); I type the command.", [
-                tags + "import pyautogui\nimport time\npyautogui.moveTo(*tag_3)\n"
-                "command = 'mkdir -p ~/projects/envmgr/src'\nfor word in command.split(' ')[:-1]:\n"
-                "    pyautogui.typewrite(word + ' ', interval=0.01)\npyautogui.typewrite(command.split(' ')[-1])",
-                "pyautogui.press('enter')\ntime.sleep(0.5)",
-            ])
-        if self.turn == 2:
-            return ("The command ran; I wait for the shell.", ["WAIT"])
-        return ("The directory exists.", ["DONE"])
+        return self.turns[min(self.turn, len(self.turns)) - 1]
 
 
 check("the client is the installed one, not the checkout's",
@@ -66,9 +91,11 @@ try:
 except TypeError:
     check("an unknown constructor argument is refused", True)
 
-env = EnvmgrEnv(URL, TOKEN, action_space="pyautogui", provider_name="docker", path_to_vm=None,
+env = EnvmgrEnv(URL, TOKEN, image=IMAGE, action_space="pyautogui", provider_name="docker", path_to_vm=None,
                 headless=True, os_type="Ubuntu", screen_size=(1920, 1080), client_password="password")
-agent = ScriptedAgent()
+turns = som_turns() if IMAGE == "desktop" else rename_turns()
+agent = ScriptedAgent(turns)
+steps = sum(len(actions) for _, actions in turns)
 logger = logging.getLogger("osworld-loop")
 try:
     env.reset(task_config=example)
@@ -99,7 +126,8 @@ try:
             last_info = info
             if done:
                 break
-    check("the episode ended on DONE after 4 steps", done and step_idx == 4, "done=%s steps=%d" % (done, step_idx))
+    check("the episode ended on DONE after %d steps" % steps, done and step_idx == steps,
+          "done=%s steps=%d" % (done, step_idx))
     check("info has OSWorld's done key beside envmgr's", last_info.get("done") is True and
           last_info.get("exit_cause") == "done" and "fail" not in last_info, repr(last_info))
     time.sleep(1)  # OSWorld sleeps 20 s before evaluating
@@ -113,6 +141,8 @@ try:
 finally:
     env.close()
 
+if IMAGE != "apps":
+    sys.exit(0)
 # A tree-only agent (OSWorld's a11y_tree observation) on the apps image still gets the screenshot,
 # as OSWorld's env always hands it over; FAIL puts OSWorld's "fail" key in info.
 env = EnvmgrEnv(URL, TOKEN, image="apps", action_space="pyautogui", observation_type="a11y_tree")
