@@ -6,15 +6,18 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "envmgr/episode/plan.h"
 #include "envmgr/episode/replay.h"
 #include "envmgr/base/paths.h"
 #include "envmgr/base/util.h"
+#include "recorder/trace.h"
 
 static const char usage[] =
     "usage: envmgr replay TRACE_DIR [--env NAME] [--out DIR] [--tolerance P] [--until N] [--fast] [--force]\n"
     "                     [--task FILE]\n"
-    "  Restore the clean snapshot of the image the trace names, replay the task's setup and every recorded\n"
-    "  action (with the recorded timing unless --fast), compare each frame after an action with the\n"
+    "  Restore the clean snapshot of the image the trace names (the built image whose manifest it\n"
+    "  recorded, else the default image), replay the task's setup and every recorded action (with the\n"
+    "  recorded timing unless --fast), compare each frame after an action with the\n"
     "  recorded one (exact sha256, else at most P of the pixels may differ; default 0.002), report the\n"
     "  first divergent step with both frames and a diff image, run the task's postconfig and evaluator again\n"
     "  and compare the score (setup and postconfig steps are run, not compared: their outcome shows in it).\n"
@@ -23,6 +26,20 @@ static const char usage[] =
     "  The task is the one the trace carries (checked against its sha256), or --task FILE; the trace never\n"
     "  chooses a file on this host. A task that reads files of its folder (local_file, cache_file, uploads)\n"
     "  needs --task FILE: the trace carries the task, not its folder.\n";
+
+/* The built image the trace was recorded on (its header's manifest sha256), or NULL: the default
+ * image, on which replay_run refuses another image's trace unless --force. The header is read
+ * before replay_run verifies the trace: it can only pick one of the operator's built images. */
+static char *recorded_image(const char *trace_dir)
+{
+    trace *t = NULL;
+    em_err ignored;
+    if (trace_read(trace_dir, &t, &ignored) < 0)
+        return NULL;
+    char *image = plan_image_with_manifest(json_string_value(json_object_get(trace_header(t), "image_manifest_sha256")));
+    trace_free(t);
+    return image;
+}
 
 int cmd_replay(int argc, char **argv)
 {
@@ -88,7 +105,8 @@ int cmd_replay(int argc, char **argv)
     int rc;
     if (temporary) {
         snprintf(temp, sizeof temp, "replay-%d", (int)getpid());
-        env_up_opts uo = {.name = temp, .image = IMAGE_DEFAULT, .accel = accel};
+        _cleanup_free_ char *image = recorded_image(o.trace_dir);
+        env_up_opts uo = {.name = temp, .image = image ? image : IMAGE_DEFAULT, .accel = accel};
         rc = env_up(&uo, &e, NULL, &err);
     } else {
         rc = env_open(env_name, &e, &err);

@@ -38,28 +38,62 @@ static char *missing_apps(const task *t, const manifest *m)
     return b.len ? sbuf_steal(&b) : NULL;
 }
 
-/* The built images (other than `except`) with every app t names: "`apps`, `big`"; NULL if none. */
-static char *images_with(const task *t, const char *except)
+/* Each built image's manifest in turn (unloadable ones skipped) until each_image's fn returns true;
+ * that image's name (caller frees), or NULL. */
+static char *each_image(bool (*fn)(const char *name, const manifest *m, void *ctx), void *ctx)
 {
     DIR *d = opendir(paths_image_root());
     struct dirent *e;
-    sbuf b = {0};
-    while (d && (e = readdir(d))) {
-        if (e->d_name[0] == '.' || !strcmp(e->d_name, except))
+    char *found = NULL;
+    while (!found && d && (e = readdir(d))) {
+        if (e->d_name[0] == '.')
             continue;
         _cleanup_free_ char *dir = paths_image_dir(e->d_name);
         manifest *m = NULL;
         em_err ignored;
         if (manifest_load(dir, &m, &ignored) < 0)
             continue;
-        _cleanup_free_ char *missing = missing_apps(t, m);
-        if (!missing)
-            sbuf_printf(&b, "%s`%s`", b.len ? ", " : "", e->d_name);
+        if (fn(e->d_name, m, ctx))
+            found = xstrdup(e->d_name);
         manifest_free(m);
     }
     if (d)
         closedir(d);
-    return b.len ? sbuf_steal(&b) : NULL;
+    return found;
+}
+
+struct with_apps {
+    const task *t;
+    const char *except;
+    sbuf b;
+};
+
+static bool add_if_it_has_apps(const char *name, const manifest *m, void *ctx)
+{
+    struct with_apps *w = ctx;
+    _cleanup_free_ char *missing = strcmp(name, w->except) ? missing_apps(w->t, m) : xstrdup("");
+    if (!missing)
+        sbuf_printf(&w->b, "%s`%s`", w->b.len ? ", " : "", name);
+    return false;
+}
+
+/* The built images (other than `except`) with every app t names: "`apps`, `big`"; NULL if none. */
+static char *images_with(const task *t, const char *except)
+{
+    struct with_apps w = {.t = t, .except = except};
+    each_image(add_if_it_has_apps, &w);
+    return w.b.len ? sbuf_steal(&w.b) : NULL;
+}
+
+static bool has_sha(const char *name, const manifest *m, void *ctx)
+{
+    (void)name;
+    return !strcmp(m->sha256, ctx);
+}
+
+char *plan_image_with_manifest(const char *manifest_sha256)
+{
+    return manifest_sha256 ? each_image(has_sha, (void *)manifest_sha256) : NULL;
 }
 
 /* Whether the image has every application t's related_apps names: plan_image's refusal, and

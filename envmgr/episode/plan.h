@@ -28,6 +28,10 @@ typedef struct plan_image_choice {
  * `desktop`; image `apps` has them (--image apps)"). */
 int plan_image(const task *t, const plan_image_choice *op, char **image, em_err *err);
 
+/* The built image whose manifest.json has this sha256 (what a trace's header names), or NULL: the
+ * image a replay runs on. Caller frees. */
+char *plan_image_with_manifest(const char *manifest_sha256);
+
 /* Settle t for an env under policy net (NULL: the defaults) with screen and password v (NULL: no
  * substitution): the task's network section and limits against net's rules and maxima (an input
  * error naming the field), then OSWorld's placeholders (task_substitute, from the document as
