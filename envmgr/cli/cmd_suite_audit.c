@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "envmgr/base/fileio.h"
@@ -17,6 +18,7 @@
 #include "envmgr/suite/results_log.h"
 #include "envmgr/suite/suite.h"
 #include "envmgr/suite/suite_pool.h"
+#include "envmgr/task/task.h"
 
 static const char usage[] =
     "usage: envmgr suite audit SUITE --out DIR [--image NAME [--force-image]] [--solutions DIR] [--envs N]\n"
@@ -59,16 +61,58 @@ static json_t *run_pass(const suite *s, pool_opts o, const char *agent, const ch
     return final;
 }
 
-/* The infeasible tasks of s, sharing its strings (free only the array). */
-static suite infeasible_only(const suite *s)
+/* The tasks of s that keep() takes (never the unsupported), sharing its strings (free only the array). */
+static suite subset(const suite *s, bool (*keep)(const suite_task *t, json_t *ctx), json_t *ctx)
 {
     suite sub = *s;
     sub.tasks = xcalloc(s->ntasks ? s->ntasks : 1, sizeof *sub.tasks);
     sub.ntasks = 0;
     for (size_t i = 0; i < s->ntasks; i++)
-        if (s->tasks[i].infeasible && !s->tasks[i].unsupported)
+        if (!s->tasks[i].unsupported && keep(&s->tasks[i], ctx))
             sub.tasks[sub.ntasks++] = s->tasks[i];
     return sub;
+}
+
+static bool infeasible(const suite_task *t, json_t *ctx)
+{
+    (void)ctx;
+    return t->infeasible;
+}
+
+static bool solved(const suite_task *t, json_t *ids)
+{
+    return json_object_get(ids, t->id) != NULL;
+}
+
+/* The ids of the tasks in `solutions` (a task file, a folder or an index, as the scripted agent's
+ * --tasks reads it) that have a `solution`: the only ones the solutions pass runs. */
+static int solved_ids(const char *solutions, json_t **ids, em_err *err)
+{
+    char **paths = NULL;
+    size_t n = 0;
+    struct stat st;
+    if (stat(solutions, &st) == 0 && S_ISREG(st.st_mode)) {
+        paths = xcalloc(1, sizeof *paths);
+        paths[n++] = xstrdup(solutions);
+    } else if (task_list_dir(solutions, &paths, &n, err) < 0) {
+        return em_prefix(err, "--solutions: ");
+    }
+    *ids = json_object();
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        task *t = NULL;
+        if (task_load(paths[i], &t, err) < 0)
+            rc = em_prefix(err, "--solutions: ");
+        else if (t->solution)
+            json_object_set_new(*ids, t->id, json_true());
+        task_free(t);
+    }
+    task_paths_free(paths, n);
+    if (rc < 0) {
+        json_decref(*ids);
+        *ids = NULL;
+    }
+    return rc;
 }
 
 int cmd_suite_audit(int argc, char **argv)
@@ -124,13 +168,19 @@ int cmd_suite_audit(int argc, char **argv)
                         *sol_agent = solutions ? xasprintf("'%s/tasks/agents/scripted' --tasks '%s'", data, solutions) : NULL,
                         *done_dir = xasprintf("%s/done", out), *fail_dir = xasprintf("%s/fail", out),
                         *sol_dir = xasprintf("%s/solutions", out), *report = xasprintf("%s/audit.json", out);
-    suite infeasible = infeasible_only(s);
+    json_t *ids = NULL;
+    if (solutions && solved_ids(solutions, &ids, &err) < 0) {
+        suite_free(s);
+        return cli_report(&err);
+    }
+    suite infeasibles = subset(s, infeasible, NULL), with_solution = subset(s, solved, ids);
     json_t *done = NULL, *fail = NULL, *sol = NULL, *audit = NULL;
     int rc = -1;
     if (mkdir_p(out, 0755, &err) == 0 && (done = run_pass(s, o, done_agent, done_dir, &err)) &&
-        (fail = infeasible.ntasks ? run_pass(&infeasible, o, fail_agent, fail_dir, &err) : json_object()) &&
-        (!solutions || (sol = run_pass(s, o, sol_agent, sol_dir, &err)))) {
-        audit = report_audit(s, done, fail, sol);
+        (fail = infeasibles.ntasks ? run_pass(&infeasibles, o, fail_agent, fail_dir, &err) : json_object()) &&
+        (!solutions || (sol = with_solution.ntasks ? run_pass(&with_solution, o, sol_agent, sol_dir, &err)
+                                                   : json_object()))) {
+        audit = report_audit(s, done, fail, sol, ids);
         rc = json_save(report, audit, JSON_INDENT(2) | JSON_SORT_KEYS, 0644, &err);
     }
     if (rc == 0) {
@@ -142,7 +192,9 @@ int cmd_suite_audit(int argc, char **argv)
     json_decref(fail);
     json_decref(sol);
     json_decref(audit);
-    free(infeasible.tasks);
+    json_decref(ids);
+    free(infeasibles.tasks);
+    free(with_solution.tasks);
     suite_free(s);
     if (rc < 0)
         return cli_report(&err);

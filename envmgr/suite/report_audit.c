@@ -61,7 +61,8 @@ static void run_findings(json_t *findings, const char *run, json_t *line)
     }
 }
 
-json_t *report_audit(const suite *s, json_t *done_final, json_t *fail_final, json_t *solutions_final)
+json_t *report_audit(const suite *s, json_t *done_final, json_t *fail_final, json_t *solutions_final,
+                     json_t *solved)
 {
     json_t *tasks = json_object();
     size_t audited = 0, with = 0, unsupported = 0;
@@ -88,7 +89,7 @@ json_t *report_audit(const suite *s, json_t *done_final, json_t *fail_final, jso
         if (fail && t->infeasible && report_scored(fail) && json_number_value(json_object_get(fail, "score")) < 1)
             add(findings, "infeasible_fails_fail", "scores %.2f when the agent answers FAIL: %s",
                 json_number_value(json_object_get(fail, "score")), str(fail, "reason"));
-        if (solutions_final) {
+        if (solutions_final && json_object_get(solved, t->id)) {
             json_t *sol = by_task(solutions_final, t->id);
             if (!sol)
                 add(findings, "solution_below_1", "solutions: no result");

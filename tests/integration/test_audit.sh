@@ -25,6 +25,14 @@ check "each pass is an ordinary run: done (4), fail (the infeasible one), soluti
     "[ \$(wc -l <'$T/a/done/results.jsonl') = 4 ] && [ \$(wc -l <'$T/a/fail/results.jsonl') = 1 ] && [ \$(wc -l <'$T/a/solutions/results.jsonl') = 4 ]"
 check "the done pass's summary counts the flagged episode" python3 -c \
     "import json,sys; sys.exit(0 if json.load(open(sys.argv[1]))['all']['flagged'] == 1 else 1)" "$T/a/done/summary.json"
+# --solutions names one task file: only that task's solution runs and is judged; the other tasks get no
+# solution_below_1 for having none.
+"$ENVMGR" suite audit "$DATA" --out "$T/b" --solutions "$DATA/audit-good.json" --envs 2 --accel tcg \
+    --progress plain >"$T/b.out" 2>"$T/b.err"
+check "--solutions FILE: the solutions pass runs that one task" bash -c \
+    "[ \$(wc -l <'$T/b/solutions/results.jsonl') = 1 ] && grep -q '\"audit-good\"' '$T/b/solutions/results.jsonl'"
+check "--solutions FILE: a task without a solution there gets no solution_below_1" bash -c \
+    "! grep -q solution_below_1 '$T/b.out'"
 "$ENVMGR" suite audit "$DATA" >/dev/null 2>&1
 check "no --out: a usage error (exit 2)" test $? = 2
 check "no QEMU of the audit is left" no_qemu_under "$ENVMGR_RUN_DIR/"
