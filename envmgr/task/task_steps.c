@@ -36,7 +36,7 @@ static const struct {
      "as the desktop user; exit status and output in the trace; a non-zero exit is tolerated and flagged "
      "(`check: true` fails the episode instead); `stdout`/`stderr` saved for `cache_file`; `until` retries"},
     {"command", STEP_COMMAND, " command shell timeout stdout stderr until check ", "OSWorld's older name for execute"},
-    {"launch", STEP_LAUNCH, " command shell ", "started in its own session, not waited for"},
+    {"launch", STEP_LAUNCH, " command shell ", "started in its own session; a desktop application's window is waited for"},
     {"open", STEP_OPEN, " path ", "xdg-open/exo-open as the desktop user"},
     {"upload_file", STEP_UPLOAD_FILE, " files ", "files shipped with the task, through the guest agent"},
     {"download", STEP_DOWNLOAD, " files ",

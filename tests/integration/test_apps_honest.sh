@@ -5,7 +5,11 @@
 #     agent: no crash, its postconfig lines after the steps, an honest 0;
 #   * a task whose goal the apps image already meets is found pre-satisfied by the audit;
 #   * a setup `launch` of a program the image does not have is flagged, in results and the audit;
-#   * a getter whose gsettings schema the image lacks, under `conj: or`, is flagged.
+#   * a getter whose gsettings schema the image lacks, under `conj: or`, is flagged;
+#   * six OSWorld-Verified tasks the image once met without an agent or could not score (volume, time zone,
+#     default video player, Chrome's delete-on-close, the `bc` text-scale getter, Impress's left panel whose
+#     setup keys came before Impress was up): each scores 0 with the do-nothing agent, without a flag;
+#     Impress's reference solution (tests/data/apps-honest-solutions) scores 1 through check_left_panel.
 # SKIPPED unless ENVMGR_APPS=1 (`make test-apps`). Prints `apps-honest: N passed, N failed`.
 . "$(dirname "$0")/lib.sh"
 SUITE=apps-honest
@@ -16,10 +20,15 @@ if [ "${ENVMGR_APPS:-0}" != 1 ]; then
 fi
 DATA=$ROOT/tests/data/apps-honest
 OSW=030eeff7-b492-4218-b312-701ec99ee0cc
-check "the OSWorld task file is OSWorld-Verified's, unchanged (README.md's sha256)" \
-    bash -c "grep -q \"\$(sha256sum '$DATA/$OSW.json' | cut -d' ' -f1)\" '$DATA/README.md'"
+CONFORM="28cc3b7e-b194-4bc9-8353-d04c0f4d56d2 b6781586-6346-41cd-935a-a6b1487918fc 937087b6-f668-4ba6-9110-60682ee33441
+         99146c54-4f37-4ab8-9327-5f3291665e1e 3ce045a0-877b-42aa-8d2c-b4a863336ab8 ef9d12bd-bcee-4ba0-a40e-918400f43ddf"
+for id in $OSW $CONFORM; do
+    check "$id: the OSWorld task file is OSWorld-Verified's, unchanged (README.md's sha256)" \
+        bash -c "grep -q \"\$(sha256sum '$DATA/$id.json' | cut -d' ' -f1)\" '$DATA/README.md'"
+done
 
-out=$("$ENVMGR" suite audit "$DATA" --image apps --out "$T/a" --envs 1 --accel tcg --progress plain 2>"$T/audit.err")
+out=$("$ENVMGR" suite audit "$DATA" --image apps --solutions "$ROOT/tests/data/apps-honest-solutions" --out "$T/a" \
+    --envs 1 --accel tcg --progress plain 2>"$T/audit.err")
 rc=$?
 echo "$out"
 tail -3 "$T/audit.err"
@@ -55,6 +64,27 @@ last_step = max(i for i, k in enumerate(kinds) if k == "step")
 assert kinds.index("postconfig") > last_step and kinds[-1] == "evaluation", kinds
 EOF
 check "$OSW: trace show lists the postconfig" bash -c "'$ENVMGR' trace show '$tr' | grep -qE '^postconfig: 3 steps'"
+
+# --- (a2) OSWorld tasks that start unsolved on the apps image, and whose getters run ---------------
+for id in $CONFORM; do
+    r=$(line $id)
+    check "$id: the do-nothing agent scores 0.0, not pre-satisfied, no flag ($(kinds $id))" \
+        bash -c "[ '$(field "$r" score)' = 0.0 ] && [ '$(field "$r" flagged)' != True ] && [ -z '$(kinds $id)' ]"
+done
+check "ef9d12bd: the setup's launch waited for Impress's window" python3 -c '
+import json, sys
+s = [json.loads(l) for l in open(sys.argv[1]) if "\"type\":\"setup\"" in l]
+w = s[0].get("detail", s[0]).get("window")
+print("     launch waited for a window:", w)
+sys.exit(0 if isinstance(w, (int, float)) else 1)' "$T/a/done/traces/ef9d12bd-bcee-4ba0-a40e-918400f43ddf/trace/trace.jsonl"
+
+check "ef9d12bd: the reference solution (View, Slide Pane) scores 1.0: check_left_panel reads the tree" \
+    python3 -c "
+import json,sys
+r=[json.loads(l) for l in open(sys.argv[1])]
+r=[x for x in r if x['task_id']==sys.argv[2] and x.get('final', True)]
+print('     solution:', r and (r[-1].get('score'), r[-1].get('exit_cause')))
+sys.exit(0 if r and r[-1].get('score') == 1.0 else 1)" "$T/a/solutions/results.jsonl" ef9d12bd-bcee-4ba0-a40e-918400f43ddf
 
 # --- (b) pre-satisfied ------------------------------------------------------------------------------
 check "honest-presatisfied: the audit says pre_satisfied ($(kinds honest-presatisfied))" \
