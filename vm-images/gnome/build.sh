@@ -32,6 +32,8 @@ image_configure() {
     # (its UI, panel included, is built by then).
     sed -i 's/mapped xfce4-panel && mapped xfdesktop/gdbus call --session --dest org.freedesktop.DBus --object-path \/org\/freedesktop\/DBus --method org.freedesktop.DBus.NameHasOwner org.gnome.Shell 2>\/dev\/null | grep -q true/' "$setup"
     grep -q 'NameHasOwner org.gnome.Shell' "$setup" || die "cannot adapt envmgr-session-setup to GNOME Shell"
+    # overlay/etc/skel/.local/share/gnome-shell/lock-warning-shown: without GDM the shell has no lock
+    # screen and says so in a banner at the first login, which would be in the golden state.
 }
 
 image_check() {
