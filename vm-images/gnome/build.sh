@@ -28,10 +28,15 @@ image_configure() {
     # chosen by Xsession.d/55envmgr-gnome anyway.
     in_root update-alternatives --quiet --set x-session-manager /usr/bin/startxfce4
     # The desktop layer's session setup waits for XFCE's panel and desktop
-    # windows; here the desktop is up once GNOME Shell owns its bus name
-    # (its UI, panel included, is built by then).
-    sed -i 's/mapped xfce4-panel && mapped xfdesktop/gdbus call --session --dest org.freedesktop.DBus --object-path \/org\/freedesktop\/DBus --method org.freedesktop.DBus.NameHasOwner org.gnome.Shell 2>\/dev\/null | grep -q true/' "$setup"
-    grep -q 'NameHasOwner org.gnome.Shell' "$setup" || die "cannot adapt envmgr-session-setup to GNOME Shell"
+    # windows (2 minutes at most).  Here it waits for the shell's
+    # startup-complete, the one moment the shell leaves a trace of: it sets
+    # org.gnome.shell welcome-dialog-last-shown-version then.  Its bus name
+    # comes a minute earlier under TCG, and a golden state saved there
+    # restored a shell still busy starting (60 % of a core for that minute).
+    sed -i -e 's/mapped xfce4-panel && mapped xfdesktop/gsettings get org.gnome.shell welcome-dialog-last-shown-version 2>\/dev\/null | grep -q "[0-9]"/' \
+        -e 's/^LIMIT=240 .*/LIMIT=720            # half-seconds to wait for the shell (6 min)/' "$setup"
+    grep -q 'welcome-dialog-last-shown-version' "$setup" && grep -q '^LIMIT=720 ' "$setup" ||
+        die "cannot adapt envmgr-session-setup to GNOME Shell"
     # overlay/etc/skel/.local/share/gnome-shell/lock-warning-shown: without GDM the shell has no lock
     # screen and says so in a banner at the first login, which would be in the golden state.
 }
