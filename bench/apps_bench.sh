@@ -6,36 +6,43 @@
 #   window's accessibility tree dump (envmgr-guest a11y-tree): time, nodes, cost per node; the showing
 #   nodes at the application's first read, its whole tree, the showing nodes again, and the whole
 #   desktop's showing tree that an observation reads.
+# ENVMGR_APPS_IMAGE=NAME measures another image with the apps layer (default apps; e.g. gnome, the
+# GNOME probe); ENVMGR_APPS_BENCH_APPS="calc vlc" only these apps ("" none: the desktop rows only);
+# ENVMGR_APPS_BENCH_COLD=" " no cold boot in envbench; ENVMGR_APPS_BENCH_SKIP="states" skips the
+# saved state and setup cache benches.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 ENVMGR=${ENVMGR_BIN:-$root/bin/envmgr}
-key=$("$root/vm-images/build-image.sh" --key apps 2>/dev/null | cut -c1-16)
-cache=${ENVMGR_IMAGE_CACHE:-/var/cache/envmgr/images}/apps-$key
+img=${ENVMGR_APPS_IMAGE:-apps}
+apps=" ${ENVMGR_APPS_BENCH_APPS-chromium calc writer impress gimp vlc thunderbird terminal} "
+key=$("$root/vm-images/build-image.sh" --key "$img" 2>/dev/null | cut -c1-16)
+cache=${ENVMGR_IMAGE_CACHE:-/var/cache/envmgr/images}/$img-$key
 if [ "${ENVMGR_APPS:-0}" != 1 ] && [ ! -f "$cache/manifest.json" ]; then
-    echo "apps bench: skipped (no cached apps image for this recipe; ENVMGR_APPS=1 builds it: make image-apps)"
+    echo "apps bench: skipped (no cached $img image for this recipe; ENVMGR_APPS=1 builds it: make image-$img)"
     exit 0
 fi
 t=$(date +%s.%N)
-make -s -C "$root/vm-images" image-apps >/dev/null || { echo "apps bench: the apps image does not build"; exit 1; }
+make -s -C "$root/vm-images" "image-$img" >/dev/null || { echo "apps bench: the $img image does not build"; exit 1; }
 row() { printf '%-44s %-28s [%s]\n' "$1" "$2" tcg; }
-out=$root/vm-images/out/apps
-echo "apps image ($(basename "$(readlink -f "$out")"))"
+out=$root/vm-images/out/$img
+echo "$img image ($(basename "$(readlink -f "$out")"))"
 row "image build (build.log total)" "$(awk '$1 == "total" {print $2, $3}' "$out/build.log")"
 # build.log has two "packages" rows: the step's time ("packages 215.0 s") and the count ("packages 754")
 row "image disk.qcow2 (zstd) / packages" "$(du -m "$out/disk.qcow2" | cut -f1) MB / $(awk '$1 == "packages" && NF == 2 {print $2}' "$out/build.log")"
-"$root/build/bench/envbench" --image apps --resets 10 --shots 20 ${ENVMGR_APPS_BENCH_COLD:---cold}
+"$root/build/bench/envbench" --image "$img" --resets 10 --shots 20 ${ENVMGR_APPS_BENCH_COLD:---cold}
 
 E=apps-bench-$$
 gx() { "$ENVMGR" exec "$E" --timeout "${GX_TIMEOUT:-120}" --max-output 16777216 -- "$@"; }
 tree=$(mktemp)
 trap '"$ENVMGR" down "$E" >/dev/null 2>&1; rm -f "$tree"' EXIT
 trap 'exit 130' INT TERM   # so that the EXIT trap cleans up when the bench is stopped
-"$ENVMGR" up --name "$E" --image apps >/dev/null || { echo "apps bench: envmgr up --image apps failed"; exit 1; }
+"$ENVMGR" up --name "$E" --image "$img" >/dev/null || { echo "apps bench: envmgr up --image $img failed"; exit 1; }
 now() { date +%s.%N; }
 # app NAME PYTHON-CONDITION-ON-w CMD...: start it as the user, time until its window maps, then the tree
 app() {
     local name=$1 cond=$2 t0 t1 ok=
     shift 2
+    [[ $apps == *" $name "* ]] || return 0
     gx runuser -u user -- env DISPLAY=:0 HOME=/home/user XDG_RUNTIME_DIR=/run/user/1000 \
         DBUS_SESSION_BUS_ADDRESS=unix:path=/run/user/1000/bus sh -c 'cd ~ && setsid -f "$@" </dev/null >/dev/null 2>&1' sh "$@"
     t0=$(now)
@@ -88,6 +95,9 @@ print("%-44s %-28s [tcg]" % (sys.argv[1],
           ", truncated: " + ",".join(d["truncated"]) if d.get("truncated") else "")))' \
         "$name: $label" "$tree" "$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')"
 }
+# The desktop alone, before any app: the whole tree and what an observation reads
+tree_row desktop "a11y tree (whole desktop)" --scope all
+tree_row desktop "observation (desktop, showing)" --scope all --showing
 app chromium '"chromium" in [c.lower() for c in w["class"]]' google-chrome --remote-debugging-port=1337 about:blank
 app calc '"calc" in w["title"].lower() or "untitled" in w["title"].lower()' libreoffice --calc
 app writer '"writer" in w["title"].lower() or "untitled" in w["title"].lower()' libreoffice --writer
@@ -97,6 +107,7 @@ app vlc '"vlc" in " ".join(w["class"]).lower()' vlc
 app thunderbird '"thunderbird" in " ".join(w["class"]).lower()' thunderbird
 app terminal '"terminal" in " ".join(w["class"]).lower()' gnome-terminal
 row "apps bench total" "$(awk -v a="$t" -v b="$(now)" 'BEGIN { printf "%.0f s", b - a }')"
+[[ " ${ENVMGR_APPS_BENCH_SKIP:-} " == *" states "* ]] && exit 0
 # saved states and the setup cache on the apps image: a state with Calc open, and episode-ready
 # with and without the setup cache for two of its tasks (Calc, Chromium)
 "$root/bench/state_bench.sh" --image apps --runs 5 --envs 4 --prep 'runuser -u user -- env DISPLAY=:0 HOME=/home/user \

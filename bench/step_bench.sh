@@ -8,6 +8,10 @@
 #   - concurrency: N episodes at once with an agent that thinks 5 s per step (STEP_BENCH_CONC,
 #     default "20 50 100 150"): steps per minute, p50/p99 step overhead, peak memory.
 # STEP_BENCH_STEPS=N steps per overhead task (default 15). STEP_BENCH_SKIP="conc late" skips parts.
+# STEP_BENCH_IMAGE=NAME measures another image than desktop (the overhead and idle parts: skip the
+# late probe and the concurrency runs, made for the demo tasks); STEP_BENCH_KINDS (default "click key
+# typing") and STEP_BENCH_PAUSES (default "false true") pick the overhead rows; STEP_BENCH_IDLE_S the
+# idle CPU window (default 20 s).
 # STEP_BENCH_CONC_STEPS=N steps per concurrent episode (default 6); the second half of each episode
 # shows the steady state, once the envs started together no longer compete with each other's boots.
 set -euo pipefail
@@ -22,7 +26,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM   # so that the EXIT trap cleans up when the bench is stopped
 skip() { [[ " ${STEP_BENCH_SKIP:-} " == *" $1 "* ]]; }
 line() { printf '%-44s %-28s [%s]\n' "$1" "$2" "$accel"; }
-"$B" up --name $E >/dev/null
+"$B" up --name $E --image "${STEP_BENCH_IMAGE:-desktop}" >/dev/null
 accel=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['accel'].upper())" "$ENVMGR_RUN_DIR/$E/env.json")
 n=${STEP_BENCH_STEPS:-15}
 
@@ -56,8 +60,8 @@ PY
 }
 
 if ! skip overhead; then
-    for pause in false true; do
-        for kind in click key typing; do
+    for pause in ${STEP_BENCH_PAUSES:-false true}; do
+        for kind in ${STEP_BENCH_KINDS:-click key typing}; do
             task $kind $pause "$work/$kind-$pause.json"
             "$B" run "$work/$kind-$pause.json" --env $E --agent "$AGENT --tasks $work/$kind-$pause.json --timings $work/$kind-$pause.jsonl" \
                 --out "$work/out-$kind-$pause" >/dev/null 2>&1 || true
@@ -70,7 +74,7 @@ if ! skip overhead; then
 import json, glob
 t = [json.load(open(f))['timings'] for f in glob.glob('$work/out-*-true/result.json')]
 n = sum(x['pauses'] for x in t); ms = sum(x['pause_ms'] for x in t)
-print(n, '%.2f' % (ms / n if n else float('nan')), '%.1f' % max(x['pause_max_ms'] for x in t))")
+print(n, '%.2f' % (ms / n if n else float('nan')), '%.1f' % max([x['pause_max_ms'] for x in t] or [float('nan')]))")
     line "pause or resume (QMP stop/cont): mean / max" "$pms / $pmax ms ($pauses calls)"
 fi
 
@@ -79,11 +83,12 @@ if ! skip idle; then
     cpu() { awk '{print $14 + $15}' "/proc/$qpid/stat"; }
     tick=$(getconf CLK_TCK)
     "$B" resume $E >/dev/null
-    c0=$(cpu); sleep 20; c1=$(cpu)
-    line "idle env CPU, running" "$(awk "BEGIN {printf \"%.2f %% of a core\", ($c1 - $c0) / $tick / 20 * 100}")"
+    idle=${STEP_BENCH_IDLE_S:-20}
+    c0=$(cpu); sleep "$idle"; c1=$(cpu)
+    line "idle env CPU, running ($idle s)" "$(awk "BEGIN {printf \"%.2f %% of a core\", ($c1 - $c0) / $tick / $idle * 100}")"
     "$B" pause $E >/dev/null
-    c0=$(cpu); sleep 20; c1=$(cpu)
-    line "idle env CPU, paused" "$(awk "BEGIN {printf \"%.2f %% of a core\", ($c1 - $c0) / $tick / 20 * 100}")"
+    c0=$(cpu); sleep "$idle"; c1=$(cpu)
+    line "idle env CPU, paused ($idle s)" "$(awk "BEGIN {printf \"%.2f %% of a core\", ($c1 - $c0) / $tick / $idle * 100}")"
     "$B" resume $E >/dev/null
 fi
 
