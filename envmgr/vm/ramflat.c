@@ -8,6 +8,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "envmgr/base/copyrange.h"
 #include "envmgr/base/owned.h"
 #include "envmgr/base/util.h"
 
@@ -28,7 +29,7 @@ static int copy_data(int in, int out, uint64_t len, const char *src, uint64_t *c
             return em_fail_errno(err, "find the data of `%s`", src);
         off_t a = data, b = data;
         while (a < hole) {
-            ssize_t r = copy_file_range(in, &a, out, &b, (size_t)(hole - a), 0);
+            ssize_t r = copy_range(in, &a, out, &b, (size_t)(hole - a));
             if (r < 0 && errno == EINTR)
                 continue;
             if (r <= 0)
