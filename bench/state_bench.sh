@@ -69,7 +69,7 @@ for s in json.load(sys.stdin):
         pct = lambda mib: 100.0 * mib * 2**20 / ram
         print('%.0f MiB own files (%.1f %%), flat RAM file owns %.0f MiB (%.1f %%; st_blocks %.0f MiB), in all %.1f %% of guest RAM'
               % (own, pct(own), flat, pct(flat), blocks / 2**20, pct(own + flat)))" >"$tmp/disk_row"
-row "  base on disk ($(stat -f -c %T "$ENVMGR_STATE_DIR"), owned)" "$(cat "$tmp/disk_row")"
+row "  base on disk ($(df --output=fstype "$ENVMGR_STATE_DIR" | tail -1), owned)" "$(cat "$tmp/disk_row")"
 for i in $(seq "$runs"); do
     "$ENVMGR" act $E '{"action_type":"TYPING","text":"x"}' >/dev/null
     out=$("$ENVMGR" state save $E "run-$i" 2>&1) || { echo "state bench: save failed: $out"; exit 1; }
