@@ -52,8 +52,9 @@ off=$(run off)
 on=$(run on)
 row() { printf '%-44s %-28s [tcg]\n' "$1" "$2"; }
 row "apps suite, setup every time (cache off)" "$off s"
-row "apps suite, setup cache on" "$on s ($(grep -rls '"used": *"restored"' "$work/out-on/traces" 2>/dev/null | wc -l) trace files say restored)"
-row "  wall time, off / on" "$(awk -v a="$off" -v b="$on" 'BEGIN { printf "%.2fx", b > 0 ? a / b : 0 }')"
+restored=$(grep -rls '"used": *"restored"' "$work/out-on/traces" 2>/dev/null | sed -E 's|(/rep-[0-9]+)/.*|\1|' | sort -u | wc -l)
+row "apps suite, setup cache on" "$on s ($restored episodes' setups restored)"
+row "  wall time, off / on" "$(awk -v a="$off" -v b="$on" 'BEGIN { printf "%.2fx", (b > 0 ? a / b : 0) }')"
 /usr/bin/python3 - "$work/out-off/results.jsonl" "$work/out-on/results.jsonl" <<'PY'
 import json, sys
 def scores(path):
