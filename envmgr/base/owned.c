@@ -1,11 +1,13 @@
 #include "envmgr/base/owned.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/fiemap.h>
 #include <linux/fs.h>
 #include <stdlib.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "envmgr/base/util.h"
 
@@ -42,4 +44,18 @@ int file_owned_bytes(int fd, bool sync, uint64_t *owned, uint64_t *shared, em_er
     if (shared)
         *shared = sh;
     return rc;
+}
+
+int dir_has_reflink(const char *dir, bool *yes, em_err *err)
+{
+    *yes = false;
+    _cleanup_close_ int a = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    _cleanup_close_ int b = a < 0 ? -1 : open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (a < 0 || b < 0)
+        return em_fail_errno(err, "a temp file in `%s`", dir);
+    static const char page[4096];
+    if (write(a, page, sizeof page) != (ssize_t)sizeof page)
+        return em_fail_errno(err, "write a temp file in `%s`", dir);
+    *yes = ioctl(b, FICLONE, a) == 0;
+    return 0;
 }

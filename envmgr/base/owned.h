@@ -18,4 +18,9 @@
  * shares nothing: st_blocks. *shared gets the shared bytes (NULL: not wanted). */
 int file_owned_bytes(int fd, bool sync, uint64_t *owned, uint64_t *shared, em_err *err);
 
+/* Whether dir's file system shares extents between files (reflink: FICLONE of one unnamed temp
+ * file, O_TMPFILE, into another; nothing is left behind). *yes false when it refuses; an error when
+ * dir cannot hold a temp file (missing, not writable). */
+int dir_has_reflink(const char *dir, bool *yes, em_err *err);
+
 #endif

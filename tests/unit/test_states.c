@@ -191,6 +191,13 @@ static void test_owned_unshared(void)
         CU_ASSERT_EQUAL(owned, (uint64_t)st.st_blocks * 512);
         CU_ASSERT(owned >= 4 * RAMDELTA_PAGE && owned < (1 << 20));
     }
+    bool reflink = true;
+    em_err err = {0};
+    CU_ASSERT_EQUAL(dir_has_reflink(test_tmpdir(), &reflink, &err), 0);
+    if (reflink)
+        fprintf(stderr, "note: %s has reflink\n", test_tmpdir());
+    CU_ASSERT_EQUAL(dir_has_reflink("/nonexistent-envmgr", &reflink, &err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "a temp file in `/nonexistent-envmgr`"));
 }
 
 /* With reflink (XFS on a loop device: root and mkfs.xfs needed, else skipped, said on stderr) the
@@ -213,6 +220,9 @@ static void test_owned_reflink(void)
         unlink(img);
         return;
     }
+    bool reflink = false;
+    em_err perr = {0};
+    CU_ASSERT(dir_has_reflink(mnt, &reflink, &perr) == 0 && reflink);
     _cleanup_free_ char *gold = xasprintf("%s/gold.ram", mnt);
     _cleanup_free_ char *delta = xasprintf("%s/d.delta", mnt);
     _cleanup_free_ char *flat = xasprintf("%s/state.flat", mnt);
