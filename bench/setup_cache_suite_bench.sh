@@ -6,16 +6,18 @@
 # once with the cache on (an empty state folder: each task's first episode runs its setup and saves
 # it, the 4 others restore it). Prints both wall times, their ratio, and whether every episode's
 # score is the same in both runs. Figures, not pass/fail.
-#   bench/setup_cache_suite_bench.sh [--repeat N] [--agent CMD] [TASK.json...]
+#   bench/setup_cache_suite_bench.sh [--repeat N] [--agent CMD] [--keep DIR] [TASK.json...]
+# --keep DIR: the runs' folders (out-off, out-on: results.jsonl, traces) go in DIR and stay.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 ENVMGR=${ENVMGR_BIN:-$root/bin/envmgr}
-repeat=5 agent=$root/tasks/agents/null
+repeat=5 agent=$root/tasks/agents/null keep=
 while [ $# -gt 0 ]; do
     case $1 in
         --repeat) repeat=$2; shift 2 ;;
         --agent) agent=$2; shift 2 ;;
-        -*) echo "usage: setup_cache_suite_bench.sh [--repeat N] [--agent CMD] [TASK.json...]" >&2; exit 2 ;;
+        --keep) keep=$2; shift 2 ;;
+        -*) echo "usage: setup_cache_suite_bench.sh [--repeat N] [--agent CMD] [--keep DIR] [TASK.json...]" >&2; exit 2 ;;
         *) break ;;
     esac
 done
@@ -26,8 +28,12 @@ if [ ${#tasks[@]} -eq 0 ]; then
         tasks+=("$root/tasks/apps/$t.json")
     done
 fi
-work=$(mktemp -d /tmp/envmgr-cache-suite.XXXXXX) || exit 1
-trap 'rm -rf "$work"' EXIT
+if [ -n "$keep" ]; then
+    mkdir -p "$keep" && work=$(mktemp -d "$keep/run.XXXXXX") || exit 1
+else
+    work=$(mktemp -d /tmp/envmgr-cache-suite.XXXXXX) || exit 1
+    trap 'rm -rf "$work"' EXIT
+fi
 trap 'exit 130' INT TERM
 # the suite: a folder with copies of the tasks and of the files they upload (local_path is resolved
 # inside the task's own folder)
