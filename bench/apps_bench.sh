@@ -110,7 +110,13 @@ row "apps bench total" "$(awk -v a="$t" -v b="$(now)" 'BEGIN { printf "%.0f s", 
 [[ " ${ENVMGR_APPS_BENCH_SKIP:-} " == *" states "* ]] && exit 0
 # saved states and the setup cache on the apps image: a state with Calc open, and episode-ready
 # with and without the setup cache for two of its tasks (Calc, Chromium)
-"$root/bench/state_bench.sh" --image apps --runs 5 --envs 4 --prep 'runuser -u user -- env DISPLAY=:0 HOME=/home/user \
-    XDG_RUNTIME_DIR=/run/user/1000 DBUS_SESSION_BUS_ADDRESS=unix:path=/run/user/1000/bus \
-    sh -c "cd ~ && setsid -f libreoffice --calc </dev/null >/dev/null 2>&1"; sleep 60'
+calc='runuser -u user -- env DISPLAY=:0 HOME=/home/user XDG_RUNTIME_DIR=/run/user/1000 \
+    DBUS_SESSION_BUS_ADDRESS=unix:path=/run/user/1000/bus sh -c "cd ~ && setsid -f libreoffice --calc </dev/null >/dev/null 2>&1"; sleep 60'
+"$root/bench/state_bench.sh" --image apps --runs 5 --envs 4 --prep "$calc"
+# the same state on XFS with reflink (opt-in: it mounts a loop device): the flat RAM file's disk cost
+[ "${ENVMGR_BENCH_REFLINK:-}" != 1 ] || "$root/bench/state_disk_bench.sh" --image apps --runs 3 --envs 2 --prep "$calc" ||
+    echo "state_disk_bench: failed (see above)"
 "$root/bench/setup_cache_bench.sh" --repeats 3 "$root/tasks/apps/calc-add-row.json" "$root/tasks/apps/chrome-new-tab.json"
+# a suite of 10 apps tasks x 5 with the cache off and on (opt-in: about 40 min)
+[ "${ENVMGR_BENCH_APPS_SUITE:-}" != 1 ] || "$root/bench/setup_cache_suite_bench.sh" ||
+    echo "setup_cache_suite_bench: failed (see above)"

@@ -1,30 +1,36 @@
 #!/usr/bin/env bash
 # make bench, saved states (docs/states.md): figures, not pass/fail.
-#   bench/state_bench.sh [--image IMAGE] [--runs N] [--envs N] [--prep 'SHELL COMMAND']
+#   bench/state_bench.sh [--image IMAGE] [--runs N] [--envs N] [--prep 'SHELL COMMAND'] [--state-parent DIR]
 # On one env: `state save` p50/p99 (a state saved mid-episode: the env was restored from a base
 # state and typed into), the delta's size (RAM pages, VGA memory, disk), `state restore` p50/p99
 # next to `reset` p50 on the same env; then N envs started from one state, one after another: each
 # one's time to ready (the CLI's restore time, and up to a first fresh frame), and each QEMU's PSS
 # (the golden RAM file's pages are shared by every env; a state's own pages are each env's). --prep runs in
 # the guest (as root, with the desktop's display) before the base state is saved, to measure a
-# state with an application open (the apps bench uses it).
+# state with an application open (the apps bench uses it). The bench's states go in a new folder
+# under --state-parent (ENVMGR_BENCH_STATE_PARENT, default /tmp): a flat RAM file shares the golden
+# RAM file's data only on the golden's own file system, and only with reflink (XFS, Btrfs), so put
+# it beside the golden states (ENVMGR_CACHE_DIR) to measure what a user's cache costs. The disk row
+# gives the bytes the state owns (extents not shared) and st_blocks, and names the file system;
+# bench/state_disk_bench.sh runs this on an XFS loop mount.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 ENVMGR=${ENVMGR_BIN:-$root/bin/envmgr}
-image=desktop runs=10 envs=16 prep=
+image=desktop runs=10 envs=16 prep= state_parent=${ENVMGR_BENCH_STATE_PARENT:-/tmp}
 while [ $# -gt 0 ]; do
     case $1 in
         --image) image=$2; shift 2 ;;
         --runs) runs=$2; shift 2 ;;
         --envs) envs=$2; shift 2 ;;
         --prep) prep=$2; shift 2 ;;
-        *) echo "usage: state_bench.sh [--image IMAGE] [--runs N] [--envs N] [--prep CMD]" >&2; exit 2 ;;
+        --state-parent) state_parent=$2; shift 2 ;;
+        *) echo "usage: state_bench.sh [--image IMAGE] [--runs N] [--envs N] [--prep CMD] [--state-parent DIR]" >&2; exit 2 ;;
     esac
 done
 own_run=
 [ -n "${ENVMGR_RUN_DIR:-}" ] || { ENVMGR_RUN_DIR=$(mktemp -d /tmp/envmgr-bench.XXXXXX); own_run=$ENVMGR_RUN_DIR; }
 export ENVMGR_RUN_DIR
-export ENVMGR_STATE_DIR=$(mktemp -d /tmp/envmgr-bench-states.XXXXXX)
+export ENVMGR_STATE_DIR=$(mktemp -d "$state_parent/envmgr-bench-states.XXXXXX") || exit 1
 E=state-bench-$$
 tmp=$(mktemp -d)
 trap 'for d in "$ENVMGR_RUN_DIR"/$E*; do [ -d "$d" ] && "$ENVMGR" down "$(basename "$d")" >/dev/null 2>&1; done
@@ -51,9 +57,19 @@ row "  its RAM delta / disk / devices" "$(echo "$out" | field 'RAM delta') MiB /
 # the first restore builds the state's flat RAM file (docs/states.md); the later ones map it
 out=$("$ENVMGR" state restore $E base 2>&1) || { echo "state bench: restore failed: $out"; exit 1; }
 row "  first restore (builds its flat RAM file)" "$(echo "$out" | field restore) ms, the build $(echo "$out" | field build) ms"
-flat=$("$ENVMGR" state ls --json | /usr/bin/python3 -c "import json, sys
-print(' '.join('%.0f MiB own files, %.0f MiB flat RAM file' % (s['mib'], s.get('flat_mib', 0)) for s in json.load(sys.stdin) if s['name'] == 'base'))")
-row "  base on disk" "$flat"
+# written back first: XFS maps a page written over a shared extent to its own block at writeback
+sync -f "$ENVMGR_STATE_DIR"
+ramf=$ENVMGR_STATE_DIR/base/ram.flat
+ram=$(stat -c %s "$ramf" 2>/dev/null || echo 0) blocks=$(( $(stat -c %b "$ramf" 2>/dev/null || echo 0) * 512 ))
+"$ENVMGR" state ls --json | RAM=$ram BLOCKS=$blocks /usr/bin/python3 -c "import json, os, sys
+ram, blocks = int(os.environ['RAM']), int(os.environ['BLOCKS'])
+for s in json.load(sys.stdin):
+    if s['name'] == 'base' and ram:
+        own, flat = s['mib'], s.get('flat_mib', 0)
+        pct = lambda mib: 100.0 * mib * 2**20 / ram
+        print('%.0f MiB own files (%.1f %%), flat RAM file owns %.0f MiB (%.1f %%; st_blocks %.0f MiB), in all %.1f %% of guest RAM'
+              % (own, pct(own), flat, pct(flat), blocks / 2**20, pct(own + flat)))" >"$tmp/disk_row"
+row "  base on disk ($(df --output=fstype "$ENVMGR_STATE_DIR" | tail -1), owned)" "$(cat "$tmp/disk_row")"
 for i in $(seq "$runs"); do
     "$ENVMGR" act $E '{"action_type":"TYPING","text":"x"}' >/dev/null
     out=$("$ENVMGR" state save $E "run-$i" 2>&1) || { echo "state bench: save failed: $out"; exit 1; }

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "envmgr/base/owned.h"
 #include "envmgr/base/paths.h"
 #include "envmgr/base/sbuf.h"
 #include "envmgr/base/util.h"
@@ -141,25 +142,55 @@ static void check_bwrap_works(void)
         line("warn", "bwrap: installed but cannot create a sandbox here (user namespaces disabled?)");
 }
 
+/* dir, or its nearest existing parent, in p: the folder that stands for its file system. */
+static bool existing_dir(const char *dir, char p[PATH_MAX])
+{
+    snprintf(p, PATH_MAX, "%s", dir);
+    struct stat st;
+    while (stat(p, &st) < 0 || !S_ISDIR(st.st_mode)) {
+        char *slash = strrchr(p, '/');
+        if (!slash || slash == p) {
+            snprintf(p, PATH_MAX, "/");
+            return stat(p, &st) == 0;
+        }
+        *slash = '\0';
+    }
+    return true;
+}
+
 /* Free space of the file system that holds dir (or of its nearest existing parent). */
 static void check_space(const char *what, const char *dir, double want_gib)
 {
     char p[PATH_MAX];
-    snprintf(p, sizeof p, "%s", dir);
     struct statvfs st;
-    while (statvfs(p, &st) < 0) {
-        char *slash = strrchr(p, '/');
-        if (!slash || slash == p) {
-            snprintf(p, sizeof p, "/");
-            if (statvfs(p, &st) < 0)
-                return;
-            break;
-        }
-        *slash = '\0';
-    }
+    if (!existing_dir(dir, p) || statvfs(p, &st) < 0)
+        return;
     double gib = (double)st.f_bavail * (double)st.f_frsize / GIB;
     line(gib >= want_gib ? "ok" : "warn", "disk: %.1f GiB free for the %s (%s)%s", gib, what, dir,
          gib >= want_gib ? "" : "; less than envmgr wants there");
+}
+
+/* A restored state's flat RAM file shares the golden RAM file's data only with reflink, on the
+ * golden states' own file system (docs/states.md, "Disk per saved state"). */
+static void check_state_disk(void)
+{
+    _cleanup_free_ char *states = paths_state_root();
+    _cleanup_free_ char *golden = xasprintf("%s/golden", paths_cache_root());
+    char sp[PATH_MAX], gp[PATH_MAX];
+    struct stat ss, gs;
+    bool reflink = false;
+    em_err err;
+    if (!existing_dir(states, sp) || !existing_dir(golden, gp) || stat(sp, &ss) < 0 || stat(gp, &gs) < 0)
+        return;
+    if (dir_has_reflink(sp, &reflink, &err) < 0)
+        line("ok", "states: %s (cannot tell whether its file system has reflink: %s)", states, err.msg);
+    else if (reflink && ss.st_dev == gs.st_dev)
+        line("ok", "states: %s, with reflink beside the golden states: a restored state's flat RAM file "
+             "shares the golden RAM file's data (docs/states.md)", states);
+    else
+        line("ok", "states: %s, %s: a restored state's flat RAM file costs the golden RAM file's data again "
+             "(XFS with reflink or Btrfs holding the cache would share it; docs/states.md)", states,
+             reflink ? "not on the golden states' file system" : "no reflink on its file system");
 }
 
 static void check_images(doctor *d)
@@ -218,6 +249,7 @@ int cmd_doctor(int argc, char **argv)
         absent(&d, false, "novnc", "noVNC: the live view in a browser (envmgr serve)");
     check_space("cache (golden states)", paths_cache_root(), 4);
     check_space("run directory (env overlays)", paths_run_root(), 1);
+    check_state_disk();
     check_images(&d);
 
     if (d.packages.len)

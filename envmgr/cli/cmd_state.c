@@ -20,7 +20,8 @@ static const char usage[] =
     "  save     save ENV (running or paused; it runs on, or stays paused) as state NAME\n"
     "  restore  bring ENV back to state NAME: a fresh QEMU on the state's flat RAM file, as a reset does\n"
     "           (a state's first restore builds that file from the state: a second or so)\n"
-    "  ls       the states: parent, size (its own files; its flat RAM file), last use, the envs on each\n"
+    "  ls       the states: parent, size (its own files; its flat RAM file: the bytes each owns, so with\n"
+    "           reflink not the golden RAM file's extents a flat file shares), last use, the envs on each\n"
     "  rm       remove state NAME (refused while a state saved from it or an env runs on it)\n"
     "  The cache keeps at most ENVMGR_STATE_CAP_MIB (default 20480) MiB: a save and `envmgr gc` remove flat\n"
     "  RAM files, then evict the least recently used states beyond it, never one something depends on.\n";
@@ -89,7 +90,8 @@ static int cmd_state_ls(int argc, char **argv)
         json_dumpf(list, stdout, JSON_INDENT(2));
         putchar('\n');
     } else {
-        /* MIB: the state's own files; FLAT MIB: its flat RAM file (derived, rebuilt when gone) */
+        /* MIB: the state's own files; FLAT MIB: its flat RAM file (derived, rebuilt when gone); both what
+         * the state owns on disk (extents no other file shares: not the golden RAM file's, with reflink) */
         printf("%-24s %-24s %9s %9s %-20s %s\n", "NAME", "PARENT", "MIB", "FLAT MIB", "LAST USED", "ENVS");
         size_t i;
         json_t *row;

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "envmgr/base/fileio.h"
+#include "envmgr/base/owned.h"
 #include "envmgr/base/paths.h"
 #include "envmgr/base/sha256.h"
 #include "envmgr/base/util.h"
@@ -78,14 +79,20 @@ static json_t *users_of(const char *dir, const char *name)
     return list;
 }
 
+/* What removing the files would free: the extents no other file shares (base/owned.h). With reflink
+ * a flat RAM file shares the golden RAM file's data, which stays. A state's disk.qcow2 is copied
+ * from the env's overlay: when the env's run directory is on the states' file system, two saves of
+ * one env may share extents, which then count in neither state until one is removed. */
 static uint64_t blocks_of(const char *dir, const char *const *names, size_t n)
 {
     uint64_t total = 0;
     for (size_t i = 0; i < n; i++) {
         _cleanup_free_ char *p = xasprintf("%s/%s", dir, names[i]);
-        struct stat st;
-        if (lstat(p, &st) == 0)
-            total += (uint64_t)st.st_blocks * 512;
+        _cleanup_close_ int fd = open(p, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        uint64_t owned;
+        em_err ignored;
+        if (fd >= 0 && file_owned_bytes(fd, false, &owned, NULL, &ignored) == 0)
+            total += owned;
     }
     return total;
 }

@@ -8,6 +8,8 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "envmgr/base/copyrange.h"
+#include "envmgr/base/owned.h"
 #include "envmgr/base/util.h"
 
 #define PAGE RAMDELTA_PAGE
@@ -27,7 +29,7 @@ static int copy_data(int in, int out, uint64_t len, const char *src, uint64_t *c
             return em_fail_errno(err, "find the data of `%s`", src);
         off_t a = data, b = data;
         while (a < hole) {
-            ssize_t r = copy_file_range(in, &a, out, &b, (size_t)(hole - a), 0);
+            ssize_t r = copy_range(in, &a, out, &b, (size_t)(hole - a));
             if (r < 0 && errno == EINTR)
                 continue;
             if (r <= 0)
@@ -99,7 +101,6 @@ int ramflat_build(const char *golden_ram, uint64_t ram_bytes, ramdelta *const *c
         return em_fail_errno(err, "flat RAM file: create `%s`", path);
     _cleanup_free_ ramdelta_page *p = NULL;
     size_t np = 0;
-    struct stat os;
     int rc = ftruncate(out, (off_t)ram_bytes) < 0 ? em_fail_errno(err, "set its size") : 0;
     if (rc == 0)
         rc = copy_data(in, out, ram_bytes, golden_ram, &st->copied_bytes, err);
@@ -107,13 +108,12 @@ int ramflat_build(const char *golden_ram, uint64_t ram_bytes, ramdelta *const *c
         rc = ramdelta_merge(chain, n, RAMDELTA_RAM, &p, &np, err);
     if (rc == 0)
         rc = apply(out, p, np, err);
-    if (rc == 0 && fstat(out, &os) < 0)
-        rc = em_fail_errno(err, "stat it");
+    if (rc == 0)
+        rc = file_owned_bytes(out, false, &st->disk_bytes, &st->shared_bytes, err);
     if (rc < 0) {
         unlink(path);
         return em_prefix(err, "flat RAM file `%s`: ", path);
     }
     st->delta_pages = np;
-    st->disk_bytes = (uint64_t)os.st_blocks * 512;
     return 0;
 }

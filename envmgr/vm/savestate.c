@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "envmgr/base/copyrange.h"
 #include "envmgr/base/util.h"
 #include "envmgr/vm/migrate.h"
 #include "envmgr/vm/overlay.h"
@@ -210,7 +211,7 @@ static int copy_disk(const char *env_dir, const char *dst, uint64_t *bytes, em_e
         return em_fail_errno(err, "create `%s`", dst);
     uint64_t total = 0;
     for (;;) {
-        ssize_t r = copy_file_range(in, NULL, out, NULL, 64u << 20, 0);
+        ssize_t r = copy_range(in, NULL, out, NULL, 64u << 20);
         if (r < 0 && errno == EINTR)
             continue;
         if (r < 0)

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "envmgr/base/copyrange.h"
 #include "envmgr/base/exit_cause.h"
 #include "envmgr/base/fileio.h"
 #include "envmgr/base/jsonline.h"
@@ -294,6 +295,44 @@ static void test_data_dir(void)
     free(checkout);
 }
 
+/* copy_range between file systems, which copy_file_range refuses (EXDEV): tmpfs to this test's
+ * folder, at offsets and at the files' positions. */
+static void test_copy_range(void)
+{
+    char src[] = "/dev/shm/envmgr-copy-XXXXXX";
+    int in = mkstemp(src);
+    if (in < 0) {
+        fprintf(stderr, "SKIP copy across file systems: no /dev/shm\n");
+        return;
+    }
+    unlink(src);
+    _cleanup_free_ char *dst = xasprintf("%s/copied", test_tmpdir());
+    int out = open(dst, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    CU_ASSERT_FATAL(out >= 0);
+    size_t n = (3u << 20) + 5; /* more than one buffer */
+    char *data = xmalloc(n), *back = xmalloc(n);
+    for (size_t i = 0; i < n; i++)
+        data[i] = (char)(i * 7 + i / 4096);
+    CU_ASSERT_EQUAL(write(in, data, n), (ssize_t)n);
+    off_t a = 100, b = 4096;
+    size_t total = 0;
+    for (ssize_t r; (r = copy_range(in, &a, out, &b, n)) > 0;)
+        total += (size_t)r;
+    CU_ASSERT_EQUAL(total, n - 100);
+    CU_ASSERT(a == (off_t)n && b == (off_t)(4096 + n - 100));
+    CU_ASSERT(pread(out, back, n - 100, 4096) == (ssize_t)(n - 100) && !memcmp(back, data + 100, n - 100));
+    CU_ASSERT(lseek(in, 0, SEEK_SET) == 0 && lseek(out, 0, SEEK_SET) == 0 && ftruncate(out, 0) == 0);
+    total = 0;
+    for (ssize_t r; (r = copy_range(in, NULL, out, NULL, 1 << 20)) > 0;)
+        total += (size_t)r;
+    CU_ASSERT_EQUAL(total, n);
+    CU_ASSERT(pread(out, back, n, 0) == (ssize_t)n && !memcmp(back, data, n));
+    free(data);
+    free(back);
+    close(in);
+    close(out);
+}
+
 static CU_TestInfo tests[] = {
     {"capped reads: caps, FIFOs, symbolic links", test_read_file},
     {"atomic writes: content, mode, no temp left", test_write_atomic},
@@ -303,6 +342,7 @@ static CU_TestInfo tests[] = {
     {"listening: 0600 unix sockets, the stale rule, loopback TCP", test_listen},
     {"newline-delimited JSON: lines, deadlines, caps, garbage, hang-up", test_jsonline},
     {"the data directory of a build-tree binary is its checkout", test_data_dir},
+    {"copy_range: between file systems (copy_file_range's EXDEV)", test_copy_range},
     {"fallible allocation: an impossible size is an error, not an abort", test_fallible_alloc},
     CU_TEST_INFO_NULL,
 };

@@ -10,6 +10,7 @@
 
 #include "envmgr/base/fileio.h"
 #include "envmgr/base/json_save.h"
+#include "envmgr/base/owned.h"
 #include "envmgr/base/util.h"
 #include "envmgr/env/states.h"
 #include "envmgr/vm/ramdelta.h"
@@ -137,7 +138,8 @@ static void test_flat_build(void)
     CU_ASSERT_EQUAL_FATAL(ramflat_build(gold, 8 * RAMDELTA_PAGE, chain, 2, flat, &st, &err), 0);
     CU_ASSERT_EQUAL(st.copied_bytes, 3 * RAMDELTA_PAGE);
     CU_ASSERT_EQUAL(st.delta_pages, 4);
-    CU_ASSERT_EQUAL(st.disk_bytes, 4 * RAMDELTA_PAGE); /* pages 0, 1, 3, 4: the zero page is a hole */
+    /* pages 0, 1, 3, 4: the zero page is a hole; with reflink pages 0-1 may be the golden file's */
+    CU_ASSERT_EQUAL(st.disk_bytes + st.shared_bytes, 4 * RAMDELTA_PAGE);
     _cleanup_free_ char *text = NULL;
     size_t len = 0;
     CU_ASSERT_EQUAL_FATAL(read_file_capped(flat, 1 << 20, &text, &len, &err), 0);
@@ -153,6 +155,111 @@ static void test_flat_build(void)
     CU_ASSERT_EQUAL(access(flat, F_OK), -1); /* nothing left behind */
     ramdelta_close(chain[0]);
     ramdelta_close(chain[1]);
+}
+
+static int owned_of(const char *path, bool sync, uint64_t *owned, uint64_t *shared)
+{
+    _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+    em_err err = {0};
+    int rc = fd < 0 ? -1 : file_owned_bytes(fd, sync, owned, shared, &err);
+    if (rc < 0)
+        fprintf(stderr, "owned bytes of %s: %s\n", path, fd < 0 ? "open failed" : err.msg);
+    return rc;
+}
+
+/* Where nothing is shared (ext4, this test's folder) a file owns what st_blocks says, written back
+ * or not. (Four runs of data: ext4 keeps their map in the inode; a file of more has extent-tree
+ * blocks, which st_blocks counts and FIEMAP, a map of the data, does not.) */
+static void test_owned_unshared(void)
+{
+    _cleanup_free_ char *path = xasprintf("%s/sparse", test_tmpdir());
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    CU_ASSERT_FATAL(fd >= 0);
+    uint8_t page[RAMDELTA_PAGE];
+    fill(page, 5);
+    for (int i = 0; i < 12; i += 3) /* a page, a hole of two, ... */
+        CU_ASSERT_EQUAL(pwrite(fd, page, sizeof page, (off_t)i * RAMDELTA_PAGE), (ssize_t)sizeof page);
+    CU_ASSERT_EQUAL(ftruncate(fd, 1 << 20), 0);
+    close(fd);
+    for (int sync = 0; sync < 2; sync++) {
+        uint64_t owned = 1, shared = 1;
+        struct stat st;
+        CU_ASSERT_EQUAL_FATAL(owned_of(path, sync, &owned, &shared), 0);
+        CU_ASSERT_EQUAL_FATAL(stat(path, &st), 0);
+        if (shared) /* a reflink file system under the test's folder: the XFS test below covers it */
+            continue;
+        CU_ASSERT_EQUAL(owned, (uint64_t)st.st_blocks * 512);
+        CU_ASSERT(owned >= 4 * RAMDELTA_PAGE && owned < (1 << 20));
+    }
+    bool reflink = true;
+    em_err err = {0};
+    CU_ASSERT_EQUAL(dir_has_reflink(test_tmpdir(), &reflink, &err), 0);
+    if (reflink)
+        fprintf(stderr, "note: %s has reflink\n", test_tmpdir());
+    CU_ASSERT_EQUAL(dir_has_reflink("/nonexistent-envmgr", &reflink, &err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "a temp file in `/nonexistent-envmgr`"));
+}
+
+/* With reflink (XFS on a loop device: root and mkfs.xfs needed, else skipped, said on stderr) the
+ * flat RAM file shares the golden file's extents and owns only the page the chain wrote, where
+ * st_blocks counts every extent as its own. */
+static void test_owned_reflink(void)
+{
+    if (geteuid() != 0 || system("command -v mkfs.xfs >/dev/null 2>&1") != 0) {
+        fprintf(stderr, "SKIP reflink: needs root and mkfs.xfs (xfsprogs)\n");
+        return;
+    }
+    _cleanup_free_ char *img = xasprintf("%s/xfs.img", test_tmpdir());
+    _cleanup_free_ char *mnt = xasprintf("%s/xfs", test_tmpdir());
+    _cleanup_free_ char *mk = xasprintf("truncate -s 320M %s && mkfs.xfs -q -m reflink=1 %s && mkdir -p %s", img,
+                                        img, mnt);
+    _cleanup_free_ char *mount = xasprintf("mount -o loop %s %s 2>&1", img, mnt);
+    CU_ASSERT_EQUAL_FATAL(system(mk), 0);
+    if (system(mount) != 0) {
+        fprintf(stderr, "SKIP reflink: no loop mount here (above)\n");
+        unlink(img);
+        return;
+    }
+    bool reflink = false;
+    em_err perr = {0};
+    CU_ASSERT(dir_has_reflink(mnt, &reflink, &perr) == 0 && reflink);
+    _cleanup_free_ char *gold = xasprintf("%s/gold.ram", mnt);
+    _cleanup_free_ char *delta = xasprintf("%s/d.delta", mnt);
+    _cleanup_free_ char *flat = xasprintf("%s/state.flat", mnt);
+    int fd = open(gold, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    uint8_t page[RAMDELTA_PAGE];
+    for (int i = 0; fd >= 0 && i < 8; i++) {
+        fill(page, (uint8_t)(10 + i));
+        CU_ASSERT_EQUAL(write(fd, page, sizeof page), (ssize_t)sizeof page);
+    }
+    CU_ASSERT(fd >= 0 && fsync(fd) == 0 && close(fd) == 0);
+    const uint64_t pages[] = {2, 3};
+    const uint8_t vals[] = {0, 33}; /* page 2 punched, page 3 written over the golden's */
+    make_delta(delta, pages, vals, 2, RAMDELTA_RAM);
+    ramdelta *chain[1] = {NULL};
+    em_err err = {0};
+    ramflat_stats st;
+    uint64_t owned = 0, shared = 0;
+    struct stat fs;
+    if (ramdelta_open(delta, &chain[0], &err) == 0 &&
+        ramflat_build(gold, 8 * RAMDELTA_PAGE, chain, 1, flat, &st, &err) == 0) {
+        CU_ASSERT(st.shared_bytes >= 6 * RAMDELTA_PAGE);
+        CU_ASSERT(st.disk_bytes <= 2 * RAMDELTA_PAGE);
+        CU_ASSERT_EQUAL(owned_of(flat, true, &owned, &shared), 0); /* written back: page 3 is its own */
+        CU_ASSERT_EQUAL(owned, RAMDELTA_PAGE);
+        CU_ASSERT_EQUAL(shared, 6 * RAMDELTA_PAGE);
+        CU_ASSERT(stat(flat, &fs) == 0 && (uint64_t)fs.st_blocks * 512 >= 7 * RAMDELTA_PAGE);
+        fprintf(stderr, "reflink: flat file owns %llu bytes, shares %llu, st_blocks says %llu\n",
+                (unsigned long long)owned, (unsigned long long)shared, (unsigned long long)fs.st_blocks * 512);
+    } else {
+        CU_FAIL("flat RAM file on XFS");
+        fprintf(stderr, "%s\n", err.msg);
+    }
+    if (chain[0])
+        ramdelta_close(chain[0]);
+    _cleanup_free_ char *umount = xasprintf("umount %s", mnt);
+    CU_ASSERT_EQUAL(system(umount), 0);
+    unlink(img);
 }
 
 /* Overwrite 8 bytes of a file at off with v (little-endian). */
@@ -421,6 +528,8 @@ static CU_TestInfo tests[] = {
     {"RAM delta: a chain merged, the child's pages winning", test_delta_merge},
     {"RAM delta: damaged files refused with the reason", test_delta_damaged},
     {"flat RAM file: the golden file's pages, the chain applied, zero pages as holes", test_flat_build},
+    {"owned bytes: st_blocks where nothing is shared", test_owned_unshared},
+    {"owned bytes: a flat RAM file on XFS with reflink owns only the chain's pages", test_owned_reflink},
     {"states: chain loaded root first, linked by id; removal refused while needed", test_state_chain},
     {"states: a changed or missing file is refused; damaged records", test_state_tamper},
     {"states: the flat RAM file built once, rebuilt when changed, gone with its state", test_state_flat},
