@@ -6,10 +6,11 @@
 #   * a task whose goal the apps image already meets is found pre-satisfied by the audit;
 #   * a setup `launch` of a program the image does not have is flagged, in results and the audit;
 #   * a getter whose gsettings schema the image lacks, under `conj: or`, is flagged;
-#   * six OSWorld-Verified tasks the image once met without an agent or could not score (volume, time zone,
+#   * seven OSWorld-Verified tasks the image once met without an agent or could not score (volume, time zone,
 #     default video player, Chrome's delete-on-close, the `bc` text-scale getter, Impress's left panel whose
-#     setup keys came before Impress was up): each scores 0 with the do-nothing agent, without a flag;
-#     Impress's reference solution (tests/data/apps-honest-solutions) scores 1 through check_left_panel.
+#     setup keys came before Impress was up, Do Not Disturb): each scores 0 with the do-nothing agent, without a flag;
+#     Impress's reference solution (tests/data/apps-honest-solutions) scores 1 through check_left_panel;
+#   * a GNOME setting changed through the GUI (os/f9be0997, Do Not Disturb): GNOME Settings' switch, clicked.
 # SKIPPED unless ENVMGR_APPS=1 (`make test-apps`). Prints `apps-honest: N passed, N failed`.
 . "$(dirname "$0")/lib.sh"
 SUITE=apps-honest
@@ -21,7 +22,8 @@ fi
 DATA=$ROOT/tests/data/apps-honest
 OSW=030eeff7-b492-4218-b312-701ec99ee0cc
 CONFORM="28cc3b7e-b194-4bc9-8353-d04c0f4d56d2 b6781586-6346-41cd-935a-a6b1487918fc 937087b6-f668-4ba6-9110-60682ee33441
-         99146c54-4f37-4ab8-9327-5f3291665e1e 3ce045a0-877b-42aa-8d2c-b4a863336ab8 ef9d12bd-bcee-4ba0-a40e-918400f43ddf"
+         99146c54-4f37-4ab8-9327-5f3291665e1e 3ce045a0-877b-42aa-8d2c-b4a863336ab8 ef9d12bd-bcee-4ba0-a40e-918400f43ddf
+         f9be0997-4b7c-45c5-b05c-4612b44a6118"
 for id in $OSW $CONFORM; do
     check "$id: the OSWorld task file is OSWorld-Verified's, unchanged (README.md's sha256)" \
         bash -c "grep -q \"\$(sha256sum '$DATA/$id.json' | cut -d' ' -f1)\" '$DATA/README.md'"
@@ -78,13 +80,18 @@ w = s[0].get("detail", s[0]).get("window")
 print("     launch waited for a window:", w)
 sys.exit(0 if isinstance(w, (int, float)) else 1)' "$T/a/done/traces/ef9d12bd-bcee-4ba0-a40e-918400f43ddf/trace/trace.jsonl"
 
-check "ef9d12bd: the reference solution (View, Slide Pane) scores 1.0: check_left_panel reads the tree" \
+solved() { # solved ID: its reference solution's final result scores 1.0
     python3 -c "
 import json,sys
 r=[json.loads(l) for l in open(sys.argv[1])]
 r=[x for x in r if x['task_id']==sys.argv[2] and x.get('final', True)]
 print('     solution:', r and (r[-1].get('score'), r[-1].get('exit_cause')))
-sys.exit(0 if r and r[-1].get('score') == 1.0 else 1)" "$T/a/solutions/results.jsonl" ef9d12bd-bcee-4ba0-a40e-918400f43ddf
+sys.exit(0 if r and r[-1].get('score') == 1.0 else 1)" "$T/a/solutions/results.jsonl" "$1"
+}
+check "ef9d12bd: the reference solution (View, Slide Pane) scores 1.0: check_left_panel reads the tree" \
+    solved ef9d12bd-bcee-4ba0-a40e-918400f43ddf
+check "f9be0997: a GNOME setting through the GUI: GNOME Settings' Do Not Disturb switch, clicked, scores 1.0" \
+    solved f9be0997-4b7c-45c5-b05c-4612b44a6118
 
 # --- (b) pre-satisfied ------------------------------------------------------------------------------
 check "honest-presatisfied: the audit says pre_satisfied ($(kinds honest-presatisfied))" \

@@ -123,6 +123,7 @@ image_check() {
     # shellcheck disable=SC2016  # $p is expanded by the guest's sh
     f=$(in_root sh -c 'for p; do command -v "$p" >/dev/null || echo "$p"; done' - \
         chromium /usr/local/bin/google-chrome libreoffice soffice gimp vlc thunderbird gnome-terminal \
+        /usr/bin/gnome-control-center \
         python socat zip unzip xdg-open gsettings gdbus sqlite3 xsel xclip pactl pulseaudio \
         /usr/libexec/at-spi-bus-launcher)
     [ -z "$f" ] || die "missing programs in the apps image: ${f//$'\n'/ }"
