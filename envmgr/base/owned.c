@@ -5,6 +5,7 @@
 #include <linux/fiemap.h>
 #include <linux/fs.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -17,9 +18,13 @@ int file_owned_bytes(int fd, bool sync, uint64_t *owned, uint64_t *shared, em_er
 {
     *owned = 0;
     uint64_t sh = 0, start = 0;
-    struct fiemap *fm = xmalloc(sizeof *fm + EXTENTS * sizeof(struct fiemap_extent));
+    size_t size = sizeof(struct fiemap) + EXTENTS * sizeof(struct fiemap_extent);
+    struct fiemap *fm = xmalloc(size);
     int rc = 0;
     for (bool last = false; !last;) {
+        /* zeroed each time: valgrind does not know what FS_IOC_FIEMAP writes, and would take the
+         * extents the kernel filled in for uninitialised memory */
+        memset(fm, 0, size);
         *fm = (struct fiemap){.fm_start = start, .fm_length = FIEMAP_MAX_OFFSET - start,
                               .fm_flags = sync ? FIEMAP_FLAG_SYNC : 0, .fm_extent_count = EXTENTS};
         if (ioctl(fd, FS_IOC_FIEMAP, fm) < 0) {
