@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "cli.h"
 #include "envmgr/base/fileio.h"
@@ -90,13 +89,8 @@ static int solved_ids(const char *solutions, json_t **ids, em_err *err)
 {
     char **paths = NULL;
     size_t n = 0;
-    struct stat st;
-    if (stat(solutions, &st) == 0 && S_ISREG(st.st_mode)) {
-        paths = xcalloc(1, sizeof *paths);
-        paths[n++] = xstrdup(solutions);
-    } else if (task_list_dir(solutions, &paths, &n, err) < 0) {
+    if (task_list_path(solutions, &paths, &n, err) < 0)
         return em_prefix(err, "--solutions: ");
-    }
     *ids = json_object();
     int rc = 0;
     for (size_t i = 0; rc == 0 && i < n; i++) {

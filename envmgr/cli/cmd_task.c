@@ -5,7 +5,6 @@
 #include <sys/stat.h>
 
 #include "cli.h"
-#include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
 #include "envmgr/net/assets.h"
 #include "envmgr/net/netpolicy.h"
@@ -61,24 +60,6 @@ int cli_allow_private(const char *use, const char *arg, netpolicy *net)
     return 0;
 }
 
-/* An OSWorld index is an object of arrays; a task has an instruction or an evaluator. */
-static bool is_index_file(const char *path)
-{
-    _cleanup_free_ char *text = NULL;
-    size_t len;
-    em_err ignored;
-    if (read_file_capped(path, TASK_FILE_MAX, &text, &len, &ignored) < 0)
-        return false;
-    json_t *j = json_loadb(text, len, 0, NULL);
-    bool index = json_is_object(j) && json_object_size(j) > 0 && !json_object_get(j, "instruction") &&
-                 !json_object_get(j, "evaluator");
-    const char *k;
-    json_t *v;
-    json_object_foreach(j, k, v) index = index && json_is_array(v);
-    json_decref(j);
-    return index;
-}
-
 /* The task files of every PATH: folders and indexes expanded, task files as they are. */
 static int collect(char **args, int n, char ***paths, size_t *np, em_err *err)
 {
@@ -93,13 +74,8 @@ static int collect(char **args, int n, char ***paths, size_t *np, em_err *err)
         }
         char **v = NULL;
         size_t k = 0;
-        if (S_ISDIR(st.st_mode) || is_index_file(args[i])) {
-            if (task_list_dir(args[i], &v, &k, err) < 0)
-                return -1;
-        } else {
-            v = xcalloc(1, sizeof *v);
-            v[k++] = xstrdup(args[i]);
-        }
+        if (task_list_path(args[i], &v, &k, err) < 0)
+            return -1;
         *paths = xrealloc(*paths, (*np + k + 1) * sizeof **paths);
         memcpy(*paths + *np, v, k * sizeof *v);
         *np += k;

@@ -177,6 +177,8 @@ int task_substitute_screen(task *t, int w, int h, em_err *err);
  * OSWorld index file {"domain": ["id", ...]} whose tasks are looked up as
  * <dir>/<domain>/<id>.json, <dir>/examples/<domain>/<id>.json, <dir>/<id>.json. */
 int task_list_dir(const char *dir_or_index, char ***paths, size_t *n, em_err *err);
+/* The task files a PATH names: a folder or an index expanded (task_list_dir), a task file as it is. */
+int task_list_path(const char *path, char ***paths, size_t *n, em_err *err);
 void task_paths_free(char **paths, size_t n);
 
 

@@ -165,6 +165,36 @@ int task_list_dir(const char *dir_or_index, char ***paths, size_t *n, em_err *er
     return 0;
 }
 
+/* An OSWorld index is an object of arrays; a task has an instruction or an evaluator. */
+static bool is_index_file(const char *path)
+{
+    _cleanup_free_ char *text = NULL;
+    size_t len;
+    em_err ignored;
+    if (read_file_capped(path, TASK_FILE_MAX, &text, &len, &ignored) < 0)
+        return false;
+    json_t *j = json_loadb(text, len, 0, NULL);
+    bool index = json_is_object(j) && json_object_size(j) > 0 && !json_object_get(j, "instruction") &&
+                 !json_object_get(j, "evaluator");
+    const char *k;
+    json_t *v;
+    json_object_foreach(j, k, v) index = index && json_is_array(v);
+    json_decref(j);
+    return index;
+}
+
+int task_list_path(const char *path, char ***paths, size_t *n, em_err *err)
+{
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISDIR(st.st_mode) && !is_index_file(path)) {
+        *paths = xcalloc(1, sizeof **paths);
+        (*paths)[0] = xstrdup(path);
+        *n = 1;
+        return 0;
+    }
+    return task_list_dir(path, paths, n, err);
+}
+
 void task_paths_free(char **paths, size_t n)
 {
     task_strv_free(paths, n);
