@@ -71,7 +71,9 @@ struct with_apps {
 static bool add_if_it_has_apps(const char *name, const manifest *m, void *ctx)
 {
     struct with_apps *w = ctx;
-    _cleanup_free_ char *missing = strcmp(name, w->except) ? missing_apps(w->t, m) : xstrdup("");
+    if (!strcmp(name, w->except))
+        return false;
+    _cleanup_free_ char *missing = missing_apps(w->t, m);
     if (!missing)
         sbuf_printf(&w->b, "%s`%s`", w->b.len ? ", " : "", name);
     return false;
