@@ -6,11 +6,13 @@
 #   * a task whose goal the apps image already meets is found pre-satisfied by the audit;
 #   * a setup `launch` of a program the image does not have is flagged, in results and the audit;
 #   * a getter whose gsettings schema the image lacks, under `conj: or`, is flagged;
-#   * seven OSWorld-Verified tasks the image once met without an agent or could not score (volume, time zone,
+#   * eight OSWorld-Verified tasks the image once met without an agent or could not score (volume, time zone,
 #     default video player, Chrome's delete-on-close, the `bc` text-scale getter, Impress's left panel whose
-#     setup keys came before Impress was up, Do Not Disturb): each scores 0 with the do-nothing agent, without a flag;
+#     setup keys came before Impress was up, Do Not Disturb, GNOME Shell's favourites): each scores 0 with
+#     the do-nothing agent, without a flag;
 #     Impress's reference solution (tests/data/apps-honest-solutions) scores 1 through check_left_panel;
-#   * a GNOME setting changed through the GUI (os/f9be0997, Do Not Disturb): GNOME Settings' switch, clicked.
+#   * a GNOME setting changed through the GUI (os/f9be0997, Do Not Disturb): GNOME Settings' switch, clicked;
+#     GNOME Shell's favourites (os/ec4e3f68, remove vim), which no XFCE panel holds: dconf Editor's field.
 # SKIPPED unless ENVMGR_APPS=1 (`make test-apps`). Prints `apps-honest: N passed, N failed`.
 . "$(dirname "$0")/lib.sh"
 SUITE=apps-honest
@@ -23,7 +25,7 @@ DATA=$ROOT/tests/data/apps-honest
 OSW=030eeff7-b492-4218-b312-701ec99ee0cc
 CONFORM="28cc3b7e-b194-4bc9-8353-d04c0f4d56d2 b6781586-6346-41cd-935a-a6b1487918fc 937087b6-f668-4ba6-9110-60682ee33441
          99146c54-4f37-4ab8-9327-5f3291665e1e 3ce045a0-877b-42aa-8d2c-b4a863336ab8 ef9d12bd-bcee-4ba0-a40e-918400f43ddf
-         f9be0997-4b7c-45c5-b05c-4612b44a6118"
+         f9be0997-4b7c-45c5-b05c-4612b44a6118 ec4e3f68-9ea4-4c18-a5c9-69f89d1178b3"
 for id in $OSW $CONFORM; do
     check "$id: the OSWorld task file is OSWorld-Verified's, unchanged (README.md's sha256)" \
         bash -c "grep -q \"\$(sha256sum '$DATA/$id.json' | cut -d' ' -f1)\" '$DATA/README.md'"
@@ -92,6 +94,8 @@ check "ef9d12bd: the reference solution (View, Slide Pane) scores 1.0: check_lef
     solved ef9d12bd-bcee-4ba0-a40e-918400f43ddf
 check "f9be0997: a GNOME setting through the GUI: GNOME Settings' Do Not Disturb switch, clicked, scores 1.0" \
     solved f9be0997-4b7c-45c5-b05c-4612b44a6118
+check "ec4e3f68: GNOME Shell's favourites through the GUI: dconf Editor's field for the key, edited, scores 1.0" \
+    solved ec4e3f68-9ea4-4c18-a5c9-69f89d1178b3
 
 # --- (b) pre-satisfied ------------------------------------------------------------------------------
 check "honest-presatisfied: the audit says pre_satisfied ($(kinds honest-presatisfied))" \
