@@ -214,11 +214,27 @@ int write_full(int fd, const void *buf, size_t n, em_err *err)
 
 int send_full(int fd, const void *buf, size_t n, em_err *err)
 {
+    return send_full_wait(fd, buf, n, 0, err);
+}
+
+int send_full_wait(int fd, const void *buf, size_t n, int wait_ms, em_err *err)
+{
     size_t done = 0;
+    double deadline = now_ms() + wait_ms;
     while (done < n) {
         ssize_t w = send(fd, (const char *)buf + done, n - done, MSG_NOSIGNAL);
         if (w < 0 && errno == EINTR)
             continue;
+        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && wait_ms > 0) {
+            /* a non-blocking socket whose peer has not read the last bytes yet: wait for room */
+            int left = (int)(deadline - now_ms());
+            if (left <= 0)
+                return em_fail(err, "send: the peer read nothing for %d ms", wait_ms);
+            struct pollfd pfd = {.fd = fd, .events = POLLOUT};
+            if (poll(&pfd, 1, left) < 0 && errno != EINTR)
+                return em_fail_errno(err, "poll");
+            continue;
+        }
         if (w < 0)
             return em_fail_errno(err, "send");
         done += (size_t)w;

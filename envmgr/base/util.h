@@ -49,6 +49,8 @@ int read_full_deadline(int fd, void *buf, size_t n, double deadline, em_err *err
 int write_full(int fd, const void *buf, size_t n, em_err *err);
 /* write_full for sockets: a peer that went away is an error, never a SIGPIPE. */
 int send_full(int fd, const void *buf, size_t n, em_err *err);
+/* send_full on a non-blocking socket: waits (at most wait_ms in all) for room while the peer has not read. */
+int send_full_wait(int fd, const void *buf, size_t n, int wait_ms, em_err *err);
 /* Wait until fd is readable; 0 ready, -1 error or timeout (message says which). */
 int wait_readable(int fd, double deadline, em_err *err);
 

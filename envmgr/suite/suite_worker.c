@@ -20,6 +20,7 @@
 #include "envmgr/base/warn.h"
 
 #define MSG_MAX (8u << 20)
+#define SUITE_CHAN_SEND_WAIT_MS 120000 /* a peer that reads nothing for 2 min is stuck or gone */
 
 /* ---- a JSON-lines channel over a socketpair ----------------------------- */
 
@@ -31,8 +32,14 @@ int suite_chan_send(int fd, json_t *msg)
     size_t n = strlen(text);
     text = xrealloc(text, n + 2);
     text[n++] = '\n';
-    em_err ignored;
-    return send_full(fd, text, n, &ignored);
+    /* Both ends are non-blocking (for their reads), and a result with a getter's document in it is
+     * larger than the socket's buffer: wait for the other end to read, rather than fail half-sent. */
+    em_err err;
+    if (send_full_wait(fd, text, n, SUITE_CHAN_SEND_WAIT_MS, &err) < 0) {
+        em_info("envmgr: suite channel: %s", err.msg);
+        return -1;
+    }
+    return 0;
 }
 
 /* Read whatever is there (the fd is non-blocking); EOF or an error sets eof. */

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "envmgr/base/copyrange.h"
@@ -333,6 +334,51 @@ static void test_copy_range(void)
     close(out);
 }
 
+/* A non-blocking socket (the suite's worker channel) and a message larger than its buffer: send_full fails at
+ * the first EAGAIN, send_full_wait waits for the reader, and gives up on one that reads nothing. */
+static void test_send_wait(void)
+{
+    enum { BIG = 4 << 20 };
+    char *big = calloc(1, BIG);
+    em_err err = {0};
+    int sv[2];
+    CU_ASSERT_FATAL(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+    fcntl(sv[0], F_SETFL, O_NONBLOCK);
+    CU_ASSERT_EQUAL(send_full(sv[0], big, BIG, &err), -1); /* no reader: the buffer fills */
+    close(sv[0]);
+    close(sv[1]);
+
+    CU_ASSERT_FATAL(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+    fcntl(sv[0], F_SETFL, O_NONBLOCK);
+    double t0 = now_ms();
+    CU_ASSERT_EQUAL(send_full_wait(sv[0], big, BIG, 200, &err), -1);
+    CU_ASSERT(now_ms() - t0 >= 190);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "read nothing for 200 ms"));
+    close(sv[0]);
+    close(sv[1]);
+
+    CU_ASSERT_FATAL(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+    fcntl(sv[0], F_SETFL, O_NONBLOCK);
+    pid_t pid = fork();
+    if (pid == 0) { /* a reader that starts late, then takes it all */
+        close(sv[0]);
+        usleep(100000);
+        size_t got = 0;
+        char b[65536];
+        ssize_t r;
+        while ((r = read(sv[1], b, sizeof b)) > 0)
+            got += (size_t)r;
+        _exit(got == BIG ? 0 : 1);
+    }
+    close(sv[1]);
+    CU_ASSERT_EQUAL(send_full_wait(sv[0], big, BIG, 10000, &err), 0);
+    close(sv[0]);
+    int st = -1;
+    waitpid(pid, &st, 0);
+    CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    free(big);
+}
+
 static CU_TestInfo tests[] = {
     {"capped reads: caps, FIFOs, symbolic links", test_read_file},
     {"atomic writes: content, mode, no temp left", test_write_atomic},
@@ -341,6 +387,7 @@ static CU_TestInfo tests[] = {
     {"hex, exit causes, integers, host names", test_small_helpers},
     {"listening: 0600 unix sockets, the stale rule, loopback TCP", test_listen},
     {"newline-delimited JSON: lines, deadlines, caps, garbage, hang-up", test_jsonline},
+    {"sending on a non-blocking socket: fail at once, or wait for the reader (bounded)", test_send_wait},
     {"the data directory of a build-tree binary is its checkout", test_data_dir},
     {"copy_range: between file systems (copy_file_range's EXDEV)", test_copy_range},
     {"fallible allocation: an impossible size is an error, not an abort", test_fallible_alloc},
