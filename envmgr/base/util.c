@@ -161,7 +161,8 @@ int check_interrupt(em_err *err)
     return interrupt_signal ? em_fail(err, "interrupted by signal %d", (int)interrupt_signal) : 0;
 }
 
-int wait_readable(int fd, double deadline, em_err *err)
+/* Wait until fd has one of events (POLLIN, POLLOUT); 0 ready, -1 error, interrupt or timeout. */
+static int wait_ready(int fd, short events, double deadline, em_err *err)
 {
     for (;;) {
         if (check_interrupt(err) < 0)
@@ -169,7 +170,7 @@ int wait_readable(int fd, double deadline, em_err *err)
         double left = deadline - now_ms();
         if (left <= 0)
             return em_fail(err, "timed out");
-        struct pollfd p = {.fd = fd, .events = POLLIN};
+        struct pollfd p = {.fd = fd, .events = events};
         int r = poll(&p, 1, (int)(left + 1));
         if (r < 0 && errno == EINTR)
             continue;
@@ -178,6 +179,11 @@ int wait_readable(int fd, double deadline, em_err *err)
         if (r > 0)
             return 0;
     }
+}
+
+int wait_readable(int fd, double deadline, em_err *err)
+{
+    return wait_ready(fd, POLLIN, deadline, err);
 }
 
 int read_full_deadline(int fd, void *buf, size_t n, double deadline, em_err *err)
@@ -220,19 +226,15 @@ int send_full(int fd, const void *buf, size_t n, em_err *err)
 int send_full_wait(int fd, const void *buf, size_t n, int wait_ms, em_err *err)
 {
     size_t done = 0;
-    double deadline = now_ms() + wait_ms;
+    double deadline = wait_ms > 0 ? now_ms() + wait_ms : 0; /* send_full's sends read no clock */
     while (done < n) {
         ssize_t w = send(fd, (const char *)buf + done, n - done, MSG_NOSIGNAL);
         if (w < 0 && errno == EINTR)
             continue;
         if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && wait_ms > 0) {
             /* a non-blocking socket whose peer has not read the last bytes yet: wait for room */
-            int left = (int)(deadline - now_ms());
-            if (left <= 0)
-                return em_fail(err, "send: the peer read nothing for %d ms", wait_ms);
-            struct pollfd pfd = {.fd = fd, .events = POLLOUT};
-            if (poll(&pfd, 1, left) < 0 && errno != EINTR)
-                return em_fail_errno(err, "poll");
+            if (wait_ready(fd, POLLOUT, deadline, err) < 0)
+                return now_ms() >= deadline ? em_fail(err, "send: the peer read nothing for %d ms", wait_ms) : -1;
             continue;
         }
         if (w < 0)
