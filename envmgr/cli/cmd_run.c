@@ -12,6 +12,7 @@
 #include "envmgr/base/exit_cause.h"
 #include "envmgr/base/paths.h"
 #include "envmgr/base/util.h"
+#include "envmgr/suite/report_summary.h"
 #include "envmgr/suite/results_log.h"
 #include "envmgr/suite/suite.h"
 #include "envmgr/suite/suite_pool.h"
@@ -28,7 +29,9 @@ static const char usage[] =
     "  (docs/agent-protocol.md), run postconfig and the evaluator, revert. Prints the score and\n"
     "  writes OUT/result.json and the trace (OUT/trace, or --record DIR). A folder runs as a suite\n"
     "  with one env (`envmgr suite run --envs 1`: OUT/results.jsonl, OUT/traces/<id>/, summary.json)\n"
-    "  and prints a table.\n"
+    "  and prints a table. Exit status: 0 when the episode was evaluated (whatever its score); 1 when\n"
+    "  it has no score (env_error, setup_error, evaluator_error: `no score` and why) or on failure;\n"
+    "  2 on bad input.\n"
     "  --env NAME      use this existing env (reverted after the run; one task only); default: a temporary env\n"
     "  --out DIR       default: ./envmgr-out/<task id> (one task) or ./envmgr-out (a folder)\n"
     "  --settle-ms MS  after each action wait until the screen was still and the guest idle (vCPUs\n"
@@ -254,9 +257,13 @@ int cmd_run(int argc, char **argv)
     if (rc == 0)
         rc = episode_run(e, t, target, &o, &res, &err);
     task_free(t);
+    bool scored = rc == 0 && report_scored(res);
     if (rc == 0) {
-        printf("%s: score %.2f (%s, %lld steps, %.1f s) — %s\n", json_string_value(json_object_get(res, "task_id")),
-               json_real_value(json_object_get(res, "score")), json_string_value(json_object_get(res, "exit_cause")),
+        /* An episode that was not evaluated (env_error, setup_error, evaluator_error) has no score, not a 0 */
+        _cleanup_free_ char *score = scored ? xasprintf("score %.2f", json_real_value(json_object_get(res, "score")))
+                                            : xasprintf("no score (%s)", json_string_value(json_object_get(res, "status")));
+        printf("%s: %s (%s, %lld steps, %.1f s) — %s\n", json_string_value(json_object_get(res, "task_id")), score,
+               json_string_value(json_object_get(res, "exit_cause")),
                json_integer_value(json_object_get(res, "steps")),
                json_real_value(json_object_get(json_object_get(res, "timings"), "total_s")),
                json_string_value(json_object_get(res, "reason")));
@@ -273,5 +280,7 @@ int cmd_run(int argc, char **argv)
             fprintf(stderr, "envmgr: revert %s: %s\n", a.env_name, cerr.msg);
         env_close(e);
     }
-    return rc < 0 ? cli_report(&err) : 0;
+    if (rc < 0)
+        return cli_report(&err);
+    return scored ? 0 : 1;
 }

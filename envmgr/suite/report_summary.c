@@ -42,7 +42,7 @@ static double num(json_t *o, const char *key)
 /* Running totals of one domain (or of all). */
 typedef struct tally {
     json_t *tasks;  /* set of task ids */
-    size_t episodes, passed, env_errors, evaluator_errors, unsupported, flagged;
+    size_t episodes, passed, env_errors, setup_errors, evaluator_errors, unsupported, flagged;
     double score_sum, steps_sum;
     double *times;
     size_t ntimes;
@@ -64,9 +64,15 @@ bool report_env_error(json_t *line)
     return cause_is(line, EXIT_ENV_ERROR);
 }
 
+bool report_setup_error(json_t *line)
+{
+    return cause_is(line, EXIT_SETUP_ERROR);
+}
+
 bool report_scored(json_t *line)
 {
-    return !cause_is(line, EXIT_UNSUPPORTED) && !report_evaluator_error(line) && !report_env_error(line);
+    return !cause_is(line, EXIT_UNSUPPORTED) && !report_evaluator_error(line) && !report_env_error(line) &&
+           !report_setup_error(line);
 }
 
 static void tally_add(tally *t, json_t *line)
@@ -83,6 +89,7 @@ static void tally_add(tally *t, json_t *line)
     /* not scored, neither a pass nor a 0 in the mean: the evaluator failed, or the episode crashed */
     t->evaluator_errors += report_evaluator_error(line);
     t->env_errors += report_env_error(line);
+    t->setup_errors += report_setup_error(line);
     t->flagged += json_is_true(json_object_get(line, "flagged"));
     if (report_scored(line)) {
         t->passed += report_passed(score);
@@ -96,13 +103,14 @@ static void tally_add(tally *t, json_t *line)
 static json_t *tally_json(tally *t)
 {
     double n = t->episodes ? (double)t->episodes : 1;
-    size_t scored = t->episodes - t->evaluator_errors - t->env_errors;
+    size_t scored = t->episodes - t->evaluator_errors - t->env_errors - t->setup_errors;
     double ns = scored ? (double)scored : 1;
     json_t *o = json_pack("{s:I, s:I, s:I, s:f, s:f, s:f, s:f, s:I, s:I}", "tasks", (json_int_t)json_object_size(t->tasks),
                           "episodes", (json_int_t)t->episodes, "passed", (json_int_t)t->passed, "pass_rate",
                           scored ? (double)t->passed / ns : 0.0, "mean_score", t->score_sum / ns, "mean_steps",
                           t->steps_sum / n, "p50_episode_s", report_p50(t->times, t->ntimes), "env_errors",
                           (json_int_t)t->env_errors, "evaluator_errors", (json_int_t)t->evaluator_errors);
+    json_object_set_new(o, "setup_errors", json_integer((json_int_t)t->setup_errors));
     json_object_set_new(o, "unsupported", json_integer((json_int_t)t->unsupported));
     json_object_set_new(o, "flagged", json_integer((json_int_t)t->flagged));
     json_decref(t->tasks);
@@ -191,6 +199,11 @@ void report_print_table(FILE *out, json_t *summary)
         fprintf(out, "; %lld ended in env_error after retries (crashed, not scored: the pass rate and mean score "
                      "leave them out; suite run exits 1)",
                 errs);
+    long long setup_errs = json_integer_value(json_object_get(json_object_get(summary, "all"), "setup_errors"));
+    if (setup_errs)
+        fprintf(out, "; %lld ended in setup_error (the task's setup could not run here: not scored, the pass rate and "
+                     "mean score leave them out; suite run exits 1)",
+                setup_errs);
     long long eval_errs = json_integer_value(json_object_get(json_object_get(summary, "all"), "evaluator_errors"));
     if (eval_errs)
         fprintf(out, "; %lld ended in evaluator_error (not scored: pass rate and mean score leave them out)", eval_errs);

@@ -19,8 +19,11 @@ bool report_passed(double score);
 bool report_evaluator_error(json_t *line);
 /* A line whose episode crashed (exit cause env_error, after its retries): not evaluated, its 0 is no score. */
 bool report_env_error(json_t *line);
-/* A line whose score counts in the pass rate and the mean: neither unsupported, evaluator_error nor
- * env_error. */
+/* A line whose task's setup (or postconfig) could not run here (exit cause setup_error): not
+ * evaluated, its 0 is no score. */
+bool report_setup_error(json_t *line);
+/* A line whose score counts in the pass rate and the mean: neither unsupported, evaluator_error,
+ * env_error nor setup_error. */
 bool report_scored(json_t *line);
 
 /* The median of v (n >= 1; sorts v). Even n: the mean of the two middle values. */

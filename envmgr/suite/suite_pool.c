@@ -933,12 +933,20 @@ int suite_run(const suite *s, const pool_opts *o, json_t **summary_out, em_err *
         *err = serr;
         rc = -1;
     }
-    /* A crashed episode is no score: the run did not measure what it was asked to. */
-    json_int_t crashed = json_integer_value(json_object_get(json_object_get(summary, "all"), "env_errors"));
+    /* A crashed episode, or one whose setup could not run, is no score: the run did not measure what it
+     * was asked to. */
+    json_t *all = json_object_get(summary, "all");
+    json_int_t crashed = json_integer_value(json_object_get(all, "env_errors"));
+    json_int_t unset = json_integer_value(json_object_get(all, "setup_errors"));
     if (rc == 0 && !signalled && crashed > 0)
-        rc = em_fail(err, "suite: %lld episode%s ended in env_error after %d retr%s (not scored; `%s/" SUITE_RESULTS_FILE
+        rc = em_fail(err, "suite: %lld episode%s ended in env_error after %d retr%s%s (not scored; `%s/" SUITE_RESULTS_FILE
                           "` says why)",
-                     (long long)crashed, crashed == 1 ? "" : "s", o->retries, o->retries == 1 ? "y" : "ies", p.dir);
+                     (long long)crashed, crashed == 1 ? "" : "s", o->retries, o->retries == 1 ? "y" : "ies",
+                     unset ? " and more in setup_error" : "", p.dir);
+    else if (rc == 0 && !signalled && unset > 0)
+        rc = em_fail(err, "suite: %lld episode%s ended in setup_error: the task's setup could not run here (not scored; `%s/"
+                          SUITE_RESULTS_FILE "` says why)",
+                     (long long)unset, unset == 1 ? "" : "s", p.dir);
     json_decref(extra);
     if (signalled && rc == 0) {
         check_interrupt(err);

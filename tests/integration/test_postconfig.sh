@@ -85,6 +85,9 @@ check "the replay's own trace verifies" "$ENVMGR" trace verify "$T/rp/trace"
 
 # --- a postconfig step whose own check fails: not evaluated, never a 0 ------------------------
 run postconfig-check "$SCRIPTED" chk
+rc_chk=$?
+check "check: envmgr run exits 1 and prints no score, not a 0 ($rc_chk)" \
+    bash -c "[ $rc_chk = 1 ] && grep -q 'no score (not_evaluated) (setup_error' '$T/chk.out'"
 check "check: the episode ends as setup_error, not evaluated" \
     test "$(field "$T/chk/result.json" exit_cause)/$(field "$T/chk/result.json" status)" = setup_error/not_evaluated
 check "check: the reason names the postconfig step" \
@@ -98,6 +101,21 @@ ev = [l for l in lines if l["type"] == "evaluation"][0]
 assert ev["status"] == "not_evaluated" and ev["exit_cause"] == "setup_error", ev
 EOF
 check "check: trace verify" "$ENVMGR" trace verify "$T/chk/trace"
+
+# the same task in a suite: counted in setup_errors, out of the pass rate, a JUnit error, exit 1
+mkdir -p "$T/chk-suite" && cp "$D/postconfig-check.json" "$T/chk-suite/"
+"$ENVMGR" suite run "$T/chk-suite" --agent "$SCRIPTED" --envs 1 --accel tcg --progress plain --out "$T/chks" \
+    >"$T/chks.out" 2>"$T/chks.err"
+rc_chks=$?
+check "check, in a suite: exit 1 naming setup_error ($rc_chks)" \
+    bash -c "[ $rc_chks = 1 ] && grep -q 'suite: 1 episode ended in setup_error' '$T/chks.err'"
+check "check, in a suite: setup_errors 1, no episode scored, a JUnit error" python3 - "$T/chks" <<'EOF'
+import json, sys
+a = json.load(open(sys.argv[1] + "/summary.json"))["all"]
+assert a["episodes"] == 1 and a["setup_errors"] == 1 and a["passed"] == 0 and a["pass_rate"] == 0, a
+j = open(sys.argv[1] + "/junit.xml").read()
+assert 'failures="0" errors="1"' in j and 'type="setup_error"' in j, j
+EOF
 
 "$ENVMGR" down $E >/dev/null
 check "no QEMU of this run is left" no_qemu_under "$ENVMGR_RUN_DIR/"

@@ -389,24 +389,30 @@ static void test_evaluator_errors(void)
     json_decref(meta);
 }
 
-/* An episode that crashed (env_error after its retries) is no score either: counted in env_errors,
- * left out of the pass rate and the mean (it was counted as a 0 before), a JUnit error. */
-static void test_env_errors(void)
+/* An episode with no score (cause: env_error after its retries, or setup_error) is counted under
+ * counter, left out of the pass rate and the mean (both were counted as 0s before), a JUnit error. */
+static void check_unscored(const char *cause, const char *counter, const char *table_says)
 {
     const char *ids[] = {"a", "b", "c"}, *doms[] = {"x", "x", "x"};
     json_t *meta = meta_for(ids, doms, 3, 1);
     json_t *lines = json_array();
     json_array_append_new(lines, line("a", "x", 0, 1, true, 10, 4, "done", ""));
     json_array_append_new(lines, line("b", "x", 0, 0, true, 20, 6, "done", ""));
-    json_array_append_new(lines, line("c", "x", 0, 0, false, 30, 2, "env_error", "qemu died"));
-    json_array_append_new(lines, line("c", "x", 0, 0, true, 30, 2, "env_error", "trace: refusing to write"));
+    json_array_append_new(lines, line("c", "x", 0, 0, false, 30, 2, cause, "qemu died"));
+    json_array_append_new(lines, line("c", "x", 0, 0, true, 30, 2, cause, "trace: refusing to write"));
     json_t *final = results_final(lines);
-    CU_ASSERT(report_env_error(json_object_get(final, "c")) && !report_scored(json_object_get(final, "c")));
+    json_t *c = json_object_get(final, "c");
+    CU_ASSERT(!report_scored(c));
+    CU_ASSERT(report_env_error(c) == !strcmp(cause, "env_error"));
+    CU_ASSERT(report_setup_error(c) == !strcmp(cause, "setup_error"));
     CU_ASSERT(report_scored(json_object_get(final, "b")));
     json_t *s = report_summary(meta, final);
     json_t *all = json_object_get(s, "all");
     CU_ASSERT_EQUAL(json_integer_value(json_object_get(all, "episodes")), 3);
-    CU_ASSERT_EQUAL(json_integer_value(json_object_get(all, "env_errors")), 1);
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(all, counter)), 1);
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(all, "env_errors")) +
+                        json_integer_value(json_object_get(all, "setup_errors")),
+                    1);
     CU_ASSERT_DOUBLE_EQUAL(json_number_value(json_object_get(all, "pass_rate")), 0.5, 1e-9);
     CU_ASSERT_DOUBLE_EQUAL(json_number_value(json_object_get(all, "mean_score")), 0.5, 1e-9);
     char *buf = NULL;
@@ -414,16 +420,30 @@ static void test_env_errors(void)
     FILE *f = open_memstream(&buf, &len);
     report_print_table(f, s);
     fclose(f);
-    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "1 ended in env_error after retries (crashed, not scored"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, table_says));
     free(buf);
     char *xml = report_junit(meta, final, "/runs/r1");
+    _cleanup_free_ char *elem =
+        xasprintf("<error message=\"%s: trace: refusing to write\" type=\"%s\">", cause, cause);
     CU_ASSERT_PTR_NOT_NULL(strstr(xml, "tests=\"3\" failures=\"1\" errors=\"1\" skipped=\"0\""));
-    CU_ASSERT_PTR_NOT_NULL(strstr(xml, "<error message=\"env_error: trace: refusing to write\" type=\"env_error\">"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(xml, elem));
     free(xml);
     json_decref(s);
     json_decref(final);
     json_decref(lines);
     json_decref(meta);
+}
+
+static void test_env_errors(void)
+{
+    check_unscored("env_error", "env_errors", "1 ended in env_error after retries (crashed, not scored");
+}
+
+/* A task's setup that could not run here (an asset gone, a verification never passing) was no
+ * score, yet counted as a 0 in the pass rate until it was counted apart like a crash. */
+static void test_setup_errors(void)
+{
+    check_unscored("setup_error", "setup_errors", "1 ended in setup_error (the task's setup could not run here: not scored");
 }
 
 static void test_xml_escape(void)
@@ -936,6 +956,7 @@ static CU_TestInfo tests[] = {
     {"XML escaping", test_xml_escape},
     {"evaluator_error: counted apart in the summary, a JUnit error", test_evaluator_errors},
     {"env_error: not a 0 in the pass rate, a JUnit error", test_env_errors},
+    {"setup_error: not a 0 in the pass rate, a JUnit error", test_setup_errors},
     {"junit.xml", test_junit},
     {"summary.json and junit.xml written from a run directory", test_write_all},
     {"unsupported tasks in summary, JUnit and compare", test_unsupported},
