@@ -97,7 +97,7 @@ static void save_pointer(env *e)
     if (!e->vnc)
         return;
     int x, y, b;
-    vnc_pointer_state(e->vnc, &x, &y, &b);
+    vnc_pointer_wire(e->vnc, &x, &y, &b);
     write_input_state(e, x, y, b);
 }
 
@@ -181,12 +181,12 @@ static bool read_input_state(env *e, int *x, int *y, int *buttons)
     return j != NULL;
 }
 
-void env_pointer_now(env *e, int *x, int *y)
+void env_pointer_wire(env *e, int *x, int *y)
 {
     int b;
     *x = *y = 0;
     if (e->vnc)
-        vnc_pointer_state(e->vnc, x, y, &b);
+        vnc_pointer_wire(e->vnc, x, y, &b);
     else
         read_input_state(e, x, y, &b);
 }
@@ -459,7 +459,7 @@ int env_vnc(env *e, vnc_session **v, em_err *err)
         if (vnc_open(sock, VNC_TIMEOUT_MS, &e->vnc, err) < 0)
             return em_prefix(err, "env %s: ", e->name);
         if (read_input_state(e, &x, &y, &b))
-            vnc_set_pointer_state(e->vnc, x, y, b);
+            vnc_set_pointer_wire(e->vnc, x, y, b);
     }
     *v = e->vnc;
     return 0;

@@ -33,8 +33,8 @@ struct env {
 int env_write_meta(env *e, em_err *err);
 /* Close the VNC and agent connections, keeping where the pointer is (input.json). */
 void env_drop_connections(env *e);
-/* Where the pointer is now (x, y). */
-void env_pointer_now(env *e, int *x, int *y);
+/* The pointer's VNC position now (vnc_pointer_wire: what a saved state keeps). */
+void env_pointer_wire(env *e, int *x, int *y);
 /* Stop the env's QEMU and start a fresh one from e->chain (or the golden state): what reset and a
  * state restore share. what names the operation in errors. */
 int env_restart(env *e, env_timings *t, const char *what, em_err *err);

@@ -212,7 +212,7 @@ int env_state_save(env *e, const char *name, json_t *since, json_t **info, em_er
         rc = state_golden_id(e->gold->dir, golden_id, err);
     if (rc == 0)
         rc = open_deltas(chain, n, &d, err);
-    env_pointer_now(e, &px, &py);
+    env_pointer_wire(e, &px, &py);
     if (rc == 0) {
         /* what its QEMU maps: the flat file of the state it was restored from, else the golden one */
         _cleanup_free_ char *ram = n ? xasprintf("%s/" STATE_FLAT, chain[n - 1]->dir) : xstrdup(e->gold->ram);

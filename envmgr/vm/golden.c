@@ -118,10 +118,10 @@ static int wait_desktop_ready(const char *dir, const manifest *m, double deadlin
         guest_close(g);
         return -1;
     }
-    /* Park the pointer where it covers nothing that reacts to hover. */
-    *px = m->width / 2;
-    *py = m->height / 2;
-    int rc = vnc_pointer(v, *px, *py, 0, err);
+    /* Park the pointer where it covers nothing that reacts to hover; golden.json keeps its VNC
+     * position (vnc_pointer_wire). */
+    int rc = vnc_pointer(v, m->width / 2, m->height / 2, 0, err), buttons;
+    vnc_pointer_wire(v, px, py, &buttons);
     uint64_t last = 0;
     double stable_since = now_ms();
     while (rc == 0) {

@@ -8,6 +8,7 @@
 
 #include "envmgr/base/util.h"
 #include "envmgr/base/warn.h"
+#include "envmgr/vm/pointer_axis.h"
 
 struct vnc_session {
     rfbClient *client;
@@ -18,7 +19,7 @@ struct vnc_session {
     bool hash_valid;    /* hash is of the pixels as they are (any update clears it) */
     uint64_t hash;
     bool frame_done;    /* the requested frame is complete */
-    int px, py, buttons;
+    int wx, wy, buttons; /* the pointer's last VNC position (pointer_axis.h: where it lands differs) */
     bool pointer_known;
     bool extended_keys; /* the server accepted a scancode key event */
 };
@@ -117,7 +118,8 @@ static int wait_frame(vnc_session *v, double until, em_err *err)
 
 static int send_request(vnc_session *v, bool full, em_err *err)
 {
-    rfbBool poked = v->pointer_known ? SendPointerEvent(v->client, v->px, v->py, v->buttons)
+    /* the position QEMU last had: a poke that moves nothing */
+    rfbBool poked = v->pointer_known ? SendPointerEvent(v->client, v->wx, v->wy, v->buttons)
                                      : SendClientCutText(v->client, "", 0); /* no clipboard peer: no effect */
     if (!poked)
         return em_fail(err, "vnc %s: send input event failed", v->path);
@@ -266,10 +268,11 @@ int vnc_refresh(vnc_session *v, double timeout_ms, em_err *err)
 
 int vnc_pointer(vnc_session *v, int x, int y, int buttons, em_err *err)
 {
-    if (!SendPointerEvent(v->client, x, y, buttons))
+    int wx = pointer_axis_wire(x, v->client->width), wy = pointer_axis_wire(y, v->client->height);
+    if (!SendPointerEvent(v->client, wx, wy, buttons))
         return em_fail(err, "vnc %s: send pointer event failed", v->path);
-    v->px = x;
-    v->py = y;
+    v->wx = wx;
+    v->wy = wy;
     v->buttons = buttons;
     v->pointer_known = true;
     return 0;
@@ -277,15 +280,22 @@ int vnc_pointer(vnc_session *v, int x, int y, int buttons, em_err *err)
 
 void vnc_pointer_state(const vnc_session *v, int *x, int *y, int *buttons)
 {
-    *x = v->px;
-    *y = v->py;
+    *x = pointer_axis_landing(v->wx, v->client->width);
+    *y = pointer_axis_landing(v->wy, v->client->height);
     *buttons = v->buttons;
 }
 
-void vnc_set_pointer_state(vnc_session *v, int x, int y, int buttons)
+void vnc_pointer_wire(const vnc_session *v, int *wx, int *wy, int *buttons)
 {
-    v->px = x;
-    v->py = y;
+    *wx = v->wx;
+    *wy = v->wy;
+    *buttons = v->buttons;
+}
+
+void vnc_set_pointer_wire(vnc_session *v, int wx, int wy, int buttons)
+{
+    v->wx = wx;
+    v->wy = wy;
     v->buttons = buttons;
     v->pointer_known = true;
 }

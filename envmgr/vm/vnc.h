@@ -31,10 +31,17 @@ uint64_t vnc_frame_hash(vnc_session *v);
 int vnc_refresh(vnc_session *v, double timeout_ms, em_err *err);
 
 /* Pointer position and buttons (bit 0 left, 1 middle, 2 right, 3/4 wheel up/down, 5/6 wheel left/right). */
+/* Move the pointer onto screen pixel (x, y) (sent as the VNC position that lands there,
+ * pointer_axis.h) with these buttons down. */
 int vnc_pointer(vnc_session *v, int x, int y, int buttons, em_err *err);
+/* The screen pixel the guest's pointer is on, and the buttons down. */
 void vnc_pointer_state(const vnc_session *v, int *x, int *y, int *buttons);
-/* Tell the session where the pointer is (restored from the env's state) without sending anything. */
-void vnc_set_pointer_state(vnc_session *v, int x, int y, int buttons);
+/* The pointer's VNC position, what is kept across commands and in saved states (golden.json,
+ * state.json, input.json: "pointer"; written before the position was mapped, it equals the
+ * screen position sent, which is where QEMU had it). */
+void vnc_pointer_wire(const vnc_session *v, int *wx, int *wy, int *buttons);
+/* Tell the session the pointer's VNC position (restored from the env's state) without sending anything. */
+void vnc_set_pointer_wire(vnc_session *v, int wx, int wy, int buttons);
 int vnc_key(vnc_session *v, const key_code *k, bool down, em_err *err);
 bool vnc_has_extended_keys(const vnc_session *v);
 

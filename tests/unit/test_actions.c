@@ -3,6 +3,7 @@
 
 #include "envmgr/action/actions.h"
 #include "envmgr/vm/keys.h"
+#include "envmgr/vm/pointer_axis.h"
 #include "helpers/cunit_main.h"
 
 #define W 1280
@@ -199,6 +200,28 @@ static void test_every_printable_char(void)
     CU_ASSERT_EQUAL(one.scancode, bang.scancode);
 }
 
+/* Every pixel but the last of each axis is reached exactly through QEMU's tablet scaling, for the
+ * screen sizes guests have; the wire position stays on the screen. */
+static void test_pointer_axis(void)
+{
+    const int sizes[] = {640, 800, 1024, 1080, 1280, 1920, 2560, 3840};
+    for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
+        int n = sizes[s], exact = 0;
+        for (int pos = 0; pos < n; pos++) {
+            int wire = pointer_axis_wire(pos, n);
+            CU_ASSERT(wire >= 0 && wire < n);
+            exact += pointer_axis_landing(wire, n) == pos;
+        }
+        CU_ASSERT_EQUAL(exact, n - 1);
+        CU_ASSERT_EQUAL(pointer_axis_landing(pointer_axis_wire(n - 1, n), n), n - 2);
+    }
+    /* as measured on the guest (1280x800) before the fix: a position sent as is lands one short */
+    CU_ASSERT_EQUAL(pointer_axis_landing(325, 1280), 324);
+    CU_ASSERT_EQUAL(pointer_axis_landing(pointer_axis_wire(325, 1280), 1280), 325);
+    CU_ASSERT_EQUAL(pointer_axis_wire(-5, 1280), 0);
+    CU_ASSERT_EQUAL(pointer_axis_wire(5000, 1280), 1279);
+}
+
 static CU_TestInfo tests[] = {
     {"every action type parses and round-trips", test_every_type_parses},
     {"parsed field values", test_field_values},
@@ -206,6 +229,7 @@ static CU_TestInfo tests[] = {
     {"TYPING text limit", test_text_limit},
     {"key names", test_keys},
     {"every printable character", test_every_printable_char},
+    {"pointer positions land on the pixel named", test_pointer_axis},
     CU_TEST_INFO_NULL,
 };
 
