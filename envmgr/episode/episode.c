@@ -889,8 +889,11 @@ int episode_finish(episode *ep, exit_cause cause, json_t **result, em_err *err)
         reason = joined;
     }
     double eval_ms = now_ms() - t_eval;
-    /* scored, evaluator_error (an evaluator script failed: the 0 is no score), or not_evaluated (env_error) */
-    const char *status = details ? json_string_value(json_object_get(details, "status")) : "not_evaluated";
+    /* scored, evaluator_error (an evaluator script failed: the 0 is no score), or not_evaluated (env_error,
+     * setup_error); a guest that shut itself down is a scored 0 with nothing to evaluate */
+    const char *status = details                           ? json_string_value(json_object_get(details, "status"))
+                         : r->cause == EXIT_GUEST_SHUTDOWN ? "scored"
+                                                           : "not_evaluated";
     json_t *eval_error = json_object_get(details, "evaluator_error");
     json_t *eval = json_pack("{s:s, s:f, s:s, s:s, s:s, s:o}", "type", "evaluation", "score", score, "status",
                              status ? status : "scored", "reason", reason ? reason : "", "exit_cause",

@@ -183,16 +183,11 @@ os.chown(p, 1000, 1000)
 EOF
 start calc 180 '"smoke.xlsx" in w["title"]' libreoffice --calc /home/user/Documents/smoke.xlsx
 check "Calc has painted its window (the screen is still)" wait_still 90
-# pyautogui from a command in the guest: click cell C3 through the Name Box, type, Enter
-GX_TIMEOUT=60 gu python3 -c "
-import pyautogui, time
-pyautogui.hotkey('ctrl', 'Home'); time.sleep(0.5)
-pyautogui.press('right', presses=2); pyautogui.press('down', presses=2); time.sleep(0.5)
-pyautogui.write('typed by pyautogui'); pyautogui.press('enter'); time.sleep(1)
-" >/dev/null
 # calc_tree OUT CELL TEXT: the focused window's tree into OUT, read again (5 times at most, 2 s
 # apart) until CELL reads TEXT: typed text reaches Calc's accessible cells a moment after the keys,
-# and a single read right after them was a flake. The checks below judge the last read.
+# and a single read right after them was a flake. The checks below judge the last read. Before
+# typing, the same wait for the sheet itself (A1): keys sent while Calc still loads were lost (C3
+# stayed empty through 85 s of reads).
 CELLS='import xml.etree.ElementTree as E; r = E.fromstring(d["AT"]); cells = {e.get("name"): (e.text or "") for e in r.iter("table-cell")}'
 calc_tree() {
     local i
@@ -202,6 +197,14 @@ calc_tree() {
         sleep 2
     done
 }
+calc_tree "$T/calc-tree0.json" A1 alpha
+# pyautogui from a command in the guest: go to cell C3 with the keyboard, type, Enter
+GX_TIMEOUT=60 gu python3 -c "
+import pyautogui, time
+pyautogui.hotkey('ctrl', 'Home'); time.sleep(0.5)
+pyautogui.press('right', presses=2); pyautogui.press('down', presses=2); time.sleep(0.5)
+pyautogui.write('typed by pyautogui'); pyautogui.press('enter'); time.sleep(1)
+" >/dev/null
 t=$(now)
 calc_tree "$T/calc-tree.json" C3 "typed by pyautogui"
 getcheck "accessibility_tree: OSWorld's XML of the desktop, with LibreOffice" '{"type": "accessibility_tree"}' 'assert d.startswith("<desktop-frame") and ("soffice" in d.lower() or "libreoffice" in d.lower()), d[:300]'

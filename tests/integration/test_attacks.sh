@@ -324,7 +324,9 @@ tried "setup writes invalid UTF-8 on stderr, then the guest becomes root (sudo) 
 "$ENVMGR" run "$T/poweroff.json" --env $E --agent "$T/waiter" --out "$T/off" >"$T/off.out" 2>&1; rc=$?
 cause=$(python3 -c "import json; print(json.load(open('$T/off/result.json'))['exit_cause'])" 2>/dev/null)
 check "9 held: the episode was recorded, not abandoned (exit $rc)" test -s "$T/off/result.json"
-check "9 held: it ended as guest_shutdown, a scored outcome, not an env error ($cause)" test "$cause" = guest_shutdown
+status=$(python3 -c "import json; print(json.load(open('$T/off/result.json'))['status'])" 2>/dev/null)
+check "9 held: it ended as guest_shutdown, a scored outcome, not an env error ($cause, $status, exit $rc)" \
+    test "$cause/$status/$rc" = guest_shutdown/scored/0
 check "9 held: the trace with the non-UTF-8 setup output verifies" "$ENVMGR" trace verify "$T/off/trace"
 check "9 held: the env is still there and a reset brings the guest back" \
     bash -c "'$ENVMGR' reset $E >/dev/null && '$ENVMGR' exec $E -- true"

@@ -383,6 +383,7 @@ static void test_guest_shutdown(void)
     json_t *res = finish(ep);
     CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(res, "exit_cause")), "guest_shutdown");
     CU_ASSERT_DOUBLE_EQUAL(json_number_value(json_object_get(res, "score")), 0.0, 1e-9); /* scored, not an env error */
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(res, "status")), "scored"); /* it said not_evaluated */
     CU_ASSERT_PTR_NOT_NULL(strstr(json_string_value(json_object_get(res, "reason")), "guest shut down"));
     json_decref(res);
     task_free(t);
