@@ -58,7 +58,7 @@ static const char usage[] =
     "                      tasks cannot; repeatable)\n"
     CLI_NET_LIMITS_USAGE
     "  compare  per-task score changes from BASE_DIR to NEW_DIR, regressions first; exit 1 when a task\n"
-    "           regressed or is missing from NEW_DIR (for CI)\n"
+    "           regressed, is missing from NEW_DIR, or has no score there where BASE_DIR had one (for CI)\n"
     "  merge    join the run directories of a suite's shards into DIR (results, summary, junit; traces\n"
     "           are linked); exit 1 when a shard or an episode is missing\n"
     "  list     the task ids (and domains) a run would run, in order; unsupported ones with their reason\n"
@@ -277,7 +277,7 @@ static int cmd_suite_compare(int argc, char **argv)
         return cli_report(&err);
     }
     fflush(stdout);
-    return cmp.regressed || cmp.missing ? EM_EXIT_FAIL : 0;
+    return cmp.regressed || cmp.missing || cmp.now_unscored ? EM_EXIT_FAIL : 0;
 }
 
 static int cmd_suite_merge(int argc, char **argv)

@@ -7,11 +7,14 @@
 
 #include "envmgr/base/exit_cause.h"
 #include "envmgr/base/sbuf.h"
+#include "envmgr/suite/report_summary.h"
 #include "envmgr/suite/results_log.h"
 #include "envmgr/suite/suite.h"
 #include "envmgr/base/util.h"
 
-/* task id -> {score: mean over its repeats, n, worst: the line with the lowest score} */
+/* task id -> {score: the mean over its scored repeats, n: how many, worst: the line that explains it;
+ * unsupported: true, or noscore: true when no repeat has a score (each crashed, its setup could not
+ * run, or its evaluator failed: worst is such a line)} */
 static json_t *per_task(json_t *final)
 {
     json_t *out = json_object(), *line;
@@ -35,22 +38,39 @@ static json_t *per_task(json_t *final)
             t = json_pack("{s:f, s:i, s:O}", "sum", 0.0, "n", 0, "worst", line);
             json_object_set_new(out, id, t);
         }
+        if (!report_scored(line)) { /* no score: neither a 0 in the mean nor the task's score */
+            if (json_integer_value(json_object_get(t, "n")) == 0)
+                json_object_set(t, "worst", line);
+            continue;
+        }
+        json_int_t n = json_integer_value(json_object_get(t, "n"));
         json_object_set_new(t, "sum", json_real(json_number_value(json_object_get(t, "sum")) + score));
-        json_object_set_new(t, "n", json_integer(json_integer_value(json_object_get(t, "n")) + 1));
-        if (score < json_number_value(json_object_get(json_object_get(t, "worst"), "score")))
+        json_object_set_new(t, "n", json_integer(n + 1));
+        if (n == 0 || score < json_number_value(json_object_get(json_object_get(t, "worst"), "score")))
             json_object_set(t, "worst", line);
     }
     json_object_foreach(out, key, line)
     {
         json_int_t n = json_integer_value(json_object_get(line, "n"));
         json_object_set_new(line, "score", json_real(n ? json_number_value(json_object_get(line, "sum")) / (double)n : 0));
+        if (!n && !json_is_true(json_object_get(line, "unsupported")))
+            json_object_set_new(line, "noscore", json_true());
     }
     return out;
 }
 
+/* A per_task entry's score, NAN when it has none (unsupported, or no repeat scored). */
+static double score_of(json_t *t)
+{
+    if (json_is_true(json_object_get(t, "unsupported")) || json_is_true(json_object_get(t, "noscore")))
+        return NAN;
+    return json_number_value(json_object_get(t, "score"));
+}
+
 typedef struct change {
     const char *id;
-    int kind; /* 0 regressed, 1 missing, 2 improved, 3 new, 4 now unsupported, 5 now supported */
+    int kind; /* 0 regressed, 1 missing, 2 no score now, 3 improved, 4 new, 5 now unsupported, 6 now supported,
+               * 7 scored again */
     double base, cur;
     json_t *why; /* the line that explains the new score (borrowed) */
 } change;
@@ -76,34 +96,42 @@ void report_compare(json_t *base_final, json_t *new_final, double tolerance, FIL
     json_object_foreach(b, id, t)
     {
         json_t *u = json_object_get(n, id);
-        double bs = json_number_value(json_object_get(t, "score"));
+        double bs = score_of(t);
         bool bu = json_is_true(json_object_get(t, "unsupported")), nu = u && json_is_true(json_object_get(u, "unsupported"));
+        bool bx = json_is_true(json_object_get(t, "noscore")), nx = u && json_is_true(json_object_get(u, "noscore"));
+        double ns = u ? score_of(u) : NAN;
         if (u && (bu || nu)) { /* unsupported is not a score: never a regression nor an improvement */
             if (bu && nu)
                 c->unsupported++;
             else
-                ch[k++] = (change){id, bu ? 5 : 4, bu ? NAN : bs, nu ? NAN : json_number_value(json_object_get(u, "score")),
-                                   json_object_get(u, "worst")};
+                ch[k++] = (change){id, bu ? 6 : 5, bs, ns, json_object_get(u, "worst")};
             continue;
         }
         if (!u) {
-            ch[k++] = (change){id, 1, bu ? NAN : bs, NAN, NULL};
+            ch[k++] = (change){id, 1, bs, NAN, NULL};
             continue;
         }
-        double ns = json_number_value(json_object_get(u, "score"));
+        if (bx || nx) { /* a run that could not score a task measured nothing about it */
+            if (bx && nx)
+                c->unscored++;
+            else
+                ch[k++] = (change){id, nx ? 2 : 7, bs, ns, json_object_get(u, "worst")};
+            continue;
+        }
         if (fabs(ns - bs) <= tolerance)
             c->unchanged++;
         else
-            ch[k++] = (change){id, ns < bs ? 0 : 2, bs, ns, json_object_get(u, "worst")};
+            ch[k++] = (change){id, ns < bs ? 0 : 3, bs, ns, json_object_get(u, "worst")};
     }
     json_object_foreach(n, id, t)
     if (!json_object_get(b, id))
-        ch[k++] = (change){id, 3, NAN, json_number_value(json_object_get(t, "score")), json_object_get(t, "worst")};
+        ch[k++] = (change){id, 4, NAN, score_of(t), json_object_get(t, "worst")};
     qsort(ch, k, sizeof *ch, cmp_change);
-    static const char *label[] = {"REGRESSED", "MISSING", "IMPROVED", "NEW", "UNSUPPORTED", "SUPPORTED"};
+    static const char *label[] = {"REGRESSED", "MISSING", "NO SCORE", "IMPROVED", "NEW", "UNSUPPORTED", "SUPPORTED",
+                                  "SCORED"};
     for (size_t i = 0; i < k; i++) {
-        size_t *counter[] = {&c->regressed, &c->missing, &c->improved, &c->added, &c->now_unsupported,
-                             &c->now_supported};
+        size_t *counter[] = {&c->regressed, &c->missing, &c->now_unscored, &c->improved, &c->added,
+                             &c->now_unsupported, &c->now_supported, &c->scored_again};
         (*counter[ch[i].kind])++;
         sbuf s = {0};
         sbuf_add_visible(&s, ch[i].id, 128);
@@ -116,7 +144,7 @@ void report_compare(json_t *base_final, json_t *new_final, double tolerance, FIL
         sbuf_release(&s);
         if (ch[i].kind == 1)
             fputs("  (not in the new run)", out);
-        else if (ch[i].why && (ch[i].kind == 0 || ch[i].kind == 4)) {
+        else if (ch[i].why && (ch[i].kind == 0 || ch[i].kind == 2 || ch[i].kind == 5)) {
             const char *cause = json_string_value(json_object_get(ch[i].why, "exit_cause"));
             const char *reason = json_string_value(json_object_get(ch[i].why, "reason"));
             sbuf r = {0};
@@ -128,6 +156,10 @@ void report_compare(json_t *base_final, json_t *new_final, double tolerance, FIL
     }
     fprintf(out, "%zu regressed, %zu missing, %zu improved, %zu new, %zu unchanged", c->regressed, c->missing,
             c->improved, c->added, c->unchanged);
+    if (c->unscored || c->now_unscored || c->scored_again)
+        fprintf(out, "; no score (crashed, setup_error or evaluator_error in every repeat): %zu in both, %zu now, "
+                     "%zu no longer",
+                c->unscored, c->now_unscored, c->scored_again);
     if (c->unsupported || c->now_unsupported || c->now_supported)
         fprintf(out, "; unsupported (not scored): %zu in both, %zu now, %zu no longer", c->unsupported,
                 c->now_unsupported, c->now_supported);

@@ -118,6 +118,13 @@ check "compare: the regression is listed first, with its reason" \
     bash -c "head -1 '$T/cmp.out' | grep -qE '^REGRESSED +terminal-echo +1.00 -> 0.00 +\(max_steps'"
 "$ENVMGR" suite compare "$T/worse" "$T/full" >"$T/cmp.out"; rc=$?
 check "compare: an improvement exits 0" bash -c "[ $rc = 0 ] && grep -q '^IMPROVED' '$T/cmp.out'"
+mkdir -p "$T/unset"
+cp "$T/full/suite.json" "$T/unset/"
+sed -E '/"terminal-echo"/ s/"exit_cause": ?"[a-z_]+"/"exit_cause": "setup_error"/; /"terminal-echo"/ s/"score": ?[0-9.]+/"score": 0.0/' \
+    "$T/full/results.jsonl" >"$T/unset/results.jsonl"
+"$ENVMGR" suite compare "$T/full" "$T/unset" >"$T/cmp.out"; rc=$?
+check "compare: a task that lost its score (setup_error) is NO SCORE, not a regression to 0, and fails the gate ($rc)" \
+    bash -c "[ $rc = 1 ] && grep -qE '^NO SCORE +terminal-echo +1.00 -> - +\(setup_error' '$T/cmp.out' && ! grep -q '^REGRESSED' '$T/cmp.out'"
 "$ENVMGR" suite compare "$T/full" "$T/nothing" >/dev/null 2>&1
 check "compare: a missing run directory is exit 2" test $? = 2
 "$ENVMGR" suite summary "$T/worse" >"$T/sum.out"

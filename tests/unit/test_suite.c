@@ -562,6 +562,45 @@ static void test_compare(void)
     json_decref(nl);
 }
 
+/* A repeat without a score (crashed, setup_error, evaluator_error) is no 0: it neither lowers a
+ * task's mean nor turns into a regression or an improvement; a task scored before and not now
+ * fails the gate as NO SCORE, with its cause. */
+static void test_compare_unscored(void)
+{
+    json_t *bl = json_array(), *nl = json_array();
+    json_array_append_new(bl, line("lost", "d", 0, 1, true, 1, 1, "done", ""));
+    json_array_append_new(bl, line("back", "d", 0, 0, true, 1, 1, "setup_error", "asset gone"));
+    json_array_append_new(bl, line("both", "d", 0, 0, true, 1, 1, "env_error", "qemu died"));
+    json_array_append_new(bl, line("mixed", "d", 0, 1, true, 1, 1, "done", ""));
+    json_array_append_new(nl, line("lost", "d", 0, 0, true, 1, 1, "setup_error", "asset gone"));
+    json_array_append_new(nl, line("back", "d", 0, 1, true, 1, 1, "done", ""));
+    json_array_append_new(nl, line("both", "d", 0, 0, true, 1, 1, "setup_error", "asset gone"));
+    json_array_append_new(nl, line("mixed", "d", 0, 1, true, 1, 1, "done", ""));
+    json_array_append_new(nl, line("mixed", "d", 1, 0, true, 1, 1, "env_error", "qemu died"));
+    json_t *bf = results_final(bl), *nf = results_final(nl);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    report_cmp c;
+    report_compare(bf, nf, 1e-9, f, &c);
+    fclose(f);
+    CU_ASSERT_EQUAL(c.regressed, 0);   /* "lost" was a 0 before: a regression from 1.00 */
+    CU_ASSERT_EQUAL(c.improved, 0);    /* "back" was an improvement from 0.00 */
+    CU_ASSERT_EQUAL(c.now_unscored, 1);
+    CU_ASSERT_EQUAL(c.scored_again, 1);
+    CU_ASSERT_EQUAL(c.unscored, 1);
+    CU_ASSERT_EQUAL(c.unchanged, 1);   /* "mixed": its crashed repeat is left out of the mean */
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "NO SCORE   lost"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "1.00 -> -      (setup_error: asset gone)"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "SCORED     back"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "no score (crashed, setup_error or evaluator_error in every repeat): 1 in both, 1 now, 1 no longer"));
+    free(buf);
+    json_decref(bf);
+    json_decref(nf);
+    json_decref(bl);
+    json_decref(nl);
+}
+
 /* ---- merge ---- */
 
 static void make_shard(const char *dir, int k, int n, const char *const *ids, size_t count_ids, size_t finished)
@@ -957,6 +996,7 @@ static CU_TestInfo tests[] = {
     {"evaluator_error: counted apart in the summary, a JUnit error", test_evaluator_errors},
     {"env_error: not a 0 in the pass rate, a JUnit error", test_env_errors},
     {"setup_error: not a 0 in the pass rate, a JUnit error", test_setup_errors},
+    {"compare: a repeat without a score is no 0, a task no longer scored fails the gate", test_compare_unscored},
     {"junit.xml", test_junit},
     {"summary.json and junit.xml written from a run directory", test_write_all},
     {"unsupported tasks in summary, JUnit and compare", test_unsupported},
