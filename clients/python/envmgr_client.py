@@ -21,7 +21,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-__all__ = ["EnvmgrEnv", "EnvmgrError", "Client"]
+__all__ = ["EnvmgrEnv", "EnvmgrError", "EnvmgrNoScore", "Client"]
 
 
 class EnvmgrError(Exception):
@@ -30,6 +30,21 @@ class EnvmgrError(Exception):
     def __init__(self, status, message, field=None):
         super().__init__("%s (HTTP %d%s)" % (message, status, ", field %s" % field if field else ""))
         self.status, self.message, self.field = status, message, field
+
+
+class EnvmgrNoScore(Exception):
+    """evaluate() of an episode that has no score: it was not evaluated (.status "not_evaluated":
+    the env failed, or a setup or postconfig step could not run: .exit_cause env_error or
+    setup_error) or its evaluator failed (.status "evaluator_error"). Its 0 is not a score, so it
+    is raised rather than returned, as OSWorld's evaluate() raises and leaves the example without a
+    result. .evaluation is the whole answer (.reason why)."""
+
+    def __init__(self, evaluation):
+        self.evaluation = evaluation
+        self.status = evaluation.get("status")
+        self.exit_cause = evaluation.get("exit_cause")
+        self.reason = evaluation.get("reason", "")
+        super().__init__("no score (%s, %s): %s" % (self.status, self.exit_cause, self.reason))
 
 
 class _UnixConnection(http.client.HTTPConnection):
@@ -186,8 +201,11 @@ class EnvmgrEnv:
         return obs, r.get("reward", 0), bool(r["done"]), info
 
     def evaluate(self):
-        """Score the episode (0..1); the reason is in .last_evaluation."""
+        """Score the episode (0..1); the reason is in .last_evaluation. Raises EnvmgrNoScore when
+        the episode has no score (not evaluated, or its evaluator failed): never a 0 for it."""
         self.last_evaluation = self.api.request("POST", self._path("evaluate"), {})
+        if self.last_evaluation.get("status", "scored") != "scored":
+            raise EnvmgrNoScore(self.last_evaluation)
         return self.last_evaluation["score"]
 
     def close(self):

@@ -85,6 +85,25 @@ fi
 check "envmgr replay re-runs the guest-run code and reproduces frames and score" \
     bash -c "'$ENVMGR' replay '$T/tr/trace' --task '$TASK' --force --fast --out '$T/replay' >'$T/replay.out' 2>&1 || { tail -5 '$T/replay.out' >&2; false; }"
 
+if [ "$IMAGE" = desktop ]; then
+    # an episode with no score: evaluate() raises, never returns a 0 (a postconfig check fails)
+    cat >"$T/noscore.py" <<'PY'
+import json, sys
+from envmgr_client import EnvmgrEnv, EnvmgrNoScore
+url, token, task = sys.argv[1], sys.argv[2], json.load(open(sys.argv[3]))
+with EnvmgrEnv(url, token) as env:
+    env.reset(task_config=task)
+    try:
+        print("FAIL evaluate() of an unevaluated episode returned %r" % env.evaluate())
+    except EnvmgrNoScore as e:
+        ok = (e.status, e.exit_cause) == ("not_evaluated", "setup_error") and "postconfig[0]" in e.reason
+        print(("ok   " if ok else "FAIL ") + "evaluate() raises EnvmgrNoScore (%s, %s), not a 0" % (e.status, e.exit_cause))
+        print(("ok   " if env.last_evaluation.get("status") == "not_evaluated" else "FAIL ") +
+              "last_evaluation keeps the answer")
+PY
+    tally "no score" < <(timeout 600 "$T/venv/bin/python" "$T/noscore.py" "$URL" "$TOKEN" \
+        "$ROOT/tests/data/postconfig/postconfig-check.json" 2>&1)
+fi
 check "SIGTERM: the server exits 0" stop_server
 check "no QEMU left" no_qemu_under "$ENVMGR_RUN_DIR/"
 finish
