@@ -98,7 +98,7 @@ static int run_folder(const char *target, const run_args *a, em_err *err)
         final = results_final(lines);
     printf("%-32s %6s %6s %8s  %s\n", "TASK", "SCORE", "STEPS", "SECONDS", "EXIT");
     double total = 0;
-    size_t ran = 0, n = s->ntasks;
+    size_t ran = 0, unscored = 0, n = s->ntasks;
     for (size_t i = 0; i < n; i++) { /* the suite's order: by task id */
         _cleanup_free_ char *key = suite_episode_key(s->tasks[i].id, 0);
         json_t *line = json_object_get(final, key);
@@ -111,16 +111,28 @@ static int run_folder(const char *target, const run_args *a, em_err *err)
             continue;
         }
         double score = json_number_value(json_object_get(line, "score"));
-        total += score;
+        long long steps = json_integer_value(json_object_get(line, "steps"));
+        double secs = json_number_value(json_object_get(line, "duration_s"));
         ran++;
-        printf("%-32s %6.2f %6lld %8.1f  %s\n", s->tasks[i].id, score, json_integer_value(json_object_get(line, "steps")),
-               json_number_value(json_object_get(line, "duration_s")), cause ? cause : "?");
+        if (!report_scored(line)) { /* no score: neither a 0 in the mean nor a 0 in the table */
+            unscored++;
+            printf("%-32s %6s %6lld %8.1f  %s (no score: %s)\n", s->tasks[i].id, "-", steps, secs, cause ? cause : "?",
+                   json_string_value(json_object_get(line, "status")) ? json_string_value(json_object_get(line, "status"))
+                                                                      : "?");
+            continue;
+        }
+        total += score;
+        printf("%-32s %6.2f %6lld %8.1f  %s\n", s->tasks[i].id, score, steps, secs, cause ? cause : "?");
     }
     suite_free(s);
     json_decref(final);
     json_decref(lines);
-    if (rc == 0)
-        printf("%zu of %zu tasks ran, mean score %.3f\n", ran, n, ran ? total / (double)ran : 0.0);
+    size_t scored = ran - unscored;
+    /* also when the run failed (an episode without a score): the table is what it measured */
+    printf("%zu of %zu tasks ran", ran, n);
+    if (unscored)
+        printf(" (%zu without a score)", unscored);
+    printf(", mean score %.3f\n", scored ? total / (double)scored : 0.0);
     fflush(stdout);
     return rc;
 }

@@ -102,13 +102,15 @@ assert ev["status"] == "not_evaluated" and ev["exit_cause"] == "setup_error", ev
 EOF
 check "check: trace verify" "$ENVMGR" trace verify "$T/chk/trace"
 
-# the same task in a suite: counted in setup_errors, out of the pass rate, a JUnit error, exit 1
+# the same task in a suite (envmgr run DIR: a one-env suite and its table): counted in setup_errors,
+# out of the pass rate and the mean, a JUnit error, exit 1
 mkdir -p "$T/chk-suite" && cp "$D/postconfig-check.json" "$T/chk-suite/"
-"$ENVMGR" suite run "$T/chk-suite" --agent "$SCRIPTED" --envs 1 --accel tcg --progress plain --out "$T/chks" \
-    >"$T/chks.out" 2>"$T/chks.err"
+"$ENVMGR" run "$T/chk-suite" --agent "$SCRIPTED" --accel tcg --out "$T/chks" >"$T/chks.out" 2>"$T/chks.err"
 rc_chks=$?
 check "check, in a suite: exit 1 naming setup_error ($rc_chks)" \
     bash -c "[ $rc_chks = 1 ] && grep -q 'suite: 1 episode ended in setup_error' '$T/chks.err'"
+check "check, in a suite: the table shows no score, not a 0, and leaves it out of the mean" \
+    bash -c "grep -qE '^postconfig-check +- .*setup_error \(no score: not_evaluated\)' '$T/chks.out' && grep -q '1 of 1 tasks ran (1 without a score), mean score 0.000' '$T/chks.out'"
 check "check, in a suite: setup_errors 1, no episode scored, a JUnit error" python3 - "$T/chks" <<'EOF'
 import json, sys
 a = json.load(open(sys.argv[1] + "/summary.json"))["all"]
