@@ -511,26 +511,46 @@ static void test_write_all(void)
 
 /* ---- compare ---- */
 
-static void test_compare(void)
+/* What report_compare prints for two runs' lines (results_final of each), its counts in *c. */
+static char *compare_out(json_t *base_lines, json_t *new_lines, double tolerance, report_cmp *c)
 {
-    json_t *bl = json_array(), *nl = json_array();
-    json_array_append_new(bl, line("same", "d", 0, 1, true, 1, 1, "done", ""));
-    json_array_append_new(bl, line("drop", "d", 0, 1, true, 1, 1, "done", ""));
-    json_array_append_new(bl, line("small-drop", "d", 0, 1, true, 1, 1, "done", ""));
-    json_array_append_new(bl, line("gone", "d", 0, 1, true, 1, 1, "done", ""));
-    json_array_append_new(bl, line("up", "d", 0, 0, true, 1, 1, "fail", ""));
-    json_array_append_new(nl, line("same", "d", 0, 1, true, 1, 1, "done", ""));
-    json_array_append_new(nl, line("drop", "d", 0, 0, true, 1, 1, "max_steps", "ran out"));
-    json_array_append_new(nl, line("small-drop", "d", 0, 0.9, true, 1, 1, "done", ""));
-    json_array_append_new(nl, line("up", "d", 0, 1, true, 1, 1, "done", ""));
-    json_array_append_new(nl, line("fresh", "d", 0, 1, true, 1, 1, "done", ""));
-    json_t *bf = results_final(bl), *nf = results_final(nl);
+    json_t *bf = results_final(base_lines), *nf = results_final(new_lines);
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
-    report_cmp c;
-    report_compare(bf, nf, 1e-9, f, &c);
+    report_compare(bf, nf, tolerance, f, c);
     fclose(f);
+    json_decref(bf);
+    json_decref(nf);
+    return buf;
+}
+
+/* One final line per row: task, repeat, score, exit cause, reason. */
+typedef struct cmp_row {
+    const char *id;
+    int rep;
+    double score;
+    const char *cause, *reason;
+} cmp_row;
+
+static json_t *cmp_lines(const cmp_row *rows, size_t n)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(a, line(rows[i].id, "d", rows[i].rep, rows[i].score, true, 1, 1, rows[i].cause, rows[i].reason));
+    return a;
+}
+
+static void test_compare(void)
+{
+    const cmp_row base[] = {{"same", 0, 1, "done", ""},       {"drop", 0, 1, "done", ""}, {"small-drop", 0, 1, "done", ""},
+                            {"gone", 0, 1, "done", ""},       {"up", 0, 0, "fail", ""}};
+    const cmp_row now[] = {{"same", 0, 1, "done", ""},         {"drop", 0, 0, "max_steps", "ran out"},
+                           {"small-drop", 0, 0.9, "done", ""}, {"up", 0, 1, "done", ""},
+                           {"fresh", 0, 1, "done", ""}};
+    json_t *bl = cmp_lines(base, ARRAY_LEN(base)), *nl = cmp_lines(now, ARRAY_LEN(now));
+    report_cmp c;
+    char *buf = compare_out(bl, nl, 1e-9, &c);
     CU_ASSERT_EQUAL(c.regressed, 2);
     CU_ASSERT_EQUAL(c.missing, 1);
     CU_ASSERT_EQUAL(c.improved, 1);
@@ -545,19 +565,11 @@ static void test_compare(void)
     CU_ASSERT(strstr(buf, "IMPROVED") < strstr(buf, "NEW"));
     free(buf);
     /* A tolerance hides small changes. */
-    f = open_memstream(&buf, &len);
-    report_compare(bf, nf, 0.2, f, &c);
-    fclose(f);
+    free(compare_out(bl, nl, 0.2, &c));
     CU_ASSERT_EQUAL(c.regressed, 1);
-    free(buf);
     /* Identical runs: nothing changed. */
-    f = open_memstream(&buf, &len);
-    report_compare(bf, bf, 1e-9, f, &c);
-    fclose(f);
+    free(compare_out(bl, bl, 1e-9, &c));
     CU_ASSERT(c.regressed == 0 && c.missing == 0 && c.improved == 0 && c.added == 0 && c.unchanged == 5);
-    free(buf);
-    json_decref(bf);
-    json_decref(nf);
     json_decref(bl);
     json_decref(nl);
 }
@@ -567,36 +579,28 @@ static void test_compare(void)
  * fails the gate as NO SCORE, with its cause. */
 static void test_compare_unscored(void)
 {
-    json_t *bl = json_array(), *nl = json_array();
-    json_array_append_new(bl, line("lost", "d", 0, 1, true, 1, 1, "done", ""));
-    json_array_append_new(bl, line("back", "d", 0, 0, true, 1, 1, "setup_error", "asset gone"));
-    json_array_append_new(bl, line("both", "d", 0, 0, true, 1, 1, "env_error", "qemu died"));
-    json_array_append_new(bl, line("mixed", "d", 0, 1, true, 1, 1, "done", ""));
-    json_array_append_new(nl, line("lost", "d", 0, 0, true, 1, 1, "setup_error", "asset gone"));
-    json_array_append_new(nl, line("back", "d", 0, 1, true, 1, 1, "done", ""));
-    json_array_append_new(nl, line("both", "d", 0, 0, true, 1, 1, "setup_error", "asset gone"));
-    json_array_append_new(nl, line("mixed", "d", 0, 1, true, 1, 1, "done", ""));
-    json_array_append_new(nl, line("mixed", "d", 1, 0, true, 1, 1, "env_error", "qemu died"));
-    json_t *bf = results_final(bl), *nf = results_final(nl);
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
+    const cmp_row base[] = {{"lost", 0, 1, "done", ""},
+                            {"back", 0, 0, "setup_error", "asset gone"},
+                            {"both", 0, 0, "env_error", "qemu died"},
+                            {"mixed", 0, 1, "done", ""}};
+    const cmp_row now[] = {{"lost", 0, 0, "setup_error", "asset gone"}, {"back", 0, 1, "done", ""},
+                           {"both", 0, 0, "setup_error", "asset gone"}, {"mixed", 0, 1, "done", ""},
+                           {"mixed", 1, 0, "env_error", "qemu died"}};
+    json_t *bl = cmp_lines(base, ARRAY_LEN(base)), *nl = cmp_lines(now, ARRAY_LEN(now));
     report_cmp c;
-    report_compare(bf, nf, 1e-9, f, &c);
-    fclose(f);
-    CU_ASSERT_EQUAL(c.regressed, 0);   /* "lost" was a 0 before: a regression from 1.00 */
-    CU_ASSERT_EQUAL(c.improved, 0);    /* "back" was an improvement from 0.00 */
+    char *buf = compare_out(bl, nl, 1e-9, &c);
+    CU_ASSERT_EQUAL(c.regressed, 0); /* "lost" was a 0 before: a regression from 1.00 */
+    CU_ASSERT_EQUAL(c.improved, 0);  /* "back" was an improvement from 0.00 */
     CU_ASSERT_EQUAL(c.now_unscored, 1);
     CU_ASSERT_EQUAL(c.scored_again, 1);
     CU_ASSERT_EQUAL(c.unscored, 1);
-    CU_ASSERT_EQUAL(c.unchanged, 1);   /* "mixed": its crashed repeat is left out of the mean */
+    CU_ASSERT_EQUAL(c.unchanged, 1); /* "mixed": its crashed repeat is left out of the mean */
     CU_ASSERT_PTR_NOT_NULL(strstr(buf, "NO SCORE   lost"));
     CU_ASSERT_PTR_NOT_NULL(strstr(buf, "1.00 -> -      (setup_error: asset gone)"));
     CU_ASSERT_PTR_NOT_NULL(strstr(buf, "SCORED     back"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "no score (crashed, setup_error or evaluator_error in every repeat): 1 in both, 1 now, 1 no longer"));
+    CU_ASSERT_PTR_NOT_NULL(
+        strstr(buf, "no score (crashed, setup_error or evaluator_error in every repeat): 1 in both, 1 now, 1 no longer"));
     free(buf);
-    json_decref(bf);
-    json_decref(nf);
     json_decref(bl);
     json_decref(nl);
 }
