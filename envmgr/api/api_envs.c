@@ -724,6 +724,11 @@ void api_h_evaluate(api_request *q, api_reply *r)
     json_t *j = json_pack("{s:O, s:O, s:O, s:O, s:O}", "score", json_object_get(res, "score"), "reason",
                           json_object_get(res, "reason"), "exit_cause", json_object_get(res, "exit_cause"), "steps",
                           json_object_get(res, "steps"), "task_id", json_object_get(res, "task_id"));
+    /* whether the score is one (status), and what the image or the task did that the score may hide */
+    const char *keep[] = {"status", "evaluator_error", "flagged", "setup_flags", "getter_flags"};
+    for (size_t i = 0; i < ARRAY_LEN(keep); i++)
+        if (json_object_get(res, keep[i]))
+            json_object_set(j, keep[i], json_object_get(res, keep[i]));
     json_t *details = json_object_get(res, "evaluation");
     if (details)
         json_object_set(j, "details", details);

@@ -160,7 +160,7 @@ check "the deleted env's run directory is gone" test ! -e "$ENVMGR_RUN_DIR/$ID2"
 check "step DONE: done" bash -c "[ \$(curl -s -o '$T/body' -w '%{http_code}' -H 'Authorization: Bearer $TOKEN' -d '{\"action\":\"DONE\"}' '$URL/v1/envs/$ID/step?screenshot=none') = 200 ] && grep -q '\"done\":true' '$T/body'"
 check "step after the end: 409" test "$(req POST "/v1/envs/$ID/step" -d '{"action":"WAIT"}')" = 409
 check "evaluate: 200" test "$(req POST "/v1/envs/$ID/evaluate")" = 200
-check "evaluate gives a score 0..1 and a reason" python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert 0 <= d["score"] <= 1 and d["reason"] and d["exit_cause"] == "done"' "$T/body"
+check "evaluate gives a score 0..1, a reason, and says it is a score (status scored, not flagged)" python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert 0 <= d["score"] <= 1 and d["reason"] and d["exit_cause"] == "done" and d["status"] == "scored" and d["flagged"] is False, d' "$T/body"
 check "trace: 200 application/x-tar" bash -c "[ \$(curl -s -o '$T/trace.tar' -D '$T/hdr' -w '%{http_code}' -H 'Authorization: Bearer $TOKEN' '$URL/v1/envs/$ID/trace') = 200 ] && grep -qi 'content-type: application/x-tar' '$T/hdr'"
 mkdir -p "$T/tr" && tar -xf "$T/trace.tar" -C "$T/tr" 2>/dev/null
 check "the tar holds trace.jsonl and frames" bash -c "[ -s '$T/tr/trace/trace.jsonl' ] && ls '$T/tr/trace/frames/' | grep -q '.png'"

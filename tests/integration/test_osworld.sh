@@ -143,7 +143,9 @@ check "chrome_open_tabs without a browser: the reason names the app" grep -q "ne
 # ---- a suite with an unsupported task: run what loads, record the rest ----
 cp "$D/verify-fails.json" "$D/google.json" "$T/suite/os/"
 "$ENVMGR" suite run "$T/suite" --agent "$AGENT --tasks $T/suite" --out "$T/run" --envs 1 --accel tcg --progress plain >"$T/suite.log" 2>&1
-check "suite run with an unsupported task exits 0" test $? = 0
+rc=$?
+check "suite run with an unsupported task exits 1 for the other's setup_error alone, not for the unsupported one ($rc)" \
+    bash -c "[ $rc = 1 ] && grep -q 'suite: 1 episode ended in setup_error' '$T/suite.log' && ! grep -qi 'unsupported.*exit' '$T/suite.log'"
 check "the unsupported task has a results line with its reason" python3 -c "
 import json,sys
 l=[json.loads(x) for x in open(sys.argv[1])]
