@@ -115,10 +115,10 @@ static int run_folder(const char *target, const run_args *a, em_err *err)
         double secs = json_number_value(json_object_get(line, "duration_s"));
         ran++;
         if (!report_scored(line)) { /* no score: neither a 0 in the mean nor a 0 in the table */
+            const char *status = json_string_value(json_object_get(line, "status"));
             unscored++;
             printf("%-32s %6s %6lld %8.1f  %s (no score: %s)\n", s->tasks[i].id, "-", steps, secs, cause ? cause : "?",
-                   json_string_value(json_object_get(line, "status")) ? json_string_value(json_object_get(line, "status"))
-                                                                      : "?");
+                   status ? status : "?");
             continue;
         }
         total += score;

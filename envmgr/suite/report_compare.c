@@ -67,10 +67,12 @@ static double score_of(json_t *t)
     return json_number_value(json_object_get(t, "score"));
 }
 
+/* What happened to a task, in the order the lines are printed. */
+enum change_kind { REGRESSED, MISSING, NO_SCORE_NOW, IMPROVED, ADDED, NOW_UNSUPPORTED, NOW_SUPPORTED, SCORED_AGAIN };
+
 typedef struct change {
     const char *id;
-    int kind; /* 0 regressed, 1 missing, 2 no score now, 3 improved, 4 new, 5 now unsupported, 6 now supported,
-               * 7 scored again */
+    enum change_kind kind;
     double base, cur;
     json_t *why; /* the line that explains the new score (borrowed) */
 } change;
@@ -79,9 +81,9 @@ static int cmp_change(const void *a, const void *b)
 {
     const change *x = a, *y = b;
     if (x->kind != y->kind)
-        return x->kind - y->kind;
+        return (int)x->kind - (int)y->kind;
     double dx = x->cur - x->base, dy = y->cur - y->base;
-    if (x->kind == 0 && dx != dy) /* the biggest drop first */
+    if (x->kind == REGRESSED && dx != dy) /* the biggest drop first */
         return dx < dy ? -1 : 1;
     return strcmp(x->id, y->id);
 }
@@ -104,34 +106,38 @@ void report_compare(json_t *base_final, json_t *new_final, double tolerance, FIL
             if (bu && nu)
                 c->unsupported++;
             else
-                ch[k++] = (change){id, bu ? 6 : 5, bs, ns, json_object_get(u, "worst")};
+                ch[k++] = (change){id, bu ? NOW_SUPPORTED : NOW_UNSUPPORTED, bs, ns, json_object_get(u, "worst")};
             continue;
         }
         if (!u) {
-            ch[k++] = (change){id, 1, bs, NAN, NULL};
+            ch[k++] = (change){id, MISSING, bs, NAN, NULL};
             continue;
         }
         if (bx || nx) { /* a run that could not score a task measured nothing about it */
             if (bx && nx)
                 c->unscored++;
             else
-                ch[k++] = (change){id, nx ? 2 : 7, bs, ns, json_object_get(u, "worst")};
+                ch[k++] = (change){id, nx ? NO_SCORE_NOW : SCORED_AGAIN, bs, ns, json_object_get(u, "worst")};
             continue;
         }
         if (fabs(ns - bs) <= tolerance)
             c->unchanged++;
         else
-            ch[k++] = (change){id, ns < bs ? 0 : 3, bs, ns, json_object_get(u, "worst")};
+            ch[k++] = (change){id, ns < bs ? REGRESSED : IMPROVED, bs, ns, json_object_get(u, "worst")};
     }
     json_object_foreach(n, id, t)
     if (!json_object_get(b, id))
-        ch[k++] = (change){id, 4, NAN, score_of(t), json_object_get(t, "worst")};
+        ch[k++] = (change){id, ADDED, NAN, score_of(t), json_object_get(t, "worst")};
     qsort(ch, k, sizeof *ch, cmp_change);
-    static const char *label[] = {"REGRESSED", "MISSING", "NO SCORE", "IMPROVED", "NEW", "UNSUPPORTED", "SUPPORTED",
-                                  "SCORED"};
+    static const char *label[] = {[REGRESSED] = "REGRESSED",         [MISSING] = "MISSING",
+                                  [NO_SCORE_NOW] = "NO SCORE",        [IMPROVED] = "IMPROVED",
+                                  [ADDED] = "NEW",                    [NOW_UNSUPPORTED] = "UNSUPPORTED",
+                                  [NOW_SUPPORTED] = "SUPPORTED",      [SCORED_AGAIN] = "SCORED"};
+    size_t *counter[] = {[REGRESSED] = &c->regressed,           [MISSING] = &c->missing,
+                         [NO_SCORE_NOW] = &c->now_unscored,     [IMPROVED] = &c->improved,
+                         [ADDED] = &c->added,                   [NOW_UNSUPPORTED] = &c->now_unsupported,
+                         [NOW_SUPPORTED] = &c->now_supported,   [SCORED_AGAIN] = &c->scored_again};
     for (size_t i = 0; i < k; i++) {
-        size_t *counter[] = {&c->regressed, &c->missing, &c->now_unscored, &c->improved, &c->added,
-                             &c->now_unsupported, &c->now_supported, &c->scored_again};
         (*counter[ch[i].kind])++;
         sbuf s = {0};
         sbuf_add_visible(&s, ch[i].id, 128);
@@ -142,9 +148,9 @@ void report_compare(json_t *base_final, json_t *new_final, double tolerance, FIL
             snprintf(ns, sizeof ns, "%.2f", ch[i].cur);
         fprintf(out, "%-9s  %-40s %5s -> %-5s", label[ch[i].kind], s.s, bs, ns);
         sbuf_release(&s);
-        if (ch[i].kind == 1)
+        if (ch[i].kind == MISSING)
             fputs("  (not in the new run)", out);
-        else if (ch[i].why && (ch[i].kind == 0 || ch[i].kind == 2 || ch[i].kind == 5)) {
+        else if (ch[i].why && (ch[i].kind == REGRESSED || ch[i].kind == NO_SCORE_NOW || ch[i].kind == NOW_UNSUPPORTED)) {
             const char *cause = json_string_value(json_object_get(ch[i].why, "exit_cause"));
             const char *reason = json_string_value(json_object_get(ch[i].why, "reason"));
             sbuf r = {0};

@@ -30,9 +30,9 @@ uint64_t vnc_frame_hash(vnc_session *v);
 /* Bring the frame up to date: everything the screen showed when this was called has arrived. */
 int vnc_refresh(vnc_session *v, double timeout_ms, em_err *err);
 
-/* Pointer position and buttons (bit 0 left, 1 middle, 2 right, 3/4 wheel up/down, 5/6 wheel left/right). */
 /* Move the pointer onto screen pixel (x, y) (sent as the VNC position that lands there,
- * pointer_axis.h) with these buttons down. */
+ * pointer_axis.h) with these buttons down (bit 0 left, 1 middle, 2 right, 3/4 wheel up/down, 5/6
+ * wheel left/right). */
 int vnc_pointer(vnc_session *v, int x, int y, int buttons, em_err *err);
 /* The screen pixel the guest's pointer is on, and the buttons down. */
 void vnc_pointer_state(const vnc_session *v, int *x, int *y, int *buttons);
