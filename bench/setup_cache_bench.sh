@@ -17,7 +17,8 @@ export ENVMGR_RUN_DIR
 export ENVMGR_STATE_DIR=$(mktemp -d /tmp/envmgr-bench-states.XXXXXX)
 tmp=$(mktemp -d)
 pid=
-trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid"; rm -rf "$ENVMGR_STATE_DIR" "$tmp" $own_run' EXIT
+trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid"; "$root/scripts/stop-ram-servers" "$ENVMGR_STATE_DIR"
+      rm -rf "$ENVMGR_STATE_DIR" "$tmp" $own_run' EXIT
 trap 'exit 130' INT TERM
 echo "setup cache: episode ready (reset request to first observation), $repeats episodes a task"
 # serve MODE: a server with the setup cache on or off; sets URL

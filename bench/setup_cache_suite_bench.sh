@@ -32,7 +32,7 @@ if [ -n "$keep" ]; then
     mkdir -p "$keep" && work=$(mktemp -d "$keep/run.XXXXXX") || exit 1
 else
     work=$(mktemp -d /tmp/envmgr-cache-suite.XXXXXX) || exit 1
-    trap 'rm -rf "$work"' EXIT
+    trap '"$root/scripts/stop-ram-servers" "$work"; rm -rf "$work"' EXIT
 fi
 trap 'exit 130' INT TERM
 # the suite: a folder with copies of the tasks and of the files they upload (local_path is resolved

@@ -12,7 +12,9 @@
 # RAM file's data only on the golden's own file system, and only with reflink (XFS, Btrfs), so put
 # it beside the golden states (ENVMGR_CACHE_DIR) to measure what a user's cache costs. The disk row
 # gives the bytes the state owns (extents not shared) and st_blocks, and names the file system;
-# bench/state_disk_bench.sh runs this on an XFS loop mount.
+# bench/state_disk_bench.sh runs this on an XFS loop mount. A restore maps the state's RAM served
+# over FUSE where /dev/fuse works (no flat file on disk), else its flat RAM file: ENVMGR_STATE_RAM
+# (auto, served, file) chooses, and the first line says which ran.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 ENVMGR=${ENVMGR_BIN:-$root/bin/envmgr}
@@ -34,6 +36,7 @@ export ENVMGR_STATE_DIR=$(mktemp -d "$state_parent/envmgr-bench-states.XXXXXX") 
 E=state-bench-$$
 tmp=$(mktemp -d)
 trap 'for d in "$ENVMGR_RUN_DIR"/$E*; do [ -d "$d" ] && "$ENVMGR" down "$(basename "$d")" >/dev/null 2>&1; done
+      "$root/scripts/stop-ram-servers" "$ENVMGR_STATE_DIR"
       rm -rf "$ENVMGR_STATE_DIR" "$tmp" $own_run' EXIT
 trap 'exit 130' INT TERM
 accel=tcg
@@ -54,13 +57,19 @@ fi
 out=$("$ENVMGR" state save $E base 2>&1) || { echo "state bench: save failed: $out"; exit 1; }
 row "save from the golden state (base)" "$(echo "$out" | field ':') ms"
 row "  its RAM delta / disk / devices" "$(echo "$out" | field 'RAM delta') MiB / $(echo "$out" | field disk) MiB / $(echo "$out" | field devices) KiB"
-# the first restore builds the state's flat RAM file (docs/states.md); the later ones map it
+# the first restore starts the server of the state's RAM, or builds its flat RAM file
+# (docs/states.md); the later ones map it
 out=$("$ENVMGR" state restore $E base 2>&1) || { echo "state bench: restore failed: $out"; exit 1; }
-row "  first restore (builds its flat RAM file)" "$(echo "$out" | field restore) ms, the build $(echo "$out" | field build) ms"
+served=$(python3 -c "import json,sys; print(int('/ram.mnt/' in json.load(open(sys.argv[1])).get('ram_file', '')))" \
+    "$ENVMGR_RUN_DIR/$E/env.json")
+ready=$(echo "$out" | sed -nE 's/.*\(of which (.*) ([0-9]+) ms\).*/\1 \2 ms/p')
+row "  first restore ($([ "$served" = 1 ] && echo 'RAM served over FUSE' || echo 'flat RAM file'))" \
+    "$(echo "$out" | field restore) ms, of which ${ready:-nothing to ready}"
 # written back first: XFS maps a page written over a shared extent to its own block at writeback
 sync -f "$ENVMGR_STATE_DIR"
 ramf=$ENVMGR_STATE_DIR/base/ram.flat
-ram=$(stat -c %s "$ramf" 2>/dev/null || echo 0) blocks=$(( $(stat -c %b "$ramf" 2>/dev/null || echo 0) * 512 ))
+ram=$(( $(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['memory_mb'])" "$ENVMGR_STATE_DIR/base/state.json") << 20 ))
+blocks=$(( $(stat -c %b "$ramf" 2>/dev/null || echo 0) * 512 ))
 "$ENVMGR" state ls --json | RAM=$ram BLOCKS=$blocks /usr/bin/python3 -c "import json, os, sys
 ram, blocks = int(os.environ['RAM']), int(os.environ['BLOCKS'])
 for s in json.load(sys.stdin):
@@ -69,6 +78,7 @@ for s in json.load(sys.stdin):
         pct = lambda mib: 100.0 * mib * 2**20 / ram
         print('%.0f MiB own files (%.1f %%), flat RAM file owns %.0f MiB (%.1f %%; st_blocks %.0f MiB), in all %.1f %% of guest RAM'
               % (own, pct(own), flat, pct(flat), blocks / 2**20, pct(own + flat)))" >"$tmp/disk_row"
+# with its RAM served, a state has no flat RAM file: its own files are all it costs
 row "  base on disk ($(df --output=fstype "$ENVMGR_STATE_DIR" | tail -1), owned)" "$(cat "$tmp/disk_row")"
 for i in $(seq "$runs"); do
     "$ENVMGR" act $E '{"action_type":"TYPING","text":"x"}' >/dev/null

@@ -4,7 +4,8 @@
 # golden RAM file's data (docs/states.md, "Disk per saved state"). Needs root and xfsprogs. Makes a
 # sparse file (ENVMGR_BENCH_XFS_SIZE, default 20G) under /tmp, mkfs.xfs -m reflink=1, a loop mount,
 # copies the image's golden state into it (found by its manifest's sha256; none: the bench's
-# `envmgr up` boots one there), and removes it all after.
+# `envmgr up` boots one there), and removes it all after. It measures the flat RAM file
+# (ENVMGR_STATE_RAM=file unless set): a state's RAM served over FUSE has no file to share extents.
 #   bench/state_disk_bench.sh [state_bench.sh's options]
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -32,4 +33,5 @@ for g in "$from"/*/golden.json; do
     cp -a --sparse=always "$(dirname "$g")" "$cache/golden/" && copied=$((copied + 1))
 done
 echo "state disk bench: XFS (reflink=1) on a loop device, $copied golden state(s) of $image copied from $from"
-ENVMGR_CACHE_DIR=$cache ENVMGR_BENCH_STATE_PARENT=$mnt "$root/bench/state_bench.sh" "$@"
+ENVMGR_STATE_RAM=${ENVMGR_STATE_RAM:-file} ENVMGR_CACHE_DIR=$cache ENVMGR_BENCH_STATE_PARENT=$mnt \
+    "$root/bench/state_bench.sh" "$@"

@@ -29,7 +29,8 @@ int cli_usage_error(const char *usage, const char *fmt, ...) __attribute__((form
 int cli_print_images(const char *lead, const char *bad_lead);
 
 struct env_timings;
-/* " (of which the flat RAM file build N ms)" when a restore built it, else "" (static). */
+/* " (of which the flat RAM file build N ms)" when a restore built it (or "starting the server of
+ * its RAM" when it started that), else "" (static). */
 const char *cli_flat_note(const struct env_timings *t);
 
 int cmd_up(int argc, char **argv);

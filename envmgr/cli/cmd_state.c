@@ -56,7 +56,8 @@ const char *cli_flat_note(const env_timings *t)
     static char note[80];
     note[0] = '\0';
     if (t->flat_ms > 0)
-        snprintf(note, sizeof note, " (of which the flat RAM file build %.0f ms)", t->flat_ms);
+        snprintf(note, sizeof note, " (of which %s %.0f ms)",
+                 t->ram_served ? "starting the server of its RAM" : "the flat RAM file build", t->flat_ms);
     return note;
 }
 

@@ -291,7 +291,7 @@ int env_up(const env_up_opts *o, env **out, env_timings *t, em_err *err)
     if (rc == 0 && o->net)
         rc = netpolicy_save(e->dir, o->net, NULL, err);
     if (rc == 0)
-        rc = e->nchain ? env_state_start(e, accel, &tm.flat_ms, err)
+        rc = e->nchain ? env_state_start(e, accel, &tm.flat_ms, &tm.ram_served, err)
                        : golden_start_clone(e->gold, e->image, accel, e->dir, o->name, &e->pid, err);
     double t2 = now_ms();
     if (rc == 0 && e->nchain)
@@ -407,7 +407,8 @@ int env_restart(env *e, env_timings *t, const char *what, em_err *err)
     double t1 = now_ms();
     const char *accel = env_accel(e);
     double flat_ms = 0;
-    if ((e->nchain ? env_state_start(e, accel, &flat_ms, err)
+    bool served = false;
+    if ((e->nchain ? env_state_start(e, accel, &flat_ms, &served, err)
                    : golden_start_clone(e->gold, e->image, accel, e->dir, e->name, &e->pid, err)) < 0)
         return em_prefix(err, "%s %s: ", what, e->name);
     double t2 = now_ms();
@@ -421,6 +422,7 @@ int env_restart(env *e, env_timings *t, const char *what, em_err *err)
         t->stop_ms = t1 - t0;
         t->restore_ms = t2 - t1;
         t->flat_ms = flat_ms;
+        t->ram_served = served;
     }
     return 0;
 }

@@ -32,7 +32,8 @@ typedef struct env_timings {
     double golden_ms;   /* up: finding (or building) the golden state */
     double stop_ms;     /* reset: stopping the old QEMU */
     double restore_ms;  /* QEMU start + state load, until the guest runs */
-    double flat_ms;     /* of restore_ms: building a saved state's flat RAM file (0: it was ready) */
+    double flat_ms;     /* of restore_ms: readying a saved state's RAM file (0: it was ready) */
+    bool ram_served;    /* ... by starting the server of its RAM (states.h), not by building its flat file */
 } env_timings;
 
 int env_up(const env_up_opts *o, env **out, env_timings *t, em_err *err);

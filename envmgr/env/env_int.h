@@ -42,8 +42,9 @@ int env_restart(env *e, env_timings *t, const char *what, em_err *err);
 /* env_state.c: e->chain becomes state `name`'s chain, checked against the golden state e runs on
  * (e->gold, or for a new env the golden state of e->image under accel, opened here). */
 int env_state_use(env *e, const char *name, const char *accel, em_err *err);
-/* Start e's QEMU from e->chain (savestate_start; *flat_ms: the flat RAM file's build, if any). */
-int env_state_start(env *e, const char *accel, double *flat_ms, em_err *err);
+/* Start e's QEMU from e->chain (savestate_start; *flat_ms: readying the state's RAM file, if it
+ * was not, and *served whether by starting its server). */
+int env_state_start(env *e, const char *accel, double *flat_ms, bool *served, em_err *err);
 /* Once its guest runs: e is on that state (e->meta "state", written by the caller's env_write_meta;
  * the state's last use and its users). */
 int env_state_record(env *e, em_err *err);

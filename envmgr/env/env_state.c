@@ -44,7 +44,7 @@ int env_state_use(env *e, const char *name, const char *accel, em_err *err)
 {
     state **chain = NULL;
     size_t n = 0;
-    if (state_chain_load(name, &chain, &n, err) < 0)
+    if (state_ram_settings_check(err) < 0 || state_chain_load(name, &chain, &n, err) < 0)
         return -1;
     const state *s = chain[n - 1];
     char id[65];
@@ -92,7 +92,7 @@ static int open_deltas(state **chain, size_t n, ramdelta ***out, em_err *err)
     return 0;
 }
 
-int env_state_start(env *e, const char *accel, double *flat_ms, em_err *err)
+int env_state_start(env *e, const char *accel, double *flat_ms, bool *served, em_err *err)
 {
     state *s = e->chain[e->nchain - 1];
     ramdelta **d = NULL;
@@ -100,10 +100,12 @@ int env_state_start(env *e, const char *accel, double *flat_ms, em_err *err)
     _cleanup_close_ int lock = -1;
     if (open_deltas(e->chain, e->nchain, &d, err) < 0)
         return -1;
-    int rc = state_flat_ready(s, e->gold->ram, (uint64_t)e->image->memory_mb << 20, d, e->nchain, &flat, &lock,
-                              flat_ms, err);
+    int rc = state_ram_ready(e->chain, e->nchain, e->gold->ram, (uint64_t)e->image->memory_mb << 20, d, &flat, &lock,
+                             flat_ms, served, err);
     if (rc == 0)
         rc = savestate_start(e->image, accel, e->dir, e->name, s->dir, flat, d[e->nchain - 1], &e->pid, err);
+    if (rc == 0) /* a save finds the guest's RAM by the file its QEMU maps */
+        json_object_set_new(e->meta, "ram_file", json_string(flat));
     close_deltas(d, e->nchain);
     return rc < 0 ? em_prefix(err, "state `%s`: ", s->name) : 0;
 }
@@ -133,8 +135,9 @@ int env_state_prepare(env *e, const char *name, double *ms, em_err *err)
     if (rc == 0)
         rc = open_deltas(chain, n, &d, err);
     if (rc == 0) {
-        rc = state_flat_ready(chain[n - 1], e->gold->ram, (uint64_t)e->image->memory_mb << 20, d, n, &flat, &lock,
-                              ms, err);
+        bool served;
+        rc = state_ram_ready(chain, n, e->gold->ram, (uint64_t)e->image->memory_mb << 20, d, &flat, &lock, ms,
+                             &served, err);
         close_deltas(d, n);
     }
     state_chain_free(chain, n);
@@ -145,6 +148,7 @@ void env_state_leave(env *e)
 {
     state_release(env_state_name(e), e->dir);
     json_object_del(e->meta, "state");
+    json_object_del(e->meta, "ram_file");
     state_chain_free(e->chain, e->nchain);
     e->chain = NULL;
     e->nchain = 0;
@@ -214,8 +218,12 @@ int env_state_save(env *e, const char *name, json_t *since, json_t **info, em_er
         rc = open_deltas(chain, n, &d, err);
     env_pointer_wire(e, &px, &py);
     if (rc == 0) {
-        /* what its QEMU maps: the flat file of the state it was restored from, else the golden one */
-        _cleanup_free_ char *ram = n ? xasprintf("%s/" STATE_FLAT, chain[n - 1]->dir) : xstrdup(e->gold->ram);
+        /* what its QEMU maps: the RAM file of the state it was restored from (served or flat), else the
+         * golden one */
+        const char *mapped = json_string_value(json_object_get(e->meta, "ram_file"));
+        _cleanup_free_ char *ram = !n        ? xstrdup(e->gold->ram)
+                                   : mapped ? xstrdup(mapped)
+                                            : xasprintf("%s/" STATE_FLAT, chain[n - 1]->dir);
         rc = savestate_write(e->gold, e->image, e->dir, e->pid, ram, d, n, tmp, &st, err);
         close_deltas(d, n);
     }

@@ -205,6 +205,8 @@ static int remove_state_dir(const char *name, em_err *err)
     _cleanup_free_ char *root = paths_state_root(), *dir = state_dir(name);
     _cleanup_free_ char *gone = xasprintf("%s/" RM_PREFIX "%s-%d", root, name, (int)getpid());
     remove_tree(gone, NULL);
+    if (state_ram_unserve(dir, err) < 0) /* never remove files through a mount */
+        return em_prefix(err, "state `%s`: remove: ", name);
     if (rename(dir, gone) < 0)
         return em_fail_errno(err, "state `%s`: remove", name);
     return remove_tree(gone, err);
@@ -321,7 +323,8 @@ static size_t remove_leftovers(bool dry_run, FILE *log)
         _cleanup_free_ char *p = xasprintf("%s/%s", root, de->d_name);
         if (log)
             fprintf(log, "gc: %sremove %s (an interrupted save or removal)\n", dry_run ? "would " : "", p);
-        if (!dry_run)
+        em_err ignored;
+        if (!dry_run && state_ram_unserve(p, &ignored) == 0)
             remove_tree(p, NULL);
         n++;
     }

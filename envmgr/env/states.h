@@ -81,6 +81,16 @@ void state_release(const char *name, const char *env_dir);
 int state_flat_ready(const state *s, const char *golden_ram, uint64_t ram_bytes, ramdelta *const *deltas, size_t n,
                      char **path, int *lock_fd, double *built_ms, em_err *err);
 
+/* What a restore of the chain's last state maps as the guest's RAM (state_ram.c): the state's RAM
+ * served over FUSE (vm/ramfs.h) where this host can (ENVMGR_STATE_RAM: auto, served, file), else
+ * its flat RAM file (state_flat_ready). As state_flat_ready: *path, *lock_fd (close it once QEMU
+ * has the file open), *ms the time a server's start or a build took; *served: it is served. */
+int state_ram_ready(state *const *chain, size_t n, const char *golden_ram, uint64_t ram_bytes,
+                    ramdelta *const *deltas, char **path, int *lock_fd, double *ms, bool *served, em_err *err);
+/* ENVMGR_STATE_RAM and ENVMGR_STATE_RAM_IDLE_S are valid (checked before an env is stopped for a
+ * restore, so a bad setting loses nothing). */
+int state_ram_settings_check(em_err *err);
+
 /* The cap in bytes: ENVMGR_STATE_CAP_MIB, else the default. */
 int state_cap_bytes(uint64_t *cap, em_err *err);
 /* Evict states whose golden state is gone, then states over cap (least recently used first), never

@@ -6,6 +6,8 @@
 #include <jansson.h>
 #include <stdbool.h>
 
+#include "envmgr/base/err.h"
+
 #define STATE_JSON "state.json"
 #define STATE_STAMP "verified.json"
 #define STATE_USED "used"
@@ -14,6 +16,7 @@
 #define STATE_FLAT_STAMP "flat.json"  /* which flat file was built, when */
 #define STATE_FLAT_LOCK "flat.lock"
 #define STATE_FLAT_TMP ".ram.flat-"   /* a build in progress: .ram.flat-<pid> */
+#define STATE_RAMFS_LOG "ramfs.log"   /* what the server of its RAM (vm/ramfs.h) said */
 #define NEW_PREFIX ".new-" /* a save in progress: .new-<name>-<pid> */
 #define RM_PREFIX ".rm-"   /* a removal in progress: .rm-<name>-<pid> */
 
@@ -24,5 +27,8 @@ const char *state_str(json_t *o, const char *key);
 /* Remove the flat RAM file of the state in dir unless a restore or a build holds it: true if
  * removed (or there was none). */
 bool state_flat_drop(const char *dir);
+/* Stop serving the RAM of the state in dir (state_ram.c): a lazy unmount, so QEMUs that map the
+ * file keep it until they end. Refused while a restore is starting from it. */
+int state_ram_unserve(const char *dir, em_err *err);
 
 #endif

@@ -17,6 +17,8 @@ cleanup() {
     done
     # Belt and braces: nothing started from this run directory may survive.
     pkill -9 -f -- "$ENVMGR_RUN_DIR/" 2>/dev/null
+    # nor the servers of saved states' RAM under it, nor their mounts
+    "$ROOT/scripts/stop-ram-servers" "$T"
     # ENVMGR_TEST_KEEP=1 keeps the outputs (traces, frames) of a failing run for a post-mortem
     if [ -n "${ENVMGR_TEST_KEEP:-}" ]; then echo "kept $T" >&2; else rm -rf "$T"; fi
 }

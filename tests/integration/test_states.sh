@@ -20,6 +20,9 @@ for s in json.load(sys.stdin):
 out=$("$ENVMGR" up --name $E1 --accel tcg 2>&1) && ok "up $E1" || { bad "up $E1: $out"; finish; exit 1; }
 
 # --- save, change, restore ----------------------------------------------------------------------
+# These first rounds restore from the flat RAM file written out; from "many envs" on, the state's
+# RAM is served over FUSE, the default where /dev/fuse works (docs/states.md).
+export ENVMGR_STATE_RAM=file
 "$ENVMGR" exec $E1 -- sh -c 'echo saved > /root/before && sync'
 act $E1 '{"action_type":"CLICK","x":640,"y":400,"button":"right"}' # a menu: a screen unlike the clean one
 sleep 2
@@ -69,6 +72,8 @@ check "... the tampered bytes are gone" test "$(od -An -tx1 -j $off -N 8 "$F1")"
 check "... the guest runs the state: its files, not the branch's, the agent answers" bash -c "'$ENVMGR' exec $E1 -- cat /root/before | grep -qx saved && ! '$ENVMGR' exec $E1 -- test -e /root/branch"
 check "reset goes back to the golden state" bash -c "'$ENVMGR' reset $E1 >/dev/null && ! '$ENVMGR' exec $E1 -- test -e /root/before"
 
+unset ENVMGR_STATE_RAM
+
 # --- many envs from one state -------------------------------------------------------------------
 "$ENVMGR" up --name $E2 --from-state s2 >"$T/up2" 2>&1 & p2=$!
 "$ENVMGR" up --name $E3 --from-state s2 >"$T/up3" 2>&1 & p3=$!
@@ -84,6 +89,34 @@ check "an env's writes stay its own" hasnt $E3 /root/e2only
 check "both clocks are right" bash -c "$(declare -f clock_right); ENVMGR='$ENVMGR'; clock_right $E2 && clock_right $E3"
 check "state ls counts s2's two envs" test "$(state_field s2 users | python3 -c 'import ast,sys; print(len(ast.literal_eval(sys.stdin.read())))')" = 2
 
+# --- the state's RAM served over FUSE --------------------------------------------------------------
+ram_file() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['ram_file'])" "$ENVMGR_RUN_DIR/$1/env.json"; }
+ID2=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['id'])" "$ENVMGR_STATE_DIR/s2/state.json")
+SERVED2=$ENVMGR_STATE_DIR/s2/ram.mnt/$ID2
+check "envs from s2 map its RAM served over FUSE, named by its id" \
+    bash -c "[ '$(ram_file $E2)' = '$SERVED2' ] && [ '$(ram_file $E3)' = '$SERVED2' ] && [ \$(stat -f -c %T '$SERVED2') = fuseblk -o \$(stat -f -c %t '$SERVED2') = 65735546 ]"
+check "... byte for byte the flat RAM file written from the same chain (s1, s2)" cmp "$SERVED2" "$ENVMGR_STATE_DIR/s2/ram.flat"
+check "... one server for both envs" test "$(pgrep -fc -- "__ramfs $ENVMGR_STATE_DIR/s2/")" = 1
+check "a save from an env on a served state (s2 -> s2b)" "$ENVMGR" state save $E3 s2b
+check "... whose parent is s2" test "$(state_field s2b parent)" = s2
+E4=it-st-4
+MNT1=$ENVMGR_STATE_DIR/s1/ram.mnt
+"$ENVMGR" up --name $E4 --from-state s2b >/dev/null 2>&1
+check "an env from s2b has s2's files" bash -c "'$ENVMGR' exec $E4 -- test -e /root/branch"
+"$ENVMGR" down $E4 >/dev/null
+ENVMGR_STATE_RAM_IDLE_S=1 "$ENVMGR" up --name $E4 --from-state s1 >/dev/null 2>&1
+pkill -9 -f -- "__ramfs $MNT1 " # its server killed under it: the mount is dead
+"$ENVMGR" down $E4 >/dev/null
+check "a killed server leaves a dead mount" bash -c "stat '$MNT1' 2>&1 | grep -q 'not connected'"
+out=$(ENVMGR_STATE_RAM_IDLE_S=1 "$ENVMGR" up --name $E4 --from-state s1 2>&1); rc=$?
+check "the next env from s1 starts a server again (exit 0)" test $rc = 0
+check "... and its guest runs s1: its file, the agent answers" bash -c "'$ENVMGR' exec $E4 -- cat /root/before | grep -qx saved"
+"$ENVMGR" down $E4 >/dev/null
+# no server of the state's RAM at MNT, nor a mount (a function: pgrep in bash -c would find that shell)
+server_gone() { ! pgrep -f -- "__ramfs $1" >/dev/null && ! grep -q " $1" /proc/mounts; }
+check "with no env on it, the server leaves after its idle time and unmounts" wait_until 20 server_gone "$MNT1 "
+check "s2b's removal ends its server and its mount" bash -c "'$ENVMGR' state rm s2b >/dev/null && ! grep -q '$ENVMGR_STATE_DIR/s2b/' /proc/mounts"
+
 # --- refusals -----------------------------------------------------------------------------------
 out=$("$ENVMGR" state rm s1 2>&1); rc=$?
 check "rm of a state another was saved from: exit 2, naming it" bash -c "[ $rc = 2 ] && echo '$out' | grep -q s2"
@@ -98,6 +131,9 @@ check "save under the setup cache's names: exit 2" test $rc = 2
 check "... saying they are the setup cache's" grep -q 'setup cache' <<<"$out"
 out=$("$ENVMGR" state restore $E1 nosuch 2>&1); rc=$?
 check "restore of a missing state: exit 2" bash -c "[ $rc = 2 ] && echo '$out' | grep -q 'does not exist'"
+out=$(ENVMGR_STATE_RAM=bogus "$ENVMGR" state restore $E1 s1 2>&1); rc=$?
+check "restore with a bad ENVMGR_STATE_RAM: exit 2 naming it, one line; the env still runs" \
+    bash -c "[ $rc = 2 ] && echo '$out' | grep -q ENVMGR_STATE_RAM && [ \$(echo '$out' | wc -l) = 1 ] && '$ENVMGR' exec $E1 -- true"
 out=$("$ENVMGR" up --name x --from-state s1 --image desktop 2>&1); rc=$?
 check "up --from-state with --image: exit 2" test $rc = 2
 f=$ENVMGR_STATE_DIR/s1/ram.delta
@@ -226,12 +262,13 @@ check "gc under a zero cap evicts the unused state" test ! -e "$ENVMGR_STATE_DIR
 check "and keeps s2 (envs run on it) and s1 (s2 needs it)" test -e "$ENVMGR_STATE_DIR/s2/state.json" -a -e "$ENVMGR_STATE_DIR/s1/state.json"
 check "... but removes s1's flat RAM file first (derived; rebuilt at its next restore), saying so" \
     bash -c "test ! -e '$F1' && echo '$out' | grep -q 'flat RAM file of state s1'"
-check "... and keeps s2's, which its envs map" test -e "$ENVMGR_STATE_DIR/s2/ram.flat"
+check "... and keeps s2's (envs run on s2)" test -e "$ENVMGR_STATE_DIR/s2/ram.flat"
 check "... and the temp file of a build that died" test ! -e "$ENVMGR_STATE_DIR/s2/.ram.flat-999999"
 "$ENVMGR" down $E2 >/dev/null; "$ENVMGR" down $E3 >/dev/null
 out=$("$ENVMGR" gc --keep-golden --state-cap 0 2>&1)
 check "once its envs are down, gc evicts s2 then s1" test ! -e "$ENVMGR_STATE_DIR/s2" -a ! -e "$ENVMGR_STATE_DIR/s1"
 check "no leftovers in the state directory" test -z "$(ls -A "$ENVMGR_STATE_DIR")"
+check "... no RAM server, no mount" server_gone "$ENVMGR_STATE_DIR/"
 
 "$ENVMGR" down $E1 >/dev/null
 check "no QEMU left behind" no_qemu_under "$ENVMGR_RUN_DIR/"

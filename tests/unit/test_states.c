@@ -5,7 +5,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "envmgr/base/fileio.h"
@@ -15,6 +18,7 @@
 #include "envmgr/env/states.h"
 #include "envmgr/vm/ramdelta.h"
 #include "envmgr/vm/ramflat.h"
+#include "envmgr/vm/ramfs.h"
 #include "envmgr/vm/savestate.h"
 #include "helpers/cunit_main.h"
 
@@ -155,6 +159,73 @@ static void test_flat_build(void)
     CU_ASSERT_EQUAL(access(flat, F_OK), -1); /* nothing left behind */
     ramdelta_close(chain[0]);
     ramdelta_close(chain[1]);
+}
+
+/* A state's RAM served over FUSE answers the bytes the flat RAM file holds (the golden file with
+ * the chain over it: test_flat_build's), refuses writes, and its server leaves once nothing has it
+ * open and the state's lock is free, unmounting. Needs /dev/fuse and root (CI has both); without
+ * them there is nothing to serve with, and restores write the flat file (test_state_flat). */
+static void test_ramfs_serve(void)
+{
+    if (!ramfs_available()) {
+        fprintf(stderr, "\n  (no /dev/fuse here: the RAM server is not tested) ");
+        return;
+    }
+    _cleanup_free_ char *gold = xasprintf("%s/gold.ram", test_tmpdir());
+    _cleanup_free_ char *mnt = xasprintf("%s/served.mnt", test_tmpdir());
+    _cleanup_free_ char *lock = xasprintf("%s/served.lock", test_tmpdir());
+    _cleanup_free_ char *file = xasprintf("%s/ident", mnt);
+    char *deltas[] = {xasprintf("%s/fparent.delta", test_tmpdir()), xasprintf("%s/fchild.delta", test_tmpdir())};
+    ramfs_opts o = {.mountpoint = mnt, .file_name = "ident", .golden_ram = gold, .ram_bytes = 8 * RAMDELTA_PAGE,
+                    .deltas = (const char *const *)deltas, .ndeltas = 2, .lock_path = lock, .idle_s = 0.2};
+    CU_ASSERT_EQUAL_FATAL(mkdir(mnt, 0700), 0);
+    int p[2];
+    CU_ASSERT_EQUAL_FATAL(pipe(p), 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(p[0]);
+        em_err cerr = {0};
+        _exit(ramfs_serve(&o, p[1], &cerr) == 0 ? 0 : 1);
+    }
+    close(p[1]);
+    char ready[64] = {0};
+    CU_ASSERT(read(p[0], ready, sizeof ready - 1) > 0 && !strcmp(ready, "ok\n"));
+    close(p[0]);
+    CU_ASSERT(ramfs_live(mnt, "ident", 8 * RAMDELTA_PAGE));
+    CU_ASSERT(!ramfs_live(mnt, "other", 8 * RAMDELTA_PAGE));
+    int fd = open(file, O_RDWR); /* as QEMU opens its memory file */
+    CU_ASSERT_FATAL(fd >= 0);
+    uint8_t buf[8 * RAMDELTA_PAGE + 64];
+    CU_ASSERT_EQUAL(pread(fd, buf, sizeof buf, 0), 8 * RAMDELTA_PAGE); /* and not a byte past the end */
+    const uint8_t want[8] = {1, 11, 0, 33, 4, 0, 0, 0};
+    for (int i = 0; i < 8; i++)
+        CU_ASSERT(buf[i * RAMDELTA_PAGE] == want[i] && buf[i * RAMDELTA_PAGE + 4095] == want[i]);
+    CU_ASSERT_EQUAL(pread(fd, buf, 20, RAMDELTA_PAGE - 10), 20); /* across pages: the golden's, the parent's */
+    CU_ASSERT(buf[0] == 1 && buf[9] == 1 && buf[10] == 11 && buf[19] == 11);
+    CU_ASSERT_EQUAL(pwrite(fd, "X", 1, 0), -1);
+    CU_ASSERT_EQUAL(open(file, O_RDWR | O_TRUNC), -1);
+    /* the lock shared (a restore starting from it): the server stays though nothing is open */
+    close(fd);
+    int lfd = open(lock, O_RDWR | O_CREAT, 0600);
+    CU_ASSERT_EQUAL(flock(lfd, LOCK_SH), 0);
+    sleep_ms(1500);
+    CU_ASSERT(waitpid(pid, NULL, WNOHANG) == 0 && ramfs_live(mnt, "ident", 8 * RAMDELTA_PAGE));
+    close(lfd);
+    int status = -1;
+    double deadline = now_ms() + 5000;
+    while (waitpid(pid, &status, WNOHANG) == 0 && now_ms() < deadline)
+        sleep_ms(50);
+    CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    CU_ASSERT(!ramfs_live(mnt, "ident", 8 * RAMDELTA_PAGE));
+    em_err err = {0};
+    CU_ASSERT_EQUAL(ramfs_unmount(mnt, &err), 0);
+    CU_ASSERT_EQUAL(access(mnt, F_OK), -1);
+    if (status == -1) {
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+    }
+    free(deltas[0]);
+    free(deltas[1]);
 }
 
 static int owned_of(const char *path, bool sync, uint64_t *owned, uint64_t *shared)
@@ -529,6 +600,7 @@ static CU_TestInfo tests[] = {
     {"RAM delta: a chain merged, the child's pages winning", test_delta_merge},
     {"RAM delta: damaged files refused with the reason", test_delta_damaged},
     {"flat RAM file: the golden file's pages, the chain applied, zero pages as holes", test_flat_build},
+    {"served RAM: the flat file's bytes over FUSE, no writes, leaves when idle and unlocked", test_ramfs_serve},
     {"owned bytes: st_blocks where nothing is shared", test_owned_unshared},
     {"owned bytes: a flat RAM file on XFS with reflink owns only the chain's pages", test_owned_reflink},
     {"states: chain loaded root first, linked by id; removal refused while needed", test_state_chain},
