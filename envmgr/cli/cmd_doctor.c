@@ -20,6 +20,7 @@
 #include "envmgr/base/sbuf.h"
 #include "envmgr/base/util.h"
 #include "envmgr/vm/accel.h"
+#include "envmgr/vm/ramfs.h"
 #include "envmgr/vm/vm.h"
 
 static const char usage[] =
@@ -170,10 +171,21 @@ static void check_space(const char *what, const char *dir, double want_gib)
          gib >= want_gib ? "" : "; less than envmgr wants there");
 }
 
-/* A restored state's flat RAM file shares the golden RAM file's data only with reflink, on the
- * golden states' own file system (docs/states.md, "Disk per saved state"). */
+/* A restored state's RAM is served over FUSE where /dev/fuse works (no disk beyond its own files);
+ * else its flat RAM file shares the golden RAM file's data only with reflink, on the golden
+ * states' own file system (docs/states.md, "Disk per saved state"). */
 static void check_state_disk(void)
 {
+    const char *mode = getenv("ENVMGR_STATE_RAM");
+    bool file_mode = mode && !strcmp(mode, "file");
+    if (!file_mode && ramfs_available()) {
+        line("ok", "states: a restored state's RAM is served over FUSE (/dev/fuse works): no flat RAM file on "
+             "disk (docs/states.md)");
+        return;
+    }
+    if (!file_mode)
+        line("ok", "states: no FUSE here (/dev/fuse, root or fusermount3): a restored state's RAM is a flat RAM "
+             "file on disk (docs/states.md)");
     _cleanup_free_ char *states = paths_state_root();
     _cleanup_free_ char *golden = xasprintf("%s/golden", paths_cache_root());
     char sp[PATH_MAX], gp[PATH_MAX];
