@@ -81,21 +81,30 @@ static int apply(int fd, const ramdelta_page *p, size_t n, em_err *err)
     return rc;
 }
 
+int ramflat_inputs_check(int golden_fd, const char *golden_ram, uint64_t ram_bytes, ramdelta *const *chain, size_t n,
+                         em_err *err)
+{
+    struct stat gs;
+    if (fstat(golden_fd, &gs) < 0)
+        return em_fail_errno(err, "stat `%s`", golden_ram);
+    if ((uint64_t)gs.st_size != ram_bytes)
+        return em_fail(err, "`%s` is not the image's %llu MiB", golden_ram, (unsigned long long)(ram_bytes >> 20));
+    for (size_t k = 0; k < n; k++)
+        if (ramdelta_region_pages(chain[k], RAMDELTA_RAM) != ram_bytes / PAGE)
+            return em_fail(err, "a delta of the chain is not the image's %llu MiB",
+                           (unsigned long long)(ram_bytes >> 20));
+    return 0;
+}
+
 int ramflat_build(const char *golden_ram, uint64_t ram_bytes, ramdelta *const *chain, size_t n, const char *path,
                   ramflat_stats *st, em_err *err)
 {
     *st = (ramflat_stats){0};
     _cleanup_close_ int in = open(golden_ram, O_RDONLY | O_CLOEXEC);
-    struct stat gs;
-    if (in < 0 || fstat(in, &gs) < 0)
+    if (in < 0)
         return em_fail_errno(err, "flat RAM file: open `%s`", golden_ram);
-    if ((uint64_t)gs.st_size != ram_bytes)
-        return em_fail(err, "flat RAM file: `%s` is not the image's %llu MiB", golden_ram,
-                       (unsigned long long)(ram_bytes >> 20));
-    for (size_t k = 0; k < n; k++)
-        if (ramdelta_region_pages(chain[k], RAMDELTA_RAM) != ram_bytes / PAGE)
-            return em_fail(err, "flat RAM file: a delta of the chain is not the image's %llu MiB",
-                           (unsigned long long)(ram_bytes >> 20));
+    if (ramflat_inputs_check(in, golden_ram, ram_bytes, chain, n, err) < 0)
+        return em_prefix(err, "flat RAM file: ");
     _cleanup_close_ int out = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (out < 0)
         return em_fail_errno(err, "flat RAM file: create `%s`", path);

@@ -25,6 +25,11 @@ typedef struct ramflat_stats {
     uint64_t shared_bytes; /* its extents shared with another file (the golden RAM file's, with reflink) */
 } ramflat_stats;
 
+/* The golden RAM file (open as golden_fd) and every delta of the chain are of the image's RAM size
+ * (what ramflat_build and the RAM server, ramfs.h, take as their inputs). */
+int ramflat_inputs_check(int golden_fd, const char *golden_ram, uint64_t ram_bytes, ramdelta *const *chain, size_t n,
+                         em_err *err);
+
 /* Write the flat RAM file at path (which must not exist; removed again on failure): golden_ram
  * (ram_bytes long) with chain[0..n) (root first) applied. */
 int ramflat_build(const char *golden_ram, uint64_t ram_bytes, ramdelta *const *chain, size_t n, const char *path,

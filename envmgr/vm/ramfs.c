@@ -17,6 +17,7 @@
 
 #include "envmgr/base/util.h"
 #include "envmgr/vm/ramdelta.h"
+#include "envmgr/vm/ramflat.h"
 #include "envmgr/vm/ramfs.h"
 
 #define FILE_INO 2
@@ -210,7 +211,7 @@ static int open_inputs(server *s, em_err *err)
         if (ramdelta_open(s->o->deltas[i], &s->deltas[i], err) < 0)
             return -1;
     s->buf = xmalloc(READ_MAX);
-    return 0;
+    return ramflat_inputs_check(s->golden_fd, s->o->golden_ram, s->o->ram_bytes, s->deltas, s->o->ndeltas, err);
 }
 
 static void close_inputs(server *s)
@@ -281,6 +282,7 @@ int ramfs_serve(const ramfs_opts *o, int ready_fd, em_err *err)
         char *argv[] = {"envmgr-ramfs", "-o", opt, NULL};
         struct fuse_args args = FUSE_ARGS_INIT(3, argv);
         se = fuse_session_new(&args, &ops, sizeof ops, &s);
+        fuse_opt_free_args(&args);
         if (!se)
             rc = em_fail(err, "FUSE session for `%s`: libfuse refused it (its message is above)", o->mountpoint);
     }
