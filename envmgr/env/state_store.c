@@ -16,6 +16,7 @@
 #include "envmgr/base/util.h"
 #include "envmgr/env/states.h"
 #include "envmgr/env/states_int.h"
+#include "envmgr/vm/ramfs.h"
 #include "envmgr/vm/savestate.h"
 
 /* ---- users, LRU ---- */
@@ -281,9 +282,17 @@ int state_cap_bytes(uint64_t *cap, em_err *err)
     return 0;
 }
 
-/* Temp files of flat RAM file builds whose envmgr is gone, in the state folder dir. */
+/* Temp files of flat RAM file builds whose envmgr is gone, and the dead mount of a RAM server that
+ * was killed, in the state folder dir. */
 static size_t remove_flat_leftovers(const char *dir, bool dry_run, FILE *log)
 {
+    _cleanup_free_ char *mnt = xasprintf("%s/" RAMFS_MNT, dir);
+    size_t dead = ramfs_dead(mnt);
+    em_err ignored;
+    if (dead && log)
+        fprintf(log, "gc: %sdetach %s (the mount of a RAM server that was killed)\n", dry_run ? "would " : "", mnt);
+    if (dead && !dry_run)
+        state_ram_unserve(dir, &ignored);
     DIR *d = opendir(dir);
     size_t n = 0;
     struct dirent *de;
@@ -300,7 +309,7 @@ static size_t remove_flat_leftovers(const char *dir, bool dry_run, FILE *log)
     }
     if (d)
         closedir(d);
-    return n;
+    return n + dead;
 }
 
 /* Folders of saves or removals whose envmgr is gone, and temp files of flat file builds. */

@@ -114,6 +114,29 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
     fuse_reply_err(req, 0);
 }
 
+/* ".", ".." and the file, so that ls and du see what is there */
+static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+{
+    (void)fi;
+    server *s = fuse_req_userdata(req);
+    if (ino != FUSE_ROOT_ID) {
+        fuse_reply_err(req, ENOTDIR);
+        return;
+    }
+    const char *names[] = {".", "..", s->o->file_name};
+    const fuse_ino_t inos[] = {FUSE_ROOT_ID, FUSE_ROOT_ID, FILE_INO};
+    char buf[512];
+    size_t used = 0;
+    for (off_t i = off; i < 3; i++) {
+        struct stat st = {.st_ino = inos[i], .st_mode = i < 2 ? S_IFDIR : S_IFREG};
+        size_t need = fuse_add_direntry(req, buf + used, sizeof buf - used, names[i], &st, i + 1);
+        if (need > sizeof buf - used || used + need > size)
+            break;
+        used += need;
+    }
+    fuse_reply_buf(req, buf, used);
+}
+
 /* The golden file's bytes [off, off+len) into out; past its end (or a hole) is zeros. */
 static int golden_read(const server *s, uint64_t off, uint8_t *out, size_t len)
 {
@@ -190,6 +213,7 @@ static const struct fuse_lowlevel_ops ops = {
     .open = op_open,
     .read = op_read,
     .release = op_release,
+    .readdir = op_readdir,
 };
 
 /* Leave when nothing has been open for idle_s (at once when asked to stop), under the state's

@@ -51,6 +51,9 @@ int ramfs_start(const ramfs_opts *o, const char *log_path, em_err *err);
  * mountpoint: true. A dead mount (its server killed) is not live. */
 bool ramfs_live(const char *mountpoint, const char *file_name, uint64_t ram_bytes);
 
+/* A FUSE mount whose server is gone (killed) is at mountpoint. */
+bool ramfs_dead(const char *mountpoint);
+
 /* Detach whatever is mounted at mountpoint (lazily: QEMUs mapping the file keep it until they
  * end) and remove the folder. Nothing mounted: just the folder. */
 int ramfs_unmount(const char *mountpoint, em_err *err);

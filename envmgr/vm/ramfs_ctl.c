@@ -37,13 +37,19 @@ bool ramfs_live(const char *mountpoint, const char *file_name, uint64_t ram_byte
            (uint64_t)st.st_size == ram_bytes;
 }
 
+bool ramfs_dead(const char *mountpoint)
+{
+    struct stat st;
+    return stat(mountpoint, &st) < 0 && errno == ENOTCONN;
+}
+
 /* Something (a live or a dead FUSE mount) is mounted at path. */
 static bool mounted(const char *path)
 {
     struct stat here, up;
     _cleanup_free_ char *parent = xasprintf("%s/..", path);
     if (stat(path, &here) < 0)
-        return errno == ENOTCONN; /* a FUSE mount whose server is gone */
+        return ramfs_dead(path);
     return stat(parent, &up) == 0 && here.st_dev != up.st_dev;
 }
 
@@ -126,8 +132,9 @@ int ramfs_start(const ramfs_opts *o, const char *log_path, em_err *err)
         free(argv);
         return em_fail_errno(err, "pipe");
     }
-    spawn_opts so = {.argv = argv, .fd_in = SPAWN_DEVNULL, .fd_out = logfd, .fd_err = logfd, .pass_fds = &p[1],
-                     .npass = 1};
+    /* in / : a server must hold no folder of anyone's busy */
+    spawn_opts so = {.argv = argv, .cwd = "/", .fd_in = SPAWN_DEVNULL, .fd_out = logfd, .fd_err = logfd,
+                     .pass_fds = &p[1], .npass = 1};
     pid_t pid = 0;
     int rc = spawn_detached(&so, NULL, START_WAIT_MS, &pid, err);
     close(p[1]);

@@ -1,6 +1,7 @@
 /* Saved states without a guest: the RAM delta format (written, read back, merged along a chain,
  * damaged files refused), state.json and its chain, the integrity check (a changed byte is
  * refused), and which states eviction picks. */
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -203,6 +204,14 @@ static void test_ramfs_serve(void)
     close(p[0]);
     CU_ASSERT(ramfs_live(mnt, "ident", 8 * RAMDELTA_PAGE));
     CU_ASSERT(!ramfs_live(mnt, "other", 8 * RAMDELTA_PAGE));
+    DIR *dir = opendir(mnt);
+    struct dirent *de;
+    int listed = 0;
+    while (dir && (de = readdir(dir)))
+        listed += !strcmp(de->d_name, "ident") ? 10 : 1;
+    if (dir)
+        closedir(dir);
+    CU_ASSERT_EQUAL(listed, 12); /* ".", "..", the file */
     int fd = open(file, O_RDWR); /* as QEMU opens its memory file */
     CU_ASSERT_FATAL(fd >= 0);
     uint8_t buf[8 * RAMDELTA_PAGE + 64];
@@ -234,6 +243,23 @@ static void test_ramfs_serve(void)
         kill(pid, SIGKILL);
         waitpid(pid, NULL, 0);
     }
+    /* a server killed: its mount is dead, not live, and is detached and removed */
+    CU_ASSERT_EQUAL_FATAL(mkdir(mnt, 0700), 0);
+    CU_ASSERT_EQUAL_FATAL(pipe(p), 0);
+    pid = fork();
+    if (pid == 0) {
+        close(p[0]);
+        em_err cerr = {0};
+        _exit(ramfs_serve(&o, p[1], &cerr) == 0 ? 0 : 1);
+    }
+    close(p[1]);
+    CU_ASSERT(read(p[0], ready, sizeof ready - 1) > 0);
+    close(p[0]);
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    CU_ASSERT(ramfs_dead(mnt) && !ramfs_live(mnt, "ident", 8 * RAMDELTA_PAGE));
+    CU_ASSERT_EQUAL(ramfs_unmount(mnt, &err), 0);
+    CU_ASSERT(!ramfs_dead(mnt) && access(mnt, F_OK) == -1);
     free(deltas[0]);
     free(deltas[1]);
 }
