@@ -41,16 +41,31 @@ static void on_stop(int sig)
     stop_asked = 1;
 }
 
-static void file_attr(const server *s, struct stat *st)
+/* The attributes of the root folder or of the file; false for any other inode. */
+static bool node_attr(const server *s, fuse_ino_t ino, struct stat *st)
 {
     memset(st, 0, sizeof *st);
-    st->st_ino = FILE_INO;
-    st->st_mode = S_IFREG | 0400;
-    st->st_nlink = 1;
+    st->st_ino = ino;
     st->st_uid = getuid();
     st->st_gid = getgid();
-    st->st_size = (off_t)s->o->ram_bytes;
-    st->st_blocks = 0; /* it owns no disk */
+    if (ino == FUSE_ROOT_ID) {
+        st->st_mode = S_IFDIR | 0500;
+        st->st_nlink = 2;
+    } else if (ino == FILE_INO) {
+        st->st_mode = S_IFREG | 0400;
+        st->st_nlink = 1;
+        st->st_size = (off_t)s->o->ram_bytes; /* st_blocks 0: it owns no disk */
+    }
+    return ino == FUSE_ROOT_ID || ino == FILE_INO;
+}
+
+/* The request is for inode want; otherwise it is answered with error and false. */
+static bool request_for(fuse_req_t req, fuse_ino_t ino, fuse_ino_t want, int error)
+{
+    if (ino == want)
+        return true;
+    fuse_reply_err(req, error);
+    return false;
 }
 
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -61,38 +76,25 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
         return;
     }
     struct fuse_entry_param e = {.ino = FILE_INO, .attr_timeout = FOREVER, .entry_timeout = FOREVER};
-    file_attr(s, &e.attr);
+    node_attr(s, FILE_INO, &e.attr);
     fuse_reply_entry(req, &e);
 }
 
 static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
     (void)fi;
-    server *s = fuse_req_userdata(req);
     struct stat st;
-    if (ino == FILE_INO) {
-        file_attr(s, &st);
-    } else if (ino == FUSE_ROOT_ID) {
-        memset(&st, 0, sizeof st);
-        st.st_ino = FUSE_ROOT_ID;
-        st.st_mode = S_IFDIR | 0500;
-        st.st_nlink = 2;
-        st.st_uid = getuid();
-        st.st_gid = getgid();
-    } else {
+    if (node_attr(fuse_req_userdata(req), ino, &st))
+        fuse_reply_attr(req, &st, FOREVER);
+    else
         fuse_reply_err(req, ENOENT);
-        return;
-    }
-    fuse_reply_attr(req, &st, FOREVER);
 }
 
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
     server *s = fuse_req_userdata(req);
-    if (ino != FILE_INO) {
-        fuse_reply_err(req, EISDIR);
+    if (!request_for(req, ino, FILE_INO, EISDIR))
         return;
-    }
     /* QEMU opens its memory file read-write even to map it privately: allowed, writes are not */
     if (fi->flags & (O_TRUNC | O_APPEND)) {
         fuse_reply_err(req, EROFS);
@@ -119,16 +121,15 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, s
 {
     (void)fi;
     server *s = fuse_req_userdata(req);
-    if (ino != FUSE_ROOT_ID) {
-        fuse_reply_err(req, ENOTDIR);
+    if (!request_for(req, ino, FUSE_ROOT_ID, ENOTDIR))
         return;
-    }
     const char *names[] = {".", "..", s->o->file_name};
     const fuse_ino_t inos[] = {FUSE_ROOT_ID, FUSE_ROOT_ID, FILE_INO};
     char buf[512];
     size_t used = 0;
     for (off_t i = off; i < 3; i++) {
-        struct stat st = {.st_ino = inos[i], .st_mode = i < 2 ? S_IFDIR : S_IFREG};
+        struct stat st;
+        node_attr(s, inos[i], &st);
         size_t need = fuse_add_direntry(req, buf + used, sizeof buf - used, names[i], &st, i + 1);
         if (need > sizeof buf - used || used + need > size)
             break;
@@ -186,10 +187,8 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, stru
 {
     (void)fi;
     server *s = fuse_req_userdata(req);
-    if (ino != FILE_INO) {
-        fuse_reply_err(req, EISDIR);
+    if (!request_for(req, ino, FILE_INO, EISDIR))
         return;
-    }
     if (off < 0 || (uint64_t)off >= s->o->ram_bytes) {
         fuse_reply_buf(req, NULL, 0);
         return;
