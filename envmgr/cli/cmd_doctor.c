@@ -19,6 +19,7 @@
 #include "envmgr/base/paths.h"
 #include "envmgr/base/sbuf.h"
 #include "envmgr/base/util.h"
+#include "envmgr/env/states.h"
 #include "envmgr/vm/accel.h"
 #include "envmgr/vm/ramfs.h"
 #include "envmgr/vm/vm.h"
@@ -176,14 +177,23 @@ static void check_space(const char *what, const char *dir, double want_gib)
  * states' own file system (docs/states.md, "Disk per saved state"). */
 static void check_state_disk(void)
 {
-    const char *mode = getenv("ENVMGR_STATE_RAM");
-    bool file_mode = mode && !strcmp(mode, "file");
-    if (!file_mode && ramfs_available()) {
+    state_ram_mode mode = STATE_RAM_AUTO;
+    em_err err;
+    if (state_ram_mode_of(&mode, &err) < 0) {
+        line("warn", "states: %s (a restore refuses it)", err.msg);
+        return;
+    }
+    if (mode != STATE_RAM_FILE && ramfs_available()) {
         line("ok", "states: a restored state's RAM is served over FUSE (/dev/fuse works): no flat RAM file on "
              "disk (docs/states.md)");
         return;
     }
-    if (!file_mode)
+    if (mode == STATE_RAM_SERVED) {
+        line("warn", "states: ENVMGR_STATE_RAM=served, but no FUSE here (/dev/fuse, root or fusermount3): "
+             "restores from saved states fail (docs/states.md)");
+        return;
+    }
+    if (mode == STATE_RAM_AUTO)
         line("ok", "states: no FUSE here (/dev/fuse, root or fusermount3): a restored state's RAM is a flat RAM "
              "file on disk (docs/states.md)");
     _cleanup_free_ char *states = paths_state_root();
@@ -191,7 +201,6 @@ static void check_state_disk(void)
     char sp[PATH_MAX], gp[PATH_MAX];
     struct stat ss, gs;
     bool reflink = false;
-    em_err err;
     if (!existing_dir(states, sp) || !existing_dir(golden, gp) || stat(sp, &ss) < 0 || stat(gp, &gs) < 0)
         return;
     if (dir_has_reflink(sp, &reflink, &err) < 0)

@@ -18,17 +18,15 @@
 #define LOCK_WAIT_MS (10 * 60 * 1000.0)
 #define IDLE_DEFAULT_S 300.0 /* a server keeps its page cache this long after its last env */
 
-typedef enum { RAM_AUTO, RAM_SERVED, RAM_FILE } ram_mode;
-
-static int mode_of(ram_mode *m, em_err *err)
+int state_ram_mode_of(state_ram_mode *m, em_err *err)
 {
     const char *v = getenv("ENVMGR_STATE_RAM");
     if (!v || !*v || !strcmp(v, "auto"))
-        *m = RAM_AUTO;
+        *m = STATE_RAM_AUTO;
     else if (!strcmp(v, "served"))
-        *m = RAM_SERVED;
+        *m = STATE_RAM_SERVED;
     else if (!strcmp(v, "file"))
-        *m = RAM_FILE;
+        *m = STATE_RAM_FILE;
     else
         return em_fail_input(err, "ENVMGR_STATE_RAM: `%s` is none of auto, served, file", v);
     return 0;
@@ -45,16 +43,16 @@ static int idle_s(double *out, em_err *err)
 
 int state_ram_settings_check(em_err *err)
 {
-    ram_mode m;
+    state_ram_mode m;
     double idle;
-    return mode_of(&m, err) < 0 || idle_s(&idle, err) < 0 ? -1 : 0;
+    return state_ram_mode_of(&m, err) < 0 || idle_s(&idle, err) < 0 ? -1 : 0;
 }
 
-/* Start the state's server unless a live one serves it (the caller holds flat.lock exclusively). */
-static int serve(state *const *chain, size_t n, const char *golden_ram, uint64_t ram_bytes, em_err *err)
+/* Start the state's server at mnt unless a live one serves it (the caller holds its lock exclusively). */
+static int serve(state *const *chain, size_t n, const char *golden_ram, uint64_t ram_bytes, const char *mnt,
+                 const char *lock, em_err *err)
 {
     const state *s = chain[n - 1];
-    _cleanup_free_ char *mnt = xasprintf("%s/" RAMFS_MNT, s->dir), *lock = xasprintf("%s/" STATE_FLAT_LOCK, s->dir);
     _cleanup_free_ char *log = xasprintf("%s/" STATE_RAMFS_LOG, s->dir);
     if (ramfs_live(mnt, s->id, ram_bytes))
         return 0;
@@ -94,7 +92,7 @@ static int served_ready(state *const *chain, size_t n, const char *golden_ram, u
         if (lock_file_wait(lock, false, LOCK_WAIT_MS, "the state's RAM server", &lfd, err) < 0)
             return -1;
         double t0 = now_ms();
-        int rc = serve(chain, n, golden_ram, ram_bytes, err);
+        int rc = serve(chain, n, golden_ram, ram_bytes, mnt, lock, err);
         *ms += now_ms() - t0;
         close(lfd);
         if (rc < 0)
@@ -111,13 +109,13 @@ int state_ram_ready(state *const *chain, size_t n, const char *golden_ram, uint6
     *lock_fd = -1;
     *ms = 0;
     *served = false;
-    ram_mode m;
-    if (mode_of(&m, err) < 0)
+    state_ram_mode m;
+    if (state_ram_mode_of(&m, err) < 0)
         return -1;
-    if (m == RAM_SERVED || (m == RAM_AUTO && ramfs_available())) {
+    if (m == STATE_RAM_SERVED || (m == STATE_RAM_AUTO && ramfs_available())) {
         if ((*served = served_ready(chain, n, golden_ram, ram_bytes, path, lock_fd, ms, err) == 0))
             return 0;
-        if (m == RAM_SERVED)
+        if (m == STATE_RAM_SERVED)
             return em_prefix(err, "state `%s`: ", s->name);
         em_warn("envmgr: state `%s`: %s; writing its flat RAM file instead (ENVMGR_STATE_RAM=file says so "
                 "at once)",

@@ -87,6 +87,9 @@ int state_flat_ready(const state *s, const char *golden_ram, uint64_t ram_bytes,
  * has the file open), *ms the time a server's start or a build took; *served: it is served. */
 int state_ram_ready(state *const *chain, size_t n, const char *golden_ram, uint64_t ram_bytes,
                     ramdelta *const *deltas, char **path, int *lock_fd, double *ms, bool *served, em_err *err);
+/* ENVMGR_STATE_RAM: auto (the default: served where ramfs_available, else the file), served, file. */
+typedef enum { STATE_RAM_AUTO, STATE_RAM_SERVED, STATE_RAM_FILE } state_ram_mode;
+int state_ram_mode_of(state_ram_mode *m, em_err *err);
 /* ENVMGR_STATE_RAM and ENVMGR_STATE_RAM_IDLE_S are valid (checked before an env is stopped for a
  * restore, so a bad setting loses nothing). */
 int state_ram_settings_check(em_err *err);
