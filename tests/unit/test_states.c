@@ -162,6 +162,24 @@ static void test_flat_build(void)
     ramdelta_close(chain[1]);
 }
 
+/* A RAM server for o in a child process, once it said it is mounted ("ok"): its pid. */
+static pid_t serve_forked(const ramfs_opts *o)
+{
+    int p[2];
+    CU_ASSERT_FATAL(pipe(p) == 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(p[0]);
+        em_err cerr = {0};
+        _exit(ramfs_serve(o, p[1], &cerr) == 0 ? 0 : 1);
+    }
+    close(p[1]);
+    char ready[64] = {0};
+    CU_ASSERT(read(p[0], ready, sizeof ready - 1) > 0 && !strcmp(ready, "ok\n"));
+    close(p[0]);
+    return pid;
+}
+
 /* A state's RAM served over FUSE answers the bytes the flat RAM file holds (the golden file with
  * the chain over it: test_flat_build's), refuses writes, and its server leaves once nothing has it
  * open and the state's lock is free, unmounting. Needs /dev/fuse and root (CI has both); without
@@ -191,17 +209,7 @@ static void test_ramfs_serve(void)
     close(p[0]);
     CU_ASSERT(!ramfs_live(mnt, "ident", 16 * RAMDELTA_PAGE));
     o.ram_bytes = 8 * RAMDELTA_PAGE;
-    CU_ASSERT_EQUAL_FATAL(pipe(p), 0);
-    pid_t pid = fork();
-    if (pid == 0) {
-        close(p[0]);
-        em_err cerr = {0};
-        _exit(ramfs_serve(&o, p[1], &cerr) == 0 ? 0 : 1);
-    }
-    close(p[1]);
-    char ready[64] = {0};
-    CU_ASSERT(read(p[0], ready, sizeof ready - 1) > 0 && !strcmp(ready, "ok\n"));
-    close(p[0]);
+    pid_t pid = serve_forked(&o);
     CU_ASSERT(ramfs_live(mnt, "ident", 8 * RAMDELTA_PAGE));
     CU_ASSERT(!ramfs_live(mnt, "other", 8 * RAMDELTA_PAGE));
     DIR *dir = opendir(mnt);
@@ -245,16 +253,7 @@ static void test_ramfs_serve(void)
     }
     /* a server killed: its mount is dead, not live, and is detached and removed */
     CU_ASSERT_EQUAL_FATAL(mkdir(mnt, 0700), 0);
-    CU_ASSERT_EQUAL_FATAL(pipe(p), 0);
-    pid = fork();
-    if (pid == 0) {
-        close(p[0]);
-        em_err cerr = {0};
-        _exit(ramfs_serve(&o, p[1], &cerr) == 0 ? 0 : 1);
-    }
-    close(p[1]);
-    CU_ASSERT(read(p[0], ready, sizeof ready - 1) > 0);
-    close(p[0]);
+    pid = serve_forked(&o);
     kill(pid, SIGKILL);
     waitpid(pid, NULL, 0);
     CU_ASSERT(ramfs_dead(mnt) && !ramfs_live(mnt, "ident", 8 * RAMDELTA_PAGE));
