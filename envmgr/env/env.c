@@ -49,6 +49,30 @@ int env_vcpu_time(env *e, uint64_t *run_ns, uint64_t *wait_ns, em_err *err)
     vm_threads_sched(e->pid, e->vcpu_tids, e->nvcpu, run_ns, wait_ns);
     return 0;
 }
+
+/* A guest restored from a served state (vm/ramfs.h) faults in its RAM through the state's server.
+ * Until the server has read the state's pages into the kernel's cache (a fraction of a second
+ * after it starts), the guest's programs run slowly on their first touch of each page: keys typed
+ * then overflowed the guest's input buffers and were lost (a replay of such an episode diverged).
+ * So the first input event after a restore waits until the server says its warm-up ended (its
+ * marker), at most this long; an agent's thinking time usually covers it. */
+#define RAM_WARM_WAIT_MS 30000.0
+
+static int input_gate(void *ctx, em_err *err)
+{
+    env *e = ctx;
+    const char *marker = json_string_value(json_object_get(e->meta, "ram_warm"));
+    if (!marker || e->ram_warm_seen)
+        return 0;
+    double deadline = now_ms() + RAM_WARM_WAIT_MS;
+    while (access(marker, F_OK) != 0 && now_ms() < deadline) {
+        if (check_interrupt(err) < 0)
+            return -1;
+        sleep_ms(5);
+    }
+    e->ram_warm_seen = true;
+    return 0;
+}
 json_t *env_boundaries(env *e)
 {
     json_t *b = NULL;
@@ -199,6 +223,7 @@ void env_pointer_wire(env *e, int *x, int *y)
 static void mark_clock_stale(env *e)
 {
     json_object_set_new(e->meta, "clock_synced", json_false());
+    e->ram_warm_seen = false; /* and the guest's RAM may be another's (input_gate) */
 }
 
 /* Network machinery of allowlist envs: the egress proxy (started with QEMU
@@ -460,6 +485,7 @@ int env_vnc(env *e, vnc_session **v, em_err *err)
         int x, y, b;
         if (vnc_open(sock, VNC_TIMEOUT_MS, &e->vnc, err) < 0)
             return em_prefix(err, "env %s: ", e->name);
+        vnc_set_input_gate(e->vnc, input_gate, e);
         if (read_input_state(e, &x, &y, &b))
             vnc_set_pointer_wire(e->vnc, x, y, b);
     }

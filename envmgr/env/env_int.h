@@ -28,6 +28,7 @@ struct env {
     pid_t vcpu_tids[VM_VCPUS_MAX];
     size_t nvcpu;
     bool running_known;         /* this process knows the guest is not paused */
+    bool ram_warm_seen;         /* this process saw the served RAM's warm-up end (input_gate) */
 };
 
 int env_write_meta(env *e, em_err *err);

@@ -61,8 +61,9 @@ static int serve(state *const *chain, size_t n, const char *golden_ram, uint64_t
     char **deltas = xcalloc(n, sizeof *deltas);
     for (size_t i = 0; i < n; i++)
         deltas[i] = xasprintf("%s/" SAVESTATE_RAM, chain[i]->dir);
+    _cleanup_free_ char *warm = xasprintf("%s/" RAMFS_WARM, s->dir);
     ramfs_opts o = {.mountpoint = mnt, .file_name = s->id, .golden_ram = golden_ram, .ram_bytes = ram_bytes,
-                    .deltas = (const char *const *)deltas, .ndeltas = n, .lock_path = lock};
+                    .deltas = (const char *const *)deltas, .ndeltas = n, .lock_path = lock, .warm_path = warm};
     int rc = idle_s(&o.idle_s, err);
     if (rc == 0)
         rc = ramfs_start(&o, log, err);

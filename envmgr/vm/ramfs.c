@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <fuse_lowlevel.h>
 #include <poll.h>
+#include <sys/wait.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +32,7 @@ typedef struct server {
     uint8_t *buf;
     long opens;
     double idle_since; /* now_ms() when the last open file was released */
+    pid_t warmer;      /* the warm-up's process while it runs */
 } server;
 
 static volatile sig_atomic_t stop_asked;
@@ -215,6 +217,106 @@ static const struct fuse_lowlevel_ops ops = {
     .readdir = op_readdir,
 };
 
+/* ---- warm-up: the state's data pages into the kernel's cache, read through the mount ---- */
+
+static int read_range(int fd, uint8_t *buf, uint64_t off, uint64_t end, uint64_t *bytes)
+{
+    while (off < end) {
+        size_t want = end - off < READ_MAX ? (size_t)(end - off) : READ_MAX;
+        ssize_t r = pread(fd, buf, want, (off_t)off);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return r < 0 ? -errno : -EIO;
+        off += (uint64_t)r;
+        *bytes += (uint64_t)r;
+    }
+    return 0;
+}
+
+/* The deltas' pages (each once, in runs of consecutive pages), then the golden file's data. */
+static int warm_pages(server *s, int fd, uint8_t *buf, uint64_t *bytes)
+{
+    ramdelta_page *pages = NULL;
+    size_t count = 0;
+    em_err err = {0};
+    if (ramdelta_merge(s->deltas, s->o->ndeltas, RAMDELTA_RAM, &pages, &count, &err) < 0) {
+        fprintf(stderr, "envmgr ramfs: warm-up: %s\n", err.msg);
+        return -EIO;
+    }
+    int rc = 0;
+    for (size_t i = 0, j; i < count && rc == 0; i = j) {
+        for (j = i + 1; j < count && pages[j].page == pages[j - 1].page + 1;)
+            j++;
+        rc = read_range(fd, buf, pages[i].page * RAMDELTA_PAGE, (pages[j - 1].page + 1) * RAMDELTA_PAGE, bytes);
+    }
+    free(pages);
+    _cleanup_close_ int g = open(s->o->golden_ram, O_RDONLY | O_CLOEXEC); /* its own offset for lseek */
+    if (g < 0)
+        return rc == 0 ? -errno : rc;
+    for (off_t pos = 0; rc == 0 && (uint64_t)pos < s->o->ram_bytes;) {
+        off_t data = lseek(g, pos, SEEK_DATA), hole = data < 0 ? -1 : lseek(g, data, SEEK_HOLE);
+        if (data < 0 || hole < 0) /* ENXIO: no data after pos */
+            break;
+        if ((uint64_t)hole > s->o->ram_bytes)
+            hole = (off_t)s->o->ram_bytes;
+        rc = read_range(fd, buf, (uint64_t)data, (uint64_t)hole, bytes);
+        pos = hole;
+    }
+    return rc;
+}
+
+static void mark_warm(const ramfs_opts *o)
+{
+    int m = open(o->warm_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (m >= 0)
+        close(m);
+}
+
+/* The warm-up runs in a child process, never in a thread of the server: a thread's file on the
+ * server's own mount, closed as a killed server exits, waits forever for a FLUSH answer from the
+ * process that is exiting (the integration test's killed server hung so). The child keeps nothing
+ * of the server's (no /dev/fuse, no lock), so a killed server's connection aborts and the child's
+ * reads fail. Its reads are answered like any QEMU's. It creates the marker once the pages are
+ * read; a warm-up that failed is said in the log and the server creates the marker then (the guest
+ * merely runs slower on its first touches, and nobody waits for a marker that never comes). */
+static void start_warm(server *s)
+{
+    s->warmer = fork(); /* the server is single-threaded: the child may do anything */
+    if (s->warmer < 0) {
+        mark_warm(s->o);
+        return;
+    }
+    if (s->warmer > 0)
+        return;
+    close_range(3, ~0U, 0); /* stdout and stderr are the server's log */
+    double t0 = now_ms();
+    uint64_t bytes = 0;
+    char *path = xasprintf("%s/%s", s->o->mountpoint, s->o->file_name);
+    uint8_t *buf = xmalloc(READ_MAX);
+    int fd = open(path, O_RDONLY | O_CLOEXEC), rc = fd < 0 ? -errno : warm_pages(s, fd, buf, &bytes);
+    if (rc < 0) {
+        fprintf(stderr, "envmgr ramfs: warm-up of `%s` stopped after %.0f MiB: %s\n", path,
+                (double)bytes / (1 << 20), strerror(-rc));
+        _exit(1);
+    }
+    close(fd);
+    mark_warm(s->o);
+    fprintf(stderr, "envmgr ramfs: warm-up: %.0f MiB in %.0f ms\n", (double)bytes / (1 << 20), now_ms() - t0);
+    _exit(0);
+}
+
+/* The warm-up's child ended (wait: until it does): a failed one leaves the marker to the server. */
+static void reap_warm(server *s, bool wait)
+{
+    int status;
+    if (s->warmer <= 0 || waitpid(s->warmer, &status, wait ? 0 : WNOHANG) != s->warmer)
+        return;
+    s->warmer = 0;
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        mark_warm(s->o);
+}
+
 /* Leave when nothing has been open for idle_s (at once when asked to stop), under the state's
  * lock taken exclusively: a restore holds it shared until its QEMU has the file open. */
 static bool may_leave(server *s, int lock_fd)
@@ -263,6 +365,7 @@ static int loop(server *s, struct fuse_session *se, int lock_fd)
     struct fuse_buf fbuf = {.mem = NULL};
     int rc = 0;
     while (!fuse_session_exited(se)) {
+        reap_warm(s, false);
         struct pollfd p = {.fd = fuse_session_fd(se), .events = POLLIN};
         int r = poll(&p, 1, 1000);
         if (r < 0 && errno != EINTR) {
@@ -296,6 +399,7 @@ int ramfs_serve(const ramfs_opts *o, int ready_fd, em_err *err)
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
+    unlink(o->warm_path); /* a killed server's */
     int lock_fd = open(o->lock_path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
     int rc = lock_fd < 0 ? em_fail_errno(err, "open `%s`", o->lock_path) : open_inputs(&s, err);
     struct fuse_session *se = NULL;
@@ -314,6 +418,7 @@ int ramfs_serve(const ramfs_opts *o, int ready_fd, em_err *err)
                      o->mountpoint);
     mounted = rc == 0;
     if (rc == 0) {
+        start_warm(&s);
         tell(ready_fd, "ok\n");
         int lr = loop(&s, se, lock_fd);
         if (lr < 0)
@@ -326,6 +431,8 @@ int ramfs_serve(const ramfs_opts *o, int ready_fd, em_err *err)
         fuse_session_unmount(se);
     if (se)
         fuse_session_destroy(se);
+    reap_warm(&s, true); /* its reads failed once the session was gone, if any were left */
+    unlink(o->warm_path);
     close_inputs(&s);
     if (lock_fd >= 0)
         close(lock_fd); /* after the unmount: a restore waiting for the lock finds the folder empty */

@@ -21,6 +21,7 @@
 #include "envmgr/base/err.h"
 
 #define RAMFS_MNT "ram.mnt" /* in the state's folder */
+#define RAMFS_WARM "ram.warm" /* in the state's folder: its server's warm-up ended (ramfs_opts) */
 
 typedef struct ramfs_opts {
     const char *mountpoint;
@@ -30,6 +31,10 @@ typedef struct ramfs_opts {
     const char *const *deltas;   /* the chain's ram.delta files, root first */
     size_t ndeltas;
     const char *lock_path;       /* the state's flat.lock */
+    /* Once mounted, the server reads every page that holds data (the deltas' pages, the golden
+     * file's data) through its own mount, so the kernel caches them before the guest faults on
+     * them one by one; then it creates this file (removed at its start and exit). */
+    const char *warm_path;
     double idle_s;               /* leave after this long with nothing open */
 } ramfs_opts;
 

@@ -124,6 +124,7 @@ int ramfs_start(const ramfs_opts *o, const char *log_path, em_err *err)
     argv[a++] = bytes;
     argv[a++] = idle;
     argv[a++] = o->lock_path;
+    argv[a++] = o->warm_path;
     argv[a++] = o->golden_ram;
     for (size_t i = 0; i < o->ndeltas; i++)
         argv[a++] = o->deltas[i];
@@ -145,17 +146,17 @@ int ramfs_start(const ramfs_opts *o, const char *log_path, em_err *err)
     return rc < 0 ? em_prefix(err, "serve the state's RAM at `%s`: ", o->mountpoint) : 0;
 }
 
-/* envmgr __ramfs MOUNTPOINT FILE_NAME RAM_BYTES IDLE_S LOCK GOLDEN_RAM [DELTA...], the ready pipe
- * as fd 3 */
+/* envmgr __ramfs MOUNTPOINT FILE_NAME RAM_BYTES IDLE_S LOCK WARM GOLDEN_RAM [DELTA...], the ready
+ * pipe as fd 3 */
 int ramfs_main(int argc, char **argv)
 {
-    if (argc < 7) {
+    if (argc < 8) {
         fprintf(stderr, "envmgr __ramfs: started by envmgr, not by hand\n");
         return EM_EXIT_USAGE;
     }
     char *end;
-    ramfs_opts o = {.mountpoint = argv[1], .file_name = argv[2], .lock_path = argv[5], .golden_ram = argv[6],
-                    .deltas = (const char *const *)argv + 7, .ndeltas = (size_t)(argc - 7)};
+    ramfs_opts o = {.mountpoint = argv[1], .file_name = argv[2], .lock_path = argv[5], .warm_path = argv[6],
+                    .golden_ram = argv[7], .deltas = (const char *const *)argv + 8, .ndeltas = (size_t)(argc - 8)};
     errno = 0;
     o.ram_bytes = strtoull(argv[3], &end, 10);
     bool bad = errno || *end || !o.ram_bytes;

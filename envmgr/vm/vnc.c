@@ -22,6 +22,8 @@ struct vnc_session {
     int wx, wy, buttons; /* the pointer's last VNC position (pointer_axis.h: where it lands differs) */
     bool pointer_known;
     bool extended_keys; /* the server accepted a scancode key event */
+    vnc_input_gate gate;
+    void *gate_ctx;
 };
 
 #define REQUEST_RETRY_MS 1000.0
@@ -266,8 +268,21 @@ int vnc_refresh(vnc_session *v, double timeout_ms, em_err *err)
     return request_frame(v, false, now_ms() + timeout_ms, err);
 }
 
+void vnc_set_input_gate(vnc_session *v, vnc_input_gate gate, void *ctx)
+{
+    v->gate = gate;
+    v->gate_ctx = ctx;
+}
+
+static int pass_gate(vnc_session *v, em_err *err)
+{
+    return v->gate ? v->gate(v->gate_ctx, err) : 0;
+}
+
 int vnc_pointer(vnc_session *v, int x, int y, int buttons, em_err *err)
 {
+    if (pass_gate(v, err) < 0)
+        return -1;
     int wx = pointer_axis_wire(x, v->client->width), wy = pointer_axis_wire(y, v->client->height);
     if (!SendPointerEvent(v->client, wx, wy, buttons))
         return em_fail(err, "vnc %s: send pointer event failed", v->path);
@@ -307,6 +322,8 @@ bool vnc_has_extended_keys(const vnc_session *v)
 
 int vnc_key(vnc_session *v, const key_code *k, bool down, em_err *err)
 {
+    if (pass_gate(v, err) < 0)
+        return -1;
     /* With scancodes the guest gets the physical key regardless of QEMU's keymap. */
     if (k->scancode && SendExtendedKeyEvent(v->client, k->keysym, k->scancode, down)) {
         v->extended_keys = true;

@@ -43,6 +43,10 @@ void vnc_pointer_wire(const vnc_session *v, int *wx, int *wy, int *buttons);
 /* Tell the session the pointer's VNC position (restored from the env's state) without sending anything. */
 void vnc_set_pointer_wire(vnc_session *v, int wx, int wy, int buttons);
 int vnc_key(vnc_session *v, const key_code *k, bool down, em_err *err);
+/* Called before each key and pointer event is sent: it returns once the guest can take the event
+ * (vnc_key and vnc_pointer fail with its error). NULL: send at once. */
+typedef int (*vnc_input_gate)(void *ctx, em_err *err);
+void vnc_set_input_gate(vnc_session *v, vnc_input_gate gate, void *ctx);
 bool vnc_has_extended_keys(const vnc_session *v);
 
 /* Read and apply server messages for up to ms (keeps socket buffers drained). */

@@ -101,7 +101,11 @@ else
     check "envs from s2 map its RAM served over FUSE, named by its id" \
         bash -c "[ '$(ram_file $E2)' = '$SERVED2' ] && [ '$(ram_file $E3)' = '$SERVED2' ] && [ \$(stat -f -c %T '$SERVED2') = fuseblk -o \$(stat -f -c %t '$SERVED2') = 65735546 ]"
     check "... byte for byte the flat RAM file written from the same chain (s1, s2)" cmp "$SERVED2" "$ENVMGR_STATE_DIR/s2/ram.flat"
-    check "... one server for both envs" test "$(pgrep -fc -- "__ramfs $ENVMGR_STATE_DIR/s2/")" = 1
+    warmed() { grep -q 'warm-up: [0-9]* MiB in' "$1/ramfs.log" && test -e "$1/ram.warm"; }
+    check "... whose server read the state's pages into the cache (its log, its marker)" \
+        wait_until 30 warmed "$ENVMGR_STATE_DIR/s2"
+    one_server() { test "$(pgrep -fc -- "__ramfs $1")" = 1; } # the warm-up's process has ended by then
+    check "... one server for both envs" wait_until 20 one_server "$ENVMGR_STATE_DIR/s2/"
     check "a save from an env on a served state (s2 -> s2b)" "$ENVMGR" state save $E3 s2b
     check "... whose parent is s2" test "$(state_field s2b parent)" = s2
     E4=it-st-4
