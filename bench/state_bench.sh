@@ -65,6 +65,14 @@ served=$(python3 -c "import json,sys; print(int('/ram.mnt/' in json.load(open(sy
 ready=$(echo "$out" | sed -nE 's/.*\(of which (.*) ([0-9]+) ms\).*/\1 \2 ms/p')
 row "  first restore ($([ "$served" = 1 ] && echo 'RAM served over FUSE' || echo 'flat RAM file'))" \
     "$(echo "$out" | field restore) ms, of which ${ready:-nothing to ready}"
+# a key pressed at once: the first input after a restore waits for the server's warm-up (docs/states.md)
+key_ms() { local t0; t0=$(date +%s%N); "$ENVMGR" act $E '{"action_type":"PRESS","key":"shift"}' >/dev/null 2>&1
+    echo $(( ($(date +%s%N) - t0) / 1000000 )); }
+first_key=$(key_ms)
+row "  a key pressed at once after it" "$first_key ms (the next one: $(key_ms) ms)"
+if [ "$served" = 1 ]; then
+    row "  its server's warm-up (pages into the cache)" "$(sed -n 's/.*warm-up: //p' "$ENVMGR_STATE_DIR/base/ramfs.log" | tail -1)"
+fi
 # written back first: XFS maps a page written over a shared extent to its own block at writeback
 sync -f "$ENVMGR_STATE_DIR"
 ramf=$ENVMGR_STATE_DIR/base/ram.flat
