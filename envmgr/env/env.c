@@ -73,6 +73,7 @@ static int input_gate(void *ctx, em_err *err)
     e->ram_warm_seen = true;
     return 0;
 }
+
 json_t *env_boundaries(env *e)
 {
     json_t *b = NULL;

@@ -7,8 +7,8 @@
 
 #include "envmgr/base/util.h"
 #include "envmgr/env/env_int.h"
-#include "envmgr/vm/ramfs.h"
 #include "envmgr/env/states_int.h"
+#include "envmgr/vm/ramfs.h"
 #include "envmgr/vm/savestate.h"
 
 const char *env_state_name(const env *e)

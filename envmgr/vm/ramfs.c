@@ -1,5 +1,6 @@
 /* The server of a state's RAM file over FUSE (ramfs.h): libfuse's low-level API, one thread, our
- * own loop around its session so the server can leave when idle. The file is immutable (a state
+ * own loop around its session so the server can leave when idle, and a child process that reads
+ * the state's pages once into the kernel's cache (start_warm). The file is immutable (a state
  * never changes), so the kernel may keep its pages for as long as it likes (keep_cache, long
  * attribute timeouts); writes are refused (a private mapping never writes back). */
 #define FUSE_USE_VERSION 35
@@ -7,13 +8,13 @@
 #include <fcntl.h>
 #include <fuse_lowlevel.h>
 #include <poll.h>
-#include <sys/wait.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "envmgr/base/util.h"
