@@ -256,3 +256,23 @@ int lock_file_wait(const char *path, bool shared, double wait_ms, const char *wh
     *fd = lfd;
     return 0;
 }
+
+int file_data_extents(int fd, const char *what, uint64_t len, file_extent_fn fn, void *ctx, em_err *err)
+{
+    for (off_t pos = 0; (uint64_t)pos < len;) {
+        off_t data = lseek(fd, pos, SEEK_DATA);
+        if (data < 0 && errno == ENXIO)
+            break; /* only a hole is left */
+        off_t hole = data < 0 ? -1 : lseek(fd, data, SEEK_HOLE);
+        if (hole < 0)
+            return em_fail_errno(err, "find the data of `%s`", what);
+        if ((uint64_t)hole > len)
+            hole = (off_t)len;
+        if ((uint64_t)data >= len)
+            break;
+        if (fn(ctx, (uint64_t)data, (uint64_t)hole, err) < 0)
+            return -1;
+        pos = hole;
+    }
+    return 0;
+}

@@ -4,9 +4,16 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "envmgr/base/err.h"
+
+/* Each data extent [off, end) of fd below len, in order, its holes skipped (SEEK_DATA/SEEK_HOLE; a
+ * file system without them reports all of it as data). fn failing (-1, err set) stops the walk.
+ * what names the file in errors. */
+typedef int (*file_extent_fn)(void *ctx, uint64_t off, uint64_t end, em_err *err);
+int file_data_extents(int fd, const char *what, uint64_t len, file_extent_fn fn, void *ctx, em_err *err);
 
 /* mkdir -p with mode for every created component. */
 int mkdir_p(const char *path, mode_t mode, em_err *err);

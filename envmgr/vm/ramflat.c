@@ -9,36 +9,41 @@
 #include <unistd.h>
 
 #include "envmgr/base/copyrange.h"
+#include "envmgr/base/fileio.h"
 #include "envmgr/base/owned.h"
 #include "envmgr/base/util.h"
 
 #define PAGE RAMDELTA_PAGE
 #define IOV_PIECES 1024 /* at most IOV_MAX */
 
+typedef struct copy_job {
+    int in, out;
+    const char *src;
+    uint64_t *copied;
+} copy_job;
+
+/* One data extent of the golden file, copied at the same offset. */
+static int copy_extent(void *ctx, uint64_t off, uint64_t end, em_err *err)
+{
+    copy_job *c = ctx;
+    off_t a = (off_t)off, b = (off_t)off;
+    while ((uint64_t)a < end) {
+        ssize_t r = copy_range(c->in, &a, c->out, &b, (size_t)(end - (uint64_t)a));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return r < 0 ? em_fail_errno(err, "copy `%s`", c->src) : em_fail(err, "`%s` shrank", c->src);
+        *c->copied += (uint64_t)r;
+    }
+    return 0;
+}
+
 /* The golden file's data extents, copied at the same offsets: its holes (pages the guest never
  * touched) stay holes. */
 static int copy_data(int in, int out, uint64_t len, const char *src, uint64_t *copied, em_err *err)
 {
-    off_t pos = 0;
-    while ((uint64_t)pos < len) {
-        off_t data = lseek(in, pos, SEEK_DATA);
-        if (data < 0 && errno == ENXIO)
-            break; /* only a hole is left */
-        off_t hole = data < 0 ? -1 : lseek(in, data, SEEK_HOLE);
-        if (hole < 0)
-            return em_fail_errno(err, "find the data of `%s`", src);
-        off_t a = data, b = data;
-        while (a < hole) {
-            ssize_t r = copy_range(in, &a, out, &b, (size_t)(hole - a));
-            if (r < 0 && errno == EINTR)
-                continue;
-            if (r <= 0)
-                return r < 0 ? em_fail_errno(err, "copy `%s`", src) : em_fail(err, "`%s` shrank", src);
-            *copied += (uint64_t)r;
-        }
-        pos = hole;
-    }
-    return 0;
+    copy_job c = {.in = in, .out = out, .src = src, .copied = copied};
+    return file_data_extents(in, src, len, copy_extent, &c, err);
 }
 
 /* A run of zero pages: a hole where the golden file had data. */

@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
 #include "envmgr/vm/ramdelta.h"
 #include "envmgr/vm/ramflat.h"
@@ -220,51 +221,50 @@ static const struct fuse_lowlevel_ops ops = {
 
 /* ---- warm-up: the state's data pages into the kernel's cache, read through the mount ---- */
 
-static int read_range(int fd, uint8_t *buf, uint64_t off, uint64_t end, uint64_t *bytes)
+typedef struct warm_job {
+    int fd;          /* the served file, through the mount */
+    const char *path;
+    uint8_t *buf;
+    uint64_t bytes;  /* read so far */
+} warm_job;
+
+/* Read [off, end) of the served file, for the cache: the bytes are dropped. */
+static int read_range(void *ctx, uint64_t off, uint64_t end, em_err *err)
 {
+    warm_job *w = ctx;
     while (off < end) {
         size_t want = end - off < READ_MAX ? (size_t)(end - off) : READ_MAX;
-        ssize_t r = pread(fd, buf, want, (off_t)off);
+        ssize_t r = pread(w->fd, w->buf, want, (off_t)off);
         if (r < 0 && errno == EINTR)
             continue;
         if (r <= 0)
-            return r < 0 ? -errno : -EIO;
+            return r < 0 ? em_fail_errno(err, "read `%s`", w->path) : em_fail(err, "`%s` ended early", w->path);
         off += (uint64_t)r;
-        *bytes += (uint64_t)r;
+        w->bytes += (uint64_t)r;
     }
     return 0;
 }
 
 /* The deltas' pages (each once, in runs of consecutive pages), then the golden file's data. */
-static int warm_pages(server *s, int fd, uint8_t *buf, uint64_t *bytes)
+static int warm_pages(server *s, warm_job *w, em_err *err)
 {
     ramdelta_page *pages = NULL;
     size_t count = 0;
-    em_err err = {0};
-    if (ramdelta_merge(s->deltas, s->o->ndeltas, RAMDELTA_RAM, &pages, &count, &err) < 0) {
-        fprintf(stderr, "envmgr ramfs: warm-up: %s\n", err.msg);
-        return -EIO;
-    }
+    if (ramdelta_merge(s->deltas, s->o->ndeltas, RAMDELTA_RAM, &pages, &count, err) < 0)
+        return -1;
     int rc = 0;
     for (size_t i = 0, j; i < count && rc == 0; i = j) {
         for (j = i + 1; j < count && pages[j].page == pages[j - 1].page + 1;)
             j++;
-        rc = read_range(fd, buf, pages[i].page * RAMDELTA_PAGE, (pages[j - 1].page + 1) * RAMDELTA_PAGE, bytes);
+        rc = read_range(w, pages[i].page * RAMDELTA_PAGE, (pages[j - 1].page + 1) * RAMDELTA_PAGE, err);
     }
     free(pages);
+    if (rc < 0)
+        return -1;
     _cleanup_close_ int g = open(s->o->golden_ram, O_RDONLY | O_CLOEXEC); /* its own offset for lseek */
     if (g < 0)
-        return rc == 0 ? -errno : rc;
-    for (off_t pos = 0; rc == 0 && (uint64_t)pos < s->o->ram_bytes;) {
-        off_t data = lseek(g, pos, SEEK_DATA), hole = data < 0 ? -1 : lseek(g, data, SEEK_HOLE);
-        if (data < 0 || hole < 0) /* ENXIO: no data after pos */
-            break;
-        if ((uint64_t)hole > s->o->ram_bytes)
-            hole = (off_t)s->o->ram_bytes;
-        rc = read_range(fd, buf, (uint64_t)data, (uint64_t)hole, bytes);
-        pos = hole;
-    }
-    return rc;
+        return em_fail_errno(err, "open `%s`", s->o->golden_ram);
+    return file_data_extents(g, s->o->golden_ram, s->o->ram_bytes, read_range, w, err);
 }
 
 static void mark_warm(const ramfs_opts *o)
@@ -292,18 +292,15 @@ static void start_warm(server *s)
         return;
     close_range(3, ~0U, 0); /* stdout and stderr are the server's log */
     double t0 = now_ms();
-    uint64_t bytes = 0;
-    char *path = xasprintf("%s/%s", s->o->mountpoint, s->o->file_name);
-    uint8_t *buf = xmalloc(READ_MAX);
-    int fd = open(path, O_RDONLY | O_CLOEXEC), rc = fd < 0 ? -errno : warm_pages(s, fd, buf, &bytes);
-    if (rc < 0) {
-        fprintf(stderr, "envmgr ramfs: warm-up of `%s` stopped after %.0f MiB: %s\n", path,
-                (double)bytes / (1 << 20), strerror(-rc));
+    em_err err = {0};
+    warm_job w = {.path = xasprintf("%s/%s", s->o->mountpoint, s->o->file_name), .buf = xmalloc(READ_MAX)};
+    w.fd = open(w.path, O_RDONLY | O_CLOEXEC);
+    if ((w.fd < 0 ? em_fail_errno(&err, "open `%s`", w.path) : warm_pages(s, &w, &err)) < 0) {
+        fprintf(stderr, "envmgr ramfs: warm-up stopped after %.0f MiB: %s\n", (double)w.bytes / (1 << 20), err.msg);
         _exit(1);
     }
-    close(fd);
     mark_warm(s->o);
-    fprintf(stderr, "envmgr ramfs: warm-up: %.0f MiB in %.0f ms\n", (double)bytes / (1 << 20), now_ms() - t0);
+    fprintf(stderr, "envmgr ramfs: warm-up: %.0f MiB in %.0f ms\n", (double)w.bytes / (1 << 20), now_ms() - t0);
     _exit(0);
 }
 
