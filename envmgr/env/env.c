@@ -216,15 +216,15 @@ void env_pointer_wire(env *e, int *x, int *y)
         read_input_state(e, x, y, &b);
 }
 
-/* A restored guest wakes with the clock of the moment it was saved. Setting
- * it needs the guest agent, which under TCG answers about a second after a
- * restore (the translation cache starts empty), so it is done by the first
- * command that needs the agent, not by up/reset: the screen and input are
- * usable at once. */
-static void mark_clock_stale(env *e)
+/* What a freshly restored guest still needs, each done lazily by the first command that needs it.
+ * It wakes with the clock of the moment it was saved; setting it needs the guest agent, which under
+ * TCG answers about a second after a restore (the translation cache starts empty), so up/reset do
+ * not wait for it: the screen and input are usable at once. And its RAM may be a served state's
+ * not yet warm (input_gate). */
+static void mark_restored(env *e)
 {
     json_object_set_new(e->meta, "clock_synced", json_false());
-    e->ram_warm_seen = false; /* and the guest's RAM may be another's (input_gate) */
+    e->ram_warm_seen = false;
 }
 
 /* Network machinery of allowlist envs: the egress proxy (started with QEMU
@@ -324,7 +324,7 @@ int env_up(const env_up_opts *o, env **out, env_timings *t, em_err *err)
         rc = env_state_record(e, err);
     if (rc == 0) {
         reset_pointer_state(e);
-        mark_clock_stale(e);
+        mark_restored(e);
         rc = env_write_meta(e, err);
     }
     if (rc == 0)
@@ -440,7 +440,7 @@ int env_restart(env *e, env_timings *t, const char *what, em_err *err)
     double t2 = now_ms();
     e->running_known = true; /* a restored guest runs */
     reset_pointer_state(e);
-    mark_clock_stale(e);
+    mark_restored(e);
     if ((e->nchain && env_state_record(e, err) < 0) || env_write_meta(e, err) < 0 || net_start(e, err) < 0)
         return em_prefix(err, "%s %s: ", what, e->name);
     if (t) {
