@@ -37,10 +37,14 @@ bool ramfs_live(const char *mountpoint, const char *file_name, uint64_t ram_byte
            (uint64_t)st.st_size == ram_bytes;
 }
 
+/* A request made after the server's connection was aborted fails with ENOTCONN; one already queued
+ * when it was aborted fails with ECONNABORTED (a killed server's warm-up child still held the
+ * connection for a moment: the stat that came in that moment waited and was ended so). Both say
+ * nobody will ever answer. */
 bool ramfs_dead(const char *mountpoint)
 {
     struct stat st;
-    return stat(mountpoint, &st) < 0 && errno == ENOTCONN;
+    return stat(mountpoint, &st) < 0 && (errno == ENOTCONN || errno == ECONNABORTED);
 }
 
 /* Something (a live or a dead FUSE mount) is mounted at path. */
