@@ -325,8 +325,11 @@ static json_t *begin_episode(api_request *q, api_reply *r, api_env *ae, obs_kind
         return NULL;
     }
     json_t *obs = observe(q, ae, &err, obs_ms);
-    if (!obs)
+    if (!obs) { /* no observation, no episode: a step after this error is refused, never run */
+        episode_abandon(ae->ep);
+        ae->ep = NULL;
         reply_em(r, &err, "");
+    }
     return obs;
 }
 
@@ -593,6 +596,15 @@ void api_h_reset(api_request *q, api_reply *r)
     api_reply_json(r, 200, j);
 }
 
+/* A step that ran but whose end (its trace line, the next observation) failed: the episode ends
+ * with env_error, and the step's 200 says so. */
+static void end_with_env_error(api_env *ae, episode_step_out *so, const char *why)
+{
+    episode_end(ae->ep, EXIT_ENV_ERROR, why);
+    so->ended = true;
+    snprintf(so->error, sizeof so->error, "%s", why);
+}
+
 void api_h_step(api_request *q, api_reply *r)
 {
     api_server *s = q->s;
@@ -620,30 +632,27 @@ void api_h_step(api_request *q, api_reply *r)
     episode_step_out so;
     double t0 = now_ms();
     double agent_ms = ae->last_obs_ms > 0 ? t0 - ae->last_obs_ms : 0;
+    /* From here the step has happened (its actions reached the guest): whatever fails after is said
+     * in a 200's body, the episode ended with env_error, so a client never repeats a step that ran. */
     int rc = episode_step(ae->ep, reply, agent_ms, &so, &err);
     json_decref(reply);
     double step_ms = now_ms() - t0;
-    if (rc < 0) {
-        unlock_env(q, ae);
-        return reply_em(r, &err, "");
-    }
+    if (rc < 0)
+        end_with_env_error(ae, &so, err.msg);
     api_metrics_add(&s->metrics, &s->metrics.steps, 1);
     api_metrics_add(&s->metrics, &s->metrics.actions, so.actions);
-    cause = exit_cause_name(episode_exit_cause(ae->ep));
     json_t *obs = NULL;
     double env_work_ms = 0;
-    if (episode_exit_cause(ae->ep) != EXIT_ENV_ERROR) {
-        obs = observe(q, ae, &err, &env_work_ms);
-        if (!obs) {
-            unlock_env(q, ae);
-            return reply_em(r, &err, "");
-        }
-    }
+    if (episode_exit_cause(ae->ep) != EXIT_ENV_ERROR && !(obs = observe(q, ae, &err, &env_work_ms)))
+        end_with_env_error(ae, &so, err.msg);
+    cause = exit_cause_name(episode_exit_cause(ae->ep));
     r->env_ms = env_work_ms + step_ms;
     json_t *info = json_pack("{s:i, s:i, s:f, s:o}", "step", episode_steps(ae->ep), "actions", so.actions, "step_ms",
                              step_ms, "exit_cause", cause ? json_string(cause) : json_null());
     if (so.error[0])
         json_object_set_new(info, "error", json_string(so.error));
+    if (so.agent_error[0]) /* the agent's own code failed in the guest; the episode goes on */
+        json_object_set_new(info, "agent_error", json_string(so.agent_error));
     json_t *j = json_pack("{s:o, s:i, s:b, s:o}", "observation", obs ? obs : json_null(), "reward", 0, "done",
                           so.ended, "info", info);
     unlock_env(q, ae);

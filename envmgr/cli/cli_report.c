@@ -5,9 +5,23 @@
 
 #include "cli.h"
 
+/* One line on the terminal, whatever a message quotes (an env's or a state's name, a guest's
+ * output): control bytes are written as \xNN, so none can move the cursor or end the line. */
+static void put_line(const char *msg)
+{
+    fputs("envmgr: ", stderr);
+    for (const unsigned char *p = (const unsigned char *)msg; *p; p++) {
+        if (*p < 0x20 || *p == 0x7f)
+            fprintf(stderr, "\\x%02x", *p);
+        else
+            fputc(*p, stderr);
+    }
+    fputc('\n', stderr);
+}
+
 int cli_report(const em_err *err)
 {
-    fprintf(stderr, "envmgr: %s\n", err->msg[0] ? err->msg : "failed");
+    put_line(err->msg[0] ? err->msg : "failed");
     return err->code ? err->code : EM_EXIT_FAIL;
 }
 
@@ -28,10 +42,10 @@ int cli_usage_error(const char *usage, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fputs("envmgr: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    char msg[EM_ERR_MAX];
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    put_line(msg);
     const char *first = strchr(usage, '\n');
     fprintf(stderr, "%.*s\n", first ? (int)(first - usage) : (int)strlen(usage), usage);
     return EM_EXIT_USAGE;

@@ -14,7 +14,7 @@ int cmd_reset(int argc, char **argv)
         return cli_usage_error(usage, "reset: expected NAME");
     em_err err = {0};
     env *e;
-    if (env_open(argv[1], &e, &err) < 0)
+    if (env_open_to_restart(argv[1], &e, &err) < 0)
         return cli_report(&err);
     env_timings t;
     int rc = env_reset(e, &t, &err);

@@ -67,7 +67,7 @@ static int cmd_state_restore(int argc, char **argv)
         return cli_usage_error(usage, "state restore: expected ENV NAME");
     em_err err = {0};
     env *e;
-    if (env_open(argv[1], &e, &err) < 0)
+    if (env_open_to_restart(argv[1], &e, &err) < 0)
         return cli_report(&err);
     env_timings t;
     int rc = env_state_restore(e, argv[2], &t, &err);

@@ -144,6 +144,7 @@ static void env_free(env *e)
     png_buf_free(&e->png);
     if (e->lockfd >= 0)
         close(e->lockfd);
+    env_state_unhold(e);
     manifest_free(e->image);
     golden_free(e->gold);
     state_chain_free(e->chain, e->nchain);
@@ -264,6 +265,7 @@ static env *env_new(const char *name)
     e->name = xstrdup(name);
     e->dir = paths_env_dir(name);
     e->lockfd = -1;
+    e->state_hold_fd = -1;
     return e;
 }
 
@@ -327,6 +329,7 @@ int env_up(const env_up_opts *o, env **out, env_timings *t, em_err *err)
         mark_restored(e);
         rc = env_write_meta(e, err);
     }
+    env_state_unhold(e); /* recorded as the state's user now: removal refuses */
     if (rc == 0)
         rc = net_start(e, err);
     if (rc < 0) {
@@ -375,7 +378,9 @@ static int load_existing(env *e, em_err *err)
     return 0;
 }
 
-int env_open(const char *name, env **out, em_err *err)
+/* dead_ok: for the operations that replace the QEMU (reset, restore), which bring back an env whose
+ * QEMU died; e->pid is then 0. */
+static int open_env(const char *name, bool dead_ok, env **out, em_err *err)
 {
     if (check_name("env", name, err) < 0)
         return -1;
@@ -383,11 +388,16 @@ int env_open(const char *name, env **out, em_err *err)
     int rc = load_existing(e, err);
     if (rc == 0)
         rc = lock_dir(e, err);
-    if (rc == 0 && (vm_read_pid(e->dir, &e->pid, err) < 0 || !vm_alive(e->pid, e->dir))) {
+    em_err perr = {0};
+    bool alive = rc == 0 && vm_read_pid(e->dir, &e->pid, &perr) == 0 && vm_alive(e->pid, e->dir);
+    if (rc == 0 && !alive && dead_ok) {
+        e->pid = 0;
+        e->running_known = false;
+    } else if (rc == 0 && !alive) {
         _cleanup_free_ char *log = in_dir(e, VM_LOG_FILE);
-        rc = em_fail(err, "env %s: its QEMU is not running (it exited or was killed; see %s); `envmgr down %s` "
-                          "cleans it up",
-                     name, log, name);
+        rc = em_fail(err, "env %s: its QEMU is not running (it exited or was killed; see %s); `envmgr reset %s` "
+                          "starts it again, `envmgr down %s` cleans it up",
+                     name, log, name, name);
     }
     if (rc < 0) {
         env_free(e);
@@ -396,6 +406,10 @@ int env_open(const char *name, env **out, em_err *err)
     *out = e;
     return 0;
 }
+
+int env_open(const char *name, env **out, em_err *err) { return open_env(name, false, out, err); }
+
+int env_open_to_restart(const char *name, env **out, em_err *err) { return open_env(name, true, out, err); }
 
 int env_down(const char *name, em_err *err)
 {

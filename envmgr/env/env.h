@@ -39,6 +39,9 @@ typedef struct env_timings {
 int env_up(const env_up_opts *o, env **out, env_timings *t, em_err *err);
 /* Open an existing env; fails with a clear message when its QEMU is gone. */
 int env_open(const char *name, env **out, em_err *err);
+/* The same for an operation that replaces the env's QEMU (reset, state restore): an env whose QEMU
+ * died opens too, and comes back from the golden state or the state restored. */
+int env_open_to_restart(const char *name, env **out, em_err *err);
 void env_close(env *e);
 /* Stop QEMU (if any) and remove the run directory. Works on dead envs. */
 int env_down(const char *name, em_err *err);

@@ -29,6 +29,7 @@ struct env {
     size_t nvcpu;
     bool running_known;         /* this process knows the guest is not paused */
     bool ram_warm_seen;         /* this process saw the served RAM's warm-up end (input_gate) */
+    int state_hold_fd;          /* a restore's hold on its state (state_hold) until it is recorded, or -1 */
 };
 
 int env_write_meta(env *e, em_err *err);
@@ -51,5 +52,7 @@ int env_state_start(env *e, const char *accel, double *flat_ms, bool *served, em
 int env_state_record(env *e, em_err *err);
 /* e no longer runs on a state (reset to the golden state, or down). */
 void env_state_leave(env *e);
+/* Let go of the hold env_state_use took on the state (once it is recorded, or the restore failed). */
+void env_state_unhold(env *e);
 
 #endif

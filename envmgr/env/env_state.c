@@ -4,6 +4,7 @@
  * which state it was restored from (env.json "state": {name, id}), where its pointer is. */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "envmgr/base/util.h"
 #include "envmgr/env/env_int.h"
@@ -45,8 +46,14 @@ int env_state_use(env *e, const char *name, const char *accel, em_err *err)
 {
     state **chain = NULL;
     size_t n = 0;
-    if (state_ram_settings_check(err) < 0 || state_chain_load(name, &chain, &n, err) < 0)
+    /* held before anything is stopped, until the env is its recorded user: a removal waits */
+    env_state_unhold(e);
+    if (state_ram_settings_check(err) < 0 || state_hold(name, &e->state_hold_fd, err) < 0)
         return -1;
+    if (state_chain_load(name, &chain, &n, err) < 0) {
+        env_state_unhold(e);
+        return -1;
+    }
     const state *s = chain[n - 1];
     char id[65];
     int rc = 0;
@@ -63,6 +70,7 @@ int env_state_use(env *e, const char *name, const char *accel, em_err *err)
                      name);
     if (rc < 0) {
         state_chain_free(chain, n);
+        env_state_unhold(e);
         return -1;
     }
     state_chain_free(e->chain, e->nchain);
@@ -149,6 +157,13 @@ int env_state_prepare(env *e, const char *name, double *ms, em_err *err)
     return rc;
 }
 
+void env_state_unhold(env *e)
+{
+    if (e->state_hold_fd >= 0)
+        close(e->state_hold_fd);
+    e->state_hold_fd = -1;
+}
+
 void env_state_leave(env *e)
 {
     state_release(env_state_name(e), e->dir);
@@ -164,7 +179,9 @@ int env_state_restore(env *e, const char *name, env_timings *t, em_err *err)
 {
     if (env_state_use(e, name, env_accel(e), err) < 0)
         return em_prefix(err, "restore %s: ", e->name);
-    return env_restart(e, t, "restore", err);
+    int rc = env_restart(e, t, "restore", err);
+    env_state_unhold(e);
+    return rc;
 }
 
 /* The chain the env was restored from (none: the golden state), still the very one. */

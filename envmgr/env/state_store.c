@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -14,10 +15,73 @@
 #include "envmgr/base/paths.h"
 #include "envmgr/base/sha256.h"
 #include "envmgr/base/util.h"
+#include "envmgr/base/warn.h"
 #include "envmgr/env/states.h"
 #include "envmgr/env/states_int.h"
 #include "envmgr/vm/ramfs.h"
 #include "envmgr/vm/savestate.h"
+
+#define HOLD_WAIT_MS 60000.0   /* a removal in progress is quick: a rename */
+#define REMOVE_WAIT_MS 120000.0 /* a restore building a flat RAM file may take seconds */
+
+/* ---- the use lock: restores hold it shared, a removal takes it exclusively ---- */
+
+/* The lock lfd holds is still the file at lock: a removal renames the state's folder away, and a
+ * restore that waited for that removal must not go on with the state's files gone. */
+static bool lock_still_there(int lfd, const char *lock)
+{
+    struct stat held, now;
+    return fstat(lfd, &held) == 0 && stat(lock, &now) == 0 && held.st_dev == now.st_dev &&
+           held.st_ino == now.st_ino;
+}
+
+/* Lock state `name` (shared: a restore; exclusive: a removal) within wait_ms. 1: locked, 0: busy
+ * (only when wait_ms is 0), -1: failed (EM_EXIT_USAGE: no such state). */
+static int lock_state(const char *name, bool shared, double wait_ms, int *fd, em_err *err)
+{
+    *fd = -1;
+    if (check_name("state", name, err) < 0)
+        return -1;
+    _cleanup_free_ char *dir = state_dir(name), *lock = xasprintf("%s/" STATE_USE_LOCK, dir),
+                        *rec = xasprintf("%s/" STATE_JSON, dir);
+    struct stat st;
+    if (stat(rec, &st) < 0)
+        return em_fail_input(err, "state `%s` does not exist (envmgr state ls lists them)", name);
+    int lfd = open(lock, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (lfd < 0)
+        return errno == ENOENT ? em_fail_input(err, "state `%s` does not exist (envmgr state ls lists them)", name)
+                               : em_fail_errno(err, "state `%s`: open `%s`", name, lock);
+    double deadline = now_ms() + wait_ms;
+    while (flock(lfd, (shared ? LOCK_SH : LOCK_EX) | LOCK_NB) < 0) {
+        int rc = 0;
+        if (errno != EWOULDBLOCK && errno != EINTR)
+            rc = em_fail_errno(err, "state `%s`: lock `%s`", name, lock);
+        else if (wait_ms <= 0) {
+            close(lfd);
+            return 0;
+        } else if (check_interrupt(err) < 0)
+            rc = -1;
+        else if (now_ms() > deadline)
+            rc = em_fail(err, "state `%s`: waited %.0f s for %s", name, wait_ms / 1000,
+                         shared ? "its removal by another envmgr" : "a restore from it");
+        if (rc < 0) {
+            close(lfd);
+            return -1;
+        }
+        sleep_ms(50);
+    }
+    if (!lock_still_there(lfd, lock)) {
+        close(lfd);
+        return em_fail_input(err, "state `%s` was removed (envmgr state ls lists the states)", name);
+    }
+    *fd = lfd;
+    return 1;
+}
+
+int state_hold(const char *name, int *fd, em_err *err)
+{
+    return lock_state(name, true, HOLD_WAIT_MS, fd, err) < 0 ? -1 : 0;
+}
 
 /* ---- users, LRU ---- */
 
@@ -215,7 +279,9 @@ static int remove_state_dir(const char *name, em_err *err)
 
 int state_remove(const char *name, em_err *err)
 {
-    if (check_name("state", name, err) < 0)
+    /* under the lock: a restore under way ends first, and its env is then among the users */
+    _cleanup_close_ int lfd = -1;
+    if (lock_state(name, false, REMOVE_WAIT_MS, &lfd, err) < 0)
         return -1;
     json_t *list;
     if (state_list(&list, err) < 0)
@@ -342,6 +408,29 @@ static size_t remove_leftovers(bool dry_run, FILE *log)
     return n;
 }
 
+/* Evict state `name` unless a restore holds it or an env came to run on it since it was picked:
+ * 0 removed, 1 kept, 2 removed by another envmgr meanwhile, -1 failed. */
+static int evict_one(const char *name, em_err *err)
+{
+    _cleanup_close_ int lfd = -1;
+    int locked = lock_state(name, false, 0, &lfd, err);
+    if (locked == 0)
+        return 1;
+    if (locked < 0 && err->code == EM_EXIT_USAGE) { /* removed by someone else meanwhile */
+        em_err_clear(err);
+        return 2;
+    }
+    if (locked < 0)
+        return -1;
+    _cleanup_free_ char *dir = state_dir(name);
+    json_t *users = users_of(dir, name);
+    bool used = json_array_size(users) > 0;
+    json_decref(users);
+    if (used)
+        return 1;
+    return remove_state_dir(name, err) < 0 ? -1 : 0;
+}
+
 int state_evict(uint64_t cap, const char *keep, bool dry_run, FILE *log, size_t *count, double *mib, em_err *err)
 {
     *count = 0;
@@ -379,21 +468,37 @@ int state_evict(uint64_t cap, const char *keep, bool dry_run, FILE *log, size_t 
                     dry_run ? "would " : "", rows[i].name, (double)rows[i].flat_bytes / (1 << 20), cap >> 20);
         *mib += (double)rows[i].flat_bytes / (1 << 20);
     }
+    uint64_t left = 0;
+    for (size_t i = 0; i < n; i++)
+        left += rows[i].bytes + rows[i].flat_bytes;
+    left -= (uint64_t)(*mib * (1 << 20));
     for (size_t i = 0; rc == 0 && i < n; i++) {
         if (!evict[i])
             continue;
         rows[i].bytes += drop_flat[i] ? 0 : rows[i].flat_bytes;
+        int kept = dry_run ? 0 : evict_one(rows[i].name, err);
+        if (kept < 0)
+            rc = -1;
+        if (kept != 0) { /* a restore holds it, or an env runs on it now: it stays, and so is said */
+            if (log && kept == 1)
+                fprintf(log, "gc: kept state %s (%.0f MiB): an env is being restored from it or runs on it\n",
+                        rows[i].name, (double)rows[i].bytes / (1 << 20));
+            continue;
+        }
         if (log && rows[i].stale)
             fprintf(log, "gc: %sevict state %s (%.0f MiB; its golden state is gone)\n", dry_run ? "would " : "",
                     rows[i].name, (double)rows[i].bytes / (1 << 20));
         else if (log)
             fprintf(log, "gc: %sevict state %s (%.0f MiB; over the %" PRIu64 " MiB cap, least recently used)\n",
                     dry_run ? "would " : "", rows[i].name, (double)rows[i].bytes / (1 << 20), cap >> 20);
-        if (!dry_run)
-            rc = remove_state_dir(rows[i].name, err);
         (*count)++;
         *mib += (double)rows[i].bytes / (1 << 20);
+        left -= rows[i].bytes < left ? rows[i].bytes : left;
     }
+    if (rc == 0 && left > cap) /* what is left is in use (envs run on it, states were saved from it) */
+        em_warn("envmgr: the saved states take %.0f MiB, over their cap of %" PRIu64
+                " MiB: what is left is in use (envmgr state ls shows by whom)",
+                (double)left / (1 << 20), cap >> 20);
     free(rows);
     free(evict);
     free(drop_flat);

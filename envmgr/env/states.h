@@ -66,8 +66,14 @@ void state_abort(const char *tmp_dir);
 /* One object per state: name, parent, created, mib, last_used, users (envs), children, image,
  * golden key, golden_ok (its golden state is still the one), since; a damaged one: name and error. */
 int state_list(json_t **out, em_err *err);
-/* Remove a state; refused while another state or a running env depends on it. */
+/* Remove a state; refused while another state or a running env depends on it. A restore from it
+ * that is under way (state_hold) is waited for first, and then runs on it, so the removal is refused. */
 int state_remove(const char *name, em_err *err);
+/* A restore's hold on state `name`, taken before the env's old QEMU stops and kept until the env is
+ * recorded as its user (state_claim): removal waits for it, eviction passes the state by. Fails
+ * (EM_EXIT_USAGE) when the state does not exist or was removed while this waited. *fd: close it to
+ * let go. */
+int state_hold(const char *name, int *fd, em_err *err);
 /* A save or restore used s now (LRU); env_dir runs on it (claim) or no longer (release). */
 void state_touch(const state *s);
 int state_claim(const state *s, const char *env_dir, em_err *err);

@@ -15,6 +15,7 @@
 #define STATE_FLAT "ram.flat"        /* derived: the flat RAM file a restore maps (state_flat.c) */
 #define STATE_FLAT_STAMP "flat.json"  /* which flat file was built, when */
 #define STATE_FLAT_LOCK "flat.lock"
+#define STATE_USE_LOCK "use.lock"     /* restores hold it shared, a removal exclusive (state_hold) */
 #define STATE_FLAT_TMP ".ram.flat-"   /* a build in progress: .ram.flat-<pid> */
 #define STATE_RAMFS_LOG "ramfs.log"   /* what the server of its RAM (vm/ramfs.h) said */
 #define NEW_PREFIX ".new-" /* a save in progress: .new-<name>-<pid> */

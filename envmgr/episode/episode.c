@@ -56,6 +56,7 @@ struct episode {
     int holds;
     bool agent_boxed; /* the agent runs in its sandbox (agent_sandbox.h) */
     json_t *said;     /* what the reply said beside its actions ("response", "pyautogui" code), for its first step line */
+    char agent_error[EM_ERR_MAX]; /* this reply's pyautogui code failed in the guest: why (the step goes on) */
 };
 typedef struct episode run; /* the agent loop below reads as "a run of an episode" */
 
@@ -363,6 +364,7 @@ static int execute_actions(run *r, json_t *actions, const char *source, double a
                 /* the agent's code failed in the guest (a syntax error, an exception): OSWorld's step
                  * goes on and so does the episode; the step records why */
                 snprintf(agent_err, sizeof agent_err, "%s", aerr.msg);
+                snprintf(r->agent_error, sizeof r->agent_error, "%s", aerr.msg);
                 em_err_clear(&aerr);
                 rc = 0;
             }
@@ -456,6 +458,7 @@ int episode_step(episode *r, json_t *reply, double agent_ms, episode_step_out *o
         return 0;
     }
     r->agent_ms += agent_ms;
+    r->agent_error[0] = '\0';
     json_t *actions;
     const char *source;
     char *refusal = NULL;
@@ -476,6 +479,7 @@ int episode_step(episode *r, json_t *reply, double agent_ms, episode_step_out *o
     }
     r->steps++;
     out->actions = r->actions - actions_before;
+    snprintf(out->agent_error, sizeof out->agent_error, "%s", r->agent_error);
     bool off = false;
     em_err gerr = {0};
     if (rc == 0 && r->cause == EXIT_NONE && out->actions > 0 && r->ev.guest_off &&
@@ -736,8 +740,6 @@ int episode_begin_with(const episode_env *ev, const task *t, const char *task_pa
     /* The hash of the bytes the task was parsed from (task.sha256), never a second read of its file. */
     snprintf(task_sha, sizeof task_sha, "%s", task_sha256 ? task_sha256 : t->sha256);
     double t_reset = now_ms();
-    if (rc == 0 && ev->hold && ev->hold(ev->ctx, false, err) < 0) /* an idle env may wait paused */
-        rc = -1;
     /* The task's network section: a policy that changes needs a restart even on a fresh env. */
     netpolicy cur, net;
     bool net_changed = false;
@@ -754,7 +756,9 @@ int episode_begin_with(const episode_env *ev, const task *t, const char *task_pa
         rc = em_fail(err, "the task's network section is not the env's: a saved state runs under the policy it "
                           "was restored with (reset with the task first)");
     else if (rc == 0 && !cached && (!o->fresh || net_changed || sc.refused[0]))
-        rc = ev->reset(ev->ctx, err);
+        rc = ev->reset(ev->ctx, err); /* a new QEMU, running: whatever the old one was, dead included */
+    else if (rc == 0 && !cached && ev->hold && ev->hold(ev->ctx, false, err) < 0) /* an idle env waits paused */
+        rc = -1;
     r->reset_ms = now_ms() - t_reset;
     _cleanup_free_ char *elog = egress_path(r);
     r->egress_start = r->egress_off = egress_log_size(elog);

@@ -41,6 +41,7 @@ typedef struct episode_step_out {
     bool ended;               /* the episode is over (episode_exit_cause says why) */
     int actions;              /* actions this reply executed */
     char error[EM_ERR_MAX];   /* refusal, or the env error that ended the episode; "" otherwise */
+    char agent_error[EM_ERR_MAX]; /* the agent's pyautogui code failed in the guest (the episode goes on); "" */
 } episode_step_out;
 
 /* Reset e (unless o->fresh), open the trace, run the task's config steps and

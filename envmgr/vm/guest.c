@@ -193,6 +193,7 @@ int guest_exec(guest *g, const char *const *argv, const void *in, size_t in_len,
         free(b64);
     }
     json_t *ret;
+    double started = now_ms();
     int rc = call(g, "guest-exec", req, GUEST_CMD_TIMEOUT_MS, &ret, err);
     json_decref(req);
     if (rc < 0)
@@ -211,7 +212,11 @@ int guest_exec(guest *g, const char *const *argv, const void *in, size_t in_len,
             json_t *code = json_object_get(st, "exitcode");
             res->exit_code = code ? (int)json_integer_value(code) : -1;
             res->signal = (int)json_integer_value(json_object_get(st, "signal"));
-            res->timed_out = res->exit_code == 124 || res->exit_code == 137;
+            /* timeout(1) exits 124 (137 after -k), but so may the program itself: only a command
+             * that ran for its whole timeout was stopped by it. The host's clock started before the
+             * guest's and stops after it, so a real timeout always passes this test. */
+            res->timed_out = (res->exit_code == 124 || res->exit_code == 137) &&
+                             now_ms() - started >= timeout_s * 1000;
             res->truncated = json_is_true(json_object_get(st, "out-truncated")) ||
                              json_is_true(json_object_get(st, "err-truncated"));
             rc = decode_field(st, "out-data", cap, &res->out, &res->out_len, &res->truncated, err);
