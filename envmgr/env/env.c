@@ -85,6 +85,8 @@ json_t *env_boundaries(env *e)
 
 int env_block_ops(env *e, uint64_t *ops, em_err *err) { return vm_block_ops(e->dir, ops, err); }
 
+bool env_io_waiting(env *e) { return e->pid > 0 && vm_threads_in_io(e->pid) > 0; }
+
 int env_hold(env *e, bool hold, em_err *err)
 {
     if (vm_hold(e->dir, hold, err) < 0)

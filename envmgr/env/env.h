@@ -90,6 +90,8 @@ int env_vcpu_time(env *e, uint64_t *run_ns, uint64_t *wait_ns, em_err *err);
 json_t *env_boundaries(env *e);
 /* Disk requests the guest made so far (vm_block_ops). */
 int env_block_ops(env *e, uint64_t *ops, em_err *err);
+/* A disk request of the guest is with the host's disk now (a QEMU thread waits for it). */
+bool env_io_waiting(env *e);
 /* Pause the guest (its clocks stand still) or resume it; a guest that is not running (powered
  * off) is left alone. */
 int env_hold(env *e, bool hold, em_err *err);

@@ -664,10 +664,12 @@ int screen_settle(env *e, double settle_ms, double max_ms, settle_info *info, em
             run_last = run;
             wait_last = wait;
         }
-        /* an application loading from disk leaves the vCPUs idle while it waits: not settled */
-        bool disk = false;
+        /* an application loading from disk leaves the vCPUs idle while it waits: not settled. QEMU
+         * counts a request once it completes, so one that a loaded host disk takes seconds to answer
+         * shows only as a QEMU thread waiting for it. */
+        bool disk = env_io_waiting(e);
         if (io_ok && env_block_ops(e, &io, &cerr) == 0) {
-            disk = io != io_last;
+            disk = disk || io != io_last;
             io_last = io;
         }
         t_last = t;

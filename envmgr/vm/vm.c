@@ -1,5 +1,6 @@
 #include "envmgr/vm/vm.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -492,6 +493,36 @@ void vm_threads_sched(pid_t pid, const pid_t *tids, size_t n, uint64_t *run_ns, 
             *wait_ns += strtoull(end, NULL, 10); /* runnable, waiting for one */
         }
     }
+}
+
+int vm_threads_in_io(pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+    DIR *d = opendir(path);
+    if (!d)
+        return 0;
+    int n = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (de->d_name[0] == '.')
+            continue;
+        char stat[320], buf[512];
+        snprintf(stat, sizeof stat, "/proc/%d/task/%s/stat", (int)pid, de->d_name);
+        int fd = open(stat, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        ssize_t r = read(fd, buf, sizeof buf - 1);
+        close(fd);
+        if (r <= 0)
+            continue;
+        buf[r] = '\0';
+        const char *after = strrchr(buf, ')'); /* the name in parentheses may hold anything */
+        if (after && after[1] == ' ' && after[2] == 'D')
+            n++;
+    }
+    closedir(d);
+    return n;
 }
 
 int vm_guest_shut_down(const char *dir, bool *off, em_err *err)

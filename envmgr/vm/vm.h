@@ -70,6 +70,9 @@ int vm_vcpu_threads(const char *dir, pid_t *tids, size_t max, size_t *n, em_err 
 /* How long those threads of process pid ran, and waited runnable for a CPU, in ns (schedstat;
  * 0 when unreadable). The rest of the time they slept: a halted (idle) vCPU. */
 void vm_threads_sched(pid_t pid, const pid_t *tids, size_t n, uint64_t *run_ns, uint64_t *wait_ns);
+/* How many of QEMU's threads wait in the kernel for I/O right now (state D): a guest read that the
+ * host's disk has not answered yet, which QEMU's counters show only once it completes. */
+int vm_threads_in_io(pid_t pid);
 
 /* Did the guest power itself off (QEMU runs with -no-shutdown, so it stays, stopped)? */
 int vm_guest_shut_down(const char *dir, bool *off, em_err *err);

@@ -19,8 +19,18 @@ cleanup() {
     pkill -9 -f -- "$ENVMGR_RUN_DIR/" 2>/dev/null
     # nor the servers of saved states' RAM under it, nor their mounts
     "$ROOT/scripts/stop-ram-servers" "$T"
-    # ENVMGR_TEST_KEEP=1 keeps the outputs (traces, frames) of a failing run for a post-mortem
-    if [ -n "${ENVMGR_TEST_KEEP:-}" ]; then echo "kept $T" >&2; else rm -rf "$T"; fi
+    # A run with a failed check keeps its outputs (traces, frames, logs, results) for the next person to
+    # read, without what is large and rebuilt (overlays, saved states, RAM files); ENVMGR_TEST_KEEP=1
+    # keeps everything of any run.
+    if [ -n "${ENVMGR_TEST_KEEP:-}" ]; then
+        echo "kept $T" >&2
+    elif [ "$FAIL" != 0 ]; then
+        rm -rf "$ENVMGR_STATE_DIR"
+        find "$T" -xdev -type f \( -size +20M -o -name '*.qcow2' \) -delete 2>/dev/null
+        echo "$SUITE: a check failed: its run folder is kept for a post-mortem: $T" >&2
+    else
+        rm -rf "$T"
+    fi
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
