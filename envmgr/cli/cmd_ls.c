@@ -7,7 +7,7 @@
 #include "envmgr/env/env.h"
 
 static const char usage[] = "usage: envmgr ls [--json]\n"
-                            "  List envs: name, status (running or dead), pid, accel, the user id QEMU runs as, its cgroup\n"
+                            "  List envs: name, status (running, paused or dead), pid, accel, the user id QEMU runs as, its cgroup\n"
                             "  limits, image. --json adds every recorded boundary.\n";
 
 /* "mem 2048M pids 512 cpu 150%" from the recorded cgroup limits ("-" for none). */

@@ -16,6 +16,7 @@
 #include "envmgr/vm/boundaries.h"
 #include "envmgr/vm/golden.h"
 #include "envmgr/vm/overlay.h"
+#include "envmgr/vm/ramfs.h"
 #include "envmgr/vm/manifest.h"
 #include "envmgr/base/json_save.h"
 #include "envmgr/base/paths.h"
@@ -475,14 +476,43 @@ int env_reset(env *e, env_timings *t, em_err *err)
     return env_restart(e, t, "reset", err);
 }
 
+/* Why the env cannot answer when its QEMU is gone, and whether the server of the saved state's RAM
+ * it mapped died first (a guest then dies on its next page of RAM): the sockets' own errors say only
+ * that the peer left. 0: its QEMU runs. */
+static int gone_why(env *e, em_err *err)
+{
+    if (e->pid <= 0 || vm_alive(e->pid, e->dir))
+        return 0;
+    const char *ram = json_string_value(json_object_get(e->meta, "ram_file"));
+    const char *slash = ram ? strrchr(ram, '/') : NULL;
+    _cleanup_free_ char *mnt = slash ? xasprintf("%.*s", (int)(slash - ram), ram) : NULL;
+    if (mnt && ramfs_dead(mnt))
+        return em_fail(err, "env %s: its QEMU died after the server of its saved state's RAM did (`envmgr reset "
+                            "%s` or a state restore brings the env back)",
+                       e->name, e->name);
+    return em_fail(err, "env %s: its QEMU died (see %s/" VM_LOG_FILE "; `envmgr reset %s` starts it again)",
+                   e->name, e->dir, e->name);
+}
+
+/* An operation on the env failed: its cause, when the env is gone, else the operation's error. */
+static int failed(env *e, em_err *err)
+{
+    em_err why = {0};
+    if (gone_why(e, &why) < 0)
+        *err = why;
+    return -1;
+}
+
 int env_guest(env *e, guest **g, em_err *err)
 {
-    if (ensure_running(e, err) < 0)
+    if (gone_why(e, err) < 0 || ensure_running(e, err) < 0)
         return -1;
     if (!e->ga) {
         _cleanup_free_ char *sock = in_dir(e, VM_QGA_SOCK);
-        if (guest_open(sock, AGENT_TIMEOUT_MS, &e->ga, err) < 0)
-            return em_prefix(err, "env %s: ", e->name);
+        if (guest_open(sock, AGENT_TIMEOUT_MS, &e->ga, err) < 0) {
+            em_prefix(err, "env %s: ", e->name);
+            return failed(e, err);
+        }
         if (!json_is_true(json_object_get(e->meta, "clock_synced"))) {
             if (guest_set_time(e->ga, err) < 0)
                 return em_prefix(err, "env %s: set the guest clock: ", e->name);
@@ -500,8 +530,12 @@ int env_vnc(env *e, vnc_session **v, em_err *err)
     if (!e->vnc) {
         _cleanup_free_ char *sock = in_dir(e, VM_VNC_SOCK);
         int x, y, b;
-        if (vnc_open(sock, VNC_TIMEOUT_MS, &e->vnc, err) < 0)
-            return em_prefix(err, "env %s: ", e->name);
+        if (gone_why(e, err) < 0)
+            return -1;
+        if (vnc_open(sock, VNC_TIMEOUT_MS, &e->vnc, err) < 0) {
+            em_prefix(err, "env %s: ", e->name);
+            return failed(e, err);
+        }
         vnc_set_input_gate(e->vnc, input_gate, e);
         if (read_input_state(e, &x, &y, &b))
             vnc_set_pointer_wire(e->vnc, x, y, b);
@@ -513,8 +547,10 @@ int env_vnc(env *e, vnc_session **v, em_err *err)
 int env_frame(env *e, const uint8_t **pixels, em_err *err)
 {
     vnc_session *v;
-    if (env_vnc(e, &v, err) < 0 || vnc_refresh(v, VNC_TIMEOUT_MS, err) < 0)
+    if (env_vnc(e, &v, err) < 0)
         return -1;
+    if (vnc_refresh(v, VNC_TIMEOUT_MS, err) < 0)
+        return failed(e, err);
     *pixels = vnc_pixels(v);
     return 0;
 }
@@ -600,7 +636,8 @@ int env_list(json_t **out, em_err *err)
         pid_t pid = 0;
         em_err ignored;
         bool alive = vm_read_pid(dir, &pid, &ignored) == 0 && vm_alive(pid, dir);
-        json_t *row = json_pack("{s:s, s:s, s:i}", "name", de->d_name, "status", alive ? "running" : "dead", "pid",
+        const char *status = !alive ? "dead" : vm_marked_paused(dir) ? "paused" : "running";
+        json_t *row = json_pack("{s:s, s:s, s:i}", "name", de->d_name, "status", status, "pid",
                                 alive ? (int)pid : 0);
         json_t *bounds = NULL;
         if (alive && vm_boundaries(pid, &bounds, &ignored) == 0) {

@@ -270,14 +270,18 @@ int savestate_write(const golden *g, const manifest *m, const char *env_dir, pid
         rc = em_fail(err, "the guest is `%s`, neither running nor paused: nothing to save", status);
     free(status);
     double t0 = now_ms();
-    if (rc == 0 && was_running)
+    if (rc == 0 && was_running) {
+        vm_mark_paused(env_dir, true); /* said by `ls` if this process is killed before it resumes the guest */
         rc = qmp_execute(q, "stop", NULL, QMP_TIMEOUT_MS, NULL, err);
+    }
     if (rc == 0)
         rc = save_stopped(q, g, m, env_dir, pid, ram_file, chain, n, out_dir, st, err);
     if (was_running) { /* the guest runs again whatever happened */
         em_err cont_err;
         if (qmp_execute(q, "cont", NULL, QMP_TIMEOUT_MS, NULL, &cont_err) < 0 && rc == 0)
             rc = em_fail(err, "%s", cont_err.msg);
+        else
+            vm_mark_paused(env_dir, false);
     }
     st->paused_ms = now_ms() - t0;
     qmp_close(q);

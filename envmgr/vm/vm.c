@@ -260,7 +260,7 @@ int vm_spawn(const vm_spec *s, pid_t *pid_out, em_err *err)
         em_fail(err, "too many arguments");
         goto done;
     }
-    static const char *socks[] = {VM_QMP_SOCK, VM_VNC_SOCK, VM_QGA_SOCK, VM_PID_FILE};
+    static const char *socks[] = {VM_QMP_SOCK, VM_VNC_SOCK, VM_QGA_SOCK, VM_PID_FILE, VM_PAUSED_FILE};
     for (size_t i = 0; i < ARRAY_LEN(socks); i++) {
         _cleanup_free_ char *p = xasprintf("%s/%s", s->dir, socks[i]);
         unlink(p);
@@ -536,6 +536,24 @@ int vm_guest_shut_down(const char *dir, bool *off, em_err *err)
     return rc;
 }
 
+void vm_mark_paused(const char *dir, bool paused)
+{
+    _cleanup_free_ char *p = xasprintf("%s/" VM_PAUSED_FILE, dir);
+    if (!paused) {
+        unlink(p);
+        return;
+    }
+    int fd = open(p, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd >= 0)
+        close(fd);
+}
+
+bool vm_marked_paused(const char *dir)
+{
+    _cleanup_free_ char *p = xasprintf("%s/" VM_PAUSED_FILE, dir);
+    return access(p, F_OK) == 0;
+}
+
 int vm_hold(const char *dir, bool hold, em_err *err)
 {
     _cleanup_free_ char *sock = xasprintf("%s/" VM_QMP_SOCK, dir);
@@ -550,6 +568,8 @@ int vm_hold(const char *dir, bool hold, em_err *err)
         rc = qmp_execute(q, "stop", NULL, 2000, NULL, err);
     else if (rc == 0 && !hold && !strcmp(status, "paused"))
         rc = qmp_execute(q, "cont", NULL, 2000, NULL, err);
+    if (rc == 0)
+        vm_mark_paused(dir, hold);
     free(status);
     qmp_close(q);
     return rc;

@@ -30,6 +30,7 @@ typedef struct vm_spec {
 #define VM_VNC_SOCK "vnc.sock"
 #define VM_QGA_SOCK "qga.sock"
 #define VM_PID_FILE "qemu.pid"
+#define VM_PAUSED_FILE "paused" /* there while envmgr holds the guest paused (a killed save leaves it) */
 #define VM_LOG_FILE "qemu.log"
 #define VM_SERIAL_RING "1M" /* the guest console's ring buffer in QEMU */
 
@@ -79,6 +80,10 @@ int vm_guest_shut_down(const char *dir, bool *off, em_err *err);
 /* Stop a running guest (hold) or continue one stopped that way (QMP stop/cont): its vCPUs and
  * its clocks stand still in between. A guest in any other state is left as it is. */
 int vm_hold(const char *dir, bool hold, em_err *err);
+/* Note in the run directory that the guest is paused (or no longer), so `ls` can say so even when
+ * the envmgr that paused it was killed before it resumed it. */
+void vm_mark_paused(const char *dir, bool paused);
+bool vm_marked_paused(const char *dir);
 /* Disk requests the guest has made so far (all drives): a guest waiting for its disk has idle
  * vCPUs but is not done. */
 int vm_block_ops(const char *dir, uint64_t *ops, em_err *err);

@@ -26,7 +26,24 @@ gone() { [ ! -e "$ENVMGR_RUN_DIR/$1" ] && no_qemu_under "$ENVMGR_RUN_DIR/$1/"; }
 one_line() { [ "$(wc -l <"$1")" -le 1 ]; }
 # QEMUs under this run's directory, and envs whose QEMU runs: equal when no QEMU was left behind
 qemus() { pgrep -a -f -- "$ENVMGR_RUN_DIR/" | grep -c '^[0-9]* qemu-system'; }
-running_envs() { "$ENVMGR" ls --json | python3 -c "import json,sys; print(sum(r['status']=='running' for r in json.load(sys.stdin)))"; }
+running_envs() { "$ENVMGR" ls --json | python3 -c "import json,sys; print(sum(r['status']!='dead' for r in json.load(sys.stdin)))"; }
+ls_status() { "$ENVMGR" ls --json | python3 -c "import json,sys; print([r['status'] for r in json.load(sys.stdin) if r['name']=='$1'][0])"; }
+qmp_status() { python3 - "$ENVMGR_RUN_DIR/$1/qmp.sock" <<'PY'
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(10)
+s.connect(sys.argv[1])
+f = s.makefile("rw")
+f.readline()
+for cmd in ("qmp_capabilities", "query-status"):
+    f.write(json.dumps({"execute": cmd}) + "\n"); f.flush()
+    while True:
+        r = json.loads(f.readline())
+        if "return" in r or "error" in r:
+            break
+print(r["return"]["status"])
+PY
+}
 states_sound() { # every state listed reads as sound (no damaged row), base0 and ff among them
     "$ENVMGR" state ls --json | python3 -c "
 import json, sys
@@ -136,6 +153,18 @@ done
 kill_after 150 qemu "$ENVMGR" state restore $F ff; row "state restore" "QEMU killed at 150 ms"
 ENVMGR_STATE_RAM=served kill_after 100 ramfs "$ENVMGR" state restore $F ff
 row "state restore (served)" "RAM server killed at 100 ms"
+ENVMGR_STATE_RAM=served "$ENVMGR" state restore $F ff >/dev/null 2>&1
+pkill -9 -f -- "__ramfs $ENVMGR_STATE_DIR/"
+t0=$SECONDS
+out=$(timeout 60 "$ENVMGR" exec $F -- sh -c 'head -c 200000000 /dev/zero | tail -c 1 >/dev/null' 2>&1); rc=$?
+check "a RAM server killed under a running env: the next command works or says why within 15 s ($rc, $((SECONDS - t0)) s)" \
+    bash -c "[ $((SECONDS - t0)) -le 15 ] && { [ $rc = 0 ] || grep -qE 'RAM|QEMU (died|is not running)' <<<'$out'; }"
+row "(env on a served state)" "RAM server killed, then a command"
+kill_after 150 envmgr "$ENVMGR" state save $F tmp-save
+st=$(ls_status $F) q=$(qmp_status $F)
+check "save killed mid-way: ls says what QEMU says of the guest (ls $st, QEMU $q)" \
+    bash -c "[ '$st' = paused -a '$q' = paused ] || [ '$st' = running -a '$q' = running ]"
+state_exists tmp-save && "$ENVMGR" state rm tmp-save >/dev/null 2>&1
 for ms in 30 200 800; do
     kill_after $ms envmgr "$ENVMGR" state save $F tmp-save
     row "state save" "envmgr killed at $ms ms"
@@ -220,6 +249,9 @@ ID=$(field 'd["id"]')
 check "api: reset" test "$(api POST /v1/envs/$ID/reset '{}')" = 200
 kill -9 "$(qemu_pid "$ID")"
 sleep 0.5
+code=$(api POST /v1/envs/$ID/step '{"action": {"action_type": "MOVE_TO", "x": 30, "y": 30}}')
+check "a step on an env whose QEMU died: 200, done, env_error saying the QEMU died ($code)" \
+    bash -c "[ $code = 200 ] && python3 -c \"import json,sys; d=json.load(open('$T/api.json')); sys.exit(0 if d['done'] and d['info']['exit_cause'] == 'env_error' and 'QEMU died' in d['info']['error'] else 1)\""
 check "B2: after kill -9 of its QEMU, reset answers 200" test "$(api POST /v1/envs/$ID/reset '{}')" = 200
 check "B2: ... and the next step works" bash -c "[ \"\$(curl -s -o '$T/api.json' -w '%{http_code}' -H 'Authorization: Bearer $TOKEN' -d '{\"action\": {\"action_type\": \"MOVE_TO\", \"x\": 10, \"y\": 10}}' '$URL/v1/envs/$ID/step')\" = 200 ] && grep -q '\"done\": *false' '$T/api.json'"
 code=$(api POST /v1/envs/$ID/step '{"action": {"pyautogui": "raise ValueError(\"agent bug\")"}}')
