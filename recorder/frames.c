@@ -86,7 +86,6 @@ int blob_copy_to(const char *dir, const blob_kind *k, const char *sha, const cha
     return write_file_atomic(dest, data, len, 0644, err);
 }
 
-char *frames_path(const char *dir, const char *sha) { return blob_path(dir, &BLOB_FRAME, sha); }
 int frames_store_png(const char *dir, const void *png, size_t len, char out_sha[65], em_err *err)
 {
     return blob_store(dir, &BLOB_FRAME, png, len, out_sha, err);

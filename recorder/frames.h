@@ -34,7 +34,6 @@ int blob_load(const char *dir, const blob_kind *k, const char *sha, char **data,
 int blob_copy_to(const char *dir, const blob_kind *k, const char *sha, const char *dest, em_err *err);
 
 /* The frame store's names for the above. */
-char *frames_path(const char *dir, const char *sha);
 int frames_store_png(const char *dir, const void *png, size_t len, char out_sha[65], em_err *err);
 bool frames_exist(const char *dir, const char *sha);
 int frames_load(const char *dir, const char *sha, char **data, size_t *len, em_err *err);

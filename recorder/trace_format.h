@@ -43,7 +43,6 @@ typedef struct trace_schema {
 /* Check `line` as line number schema->lines + 1 and, when it passes, count
  * it. Errors are "trace.jsonl line N: ..." (EM_EXIT_USAGE). */
 int trace_schema_check(trace_schema *st, json_t *line, trace_line_type *type, em_err *err);
-const char *trace_line_type_name(trace_line_type t);
 
 /* ---- the HMAC key ---- */
 

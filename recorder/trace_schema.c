@@ -272,11 +272,6 @@ static const struct {
     {"egress", TL_EGRESS}, {"evaluation", TL_EVALUATION}, {"trailer", TL_TRAILER},
 };
 
-const char *trace_line_type_name(trace_line_type t)
-{
-    return types[t].name;
-}
-
 int trace_schema_check(trace_schema *st, json_t *line, trace_line_type *type, em_err *err)
 {
     int lineno = st->lines + 1;

@@ -150,36 +150,6 @@ int qmp_hmp(qmp *q, const char *cmdline, double timeout_ms, int accept_output, c
     return 0;
 }
 
-int qmp_wait_event(qmp *q, const char *event, double timeout_ms, json_t **data, em_err *err)
-{
-    for (size_t i = 0; i < json_array_size(q->events); i++) {
-        json_t *ev = json_array_get(q->events, i);
-        const char *name = json_string_value(json_object_get(ev, "event"));
-        if (name && !strcmp(name, event)) {
-            if (data)
-                *data = json_incref(json_object_get(ev, "data"));
-            json_array_remove(q->events, i);
-            return 0;
-        }
-    }
-    double deadline = now_ms() + timeout_ms;
-    for (;;) {
-        json_t *msg;
-        if (jsonline_read(&q->conn, deadline, &msg, err) < 0)
-            return em_prefix(err, "waiting for event %s: ", event);
-        const char *name = json_string_value(json_object_get(msg, "event"));
-        if (name && !strcmp(name, event)) {
-            if (data)
-                *data = json_incref(json_object_get(msg, "data"));
-            json_decref(msg);
-            return 0;
-        }
-        if (name)
-            keep_event(q, msg);
-        json_decref(msg);
-    }
-}
-
 int qmp_status(qmp *q, double timeout_ms, char **status, em_err *err)
 {
     json_t *ret;

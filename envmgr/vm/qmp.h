@@ -28,8 +28,6 @@ int qmp_execute_with_fd(qmp *q, const char *cmd, json_t *args, int fd, double ti
 /* human-monitor-command; HMP reports errors as text, so any output that is not
  * empty is treated as failure unless accept_output is set. */
 int qmp_hmp(qmp *q, const char *cmdline, double timeout_ms, int accept_output, char **out, em_err *err);
-/* Wait for an event by name (events seen during earlier commands are kept). */
-int qmp_wait_event(qmp *q, const char *event, double timeout_ms, json_t **data, em_err *err);
 
 /* query-status → "running", "paused", "inmigrate", ... (caller frees). */
 int qmp_status(qmp *q, double timeout_ms, char **status, em_err *err);

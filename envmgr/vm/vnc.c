@@ -315,11 +315,6 @@ void vnc_set_pointer_wire(vnc_session *v, int wx, int wy, int buttons)
     v->pointer_known = true;
 }
 
-bool vnc_has_extended_keys(const vnc_session *v)
-{
-    return v->extended_keys;
-}
-
 int vnc_key(vnc_session *v, const key_code *k, bool down, em_err *err)
 {
     if (pass_gate(v, err) < 0)

@@ -47,7 +47,6 @@ int vnc_key(vnc_session *v, const key_code *k, bool down, em_err *err);
  * (vnc_key and vnc_pointer fail with its error). NULL: send at once. */
 typedef int (*vnc_input_gate)(void *ctx, em_err *err);
 void vnc_set_input_gate(vnc_session *v, vnc_input_gate gate, void *ctx);
-bool vnc_has_extended_keys(const vnc_session *v);
 
 /* Read and apply server messages for up to ms (keeps socket buffers drained). */
 int vnc_pump(vnc_session *v, double ms, em_err *err);
