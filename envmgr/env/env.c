@@ -88,10 +88,39 @@ int env_block_ops(env *e, uint64_t *ops, em_err *err) { return vm_block_ops(e->d
 
 bool env_io_waiting(env *e) { return e->pid > 0 && vm_threads_in_io(e->pid) > 0; }
 
+/* Why the env cannot answer when its QEMU is gone, and whether the server of the saved state's RAM
+ * it mapped died first (a guest then dies on its next page of RAM): the sockets' own errors say only
+ * that the peer left. 0: its QEMU runs. */
+static int gone_why(env *e, em_err *err)
+{
+    if (e->pid <= 0 || vm_alive(e->pid, e->dir))
+        return 0;
+    const char *ram = json_string_value(json_object_get(e->meta, "ram_file"));
+    const char *slash = ram ? strrchr(ram, '/') : NULL;
+    _cleanup_free_ char *mnt = slash ? xasprintf("%.*s", (int)(slash - ram), ram) : NULL;
+    if (mnt && ramfs_dead(mnt))
+        return em_fail(err, "env %s: its QEMU died after the server of its saved state's RAM did (`envmgr reset "
+                            "%s` or a state restore brings the env back)",
+                       e->name, e->name);
+    return em_fail(err, "env %s: its QEMU died (see %s/" VM_LOG_FILE "; `envmgr reset %s` starts it again)",
+                   e->name, e->dir, e->name);
+}
+
+/* An operation on the env failed: its cause, when the env is gone, else the operation's error. */
+static int failed(env *e, em_err *err)
+{
+    em_err why = {0};
+    if (gone_why(e, &why) < 0)
+        *err = why;
+    return -1;
+}
+
 int env_hold(env *e, bool hold, em_err *err)
 {
-    if (vm_hold(e->dir, hold, err) < 0)
-        return em_prefix(err, "env %s: %s the guest: ", e->name, hold ? "pausing" : "resuming");
+    if (vm_hold(e->dir, hold, err) < 0) {
+        em_prefix(err, "env %s: %s the guest: ", e->name, hold ? "pausing" : "resuming");
+        return failed(e, err);
+    }
     e->running_known = !hold;
     return 0;
 }
@@ -474,33 +503,6 @@ int env_reset(env *e, env_timings *t, em_err *err)
 {
     env_state_leave(e);
     return env_restart(e, t, "reset", err);
-}
-
-/* Why the env cannot answer when its QEMU is gone, and whether the server of the saved state's RAM
- * it mapped died first (a guest then dies on its next page of RAM): the sockets' own errors say only
- * that the peer left. 0: its QEMU runs. */
-static int gone_why(env *e, em_err *err)
-{
-    if (e->pid <= 0 || vm_alive(e->pid, e->dir))
-        return 0;
-    const char *ram = json_string_value(json_object_get(e->meta, "ram_file"));
-    const char *slash = ram ? strrchr(ram, '/') : NULL;
-    _cleanup_free_ char *mnt = slash ? xasprintf("%.*s", (int)(slash - ram), ram) : NULL;
-    if (mnt && ramfs_dead(mnt))
-        return em_fail(err, "env %s: its QEMU died after the server of its saved state's RAM did (`envmgr reset "
-                            "%s` or a state restore brings the env back)",
-                       e->name, e->name);
-    return em_fail(err, "env %s: its QEMU died (see %s/" VM_LOG_FILE "; `envmgr reset %s` starts it again)",
-                   e->name, e->dir, e->name);
-}
-
-/* An operation on the env failed: its cause, when the env is gone, else the operation's error. */
-static int failed(env *e, em_err *err)
-{
-    em_err why = {0};
-    if (gone_why(e, &why) < 0)
-        *err = why;
-    return -1;
 }
 
 int env_guest(env *e, guest **g, em_err *err)

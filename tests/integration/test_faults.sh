@@ -72,13 +72,20 @@ check "envmgr's own timeout is still said as one ($rc)" bash -c "[ $rc != 0 ] &&
 # removal waits, then is refused (the env runs on it); or it came first, and the restore is refused
 # before anything stopped.
 race_rm() {
-    local mode=$1 rmrc rsrc
+    local mode=$1 order=$2 rmrc rsrc
     "$ENVMGR" state restore $F base0 >/dev/null 2>&1 || { echo "restore base0 failed"; return 1; }
     state_exists ff || "$ENVMGR" state save $F ff >/dev/null 2>&1 || { echo "save ff failed"; return 1; }
-    ( ENVMGR_STATE_RAM=$mode "$ENVMGR" state restore $F ff >"$T/race.restore" 2>&1; echo $? >"$T/race.rc" ) &
-    sleep 0.08
-    "$ENVMGR" state rm ff >"$T/race.rm" 2>&1; rmrc=$?
+    if [ "$order" = restore-first ]; then
+        ( ENVMGR_STATE_RAM=$mode "$ENVMGR" state restore $F ff >"$T/race.restore" 2>&1; echo $? >"$T/race.rc" ) &
+        sleep 0.08
+        "$ENVMGR" state rm ff >"$T/race.rm" 2>&1; rmrc=$?
+    else
+        ( "$ENVMGR" state rm ff >"$T/race.rm" 2>&1; echo $? >"$T/race.rmrc" ) &
+        sleep 0.01
+        ENVMGR_STATE_RAM=$mode "$ENVMGR" state restore $F ff >"$T/race.restore" 2>&1; echo $? >"$T/race.rc"
+    fi
     wait
+    [ "$order" = restore-first ] || rmrc=$(cat "$T/race.rmrc")
     rsrc=$(cat "$T/race.rc")
     alive $F || { echo "env dead: restore said $(cat "$T/race.restore"), rm said $(cat "$T/race.rm")"; return 1; }
     one_line "$T/race.rm" && one_line "$T/race.restore" || { echo "more than one line"; return 1; }
@@ -92,15 +99,16 @@ race_rm() {
         echo waited
     fi
 }
-for mode in file served; do
+for race in "file restore-first" "served restore-first" "served rm-first"; do
+    set -- $race
     good=0 first=0 why=
     for i in $(seq "$RUNS"); do
-        r=$(race_rm $mode) && good=$((good + 1)) || why=$r
+        r=$(race_rm $1 $2) && good=$((good + 1)) || why=$r
         [ "$r" = first ] && first=$((first + 1))
     done
-    check "B1 ($mode RAM): state rm against a restore of it, $RUNS runs: the env survived and the state is whole every time ($good; rm first $first)${why:+: $why}" \
+    check "B1 ($1 RAM, $2): state rm against a restore of it, $RUNS runs: the env survived and the state is whole every time ($good; rm first $first)${why:+: $why}" \
         test "$good" = "$RUNS"
-    printf '%-28s %-34s %s\n' "state restore ($mode)" "state rm at 80 ms, x$RUNS" "$good/$RUNS env kept, rm waited or went first" >>"$TABLE"
+    printf '%-28s %-34s %s\n' "state restore ($1)" "state rm, $2, x$RUNS" "$good/$RUNS env kept ($first rm went first: restore refused)" >>"$TABLE"
 done
 state_exists ff || "$ENVMGR" state save $F ff >/dev/null 2>&1
 
