@@ -9,9 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "envmgr/base/fileio.h"
+#include "envmgr/base/paths.h"
 #include "envmgr/base/sha256.h"
 #include "envmgr/base/util.h"
 #include "envmgr/base/warn.h"
@@ -259,6 +261,31 @@ void vm_cgroup_remove(const char *dir)
     }
 }
 
+/* An env may be about to start a QEMU in its cgroup: the cgroup of a run directory that exists, or
+ * one made moments ago (by an env of another run root, between its mkdir and its QEMU joining it). */
+#define CGROUP_YOUNG_S 120
+
+static bool cgroup_may_be_used(const char *cg, const char *name)
+{
+    struct stat st;
+    if (stat(cg, &st) == 0 && time(NULL) - st.st_ctime < CGROUP_YOUNG_S)
+        return true;
+    DIR *d = opendir(paths_run_root());
+    struct dirent *de;
+    bool found = false;
+    while (d && !found && (de = readdir(d))) {
+        if (de->d_name[0] == '.')
+            continue;
+        char mine[18];
+        _cleanup_free_ char *dir = paths_env_dir(de->d_name);
+        cgroup_name(dir, mine);
+        found = !strcmp(mine, name);
+    }
+    if (d)
+        closedir(d);
+    return found;
+}
+
 int vm_cgroup_orphans(bool dry_run)
 {
     char why[300];
@@ -276,8 +303,9 @@ int vm_cgroup_orphans(bool dry_run)
             _cleanup_free_ char *cg = xasprintf("%s%s", pl[i].dir, de->d_name), *procs = NULL;
             _cleanup_free_ char *procs_path = xasprintf("%s/cgroup.procs", cg);
             em_err ignored;
-            if (read_file_capped(procs_path, 1 << 16, &procs, NULL, &ignored) < 0 || procs[0])
-                continue; /* in use (or unreadable): never touched */
+            if (read_file_capped(procs_path, 1 << 16, &procs, NULL, &ignored) < 0 || procs[0] ||
+                cgroup_may_be_used(cg, de->d_name))
+                continue; /* in use, about to be, or unreadable: never touched */
             if (dry_run || rmdir(cg) == 0)
                 removed += i == 0; /* one env has one cgroup per controller: count it once */
         }

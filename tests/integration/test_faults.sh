@@ -233,6 +233,18 @@ check "suite killed mid-episode: no result line for the episode it did not finis
 check "... and --resume runs it to its score" test "$(score_of "$T/s2" terminal-mkdir-tree)" = 1.0
 printf '%-28s %-34s %s\n' "suite run" "envmgr killed at 3 s, --resume" "resumed: score $(score_of "$T/s2" terminal-mkdir-tree)" >>"$TABLE"
 
+# --- gc and an env's cgroup in the moment before its new QEMU joins it -----------------------------
+cg=$(sed -n 's/^0:://p' "/proc/$(qemu_pid $F)/cgroup" 2>/dev/null)
+if [ -n "$cg" ] && [ -d "/sys/fs/cgroup$cg" ] && [ "$(basename "$cg")" != / ]; then
+    young=/sys/fs/cgroup$(dirname "$cg")/e$(printf '%s' "$ENVMGR_RUN_DIR/it-f-starting" | sha256sum | cut -c1-16)
+    mkdir -p "$young"
+    "$ENVMGR" gc --keep-golden --keep-states >/dev/null 2>&1
+    check "gc leaves an env's empty cgroup made a moment ago (its QEMU is about to join it)" test -d "$young"
+    rmdir "$young" 2>/dev/null
+else
+    echo "note: QEMU runs in no cgroup of its own here: the cgroup check is skipped"
+fi
+
 # --- gc after all of it: nothing left behind ------------------------------------------------------
 "$ENVMGR" gc --keep-golden >"$T/gc.out" 2>&1
 check "gc: no interrupted save or removal left in the states' folder" \
