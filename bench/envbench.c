@@ -16,7 +16,7 @@
 
 #include "envmgr/env/env.h"
 #include "envmgr/vm/accel.h"
-#include "envmgr/vm/golden.h"
+#include "envmgr/state/golden.h"
 #include "envmgr/vm/manifest.h"
 #include "envmgr/base/paths.h"
 #include "envmgr/vm/qmp.h"

@@ -21,7 +21,7 @@
 #include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
 #include "envmgr/base/warn.h"
-#include "envmgr/env/states.h"
+#include "envmgr/state/states.h"
 #include "envmgr/vm/manifest.h"
 #include "recorder/trace.h"
 

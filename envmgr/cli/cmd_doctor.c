@@ -19,9 +19,9 @@
 #include "envmgr/base/paths.h"
 #include "envmgr/base/sbuf.h"
 #include "envmgr/base/util.h"
-#include "envmgr/env/states.h"
+#include "envmgr/state/states.h"
 #include "envmgr/vm/accel.h"
-#include "envmgr/vm/ramfs.h"
+#include "envmgr/state/ramfs.h"
 #include "envmgr/vm/vm.h"
 
 static const char usage[] =

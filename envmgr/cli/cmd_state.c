@@ -6,7 +6,7 @@
 #include "cli.h"
 #include "envmgr/base/util.h"
 #include "envmgr/env/env.h"
-#include "envmgr/env/states.h"
+#include "envmgr/state/states.h"
 
 static const char usage[] =
     "usage: envmgr state save ENV NAME\n"

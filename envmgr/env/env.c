@@ -11,12 +11,12 @@
 #include <unistd.h>
 
 #include "envmgr/env/guest_ops.h"
-#include "envmgr/env/states.h"
+#include "envmgr/state/states.h"
 #include "envmgr/vm/accel.h"
 #include "envmgr/vm/boundaries.h"
-#include "envmgr/vm/golden.h"
+#include "envmgr/state/golden.h"
 #include "envmgr/vm/overlay.h"
-#include "envmgr/vm/ramfs.h"
+#include "envmgr/state/ramfs.h"
 #include "envmgr/vm/manifest.h"
 #include "envmgr/base/json_save.h"
 #include "envmgr/base/paths.h"
@@ -51,7 +51,7 @@ int env_vcpu_time(env *e, uint64_t *run_ns, uint64_t *wait_ns, em_err *err)
     return 0;
 }
 
-/* A guest restored from a served state (vm/ramfs.h) faults in its RAM through the state's server.
+/* A guest restored from a served state (state/ramfs.h) faults in its RAM through the state's server.
  * Until the server has read the state's pages into the kernel's cache (a fraction of a second
  * after it starts), the guest's programs run slowly on their first touch of each page: keys typed
  * then overflowed the guest's input buffers and were lost (a replay of such an episode diverged).

@@ -47,7 +47,7 @@ void env_close(env *e);
 int env_down(const char *name, em_err *err);
 /* Back to the golden state: a fresh overlay and a fresh QEMU from the saved state. */
 int env_reset(env *e, env_timings *t, em_err *err);
-/* Saved states (docs/states.md, env/states.h). Save the env now as state `name` (since: what was done
+/* Saved states (docs/states.md, state/states.h). Save the env now as state `name` (since: what was done
  * since its parent, recorded in state.json; borrowed, may be NULL); *info (may be NULL) gets
  * {name, parent, mib, save_ms, paused_ms, ...}. The guest runs on (or stays paused) after. */
 int env_state_save(env *e, const char *name, json_t *since, json_t **info, em_err *err);

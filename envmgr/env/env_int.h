@@ -3,8 +3,8 @@
 #define ENVMGR_ENV_INT_H
 
 #include "envmgr/env/env.h"
-#include "envmgr/env/states.h"
-#include "envmgr/vm/golden.h"
+#include "envmgr/state/states.h"
+#include "envmgr/state/golden.h"
 #include "envmgr/vm/manifest.h"
 #include "envmgr/vm/vm.h"
 

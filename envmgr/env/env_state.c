@@ -1,6 +1,6 @@
 /* Saved states of an env: save it as a named state, restore one into it, start it from one
- * (env_up's from_state). The files and the mechanism are vm/savestate's, the named store with its
- * chain, integrity and cap env/states'; here an env meets them: which golden state it runs on,
+ * (env_up's from_state). The files and the mechanism are state/savestate's, the named store with its
+ * chain, integrity and cap state/states'; here an env meets them: which golden state it runs on,
  * which state it was restored from (env.json "state": {name, id}), where its pointer is. */
 #include <stdlib.h>
 #include <string.h>
@@ -8,9 +8,9 @@
 
 #include "envmgr/base/util.h"
 #include "envmgr/env/env_int.h"
-#include "envmgr/env/states_int.h"
-#include "envmgr/vm/ramfs.h"
-#include "envmgr/vm/savestate.h"
+#include "envmgr/state/states_int.h"
+#include "envmgr/state/ramfs.h"
+#include "envmgr/state/savestate.h"
 
 const char *env_state_name(const env *e)
 {

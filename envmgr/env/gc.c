@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "envmgr/env/env.h"
-#include "envmgr/env/states.h"
+#include "envmgr/state/states.h"
 #include "envmgr/base/paths.h"
 #include "envmgr/base/sha256.h"
 #include "envmgr/base/fileio.h"

@@ -8,7 +8,7 @@
  *    holds a guest-RAM file of the image's memory size), unless a QEMU still
  *    maps it or a builder holds its lock;
  *  - saved states over the cache's cap, least recently used first, and those
- *    whose golden state is gone (env/states.h). */
+ *    whose golden state is gone (state/states.h). */
 #ifndef ENVMGR_ENV_GC_H
 #define ENVMGR_ENV_GC_H
 

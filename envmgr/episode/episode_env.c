@@ -2,7 +2,7 @@
 #include "envmgr/episode/episode_env.h"
 
 #include "envmgr/env/guest_ops.h"
-#include "envmgr/env/states.h"
+#include "envmgr/state/states.h"
 #include "envmgr/episode/setup.h"
 #include "envmgr/vm/vm.h"
 #include "envmgr/vm/vnc.h"

@@ -14,7 +14,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 
-#include "envmgr/env/states.h"
+#include "envmgr/state/states.h"
 #include "envmgr/episode/episode_env.h"
 #include "envmgr/net/netpolicy.h"
 #include "envmgr/task/task.h"

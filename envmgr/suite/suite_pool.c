@@ -18,7 +18,7 @@
 
 #include "envmgr/vm/accel.h"
 #include "envmgr/env/env.h"
-#include "envmgr/vm/golden.h"
+#include "envmgr/state/golden.h"
 #include "envmgr/vm/manifest.h"
 #include "envmgr/base/exit_cause.h"
 #include "envmgr/base/json_save.h"

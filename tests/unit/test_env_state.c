@@ -8,7 +8,7 @@
 #include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
 #include "envmgr/env/env.h"
-#include "envmgr/vm/golden.h"
+#include "envmgr/state/golden.h"
 #include "helpers/cunit_main.h"
 
 static void put(const char *dir, const char *name, const char *text)

@@ -5,7 +5,7 @@
 #include <unistd.h>
 
 #include "envmgr/vm/cgroup.h"
-#include "envmgr/vm/golden.h"
+#include "envmgr/state/golden.h"
 #include "envmgr/vm/manifest.h"
 #include "envmgr/base/sha256.h"
 #include "envmgr/base/util.h"

@@ -17,11 +17,11 @@
 #include "envmgr/base/json_save.h"
 #include "envmgr/base/owned.h"
 #include "envmgr/base/util.h"
-#include "envmgr/env/states.h"
-#include "envmgr/vm/ramdelta.h"
-#include "envmgr/vm/ramflat.h"
-#include "envmgr/vm/ramfs.h"
-#include "envmgr/vm/savestate.h"
+#include "envmgr/state/states.h"
+#include "envmgr/state/ramdelta.h"
+#include "envmgr/state/ramflat.h"
+#include "envmgr/state/ramfs.h"
+#include "envmgr/state/savestate.h"
 #include "helpers/cunit_main.h"
 
 static void fill(uint8_t *p, uint8_t v)

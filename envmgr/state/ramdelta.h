@@ -8,8 +8,8 @@
  *                  slot is a data page number, or RAMDELTA_ZERO for a page of zeros
  * A parent's view of a page is the last delta of its chain that holds the page, else the golden
  * RAM file (RAM) or zeros (VGA memory, which no state inherits: each stores its own). */
-#ifndef ENVMGR_VM_RAMDELTA_H
-#define ENVMGR_VM_RAMDELTA_H
+#ifndef ENVMGR_STATE_RAMDELTA_H
+#define ENVMGR_STATE_RAMDELTA_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -14,7 +14,7 @@
 #include "envmgr/base/paths.h"
 #include "envmgr/base/spawn.h"
 #include "envmgr/base/util.h"
-#include "envmgr/vm/ramfs.h"
+#include "envmgr/state/ramfs.h"
 
 #define FUSE_MAGIC 0x65735546
 #define START_WAIT_MS 15000.0

@@ -1,4 +1,4 @@
-/* A state's flat RAM file (vm/ramflat.h): what a restore maps as the guest's RAM. It is derived
+/* A state's flat RAM file (state/ramflat.h): what a restore maps as the guest's RAM. It is derived
  * data beside the state's record, never part of it: built from the verified golden RAM file and
  * the verified chain of deltas, under the state's flat.lock, into a temp file renamed into place,
  * then stamped (flat.json: the state's id, the boot it was built in, and the file's device, inode,
@@ -15,9 +15,9 @@
 #include "envmgr/base/fileio.h"
 #include "envmgr/base/json_save.h"
 #include "envmgr/base/util.h"
-#include "envmgr/env/states.h"
-#include "envmgr/env/states_int.h"
-#include "envmgr/vm/ramflat.h"
+#include "envmgr/state/states.h"
+#include "envmgr/state/states_int.h"
+#include "envmgr/state/ramflat.h"
 
 #define FLAT_LOCK_WAIT_MS (10 * 60 * 1000.0) /* a build is seconds; this covers a wedged one */
 

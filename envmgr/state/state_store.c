@@ -16,10 +16,10 @@
 #include "envmgr/base/sha256.h"
 #include "envmgr/base/util.h"
 #include "envmgr/base/warn.h"
-#include "envmgr/env/states.h"
-#include "envmgr/env/states_int.h"
-#include "envmgr/vm/ramfs.h"
-#include "envmgr/vm/savestate.h"
+#include "envmgr/state/states.h"
+#include "envmgr/state/states_int.h"
+#include "envmgr/state/ramfs.h"
+#include "envmgr/state/savestate.h"
 
 #define HOLD_WAIT_MS 60000.0   /* a removal in progress is quick: a rename */
 #define REMOVE_WAIT_MS 120000.0 /* a restore building a flat RAM file may take seconds */

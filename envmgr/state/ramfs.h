@@ -11,8 +11,8 @@
  * when no file of it has been open for idle_s seconds (a mapping holds it open) and it gets the
  * state's flat.lock exclusively, so never under a restore that is starting from it. A lazy
  * unmount (state removal, gc) lets it run until the last QEMU mapping it is gone. */
-#ifndef ENVMGR_VM_RAMFS_H
-#define ENVMGR_VM_RAMFS_H
+#ifndef ENVMGR_STATE_RAMFS_H
+#define ENVMGR_STATE_RAMFS_H
 
 #include <stdbool.h>
 #include <stddef.h>

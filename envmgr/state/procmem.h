@@ -5,8 +5,8 @@
  * reading a byte. The kernel lets only a process that may ptrace QEMU do this: root (which
  * envmgr is when QEMU runs as an env user of its own), or QEMU's own user when
  * kernel.yama.ptrace_scope is 0 (QEMU is not our child). A refusal is an error saying so. */
-#ifndef ENVMGR_VM_PROCMEM_H
-#define ENVMGR_VM_PROCMEM_H
+#ifndef ENVMGR_STATE_PROCMEM_H
+#define ENVMGR_STATE_PROCMEM_H
 
 #include <stddef.h>
 #include <stdint.h>

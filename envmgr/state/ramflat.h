@@ -7,14 +7,14 @@
  * reflink (XFS reflink=1, Btrfs) copy_file_range shares the golden file's extents, so the file
  * owns only the pages written over them (the apps image: 265 MiB of 3 GiB, against 789 MiB on
  * ext4, where, without reflink, the copy costs the golden file's data again). */
-#ifndef ENVMGR_VM_RAMFLAT_H
-#define ENVMGR_VM_RAMFLAT_H
+#ifndef ENVMGR_STATE_RAMFLAT_H
+#define ENVMGR_STATE_RAMFLAT_H
 
 #include <stddef.h>
 #include <stdint.h>
 
 #include "envmgr/base/err.h"
-#include "envmgr/vm/ramdelta.h"
+#include "envmgr/state/ramdelta.h"
 
 typedef struct ramflat_stats {
     uint64_t copied_bytes; /* the golden file's data copied */

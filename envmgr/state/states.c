@@ -1,5 +1,5 @@
-#include "envmgr/env/states.h"
-#include "envmgr/env/states_int.h"
+#include "envmgr/state/states.h"
+#include "envmgr/state/states_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -15,7 +15,7 @@
 #include "envmgr/base/paths.h"
 #include "envmgr/base/sha256.h"
 #include "envmgr/base/util.h"
-#include "envmgr/vm/savestate.h"
+#include "envmgr/state/savestate.h"
 
 
 static const char *const state_files[] = {SAVESTATE_DISK, SAVESTATE_RAM, SAVESTATE_DEVICES};

@@ -1,4 +1,4 @@
-#include "envmgr/vm/savestate.h"
+#include "envmgr/state/savestate.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -12,9 +12,9 @@
 
 #include "envmgr/base/copyrange.h"
 #include "envmgr/base/util.h"
-#include "envmgr/vm/migrate.h"
+#include "envmgr/state/migrate.h"
 #include "envmgr/vm/overlay.h"
-#include "envmgr/vm/procmem.h"
+#include "envmgr/state/procmem.h"
 #include "envmgr/vm/qmp.h"
 #include "envmgr/vm/vm.h"
 

@@ -12,16 +12,16 @@
  * A restore is a fresh QEMU started with -incoming on the state's flat RAM file (ramflat.h: the
  * golden RAM file with the chain's deltas applied), mapped privately like a reset maps the golden
  * one: the device state comes in, then the VGA memory (the frame the guest showed), then it runs. */
-#ifndef ENVMGR_VM_SAVESTATE_H
-#define ENVMGR_VM_SAVESTATE_H
+#ifndef ENVMGR_STATE_SAVESTATE_H
+#define ENVMGR_STATE_SAVESTATE_H
 
 #include <stdint.h>
 #include <sys/types.h>
 
 #include "envmgr/base/err.h"
-#include "envmgr/vm/golden.h"
+#include "envmgr/state/golden.h"
 #include "envmgr/vm/manifest.h"
-#include "envmgr/vm/ramdelta.h"
+#include "envmgr/state/ramdelta.h"
 
 #define SAVESTATE_DISK "disk.qcow2"
 #define SAVESTATE_RAM "ram.delta"

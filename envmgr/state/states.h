@@ -1,5 +1,5 @@
 /* Saved states in the operator's cache: <state root>/<name>/ (paths_state_root) holds a state's
- * files (vm/savestate.h) and state.json, its record:
+ * files (state/savestate.h) and state.json, its record:
  *   {"format": "envmgr-state-v1", "name", "id" (random, 32 hex), "created", "envmgr_version",
  *    "golden": {"key", "dir", "id" (sha256 of its golden.json: a rebuilt golden state is another)},
  *    "image", "image_sha256", "accel", "memory_mb", "width", "height",
@@ -15,8 +15,8 @@
  * least recently used states first (the mtime of `used`, touched by every save and restore),
  * never one another state was saved from, nor one an env was restored from and still runs on
  * (users/<hash>: the env's run directory). */
-#ifndef ENVMGR_ENV_STATES_H
-#define ENVMGR_ENV_STATES_H
+#ifndef ENVMGR_STATE_STATES_H
+#define ENVMGR_STATE_STATES_H
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -24,7 +24,7 @@
 #include <stdio.h>
 
 #include "envmgr/base/err.h"
-#include "envmgr/vm/ramdelta.h"
+#include "envmgr/state/ramdelta.h"
 
 #define STATE_FORMAT "envmgr-state-v1"
 /* Names the setup cache gives its states (episode/setup_cache.h): envmgr's alone, so no client can
@@ -79,7 +79,7 @@ void state_touch(const state *s);
 int state_claim(const state *s, const char *env_dir, em_err *err);
 void state_release(const char *name, const char *env_dir);
 
-/* The flat RAM file of state s (vm/ramflat.h; state_flat.c), to map as the guest's RAM: checked
+/* The flat RAM file of state s (state/ramflat.h; state_flat.c), to map as the guest's RAM: checked
  * against its stamp, built from golden_ram and the chain's deltas (root first, s's last; all
  * verified by state_chain_load) when missing or not the one built. *path is malloc'd; *lock_fd
  * (close it once QEMU has opened the file) keeps gc and rebuilds off it meanwhile; *built_ms: the
@@ -88,7 +88,7 @@ int state_flat_ready(const state *s, const char *golden_ram, uint64_t ram_bytes,
                      char **path, int *lock_fd, double *built_ms, em_err *err);
 
 /* What a restore of the chain's last state maps as the guest's RAM (state_ram.c): the state's RAM
- * served over FUSE (vm/ramfs.h) where this host can (ENVMGR_STATE_RAM: auto, served, file), else
+ * served over FUSE (state/ramfs.h) where this host can (ENVMGR_STATE_RAM: auto, served, file), else
  * its flat RAM file (state_flat_ready). As state_flat_ready: *path, *lock_fd (close it once QEMU
  * has the file open), *ms the time a server's start or a build took; *served: it is served. */
 int state_ram_ready(state *const *chain, size_t n, const char *golden_ram, uint64_t ram_bytes,

@@ -1,4 +1,4 @@
-#include "envmgr/vm/ramflat.h"
+#include "envmgr/state/ramflat.h"
 
 #include <errno.h>
 #include <fcntl.h>

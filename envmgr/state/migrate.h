@@ -1,7 +1,7 @@
 /* Device state in and out of a QEMU through an fd passed over QMP (spawn=deny forbids exec:
  * URIs, and a QEMU running as an env's own user may not open envmgr's files by path). */
-#ifndef ENVMGR_VM_MIGRATE_H
-#define ENVMGR_VM_MIGRATE_H
+#ifndef ENVMGR_STATE_MIGRATE_H
+#define ENVMGR_STATE_MIGRATE_H
 
 #include "envmgr/base/err.h"
 #include "envmgr/vm/qmp.h"

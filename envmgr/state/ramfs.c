@@ -19,9 +19,9 @@
 
 #include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
-#include "envmgr/vm/ramdelta.h"
-#include "envmgr/vm/ramflat.h"
-#include "envmgr/vm/ramfs.h"
+#include "envmgr/state/ramdelta.h"
+#include "envmgr/state/ramflat.h"
+#include "envmgr/state/ramfs.h"
 
 #define FILE_INO 2
 #define READ_MAX ((size_t)1 << 20) /* the kernel asks for at most 128 KiB-1 MiB at a time */

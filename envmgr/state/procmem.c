@@ -1,4 +1,4 @@
-#include "envmgr/vm/procmem.h"
+#include "envmgr/state/procmem.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,4 +1,4 @@
-#include "envmgr/vm/migrate.h"
+#include "envmgr/state/migrate.h"
 
 #include <stdio.h>
 #include <string.h>

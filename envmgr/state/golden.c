@@ -1,4 +1,4 @@
-#include "envmgr/vm/golden.h"
+#include "envmgr/state/golden.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "envmgr/vm/guest.h"
-#include "envmgr/vm/migrate.h"
+#include "envmgr/state/migrate.h"
 #include "envmgr/vm/overlay.h"
 #include "envmgr/base/json_save.h"
 #include "envmgr/base/paths.h"

@@ -1,7 +1,7 @@
 /* Inside the saved-state store: what states.c (a state, its chain and integrity) and
  * state_store.c (users, listing, removal, eviction) share. */
-#ifndef ENVMGR_ENV_STATES_INT_H
-#define ENVMGR_ENV_STATES_INT_H
+#ifndef ENVMGR_STATE_STATES_INT_H
+#define ENVMGR_STATE_STATES_INT_H
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -17,7 +17,7 @@
 #define STATE_FLAT_LOCK "flat.lock"
 #define STATE_USE_LOCK "use.lock"     /* restores hold it shared, a removal exclusive (state_hold) */
 #define STATE_FLAT_TMP ".ram.flat-"   /* a build in progress: .ram.flat-<pid> */
-#define STATE_RAMFS_LOG "ramfs.log"   /* what the server of its RAM (vm/ramfs.h) said */
+#define STATE_RAMFS_LOG "ramfs.log"   /* what the server of its RAM (ramfs.h) said */
 #define NEW_PREFIX ".new-" /* a save in progress: .new-<name>-<pid> */
 #define RM_PREFIX ".rm-"   /* a removal in progress: .rm-<name>-<pid> */
 

@@ -1,4 +1,4 @@
-/* What a restore maps as its guest's RAM: the state's RAM served over FUSE (vm/ramfs.h), which
+/* What a restore maps as its guest's RAM: the state's RAM served over FUSE (ramfs.h), which
  * costs no disk, where this host can serve it; else the flat RAM file written out (state_flat.c).
  * ENVMGR_STATE_RAM chooses: `auto` (the default: served when /dev/fuse works, else the file),
  * `served`, `file`. */
@@ -10,10 +10,10 @@
 #include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
 #include "envmgr/base/warn.h"
-#include "envmgr/env/states.h"
-#include "envmgr/env/states_int.h"
-#include "envmgr/vm/ramfs.h"
-#include "envmgr/vm/savestate.h"
+#include "envmgr/state/states.h"
+#include "envmgr/state/states_int.h"
+#include "envmgr/state/ramfs.h"
+#include "envmgr/state/savestate.h"
 
 #define LOCK_WAIT_MS (10 * 60 * 1000.0)
 #define IDLE_DEFAULT_S 300.0 /* a server keeps its page cache this long after its last env */

@@ -1,4 +1,4 @@
-#include "envmgr/vm/ramdelta.h"
+#include "envmgr/state/ramdelta.h"
 
 #include <endian.h>
 #include <errno.h>
