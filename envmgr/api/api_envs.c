@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "envmgr/api/api_int.h"
+#include "envmgr/env/env_image.h"
 #include "envmgr/episode/plan.h"
 #include "envmgr/base/base64.h"
 #include "envmgr/net/egress_log.h"
@@ -22,7 +23,6 @@
 #include "envmgr/base/util.h"
 #include "envmgr/base/warn.h"
 #include "envmgr/state/states.h"
-#include "envmgr/vm/manifest.h"
 #include "recorder/trace.h"
 
 #define FREEFORM_TASK                                                                                                  \
@@ -345,22 +345,6 @@ void api_h_list(api_request *q, api_reply *r)
     api_reply_json(r, 200, json_pack("{s:o, s:i}", "envs", list, "max_envs", q->s->cfg.max_envs));
 }
 
-/* The screen size an image's manifest gives; the default size when it cannot be read (the
- * create then fails on the image itself, with its own message). */
-static void image_screen(const char *image, int *w, int *h)
-{
-    *w = MANIFEST_DEFAULT_WIDTH;
-    *h = MANIFEST_DEFAULT_HEIGHT;
-    _cleanup_free_ char *dir = paths_image_dir(image);
-    manifest *m = NULL;
-    em_err ignored = {0};
-    if (manifest_load(dir, &m, &ignored) == 0) {
-        *w = m->width;
-        *h = m->height;
-        manifest_free(m);
-    }
-}
-
 void api_h_create(api_request *q, api_reply *r)
 {
     api_server *s = q->s;
@@ -396,7 +380,7 @@ void api_h_create(api_request *q, api_reply *r)
                                 .force = jimage || state_image || s->cfg.force_image};
     const char *guess = choice.image ? choice.image : IMAGE_DEFAULT;
     int w, h;
-    image_screen(guess, &w, &h);
+    env_image_screen(guess, &w, &h);
     if (jtask && api_parse_task(jtask, "task", s->cfg.task_root, s->empty_dir, s->cfg.net, w, h, NULL, &t, &tpath, sha, &ae_) < 0)
         return api_reply_error(r, &ae_);
     char *image_copy = NULL;
@@ -407,7 +391,7 @@ void api_h_create(api_request *q, api_reply *r)
     }
     if (t) {
         int tw, th;
-        image_screen(image_copy, &tw, &th);
+        env_image_screen(image_copy, &tw, &th);
         task_vars v = {.screen_w = tw, .screen_h = th};
         if ((tw != w || th != h) && plan_settle(t, s->cfg.net, &v, &err) < 0) { /* on another screen than guessed */
             task_free(t);

@@ -20,9 +20,9 @@
 #include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
 #include "envmgr/base/warn.h"
+#include "envmgr/env/env_image.h"
 #include "envmgr/view/relay.h"
 #include "envmgr/view/websocket.h"
-#include "envmgr/vm/vm.h"
 
 #define NOVNC_FILE_MAX (8u << 20)
 
@@ -107,7 +107,7 @@ void api_h_live_page(api_request *q, api_reply *r)
 
 typedef struct live_ctx {
     api_server *s;
-    char *vnc_sock, *env_dir;
+    char *vnc_sock, *env; /* the env's name */
     bool view_only;
 } live_ctx;
 
@@ -129,7 +129,7 @@ static void *live_main(void *arg)
         fcntl(lt->fd, F_SETFL, fl & ~O_NONBLOCK);
     if (!lt->ctx->view_only) { /* someone drives the env by hand: its guest runs (an episode pauses it again) */
         em_err herr = {0};
-        if (vm_hold(lt->ctx->env_dir, false, &herr) < 0)
+        if (env_hold_by_name(lt->ctx->env, false, &herr) < 0)
             em_log(EM_LOG_ERROR, "envmgr serve: live control: %s", herr.msg);
     }
     if (lt->extra_len == 0) /* (a client does not talk before the server's RFB version) */
@@ -137,7 +137,7 @@ static void *live_main(void *arg)
     MHD_upgrade_action(lt->urh, MHD_UPGRADE_ACTION_CLOSE);
     free(lt->extra);
     free(lt->ctx->vnc_sock);
-    free(lt->ctx->env_dir);
+    free(lt->ctx->env);
     free(lt->ctx);
     free(lt);
     pthread_mutex_lock(&s->lock);
@@ -169,7 +169,7 @@ static void on_upgrade(void *cls, struct MHD_Connection *c, void *req_cls, const
         pthread_mutex_unlock(&ctx->s->lock);
         MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);
         free(ctx->vnc_sock);
-        free(ctx->env_dir);
+        free(ctx->env);
         free(ctx);
         free(lt);
     }
@@ -228,14 +228,13 @@ void api_h_live_ws(api_request *q, api_reply *r)
     }
     live_ctx *ctx = xcalloc(1, sizeof *ctx);
     ctx->s = q->s;
-    _cleanup_free_ char *dir = paths_env_dir(q->rt.env);
-    ctx->vnc_sock = xasprintf("%s/" VM_VNC_SOCK, dir);
-    ctx->env_dir = xstrdup(dir);
+    ctx->vnc_sock = env_vnc_socket(q->rt.env);
+    ctx->env = xstrdup(q->rt.env);
     ctx->view_only = !query_true(q, "control");
     struct MHD_Response *resp = MHD_create_response_for_upgrade(on_upgrade, ctx);
     if (!resp) {
         free(ctx->vnc_sock);
-        free(ctx->env_dir);
+        free(ctx->env);
         free(ctx);
         api_fail(&e, 500, "", "cannot create the upgrade response");
         return api_reply_error(r, &e);

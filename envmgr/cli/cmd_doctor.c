@@ -20,9 +20,8 @@
 #include "envmgr/base/sbuf.h"
 #include "envmgr/base/util.h"
 #include "envmgr/state/states.h"
-#include "envmgr/vm/accel.h"
 #include "envmgr/state/ramfs.h"
-#include "envmgr/vm/vm.h"
+#include "envmgr/env/env_image.h"
 
 static const char usage[] =
     "usage: envmgr doctor\n"
@@ -92,8 +91,8 @@ static void check_qemu(doctor *d)
 {
     em_err err = {0};
     _cleanup_free_ char *ver = NULL;
-    if (vm_qemu_version(&ver, &err) < 0) {
-        _cleanup_free_ char *what = xasprintf("QEMU: cannot run `%s --version`", vm_qemu_binary());
+    if (env_host_qemu_version(&ver, &err) < 0) {
+        _cleanup_free_ char *what = xasprintf("QEMU: cannot run `%s --version`", env_host_qemu_binary());
         absent(d, true, getenv("ENVMGR_QEMU") ? NULL : "qemu-system-x86", what);
         return;
     }
@@ -102,12 +101,12 @@ static void check_qemu(doctor *d)
     if (major < 7 || (major == 7 && minor < 2))
         absent(d, true, "qemu-system-x86", "QEMU: version 7.2 or newer needed");
     else
-        line("ok", "QEMU %s (%s)", ver, vm_qemu_binary());
+        line("ok", "QEMU %s (%s)", ver, env_host_qemu_binary());
 }
 
 static void check_kvm(void)
 {
-    const char *verdict = accel_cached();
+    const char *verdict = env_host_accel_cached();
     int fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
     if (fd >= 0)
         close(fd);

@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "envmgr/vm/manifest.h"
+#include "envmgr/env/env_image.h"
 #include "envmgr/base/paths.h"
 #include "envmgr/base/util.h"
 
@@ -24,15 +24,14 @@ int cli_print_images(const char *lead, const char *bad_lead)
         if (e->d_name[0] == '.')
             continue;
         _cleanup_free_ char *img = xasprintf("%s/%s", root, e->d_name);
-        manifest *m = NULL;
+        env_image_facts f;
         em_err err = {0};
-        if (manifest_load(img, &m, &err) < 0) {
+        if (env_image_facts_read(img, &f, &err) < 0) {
             printf("%s%s: %s\n", bad_lead, e->d_name, err.msg);
             continue;
         }
-        const char *built = json_string_value(json_object_get(m->json, "built"));
-        printf("%s%-16s %-20s %s\n", lead, e->d_name, built ? built : "?", img);
-        manifest_free(m);
+        printf("%s%-16s %-20s %s\n", lead, e->d_name, f.built ? f.built : "?", img);
+        env_image_facts_free(&f);
         n++;
     }
     if (dir)
@@ -50,16 +49,13 @@ int cmd_image(int argc, char **argv)
     }
     if (argc < 2 || strcmp(argv[1], "verify") || argc > 3)
         return cli_usage_error(usage, "image: expected `verify [IMAGE]` or `list`");
-    _cleanup_free_ char *dir = paths_image_dir(argc == 3 ? argv[2] : IMAGE_DEFAULT);
     em_err err = {0};
-    manifest *m;
-    if (manifest_load(dir, &m, &err) < 0)
-        return cli_report(&err);
+    env_image_facts f;
     double t0 = now_ms();
-    int rc = manifest_verify(m, 1, &err);
-    if (rc == 0)
-        printf("image %s ok: %zu files match manifest %.12s (%.1f s)\n", m->dir,
-               json_object_size(json_object_get(m->json, "files")), m->sha256, (now_ms() - t0) / 1000);
-    manifest_free(m);
-    return rc < 0 ? cli_report(&err) : 0;
+    if (env_image_verify(argc == 3 ? argv[2] : IMAGE_DEFAULT, &f, &err) < 0)
+        return cli_report(&err);
+    printf("image %s ok: %zu files match manifest %.12s (%.1f s)\n", f.dir, f.files, f.sha256,
+           (now_ms() - t0) / 1000);
+    env_image_facts_free(&f);
+    return 0;
 }

@@ -3,7 +3,7 @@
 
 #include "cli.h"
 #include "envmgr/base/util.h"
-#include "envmgr/vm/qemu_log.h"
+#include "envmgr/env/env_image.h"
 #include "envmgr/state/ramfs.h"
 
 static const cli_command commands[] = {
@@ -61,7 +61,7 @@ int main(int argc, char **argv)
     }
     install_interrupt_handlers();
     if (!strcmp(argv[1], "__qemu-log") && argc == 3) /* started beside each QEMU, not listed */
-        return vm_log_keeper_main(argv[2]);
+        return env_log_keeper_main(argv[2]);
     if (!strcmp(argv[1], "__ramfs")) /* a state's RAM server (state/ramfs.h), started by a restore, not listed */
         return ramfs_main(argc - 1, argv + 1);
     if (!strcmp(argv[1], "__replay-agent")) /* started by `envmgr replay`, not listed */

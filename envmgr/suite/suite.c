@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 
 #include "envmgr/episode/plan.h"
-#include "envmgr/vm/manifest.h"
+#include "envmgr/env/env_image.h"
 #include "envmgr/task/task.h"
 #include "envmgr/base/fileio.h"
 #include "envmgr/base/paths.h"
@@ -176,11 +176,10 @@ int suite_load(const char *source, int shard_k, int shard_n, bool strict, const 
                suite **out, em_err *err)
 {
     if (image && image->image) { /* an image that is not built fails the suite, not each task */
-        _cleanup_free_ char *dir = paths_image_dir(image->image);
-        manifest *m = NULL;
-        if (manifest_load(dir, &m, err) < 0)
+        env_image_facts f;
+        if (env_image_facts_read(image->image, &f, err) < 0)
             return em_prefix(err, "--image %s: ", image->image);
-        manifest_free(m);
+        env_image_facts_free(&f);
     }
     char real[PATH_MAX];
     struct stat st;

@@ -16,10 +16,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "envmgr/vm/accel.h"
 #include "envmgr/env/env.h"
-#include "envmgr/state/golden.h"
-#include "envmgr/vm/manifest.h"
+#include "envmgr/env/env_image.h"
 #include "envmgr/base/exit_cause.h"
 #include "envmgr/base/json_save.h"
 #include "envmgr/base/paths.h"
@@ -32,7 +30,6 @@
 #include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
 #include "envmgr/base/warn.h"
-#include "envmgr/vm/vm.h"
 
 #define LOCK_WAIT_MS 60000.0     /* a previous run's workers may still be tearing down */
 #define SHUTDOWN_GRACE_MS 30000.0
@@ -473,15 +470,7 @@ static void read_slot(pool *p, slot *sl, em_err *err, int *rc)
         slot_closed(p, sl, err, rc);
 }
 
-static pid_t slot_qemu(const slot *sl)
-{
-    _cleanup_free_ char *d = paths_env_dir(sl->env);
-    pid_t pid;
-    em_err ignored;
-    if (vm_read_pid(d, &pid, &ignored) < 0 || !vm_alive(pid, d))
-        return 0;
-    return pid;
-}
+static pid_t slot_qemu(const slot *sl) { return env_qemu_pid(sl->env); }
 
 /* How long a worker may stay silent once its QEMU is killed: the sockets it
  * waits on closed, so it answers at once unless it hangs itself. */
@@ -706,26 +695,17 @@ static int prepare_images(pool *p, int *memory_mb, int *cpus, em_err *err)
             seen = !strcmp(p->s->tasks[k].image, p->s->tasks[i].image);
         if (seen)
             continue;
-        _cleanup_free_ char *dir = paths_image_dir(p->s->tasks[i].image);
-        manifest *m = NULL;
-        golden *g = NULL;
+        env_image_facts f;
         const char *accel = NULL;
-        int rc = manifest_load(dir, &m, err);
-        if (rc == 0)
-            rc = manifest_verify(m, 0, err);
-        if (rc == 0)
-            rc = accel_choose(p->o->accel, m, &accel, err);
-        if (rc == 0)
-            rc = golden_ensure(m, accel, &g, err);
+        int rc = env_image_prepare(p->s->tasks[i].image, p->o->accel, &accel, &f, err);
         if (rc == 0) {
             p->accel = accel;
-            if (m->memory_mb > *memory_mb)
-                *memory_mb = m->memory_mb;
-            if (m->cpus > *cpus)
-                *cpus = m->cpus;
+            if (f.memory_mb > *memory_mb)
+                *memory_mb = f.memory_mb;
+            if (f.cpus > *cpus)
+                *cpus = f.cpus;
+            env_image_facts_free(&f);
         }
-        golden_free(g);
-        manifest_free(m);
         if (rc < 0)
             return em_prefix(err, "suite: image %s: ", p->s->tasks[i].image);
     }

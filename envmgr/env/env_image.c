@@ -1,0 +1,112 @@
+/* Images and the host's QEMU for the layers above env (env_image.h). */
+#include "envmgr/env/env_image.h"
+
+#include <jansson.h>
+#include <string.h>
+
+#include "envmgr/base/paths.h"
+#include "envmgr/base/util.h"
+#include "envmgr/state/golden.h"
+#include "envmgr/vm/accel.h"
+#include "envmgr/vm/manifest.h"
+#include "envmgr/vm/qemu_log.h"
+#include "envmgr/vm/vm.h"
+
+static void facts_of(const manifest *m, env_image_facts *out)
+{
+    const char *built = json_string_value(json_object_get(m->json, "built"));
+    *out = (env_image_facts){.dir = xstrdup(m->dir),
+                             .built = built ? xstrdup(built) : NULL,
+                             .width = m->width,
+                             .height = m->height,
+                             .memory_mb = m->memory_mb,
+                             .cpus = m->cpus,
+                             .files = json_object_size(json_object_get(m->json, "files"))};
+    memcpy(out->sha256, m->sha256, sizeof out->sha256);
+}
+
+/* Load the image's manifest, check it (full: every file's sha256, else sizes; -1: not at all), and
+ * when it holds, its facts and (accel non-NULL) the accelerator and the golden state. */
+static int load(const char *image, int full, const char *accel, const char **chosen, env_image_facts *out,
+                em_err *err)
+{
+    memset(out, 0, sizeof *out);
+    _cleanup_free_ char *dir = paths_image_dir(image);
+    manifest *m = NULL;
+    golden *g = NULL;
+    int rc = manifest_load(dir, &m, err);
+    if (rc == 0 && full >= 0)
+        rc = manifest_verify(m, full, err);
+    if (rc == 0 && accel)
+        rc = accel_choose(accel, m, chosen, err);
+    if (rc == 0 && accel)
+        rc = golden_ensure(m, *chosen, &g, err);
+    if (rc == 0)
+        facts_of(m, out);
+    golden_free(g);
+    manifest_free(m);
+    return rc;
+}
+
+int env_image_facts_read(const char *image, env_image_facts *out, em_err *err)
+{
+    return load(image, -1, NULL, NULL, out, err);
+}
+
+int env_image_verify(const char *image, env_image_facts *out, em_err *err)
+{
+    return load(image, 1, NULL, NULL, out, err);
+}
+
+int env_image_prepare(const char *image, const char *accel, const char **chosen, env_image_facts *out,
+                      em_err *err)
+{
+    return load(image, 0, accel, chosen, out, err);
+}
+
+void env_image_facts_free(env_image_facts *f)
+{
+    free(f->dir);
+    free(f->built);
+    f->dir = f->built = NULL;
+}
+
+void env_image_screen(const char *image, int *width, int *height)
+{
+    *width = MANIFEST_DEFAULT_WIDTH;
+    *height = MANIFEST_DEFAULT_HEIGHT;
+    env_image_facts f;
+    em_err ignored = {0};
+    if (env_image_facts_read(image, &f, &ignored) == 0) {
+        *width = f.width;
+        *height = f.height;
+        env_image_facts_free(&f);
+    }
+}
+
+pid_t env_qemu_pid(const char *name)
+{
+    _cleanup_free_ char *dir = paths_env_dir(name);
+    pid_t pid;
+    em_err ignored;
+    if (vm_read_pid(dir, &pid, &ignored) < 0 || !vm_alive(pid, dir))
+        return 0;
+    return pid;
+}
+
+int env_hold_by_name(const char *name, bool hold, em_err *err)
+{
+    _cleanup_free_ char *dir = paths_env_dir(name);
+    return vm_hold(dir, hold, err) < 0 ? em_prefix(err, "env %s: ", name) : 0;
+}
+
+char *env_vnc_socket(const char *name)
+{
+    _cleanup_free_ char *dir = paths_env_dir(name);
+    return xasprintf("%s/" VM_VNC_SOCK, dir);
+}
+
+int env_host_qemu_version(char **version, em_err *err) { return vm_qemu_version(version, err); }
+const char *env_host_qemu_binary(void) { return vm_qemu_binary(); }
+const char *env_host_accel_cached(void) { return accel_cached(); }
+int env_log_keeper_main(const char *dir) { return vm_log_keeper_main(dir); }

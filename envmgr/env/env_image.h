@@ -1,0 +1,49 @@
+/* Images and the host's QEMU as the layers above env see them (the API, suites, the CLI): facts
+ * read from an image's manifest and the host, never the manifest or QEMU themselves, which are
+ * vm/'s. With env.h, this is the one way down from those layers to what runs a guest. */
+#ifndef ENVMGR_ENV_IMAGE_H
+#define ENVMGR_ENV_IMAGE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "envmgr/base/err.h"
+
+typedef struct env_image_facts {
+    char *dir;     /* absolute image directory */
+    char *built;   /* when it was built (manifest "built"), or NULL */
+    char sha256[65]; /* of its manifest: names the image exactly */
+    int width, height, memory_mb, cpus;
+    size_t files;  /* files its manifest lists */
+} env_image_facts;
+
+/* The facts of image `image` (a name under the image root, or a directory). */
+int env_image_facts_read(const char *image, env_image_facts *out, em_err *err);
+void env_image_facts_free(env_image_facts *f);
+/* The same after hashing every file the manifest lists against its sha256. */
+int env_image_verify(const char *image, env_image_facts *out, em_err *err);
+/* Ready to run: the image checked (sizes), the accelerator chosen (accel: auto, kvm or tcg; *chosen
+ * is a static string) and its golden state found or built. */
+int env_image_prepare(const char *image, const char *accel, const char **chosen, env_image_facts *out,
+                      em_err *err);
+/* The screen an image's envs have; the default size when its manifest cannot be read. */
+void env_image_screen(const char *image, int *width, int *height);
+
+/* The pid of env `name`'s QEMU, 0 when none runs (no lock taken: for watchers such as a suite's). */
+pid_t env_qemu_pid(const char *name);
+/* Pause or resume env `name`'s guest without opening the env (its owner, the API server, holds its
+ * lock and lets a live viewer drive it). */
+int env_hold_by_name(const char *name, bool hold, em_err *err);
+/* The VNC socket of env `name` (caller frees). */
+char *env_vnc_socket(const char *name);
+
+/* The host: QEMU's version (caller frees) and binary; the accelerator verdict cached by an earlier
+ * probe ("kvm", "tcg") or NULL. */
+int env_host_qemu_version(char **version, em_err *err);
+const char *env_host_qemu_binary(void);
+const char *env_host_accel_cached(void);
+/* `envmgr __qemu-log DIR`: the process that keeps an env's QEMU log capped (started by envmgr). */
+int env_log_keeper_main(const char *dir);
+
+#endif
