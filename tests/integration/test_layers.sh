@@ -27,24 +27,24 @@ out=$(plant envmgr/task/task.c envmgr/episode/episode.h); rc=$?
 if [ $rc -ne 0 ] && echo "$out" | grep -q 'upward, envmgr/task/ (layer 4) may not include envmgr/episode/'; then
     ok "the task format including episode (a circle in the making) fails"
 else bad "task -> episode not caught (rc $rc): $out"; fi
+# caught FILE INCLUDE MESSAGE LABEL: the include planted in FILE fails the check with MESSAGE
+caught() {
+    out=$(plant "$1" "$2"); rc=$?
+    if [ $rc -ne 0 ] && echo "$out" | grep -q "$1:[0-9]*: #include \"$2\": $3"; then ok "$4"
+    else bad "$4: not caught (rc $rc): $out"; fi
+}
 # The env seam: api/, suite/ and cli/ reach QEMU only through env/, though vm/ is a lower layer.
 for seam in "envmgr/api/api_live.c envmgr/vm/vm.h" "envmgr/suite/suite_pool.c envmgr/vm/manifest.h" \
             "envmgr/cli/cmd_up.c envmgr/vm/vnc.h"; do
     set -- $seam
-    out=$(plant "$1" "$2"); rc=$?
-    if [ $rc -ne 0 ] && echo "$out" | grep -q "$1:[0-9]*: #include \"$2\": ${1%/*}/ reaches QEMU and the guest only through envmgr/env/"; then
-        ok "the env seam: $1 including $2 fails"
-    else bad "seam include $1 -> $2 not caught (rc $rc): $out"; fi
+    caught "$1" "$2" "${1%/*}/ reaches QEMU and the guest only through envmgr/env/" "the env seam: $1 including $2 fails"
 done
 # Leaf libraries: evaluator/ and recorder/ include nothing above envmgr/base, not even a lower
-# layer's neighbour (net is layer 2, but evaluator reaches the asset cache through env_ops.h).
+# layer's neighbour (net is layer 3, but evaluator reaches the asset cache through env_ops.h).
 for leaf in "evaluator/getters.c envmgr/net/assets.h" "evaluator/score.c envmgr/vm/vm.h" \
             "recorder/trace_writer.c envmgr/action/actions.h"; do
     set -- $leaf
-    out=$(plant "$1" "$2"); rc=$?
-    if [ $rc -ne 0 ] && echo "$out" | grep -q "$1:[0-9]*: #include \"$2\": ${1%%/*}/ is a leaf library"; then
-        ok "a leaf library including $2 fails ($1)"
-    else bad "leaf include $1 -> $2 not caught (rc $rc): $out"; fi
+    caught "$1" "$2" "${1%%/*}/ is a leaf library" "a leaf library including $2 fails ($1)"
 done
 out=$(plant envmgr/cli/main.c envmgr/base/nonexistent.h); rc=$?
 if [ $rc -ne 0 ] && echo "$out" | grep -q 'no such project header'; then ok "an include of a missing header fails"
