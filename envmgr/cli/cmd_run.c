@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "envmgr/base/cleanup.h"
 #include "envmgr/env/env.h"
 #include "envmgr/episode/episode.h"
 #include "envmgr/episode/plan.h"
@@ -84,21 +85,20 @@ static int run_folder(const char *target, const run_args *a, em_err *err)
     o.net = a->has_net ? &a->net : NULL;
     bool boxed; /* decided (and said) once, before the worker forks */
     free(episode_agent_sandbox(a->ag.sandbox_off, &boxed));
-    json_t *summary = NULL;
+    _cleanup_json_ json_t *summary = NULL;
     int rc = suite_run(s, &o, &summary, err);
     if (!summary) { /* refused before any episode (an OUT that holds a run): no table of someone else's */
         suite_free(s);
         return rc;
     }
-    json_decref(summary);
     _cleanup_free_ char *path = xasprintf("%s/" SUITE_RESULTS_FILE, o.out_dir);
-    json_t *lines = NULL, *final = NULL;
+    _cleanup_json_ json_t *lines = NULL, *final = NULL;
     em_err rerr = {0};
     if (results_read(path, &lines, NULL, &rerr) == 0)
         final = results_final(lines);
+    /* a row per task; what they add up to is the suite's own summary's, as `suite run` prints it */
     printf("%-32s %6s %6s %8s  %s\n", "TASK", "SCORE", "STEPS", "SECONDS", "EXIT");
-    double total = 0;
-    size_t ran = 0, unscored = 0, n = s->ntasks;
+    size_t n = s->ntasks;
     for (size_t i = 0; i < n; i++) { /* the suite's order: by task id */
         _cleanup_free_ char *key = suite_episode_key(s->tasks[i].id, 0);
         json_t *line = json_object_get(final, key);
@@ -113,26 +113,25 @@ static int run_folder(const char *target, const run_args *a, em_err *err)
         double score = json_number_value(json_object_get(line, "score"));
         long long steps = json_integer_value(json_object_get(line, "steps"));
         double secs = json_number_value(json_object_get(line, "duration_s"));
-        ran++;
         if (!report_scored(line)) { /* no score: neither a 0 in the mean nor a 0 in the table */
             const char *status = json_string_value(json_object_get(line, "status"));
-            unscored++;
             printf("%-32s %6s %6lld %8.1f  %s (no score: %s)\n", s->tasks[i].id, "-", steps, secs, cause ? cause : "?",
                    status ? status : "?");
             continue;
         }
-        total += score;
         printf("%-32s %6.2f %6lld %8.1f  %s\n", s->tasks[i].id, score, steps, secs, cause ? cause : "?");
     }
     suite_free(s);
-    json_decref(final);
-    json_decref(lines);
-    size_t scored = ran - unscored;
+    json_t *all = json_object_get(summary, "all");
+    json_int_t ran = json_integer_value(json_object_get(all, "episodes"));
+    json_int_t unscored = json_integer_value(json_object_get(all, "env_errors")) +
+                          json_integer_value(json_object_get(all, "evaluator_errors")) +
+                          json_integer_value(json_object_get(all, "setup_errors"));
     /* also when the run failed (an episode without a score): the table is what it measured */
-    printf("%zu of %zu tasks ran", ran, n);
+    printf("%lld of %zu tasks ran", (long long)ran, n);
     if (unscored)
-        printf(" (%zu without a score)", unscored);
-    printf(", mean score %.3f\n", scored ? total / (double)scored : 0.0);
+        printf(" (%lld without a score)", (long long)unscored);
+    printf(", mean score %.3f\n", json_number_value(json_object_get(all, "mean_score")));
     fflush(stdout);
     return rc;
 }
@@ -234,12 +233,11 @@ int cmd_run(int argc, char **argv)
     }
     /* The task is read once; the plan checks it before any VM starts (bad input costs nothing),
      * then settles it for the env that runs it. */
-    task *t;
+    _cleanup_task_ task *t = NULL;
     if (task_load(target, &t, &err) < 0)
         return cli_report(&err);
     _cleanup_free_ char *image = NULL;
     if (!a.env_name && plan_new_env(t, &a.image, &a.net, &image, &err) < 0) { /* --env: plan_for_env */
-        task_free(t);
         em_prefix(&err, "%s: ", target);
         return cli_report(&err);
     }
@@ -254,21 +252,18 @@ int cmd_run(int argc, char **argv)
     } else {
         rc = env_open(a.env_name, &e, &err);
     }
-    if (rc < 0) {
-        task_free(t);
+    if (rc < 0)
         return cli_report(&err);
-    }
     const char *base = strrchr(target, '/') ? strrchr(target, '/') + 1 : target, *dot = strrchr(base, '.');
     _cleanup_free_ char *out = a.out ? xstrdup(a.out)
                                      : xasprintf("envmgr-out/%.*s", (int)(dot ? dot - base : (long)strlen(base)), base);
-    json_t *res = NULL;
+    _cleanup_json_ json_t *res = NULL;
     rc = plan_for_env(e, t, &err);
     episode_opts o = {.agent_cmd = a.agent, .out_dir = out, .trace_dir = a.record, .fresh = temporary,
                       .settle_ms = a.settle_ms, .late_probe_ms = a.late_probe_ms, .observation = a.observation,
                       .agent_env = a.ag.env, .agent_sandbox_off = a.ag.sandbox_off, .video = a.video};
     if (rc == 0)
         rc = episode_run(e, t, target, &o, &res, &err);
-    task_free(t);
     bool scored = rc == 0 && report_scored(res);
     if (rc == 0) {
         /* An episode that was not evaluated (env_error, setup_error, evaluator_error) has no score, not a 0 */
@@ -281,7 +276,6 @@ int cmd_run(int argc, char **argv)
                json_string_value(json_object_get(res, "reason")));
         fflush(stdout);
     }
-    json_decref(res);
     em_err cerr = {0};
     if (temporary) {
         env_close(e);

@@ -4,6 +4,7 @@
 
 #include "cli.h"
 #include "envmgr/env/env.h"
+#include "envmgr/episode/plan.h"
 #include "envmgr/base/paths.h"
 #include "envmgr/base/util.h"
 #include "envmgr/task/task.h"
@@ -96,13 +97,9 @@ int cmd_up(int argc, char **argv)
     if (!mode && (allowed || private_rules))
         net.mode = NETPOLICY_ALLOWLIST; /* with --network none, private rules wait for a task's allowlist */
     if (task_path) {
-        task *t;
+        _cleanup_task_ task *t = NULL;
         netpolicy base = net;
-        if (task_load(task_path, &t, &err) < 0)
-            return cli_report(&err);
-        int rc = netpolicy_for_task(&base, &t->net, &net, &err);
-        task_free(t);
-        if (rc < 0)
+        if (task_load(task_path, &t, &err) < 0 || plan_network(&base, t, &net, &err) < 0)
             return cli_report(&err);
     }
     if (open_net)

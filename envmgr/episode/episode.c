@@ -745,7 +745,7 @@ int episode_begin_with(const episode_env *ev, const task *t, const char *task_pa
     bool net_changed = false;
     if (rc == 0 && ev->network(ev->ctx, &cur, err) < 0)
         rc = -1;
-    if (rc == 0 && netpolicy_for_task(&cur, &t->net, &net, err) < 0)
+    if (rc == 0 && plan_network(&cur, t, &net, err) < 0)
         rc = -1;
     if (rc == 0 && ev->set_network(ev->ctx, &net, &net_changed, err) < 0)
         rc = -1;

@@ -132,14 +132,19 @@ int plan_image(const task *t, const plan_image_choice *op, char **image, em_err 
     return 0;
 }
 
+int plan_network(const netpolicy *current, const task *t, netpolicy *out, em_err *err)
+{
+    return netpolicy_for_task(current, &t->net, out, err);
+}
+
 int plan_settle(task *t, const netpolicy *net, const task_vars *v, em_err *err)
 {
-    netpolicy dflt;
+    netpolicy dflt, runs_under;
     if (!net) {
         netpolicy_init(&dflt);
         net = &dflt;
     }
-    if (netpolicy_check_task(net, &t->net, err) < 0)
+    if (plan_network(net, t, &runs_under, err) < 0)
         return -1;
     return v ? task_substitute(t, v, err) : 0;
 }

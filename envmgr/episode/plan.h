@@ -32,6 +32,12 @@ int plan_image(const task *t, const plan_image_choice *op, char **image, em_err 
  * image a replay runs on. Caller frees. */
 char *plan_image_with_manifest(const char *manifest_sha256);
 
+/* The policy t runs under in an env whose policy is `current` now: the task's network section with
+ * the operator's private rules and maxima (netpolicy_for_task), refused (an input error naming the
+ * field) when it asks past them. The one place a task's network is worked out, for run, suite,
+ * serve, replay and `up --task`. */
+int plan_network(const netpolicy *current, const task *t, netpolicy *out, em_err *err);
+
 /* Settle t for an env under policy net (NULL: the defaults) with screen and password v (NULL: no
  * substitution): the task's network section and limits against net's rules and maxima (an input
  * error naming the field), then OSWorld's placeholders (task_substitute, from the document as

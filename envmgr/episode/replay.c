@@ -154,7 +154,7 @@ static int restore_recorded_state(env *e, const task *t, json_t *from, em_err *e
     if (!name || !id)
         return em_fail_input(err, "replay: the trace's from_state is not {name, id}");
     /* the task's network first: the restore starts the guest under it, as the episode did */
-    if (env_network(e, &cur, err) < 0 || netpolicy_for_task(&cur, &t->net, &net, err) < 0 ||
+    if (env_network(e, &cur, err) < 0 || plan_network(&cur, t, &net, err) < 0 ||
         env_set_network(e, &net, &changed, err) < 0)
         return em_prefix(err, "replay: ");
     if (env_state_restore(e, name, &tm, err) < 0)

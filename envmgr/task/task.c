@@ -469,6 +469,11 @@ int task_load(const char *path, task **out, em_err *err)
     return 0;
 }
 
+void cleanup_taskp(task **t)
+{
+    task_free(*t);
+}
+
 void task_free(task *t)
 {
     if (!t)

@@ -130,6 +130,8 @@ int task_load(const char *path, task **out, em_err *err);
  * directory). Warnings are collected in the task, not printed. */
 int task_parse(const char *json_text, size_t len, const char *base_dir, task **out, em_err *err);
 void task_free(task *t);
+void cleanup_taskp(task **t);
+#define _cleanup_task_ __attribute__((cleanup(cleanup_taskp)))
 
 /* A file the task ships (an upload's local_path, a download's local url, a wait_screen reference):
  * p relative to the task folder dir (or absolute inside it), no `..` component, and once the file

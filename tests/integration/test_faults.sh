@@ -207,6 +207,15 @@ r = json.load(open('$T/ep2/result.json'))
 sys.exit(0 if r['status'] != 'scored' and r['score'] in (None, 0) else 1)"
 row "episode (run --env)" "QEMU killed at 4 s (agent acting)"
 
+# envmgr killed once the agent said DONE: during postconfig and the evaluation
+"$ENVMGR" run "$TASK" --env $F --agent "$AG/null" --accel tcg --out "$T/ep3" >"$T/ep3.log" 2>&1 &
+epid=$!
+wait_until 120 grep -q '"DONE"' "$T/ep3/trace/trace.jsonl"
+kill -9 $epid 2>/dev/null; wait $epid 2>/dev/null
+check "episode killed in its evaluation: no result.json, no score" test ! -e "$T/ep3/result.json"
+check "... and its trace says it is incomplete (trace verify fails)" bash -c "! '$ENVMGR' trace verify '$T/ep3/trace' >/dev/null 2>&1"
+row "evaluation (run --env)" "envmgr killed after DONE"
+
 # a suite worker whose QEMU is killed mid-episode retries it on a fresh env; a killed suite resumes
 mkdir -p "$T/suite" && cp "$TASK" "$T/suite/"
 "$ENVMGR" suite run "$T/suite" --agent "$AG/scripted --tasks $T/suite" --envs 1 --accel tcg --out "$T/s1" \

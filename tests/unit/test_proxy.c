@@ -187,7 +187,55 @@ typedef struct upstream {
     char last_head[4096]; /* what the last HTTP client sent */
     pthread_mutex_t mu;
     int accepted;
+    int serving; /* connections being served, each by its own thread */
 } upstream;
+
+typedef struct upstream_conn {
+    upstream *u;
+    int c;
+} upstream_conn;
+
+/* One connection, served by its own thread: a client that keeps its connection open (a test of
+ * the proxy's limits) never holds up the next (served one at a time, the next test's connect sat
+ * in a full backlog past the proxy's 2 s connect timeout). */
+static void *upstream_serve(void *arg)
+{
+    upstream_conn *uc = arg;
+    upstream *u = uc->u;
+    int c = uc->c;
+    free(uc);
+    char buf[4096];
+    size_t len = 0;
+    for (;;) {
+        struct pollfd cp[2] = {{.fd = c, .events = POLLIN}, {.fd = u->stop[0], .events = POLLIN}};
+        if (poll(cp, 2, 5000) <= 0 || cp[1].revents)
+            break;
+        ssize_t r = read(c, buf + len, sizeof buf - 1 - len);
+        if (r <= 0)
+            break;
+        if (u->echo) {
+            em_err ignored;
+            send_full(c, buf, (size_t)r, &ignored);
+            continue;
+        }
+        len += (size_t)r;
+        buf[len] = '\0';
+        if (strstr(buf, "\r\n\r\n") || len == sizeof buf - 1) {
+            pthread_mutex_lock(&u->mu);
+            snprintf(u->last_head, sizeof u->last_head, "%s", buf);
+            pthread_mutex_unlock(&u->mu);
+            const char *resp = "HTTP/1.0 200 OK\r\nContent-Length: 12\r\n\r\nhello-egress";
+            em_err ignored;
+            send_full(c, resp, strlen(resp), &ignored);
+            break;
+        }
+    }
+    close(c);
+    pthread_mutex_lock(&u->mu);
+    u->serving--;
+    pthread_mutex_unlock(&u->mu);
+    return NULL;
+}
 
 static void *upstream_main(void *arg)
 {
@@ -199,36 +247,22 @@ static void *upstream_main(void *arg)
         int c = accept(u->lfd, NULL, NULL);
         if (c < 0)
             continue;
+        upstream_conn *uc = xmalloc(sizeof *uc);
+        *uc = (upstream_conn){.u = u, .c = c};
         pthread_mutex_lock(&u->mu);
         u->accepted++;
+        u->serving++;
         pthread_mutex_unlock(&u->mu);
-        char buf[4096];
-        size_t len = 0;
-        for (;;) {
-            struct pollfd cp[2] = {{.fd = c, .events = POLLIN}, {.fd = u->stop[0], .events = POLLIN}};
-            if (poll(cp, 2, 5000) <= 0 || cp[1].revents)
-                break;
-            ssize_t r = read(c, buf + len, sizeof buf - 1 - len);
-            if (r <= 0)
-                break;
-            if (u->echo) {
-                em_err ignored;
-                send_full(c, buf, (size_t)r, &ignored);
-                continue;
-            }
-            len += (size_t)r;
-            buf[len] = '\0';
-            if (strstr(buf, "\r\n\r\n") || len == sizeof buf - 1) {
-                pthread_mutex_lock(&u->mu);
-                snprintf(u->last_head, sizeof u->last_head, "%s", buf);
-                pthread_mutex_unlock(&u->mu);
-                const char *resp = "HTTP/1.0 200 OK\r\nContent-Length: 12\r\n\r\nhello-egress";
-                em_err ignored;
-                send_full(c, resp, strlen(resp), &ignored);
-                break;
-            }
+        pthread_t th;
+        if (pthread_create(&th, NULL, upstream_serve, uc) == 0) {
+            pthread_detach(th);
+            continue;
         }
         close(c);
+        free(uc);
+        pthread_mutex_lock(&u->mu);
+        u->serving--;
+        pthread_mutex_unlock(&u->mu);
     }
     return NULL;
 }
@@ -255,6 +289,15 @@ static void upstream_stop(upstream *u)
     ssize_t w = write(u->stop[1], "x", 1);
     (void)w;
     pthread_join(u->th, NULL);
+    /* every connection's thread sees the stop byte too (nobody reads it): wait for them */
+    for (double until = now_ms() + 10000; now_ms() < until;) {
+        pthread_mutex_lock(&u->mu);
+        int n = u->serving;
+        pthread_mutex_unlock(&u->mu);
+        if (n == 0)
+            break;
+        sleep_ms(10);
+    }
     close(u->lfd);
     close(u->stop[0]);
     close(u->stop[1]);
