@@ -64,6 +64,8 @@ int cmd_exec(int argc, char **argv)
     int rc = env_guest(e, &g, &err);
     if (rc == 0)
         rc = guest_exec(g, (const char *const *)argv + optind, in, in_len, timeout, (size_t)cap, &r, &err);
+    if (rc < 0)
+        env_failed(e, &err);
     env_close(e);
     if (rc < 0)
         return cli_report(&err);

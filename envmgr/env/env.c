@@ -106,9 +106,12 @@ static int gone_why(env *e, em_err *err)
                    e->name, e->dir, e->name);
 }
 
-/* An operation on the env failed: its cause, when the env is gone, else the operation's error. */
-static int failed(env *e, em_err *err)
+#define DYING_WAIT_MS 1000.0 /* a QEMU whose sockets just closed may still be exiting */
+
+int env_failed(env *e, em_err *err)
 {
+    for (double until = now_ms() + DYING_WAIT_MS; e->pid > 0 && vm_alive(e->pid, e->dir) && now_ms() < until;)
+        sleep_ms(20);
     em_err why = {0};
     if (gone_why(e, &why) < 0)
         *err = why;
@@ -119,7 +122,7 @@ int env_hold(env *e, bool hold, em_err *err)
 {
     if (vm_hold(e->dir, hold, err) < 0) {
         em_prefix(err, "env %s: %s the guest: ", e->name, hold ? "pausing" : "resuming");
-        return failed(e, err);
+        return env_failed(e, err);
     }
     e->running_known = !hold;
     return 0;
@@ -513,7 +516,7 @@ int env_guest(env *e, guest **g, em_err *err)
         _cleanup_free_ char *sock = in_dir(e, VM_QGA_SOCK);
         if (guest_open(sock, AGENT_TIMEOUT_MS, &e->ga, err) < 0) {
             em_prefix(err, "env %s: ", e->name);
-            return failed(e, err);
+            return env_failed(e, err);
         }
         if (!json_is_true(json_object_get(e->meta, "clock_synced"))) {
             if (guest_set_time(e->ga, err) < 0)
@@ -536,7 +539,7 @@ int env_vnc(env *e, vnc_session **v, em_err *err)
             return -1;
         if (vnc_open(sock, VNC_TIMEOUT_MS, &e->vnc, err) < 0) {
             em_prefix(err, "env %s: ", e->name);
-            return failed(e, err);
+            return env_failed(e, err);
         }
         vnc_set_input_gate(e->vnc, input_gate, e);
         if (read_input_state(e, &x, &y, &b))
@@ -552,7 +555,7 @@ int env_frame(env *e, const uint8_t **pixels, em_err *err)
     if (env_vnc(e, &v, err) < 0)
         return -1;
     if (vnc_refresh(v, VNC_TIMEOUT_MS, err) < 0)
-        return failed(e, err);
+        return env_failed(e, err);
     *pixels = vnc_pixels(v);
     return 0;
 }

@@ -97,6 +97,9 @@ bool env_io_waiting(env *e);
 int env_hold(env *e, bool hold, em_err *err);
 int env_act(env *e, const action *a, em_err *err);
 int env_guest(env *e, guest **g, em_err *err);
+/* An operation on e failed with *err: when e's QEMU is gone, *err says that instead (and whether the
+ * server of its saved state's RAM died first), not what the socket saw. Returns -1. */
+int env_failed(env *e, em_err *err);
 int env_vnc(env *e, vnc_session **v, em_err *err);
 
 /* One object per env in the run root: name, status (running/dead), pid, image, accel, created. */

@@ -62,7 +62,7 @@ int guest_ops_run(env *e, const char *const *argv, int as_user, int detach, doub
     full[k] = NULL;
     int rc = guest_exec(g, full, NULL, 0, timeout_s, cap, res, err);
     free(full);
-    return rc;
+    return rc < 0 ? env_failed(e, err) : 0;
 }
 
 /* Getter commands: as the desktop user (as OSWorld's in-guest server runs them), root on request. */

@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "envmgr/base/fileio.h"
@@ -261,15 +260,11 @@ void vm_cgroup_remove(const char *dir)
     }
 }
 
-/* An env may be about to start a QEMU in its cgroup: the cgroup of a run directory that exists, or
- * one made moments ago (by an env of another run root, between its mkdir and its QEMU joining it). */
-#define CGROUP_YOUNG_S 120
-
-static bool cgroup_may_be_used(const char *cg, const char *name)
+/* An env may be about to start a QEMU in its cgroup (a reset, between its old QEMU's end and its
+ * new one joining): the cgroup of a run directory that exists. (An env of another run root is not
+ * seen from this one: gc there is the operator's, with its own root.) */
+static bool cgroup_may_be_used(const char *name)
 {
-    struct stat st;
-    if (stat(cg, &st) == 0 && time(NULL) - st.st_ctime < CGROUP_YOUNG_S)
-        return true;
     DIR *d = opendir(paths_run_root());
     struct dirent *de;
     bool found = false;
@@ -304,7 +299,7 @@ int vm_cgroup_orphans(bool dry_run)
             _cleanup_free_ char *procs_path = xasprintf("%s/cgroup.procs", cg);
             em_err ignored;
             if (read_file_capped(procs_path, 1 << 16, &procs, NULL, &ignored) < 0 || procs[0] ||
-                cgroup_may_be_used(cg, de->d_name))
+                cgroup_may_be_used(de->d_name))
                 continue; /* in use, about to be, or unreadable: never touched */
             if (dry_run || rmdir(cg) == 0)
                 removed += i == 0; /* one env has one cgroup per controller: count it once */

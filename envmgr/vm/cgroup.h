@@ -39,7 +39,7 @@ int vm_cgroup_prepare(const char *dir, const vm_cgroup_limits *lim, int fds[VM_C
 void vm_cgroup_remove(const char *dir);
 /* Remove every env cgroup with no process in it (a run directory removed by hand, a reboot's
  * leftovers are not, but a crash's are), except one an env of the run root still has (its next QEMU
- * joins it) or one made in the last two minutes; returns how many (would be) removed. */
+ * joins it); returns how many (would be) removed. */
 int vm_cgroup_orphans(bool dry_run);
 
 #endif

@@ -165,7 +165,7 @@ ENVMGR_STATE_RAM=served "$ENVMGR" state restore $F ff >/dev/null 2>&1
 pkill -9 -f -- "__ramfs $ENVMGR_STATE_DIR/"
 t0=$SECONDS
 out=$(timeout 60 "$ENVMGR" exec $F -- sh -c 'head -c 200000000 /dev/zero | tail -c 1 >/dev/null' 2>&1); rc=$?
-check "a RAM server killed under a running env: the next command works or says why within 15 s ($rc, $((SECONDS - t0)) s)" \
+check "a RAM server killed under a running env: the next command works or says why within 15 s ($rc, $((SECONDS - t0)) s: $(head -c 300 <<<"$out"))" \
     bash -c "[ $((SECONDS - t0)) -le 15 ] && { [ $rc = 0 ] || grep -qE 'RAM|QEMU (died|is not running)' <<<'$out'; }"
 row "(env on a served state)" "RAM server killed, then a command"
 kill_after 150 envmgr "$ENVMGR" state save $F tmp-save
@@ -245,11 +245,19 @@ printf '%-28s %-34s %s\n' "suite run" "envmgr killed at 3 s, --resume" "resumed:
 # --- gc and an env's cgroup in the moment before its new QEMU joins it -----------------------------
 cg=$(sed -n 's/^0:://p' "/proc/$(qemu_pid $F)/cgroup" 2>/dev/null)
 if [ -n "$cg" ] && [ -d "/sys/fs/cgroup$cg" ] && [ "$(basename "$cg")" != / ]; then
-    young=/sys/fs/cgroup$(dirname "$cg")/e$(printf '%s' "$ENVMGR_RUN_DIR/it-f-starting" | sha256sum | cut -c1-16)
-    mkdir -p "$young"
+    # an env between its QEMUs: its run directory (locked by the envmgr at work) and its empty cgroup
+    starting=$ENVMGR_RUN_DIR/it-f-starting
+    young=/sys/fs/cgroup$(dirname "$cg")/e$(printf '%s' "$starting" | sha256sum | cut -c1-16)
+    mkdir -p "$starting" "$young"
+    flock "$starting/lock" sleep 30 &
+    holder=$!
+    sleep 0.3
     "$ENVMGR" gc --keep-golden --keep-states >/dev/null 2>&1
-    check "gc leaves an env's empty cgroup made a moment ago (its QEMU is about to join it)" test -d "$young"
-    rmdir "$young" 2>/dev/null
+    check "gc leaves the empty cgroup of an env between its QEMUs (the next one joins it)" test -d "$young"
+    kill $holder 2>/dev/null; wait $holder 2>/dev/null
+    rm -rf "$starting"
+    "$ENVMGR" gc --keep-golden --keep-states >/dev/null 2>&1
+    check "... and removes it once the env is gone" test ! -d "$young"
 else
     echo "note: QEMU runs in no cgroup of its own here: the cgroup check is skipped"
 fi
