@@ -245,11 +245,13 @@ check "... and --resume runs it to its score" test "$(score_of "$T/s2" terminal-
 printf '%-28s %-34s %s\n' "suite run" "envmgr killed at 3 s, --resume" "resumed: score $(score_of "$T/s2" terminal-mkdir-tree)" >>"$TABLE"
 
 # --- gc and an env's cgroup in the moment before its new QEMU joins it -----------------------------
-cg=$(sed -n 's/^0:://p' "/proc/$(qemu_pid $F)/cgroup" 2>/dev/null)
-if [ -n "$cg" ] && [ -d "/sys/fs/cgroup$cg" ] && [ "$(basename "$cg")" != / ]; then
+# F's cgroup: the pids controller's (cgroup v1), else the unified one (v2)
+cg=$(awk -F: '$2 ~ /(^|,)pids(,|$)/ {print "/sys/fs/cgroup/pids" $3}' "/proc/$(qemu_pid $F)/cgroup" 2>/dev/null)
+[ -n "$cg" ] || cg=$(awk -F: '$1 == "0" && $2 == "" {print "/sys/fs/cgroup" $3}' "/proc/$(qemu_pid $F)/cgroup" 2>/dev/null)
+if [ -n "$cg" ] && [ -d "$cg" ] && case $(basename "$cg") in e*) true ;; *) false ;; esac; then
     # an env between its QEMUs: its run directory (locked by the envmgr at work) and its empty cgroup
     starting=$ENVMGR_RUN_DIR/it-f-starting
-    young=/sys/fs/cgroup$(dirname "$cg")/e$(printf '%s' "$starting" | sha256sum | cut -c1-16)
+    young=$(dirname "$cg")/e$(printf '%s' "$starting" | sha256sum | cut -c1-16)
     mkdir -p "$starting" "$young"
     flock "$starting/lock" sleep 30 &
     holder=$!
