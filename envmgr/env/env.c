@@ -108,12 +108,17 @@ static int gone_why(env *e, em_err *err)
 
 #define DYING_WAIT_MS 1000.0 /* a QEMU whose sockets just closed may still be exiting */
 
+int env_gone(env *e, double wait_ms, em_err *err)
+{
+    for (double until = now_ms() + wait_ms; e->pid > 0 && vm_alive(e->pid, e->dir) && now_ms() < until;)
+        sleep_ms(20);
+    return gone_why(e, err) < 0 ? 1 : 0;
+}
+
 int env_failed(env *e, em_err *err)
 {
-    for (double until = now_ms() + DYING_WAIT_MS; e->pid > 0 && vm_alive(e->pid, e->dir) && now_ms() < until;)
-        sleep_ms(20);
     em_err why = {0};
-    if (gone_why(e, &why) < 0)
+    if (env_gone(e, DYING_WAIT_MS, &why) > 0)
         *err = why;
     return -1;
 }

@@ -100,6 +100,9 @@ int env_guest(env *e, guest **g, em_err *err);
 /* An operation on e failed with *err: when e's QEMU is gone, *err says that instead (and whether the
  * server of its saved state's RAM died first), not what the socket saw. Returns -1. */
 int env_failed(env *e, em_err *err);
+/* 1 with why in *err when e's QEMU is gone (waiting up to wait_ms for one that is exiting: its
+ * sockets close before it is reaped), else 0. */
+int env_gone(env *e, double wait_ms, em_err *err);
 int env_vnc(env *e, vnc_session **v, em_err *err);
 
 /* One object per env in the run root: name, status (running/dead), pid, image, accel, created. */

@@ -877,6 +877,19 @@ int episode_finish(episode *ep, exit_cause cause, json_t **result, em_err *err)
         rc = finish_egress(r, err); /* what the guest sent before the env failed still counts */
         reason = xasprintf("not evaluated: %s", r->reason ? r->reason : "the env failed");
     }
+    /* An env that died during postconfig or the evaluation made its getters fail: what they read is
+     * no result, and the episode is env_error (no score; a suite retries it), never a scored 0. A
+     * score below 1 waits a moment for a QEMU still exiting (its sockets close before it is gone). */
+    em_err gerr = {0};
+    if (rc == 0 && evaluate && r->ev.gone && r->ev.gone(r->ev.ctx, score < 1 ? 300 : 0, &gerr) > 0) {
+        end_as(r, EXIT_ENV_ERROR, gerr.msg);
+        evaluate = false;
+        score = 0;
+        free(reason);
+        reason = xasprintf("not evaluated: the env failed during the evaluation: %s", gerr.msg);
+        json_decref(details);
+        details = NULL;
+    }
     /* A signal during evaluation makes getters fail and score 0: that is not a result, so nothing is
      * recorded as finished (a resumed suite runs the episode again). */
     if (rc == 0 && check_interrupt(err) < 0)

@@ -52,6 +52,8 @@ static int op_hold(void *ctx, bool hold, em_err *err) { return env_hold(ctx, hol
 
 static int op_guest_off(void *ctx, bool *off, em_err *err) { return vm_guest_shut_down(env_dir(ctx), off, err); }
 
+static int op_gone(void *ctx, double wait_ms, em_err *err) { return env_gone(ctx, wait_ms, err); }
+
 static int op_golden_id(void *ctx, char id[65], em_err *err) { return env_golden_id(ctx, id, err); }
 
 static int op_state_restore(void *ctx, const char *name, char id[33], em_err *err)
@@ -98,6 +100,7 @@ void episode_env_bind(env *e, episode_env *out)
                          .hold = op_hold,
                          .boundaries = op_boundaries,
                          .guest_off = op_guest_off,
+                         .gone = op_gone,
                          .golden_id = op_golden_id,
                          .state_restore = op_state_restore,
                          .state_save = op_state_save};

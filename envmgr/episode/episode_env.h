@@ -44,6 +44,9 @@ typedef struct episode_env {
     json_t *(*boundaries)(void *ctx);
     /* Has the guest powered itself off? */
     int (*guest_off)(void *ctx, bool *off, em_err *err);
+    /* 1 with why in *err when the env's QEMU is gone (waiting up to wait_ms for one that is exiting),
+     * else 0; NULL: never gone (a test's fake). */
+    int (*gone)(void *ctx, double wait_ms, em_err *err);
     /* Saved states, for the setup cache (setup_cache.h); NULL: none. golden_id: the golden state the
      * env runs on. state_restore: 1 restored (*id: the state's id), 0 no such state, -1 refused or
      * failed (the env may need a reset). state_save: the env as it is now, as state name. */

@@ -26,6 +26,7 @@ typedef struct fake {
     int acts, resets, setups, set_networks;
     action_type last;
     bool fail_act, fail_setup, power_off_on_act, off;
+    bool dies_in_eval; /* the guest's commands fail and its QEMU is gone (killed while evaluated) */
     int setup_rc;         /* what a setup step returns when not fail_setup: 0, SETUP_FAILED or -1 */
     bool tolerate_setup;  /* steps fail the way OSWorld goes on after */
     netpolicy net;
@@ -97,6 +98,8 @@ static int f_setup(void *ctx, const task *t, const task_step *s, const char *cac
 static int g_exec(void *ctx, const char *const *argv, unsigned flags, double timeout_s, size_t out_cap, char **out,
                   size_t *out_len, char **err_out, int *exit_code, em_err *err)
 {
+    if (((fake *)ctx)->dies_in_eval)
+        return em_fail(err, "guest agent: the peer closed the connection");
     if (err_out)
         *err_out = xstrdup("");
     for (size_t i = 0; argv[i]; i++)
@@ -124,6 +127,11 @@ static int f_guest_off(void *ctx, bool *off, em_err *err)
     return 0;
 }
 
+static int f_gone(void *ctx, double wait_ms, em_err *err)
+{
+    return ((fake *)ctx)->dies_in_eval ? (em_fail(err, "env unit: its QEMU died"), 1) : 0;
+}
+
 static episode_env fake_env(fake *f)
 {
     memset(f, 0, sizeof *f);
@@ -131,7 +139,7 @@ static episode_env fake_env(fake *f)
     return (episode_env){.ctx = f, .width = W, .height = H, .accel = "tcg", .image_sha256 = SHA0, .dir = test_tmpdir(),
                          .frame = f_frame, .act = f_act, .settle = f_settle, .reset = f_reset,
                          .network = f_network, .set_network = f_set_network, .setup_step = f_setup,
-                         .guest_ops = f_guest_ops, .guest_off = f_guest_off};
+                         .guest_ops = f_guest_ops, .guest_off = f_guest_off, .gone = f_gone};
 }
 
 static task *make_task(const char *extra)
@@ -726,7 +734,30 @@ static void test_a11y_observations(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "expected screenshot, a11y_tree or screenshot_a11y_tree"));
 }
 
+/* The env dies while the evaluator reads it: its getters fail, and that is no result. The episode is
+ * env_error with no score (a suite retries it), never a scored 0. */
+static void test_env_dies_in_evaluation(void)
+{
+    fake f;
+    episode_env ev = fake_env(&f);
+    task *t = make_task(NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+    episode_opts o = opts();
+    episode *ep;
+    em_err err = {0};
+    CU_ASSERT_EQUAL_FATAL(episode_begin_with(&ev, t, NULL, SHA0, &o, &ep, &err), 0);
+    step(ep, "{\"action_type\": \"DONE\"}");
+    f.dies_in_eval = true;
+    json_t *res = finish(ep);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(res, "exit_cause")), "env_error");
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(res, "status")), "not_evaluated");
+    CU_ASSERT_PTR_NOT_NULL(strstr(json_string_value(json_object_get(res, "reason")), "QEMU died"));
+    json_decref(res);
+    task_free(t);
+}
+
 static CU_TestInfo tests[] = {
+    {"an env that dies during the evaluation is env_error, no score", test_env_dies_in_evaluation},
     {"a11y_tree observations: recorded, verified, sent", test_a11y_observations},
     {"DONE ends the episode and the metric scores it", test_done_scores},
     {"FAIL scores 0, except on infeasible tasks", test_fail_and_infeasible},
