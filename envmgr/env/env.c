@@ -463,6 +463,7 @@ int env_down(const char *name, em_err *err)
     em_err ignored;
     if (vm_read_pid(dir, &pid, &ignored) == 0 && vm_stop(dir, pid, err) < 0)
         return em_prefix(err, "down %s: ", name);
+    vm_kill_strays(dir, 0);
     _cleanup_free_ char *text = NULL;
     if (read_file_capped(meta, JSON_DOC_MAX, &text, NULL, NULL) == 0) { /* no longer on its saved state */
         json_t *j = json_loads(text, 0, NULL);
@@ -483,6 +484,7 @@ int env_restart(env *e, env_timings *t, const char *what, em_err *err)
     env_drop_connections(e);
     if (vm_stop(e->dir, e->pid, err) < 0 || netpolicy_stop_helper(e->dir, err) < 0)
         return em_prefix(err, "%s %s: ", what, e->name);
+    vm_kill_strays(e->dir, 0); /* a QEMU an earlier, killed command started: never two on one disk */
     e->pid = 0;
     double t1 = now_ms();
     const char *accel = env_accel(e);

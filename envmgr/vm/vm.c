@@ -357,11 +357,9 @@ int vm_read_pid(const char *dir, pid_t *pid, em_err *err)
     return 0;
 }
 
-bool vm_alive(pid_t pid, const char *dir)
+/* pid is a QEMU of run directory dir: an argument names its QMP socket there. */
+static bool qemu_of(pid_t pid, const char *dir)
 {
-    if (!pid_running(pid))
-        return false;
-    /* Guard against pid reuse: the process must be a QEMU of this run directory. */
     char path[64];
     snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
     _cleanup_free_ char *cmd = NULL;
@@ -381,6 +379,32 @@ bool vm_alive(pid_t pid, const char *dir)
         if (strstr(cmd + i, needle))
             return true;
     return false;
+}
+
+bool vm_alive(pid_t pid, const char *dir)
+{
+    /* guards against pid reuse: the process must be a QEMU of this run directory */
+    return pid_running(pid) && qemu_of(pid, dir);
+}
+
+int vm_kill_strays(const char *dir, pid_t keep)
+{
+    DIR *d = opendir("/proc");
+    int n = 0;
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        char *end;
+        long pid = strtol(de->d_name, &end, 10);
+        if (*end || pid <= 1 || pid == keep || pid == getpid() || !pid_running((pid_t)pid) ||
+            !qemu_of((pid_t)pid, dir))
+            continue;
+        kill((pid_t)pid, SIGKILL);
+        vm_wait_gone((pid_t)pid, 5000);
+        n++;
+    }
+    if (d)
+        closedir(d);
+    return n;
 }
 
 void vm_forget(const char *dir)

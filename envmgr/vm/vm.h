@@ -83,6 +83,10 @@ int vm_hold(const char *dir, bool hold, em_err *err);
 /* Note in the run directory that the guest is paused (or no longer), so `ls` can say so even when
  * the envmgr that paused it was killed before it resumed it. */
 void vm_mark_paused(const char *dir, bool paused);
+/* Kill every QEMU of run directory dir but keep (its pid file's): one whose start was cut short (the
+ * envmgr that started it killed before QEMU wrote its pid file) would otherwise run on unseen,
+ * beside the next one on the same disk. Returns how many. */
+int vm_kill_strays(const char *dir, pid_t keep);
 bool vm_marked_paused(const char *dir);
 /* Disk requests the guest has made so far (all drives): a guest waiting for its disk has idle
  * vCPUs but is not done. */
