@@ -273,6 +273,14 @@ check "gc: no interrupted save or removal left in the states' folder" \
 check "gc: the states are whole" states_sound
 check "gc: no QEMU beyond the envs that run" test "$(qemus)" = "$(running_envs)"
 check "gc: says no eviction it did not do" bash -c "! grep -q 'evict' '$T/gc.out'"
+"$ENVMGR" state restore $F ff >/dev/null 2>&1 # ff in use, base0 its parent: neither may go
+ENVMGR_STATE_CAP_MIB=1 "$ENVMGR" gc --keep-golden >"$T/gc-cap.out" 2>&1
+check "gc over the cap: the states in use stay" states_sound
+check "... and it warns that the cache is still over its cap" grep -q 'over their cap of 1 MiB' "$T/gc-cap.out"
+"$ENVMGR" reset $'bad\e[31mname' 2>"$T/ctl.err"
+no_escape_byte() { ! grep -q $'\e' "$1"; }
+check "a control byte in a name is shown escaped in the error ($(cat "$T/ctl.err"))" grep -qF 'bad\x1b[31mname' "$T/ctl.err"
+check "... and never sent to the terminal" no_escape_byte "$T/ctl.err"
 
 # --- B2, B3 over HTTP ------------------------------------------------------------------------------
 "$ENVMGR" serve --listen 127.0.0.1:0 --token-file "$T/token" --out "$T/out" --task-root "$ROOT/tasks" --accel tcg \
