@@ -18,7 +18,7 @@
 #include "envmgr/base/fileio.h"
 #include "envmgr/base/spawn.h"
 #include "envmgr/base/util.h"
-#include "evaluator/metrics.h"
+#include "evaluator/metrics_builtin.h"
 #include "evaluator/sandbox.h"
 
 #ifndef ENVMGR_SOURCE_DIR

@@ -1,5 +1,5 @@
 /* The evaluator-script registry: evaluator/metrics/registry.json (written by `make registry` from
- * the scripts' @metric declarations), read once, validated, and consulted by metrics.c for every
+ * the scripts' @metric declarations), read once, validated, and consulted by metrics_builtin.c for every
  * metric the C table does not have.
  *
  *   {"NAME": {"family": "tables", "expected": true | false | "optional",

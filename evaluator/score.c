@@ -7,7 +7,7 @@
 #include "envmgr/base/exit_cause.h"
 #include "envmgr/base/util.h"
 #include "evaluator/getters.h"
-#include "evaluator/metrics.h"
+#include "evaluator/metrics_builtin.h"
 
 /* Reasons quote paths and guest text cut at byte limits: keep the JSON valid. */
 static json_t *reason_json(const char *r)

@@ -7,7 +7,7 @@
  *   reason; it never fails the whole evaluation.
  * - conj "and" (default): the mean of the scores, stopping at the first 0
  *   (the task scores 0). conj "or": the best score, stopping at the first 1.
- * - A metric that ends in evaluator_error (metrics.h: a script crashed, hit
+ * - A metric that ends in evaluator_error (metrics_builtin.h: a script crashed, hit
  *   a limit, answered {"error"}) has no score. With "and" the evaluation
  *   stops there and the task is an evaluator_error, unless an earlier metric
  *   already decided 0; with "or" a later 1 still decides, else the task is

@@ -8,7 +8,7 @@
 #include "envmgr/base/json_type.h"
 #include "envmgr/base/util.h"
 #include "evaluator/getters.h"
-#include "evaluator/metrics.h"
+#include "evaluator/metrics_builtin.h"
 
 void eval_spec_free(eval_spec *s)
 {

@@ -12,12 +12,14 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "envmgr/base/owned.h"
 #include "envmgr/base/paths.h"
 #include "envmgr/base/sbuf.h"
+#include "envmgr/base/spawn.h"
 #include "envmgr/base/util.h"
 #include "envmgr/state/states.h"
 #include "envmgr/state/ramfs.h"
@@ -138,8 +140,17 @@ static void check_bwrap_works(void)
 {
     if (!in_path("bwrap"))
         return;
-    int rc = system("bwrap --ro-bind / / --unshare-all --die-with-parent true >/dev/null 2>&1");
-    if (rc != 0)
+    const char *argv[] = {"bwrap", "--ro-bind", "/", "/", "--unshare-all", "--die-with-parent", "true", NULL};
+    spawn_opts so = {.argv = argv, .fd_in = SPAWN_DEVNULL};
+    spawn_io io = {.timeout_ms = 10000};
+    spawn_result r;
+    em_err err = {0};
+    bool works = false;
+    if (spawn_run(&so, &io, &r, &err) == 0) {
+        works = !r.timed_out && WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0;
+        spawn_result_free(&r);
+    }
+    if (!works)
         line("warn", "bwrap: installed but cannot create a sandbox here (user namespaces disabled?)");
 }
 

@@ -7,7 +7,7 @@
 
 #include "cli.h"
 #include "envmgr/base/util.h"
-#include "evaluator/metrics.h"
+#include "evaluator/metrics_builtin.h"
 
 static const char usage[] =
     "usage: envmgr metric run NAME [--result FILE] [--expected FILE] [--options JSON] [--timeout SECONDS] ...\n"

@@ -9,7 +9,7 @@
 #include "envmgr/net/assets.h"
 #include "envmgr/net/netpolicy.h"
 #include "evaluator/getters.h"
-#include "evaluator/metrics.h"
+#include "evaluator/metrics_builtin.h"
 #include "evaluator/osworld.h"
 #include "envmgr/task/task.h"
 

@@ -180,7 +180,7 @@ def fuzz_ratio(a, b, max_chars=None):
     """rapidfuzz.fuzz.ratio (which OSWorld uses, no preprocessing): the normalized Indel
     similarity of two strings, 0..100; 100 for two empty strings, 0 when either is None (as
     rapidfuzz); other values are compared as str(). The one Python implementation; the built-in
-    fuzzy_match (evaluator/metrics.c, metric_fuzzy_ratio) computes the same over code points, and
+    fuzzy_match (evaluator/metrics_builtin.c, metric_fuzzy_ratio) computes the same over code points, and
     tests/metrics/test_fuzzy.py holds the two to the same answers. max_chars: a cap on the two
     lengths together (a MetricInputError past it)."""
     if a is None or b is None:

@@ -17,7 +17,7 @@
 #include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
 #include "evaluator/getters.h"
-#include "evaluator/metrics.h"
+#include "evaluator/metrics_builtin.h"
 #include "evaluator/score.h"
 #include "envmgr/task/task.h"
 #include "tests/unit/helpers/cunit_main.h"

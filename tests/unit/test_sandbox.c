@@ -10,7 +10,7 @@
 
 #include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
-#include "evaluator/metrics.h"
+#include "evaluator/metrics_builtin.h"
 #include "evaluator/registry.h"
 #include "evaluator/sandbox.h"
 #include "helpers/cunit_main.h"

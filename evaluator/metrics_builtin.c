@@ -2,7 +2,7 @@
  * the run: bad or missing inputs score 0 and the reason says why. */
 #include "envmgr/base/exit_cause.h"
 #include "envmgr/base/json_type.h"
-#include "metrics.h"
+#include "metrics_builtin.h"
 
 #include <ctype.h>
 #include <errno.h>
