@@ -232,7 +232,7 @@ int path_inside(const char *dir, const char *p, bool must_exist, char **abs, em_
     return 0;
 }
 
-int lock_file_wait(const char *path, bool shared, double wait_ms, const char *what, int *fd, em_err *err)
+int lock_file_try(const char *path, bool shared, double wait_ms, const char *what, int *fd, em_err *err)
 {
     *fd = -1;
     int lfd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -240,21 +240,29 @@ int lock_file_wait(const char *path, bool shared, double wait_ms, const char *wh
         return em_fail_errno(err, "open `%s`", path);
     double deadline = now_ms() + wait_ms;
     while (flock(lfd, (shared ? LOCK_SH : LOCK_EX) | LOCK_NB) < 0) {
-        int rc = 0;
+        int rc = 1;
         if (errno != EWOULDBLOCK && errno != EINTR)
             rc = em_fail_errno(err, "lock `%s`", path);
         else if (check_interrupt(err) < 0)
             rc = em_prefix(err, "waiting for %s of another envmgr: ", what);
         else if (now_ms() > deadline)
-            rc = em_fail(err, "waited %.0f s for %s of another envmgr (`%s`)", wait_ms / 1000, what, path);
-        if (rc < 0) {
+            rc = 0;
+        if (rc <= 0) {
             close(lfd);
-            return -1;
+            return rc;
         }
-        sleep_ms(200);
+        sleep_ms(wait_ms < 2000 ? 20 : 200);
     }
     *fd = lfd;
-    return 0;
+    return 1;
+}
+
+int lock_file_wait(const char *path, bool shared, double wait_ms, const char *what, int *fd, em_err *err)
+{
+    int rc = lock_file_try(path, shared, wait_ms, what, fd, err);
+    if (rc == 0)
+        return em_fail(err, "waited %.0f s for %s of another envmgr (`%s`)", wait_ms / 1000, what, path);
+    return rc < 0 ? -1 : 0;
 }
 
 int file_data_extents(int fd, const char *what, uint64_t len, file_extent_fn fn, void *ctx, em_err *err)

@@ -39,6 +39,9 @@ int write_file_atomic(const char *path, const void *data, size_t len, mode_t mod
  * wait_ms for another process that holds it, interruptible (Ctrl-C); *fd holds the lock until
  * closed. what names the wait in errors ("the golden-state build"). */
 int lock_file_wait(const char *path, bool shared, double wait_ms, const char *what, int *fd, em_err *err);
+/* The same, where a lock another process holds is an answer, not an error: 1 locked, 0 held by
+ * another process after wait_ms (no error set), -1 failed. */
+int lock_file_try(const char *path, bool shared, double wait_ms, const char *what, int *fd, em_err *err);
 
 /* p (relative to dir, or absolute under it) as an absolute path inside dir. `..` components are
  * refused; with must_exist the path is resolved (symbolic links included) and must stay inside

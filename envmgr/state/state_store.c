@@ -47,29 +47,18 @@ static int lock_state(const char *name, bool shared, double wait_ms, int *fd, em
     struct stat st;
     if (stat(rec, &st) < 0)
         return em_fail_input(err, "state `%s` does not exist (envmgr state ls lists them)", name);
-    int lfd = open(lock, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (lfd < 0)
-        return errno == ENOENT ? em_fail_input(err, "state `%s` does not exist (envmgr state ls lists them)", name)
-                               : em_fail_errno(err, "state `%s`: open `%s`", name, lock);
-    double deadline = now_ms() + wait_ms;
-    while (flock(lfd, (shared ? LOCK_SH : LOCK_EX) | LOCK_NB) < 0) {
-        int rc = 0;
-        if (errno != EWOULDBLOCK && errno != EINTR)
-            rc = em_fail_errno(err, "state `%s`: lock `%s`", name, lock);
-        else if (wait_ms <= 0) {
-            close(lfd);
-            return 0;
-        } else if (check_interrupt(err) < 0)
-            rc = -1;
-        else if (now_ms() > deadline)
-            rc = em_fail(err, "state `%s`: waited %.0f s for %s", name, wait_ms / 1000,
-                         shared ? "its removal by another envmgr" : "a restore from it");
-        if (rc < 0) {
-            close(lfd);
-            return -1;
-        }
-        sleep_ms(50);
-    }
+    int lfd;
+    int got = lock_file_try(lock, shared, wait_ms, shared ? "the removal of a state" : "a restore from a state",
+                            &lfd, err);
+    if (got < 0 && stat(rec, &st) < 0) /* its folder was renamed away meanwhile */
+        return em_fail_input(err, "state `%s` does not exist (envmgr state ls lists them)", name);
+    if (got < 0)
+        return em_prefix(err, "state `%s`: ", name);
+    if (got == 0 && wait_ms > 0)
+        return em_fail(err, "state `%s`: waited %.0f s for %s", name, wait_ms / 1000,
+                       shared ? "its removal by another envmgr" : "a restore from it");
+    if (got == 0)
+        return 0;
     if (!lock_still_there(lfd, lock)) {
         close(lfd);
         return em_fail_input(err, "state `%s` was removed (envmgr state ls lists the states)", name);
