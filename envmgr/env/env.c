@@ -110,8 +110,8 @@ static int gone_why(env *e, em_err *err)
 
 int env_gone(env *e, double wait_ms, em_err *err)
 {
-    for (double until = now_ms() + wait_ms; e->pid > 0 && vm_alive(e->pid, e->dir) && now_ms() < until;)
-        sleep_ms(20);
+    if (e->pid > 0 && wait_ms > 0 && vm_alive(e->pid, e->dir))
+        vm_wait_gone(e->pid, wait_ms); /* still there after it: it runs */
     return gone_why(e, err) < 0 ? 1 : 0;
 }
 
