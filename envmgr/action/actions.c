@@ -351,14 +351,26 @@ static int key_event(vnc_session *v, const key_code *k, bool down, em_err *err)
     return 0;
 }
 
+static const key_code shift_key = {.keysym = 0xffe1, .scancode = 0x2a};
+
+/* A key pressed down that needs Shift ("A", "!") goes down with Shift around it, as pyautogui's
+ * keyDown does; sent alone, QEMU would toggle Caps Lock to give the guest the keysym's case. */
+static int key_press_event(vnc_session *v, const key_code *k, bool down, em_err *err)
+{
+    if (!down || !k->shift)
+        return key_event(v, k, down, err);
+    return key_event(v, &shift_key, true, err) < 0 || key_event(v, k, true, err) < 0
+               ? -1
+               : key_event(v, &shift_key, false, err);
+}
+
 static int tap_key(vnc_session *v, const key_code *k, em_err *err)
 {
-    static const key_code shift = {.keysym = 0xffe1, .scancode = 0x2a};
-    if (k->shift && key_event(v, &shift, true, err) < 0)
+    if (k->shift && key_event(v, &shift_key, true, err) < 0)
         return -1;
     if (key_event(v, k, true, err) < 0 || key_event(v, k, false, err) < 0)
         return -1;
-    if (k->shift && key_event(v, &shift, false, err) < 0)
+    if (k->shift && key_event(v, &shift_key, false, err) < 0)
         return -1;
     return 0;
 }
@@ -434,10 +446,18 @@ int action_execute(vnc_session *v, const action *a, em_err *err)
     case ACT_DRAG_TO:
         return drag(v, a, err);
     case ACT_SCROLL:
-        /* VNC wheel buttons: 4 up (mask 8), 5 down (16), 6 left (32), 7 right (64). */
+        /* VNC wheel buttons: 4 up (mask 8), 5 down (16). QEMU 7.2's USB tablet has no horizontal
+         * wheel (buttons 6 and 7 never reach the guest), so a horizontal scroll is Shift with the
+         * vertical wheel, which GTK, Qt, LibreOffice and browsers take as one: up is left. */
         if (a->dy && wheel(v, abs(a->dy), a->dy > 0 ? 8 : 16, err) < 0)
             return -1;
-        return a->dx ? wheel(v, abs(a->dx), a->dx > 0 ? 64 : 32, err) : 0;
+        if (!a->dx)
+            return 0;
+        if (key_event(v, &shift_key, true, err) < 0)
+            return -1;
+        em_err ignored = {0}; /* a failed wheel's error is the one to report; Shift goes up anyway */
+        int rc = wheel(v, abs(a->dx), a->dx > 0 ? 16 : 8, err);
+        return key_event(v, &shift_key, false, rc < 0 ? &ignored : err) < 0 ? -1 : rc;
     case ACT_TYPING:
         for (const char *s = a->text; *s; s++) {
             key_code k;
@@ -449,10 +469,10 @@ int action_execute(vnc_session *v, const action *a, em_err *err)
         return tap_key(v, &a->keys[0], err);
     case ACT_KEY_DOWN:
     case ACT_KEY_UP:
-        return key_event(v, &a->keys[0], a->type == ACT_KEY_DOWN, err);
+        return key_press_event(v, &a->keys[0], a->type == ACT_KEY_DOWN, err);
     case ACT_HOTKEY:
         for (size_t i = 0; i < a->nkeys; i++)
-            if (key_event(v, &a->keys[i], true, err) < 0)
+            if (key_press_event(v, &a->keys[i], true, err) < 0)
                 return -1;
         for (size_t i = a->nkeys; i-- > 0;)
             if (key_event(v, &a->keys[i], false, err) < 0)

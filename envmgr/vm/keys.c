@@ -49,6 +49,7 @@ static const struct {
     {"num6", 0xffb6, 0x4d},       {"num7", 0xffb7, 0x47},       {"num8", 0xffb8, 0x48},
     {"num9", 0xffb9, 0x49},       {"multiply", 0xffaa, 0x37},   {"add", 0xffab, 0x4e},
     {"subtract", 0xffad, 0x4a},   {"decimal", 0xffae, 0x53},    {"divide", 0xffaf, 0xb5},
+    {"browserback", 0x1008ff26, 0xea}, {"browserforward", 0x1008ff27, 0xe9},
 };
 
 int key_for_char(unsigned char c, key_code *out)
