@@ -12,7 +12,7 @@
 #   make uninstall  removes exactly what make install created
 
 CC      ?= gcc
-PKGS    := libvncclient libpng jansson libmicrohttpd libcurl fuse3
+PKGS    := libvncclient libpng pixman-1 jansson libmicrohttpd libcurl fuse3
 CSTD    := -std=c17 -D_GNU_SOURCE
 WARN    := -Wall -Wextra -Wshadow -Wformat=2 -Wno-unused-parameter -Wstrict-prototypes
 OPT     ?= -O2 -g

@@ -195,14 +195,14 @@ static int check_setup(ctx *c, size_t expected)
 
 static int check_step(ctx *c, size_t expected)
 {
-    static const char *const sources[] = {"computer_13", "pyautogui", NULL};
+    static const char *const sources[] = {"computer_13", "pyautogui", "anthropic", "openai", "uitars", NULL};
     json_t *action;
     const char *error;
     if (check_index(c, expected) < 0 || get_object(c, "action", true, &action) < 0)
         return -1;
     ctx ac = {"step.action", action, c->err};
     if (get_string(&ac, "action_type", true, 1, 32, TEXT_ID, NULL) < 0 ||
-        get_enum(c, "source", sources, "must be \"computer_13\" or \"pyautogui\"") < 0 ||
+        get_enum(c, "source", sources, "must be an action space: computer_13, pyautogui, anthropic, openai or uitars") < 0 ||
         get_number(c, "agent_ms", 0, MAX_MS) < 0 || get_number(c, "action_ms", 0, MAX_MS) < 0 ||
         get_number(c, "t", 0, MAX_MS / 1000) < 0 ||
         get_string(c, "error", false, 0, TRACE_MAX_TEXT, TEXT_FREE, &error) < 0 ||

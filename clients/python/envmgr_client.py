@@ -25,11 +25,13 @@ __all__ = ["EnvmgrEnv", "EnvmgrError", "EnvmgrNoScore", "Client"]
 
 
 class EnvmgrError(Exception):
-    """An API error: .status (HTTP code), .field (the request field at fault or None), .message."""
+    """An API error: .status (HTTP code), .field (the request field at fault or None), .message;
+    .answer: for a refused tool call of Anthropic's computer tool, the tool_result (is_error) to
+    hand back to the model, else None."""
 
-    def __init__(self, status, message, field=None):
+    def __init__(self, status, message, field=None, answer=None):
         super().__init__("%s (HTTP %d%s)" % (message, status, ", field %s" % field if field else ""))
-        self.status, self.message, self.field = status, message, field
+        self.status, self.message, self.field, self.answer = status, message, field, answer
 
 
 class EnvmgrNoScore(Exception):
@@ -94,7 +96,7 @@ class Client:
         if status >= 400:
             try:
                 err = json.loads(payload)
-                raise EnvmgrError(status, err.get("error", "error"), err.get("field"))
+                raise EnvmgrError(status, err.get("error", "error"), err.get("field"), err.get("answer"))
             except (ValueError, AttributeError):
                 raise EnvmgrError(status, payload[:200].decode(errors="replace")) from None
         return payload if raw else json.loads(payload)
@@ -121,7 +123,13 @@ class EnvmgrEnv:
     the default task for reset() (an OSWorld task dict, or a path the server
     resolves inside its --task-root). action_space is "computer_13" (actions
     are dicts) or "pyautogui" (actions are code strings, or "DONE", "FAIL",
-    "WAIT"); both are accepted either way, it only documents the agent's kind.
+    "WAIT"), both accepted either way; or a model's own tool: "anthropic" (an
+    action is Claude's tool_use block or its input), "openai" (a computer_call
+    item, one action or a list) or "uitars" (UI-TARS's action text). For those,
+    display=(w, h) is the size the model sees the screen at (its coordinates are
+    scaled back; default the screen's), coords ("absolute" or "relative_1000")
+    is UI-TARS's convention, and step()'s info["answer"] is what the tool expects
+    back (Anthropic's tool_result, OpenAI's computer_call_output; docs/computer-use.md).
     observation_type is OSWorld's: "screenshot" (default), "a11y_tree" or
     "screenshot_a11y_tree" (or DesktopEnv's require_a11y_tree=True); with a
     tree, obs["accessibility_tree"] is OSWorld's XML of the nodes that are
@@ -136,6 +144,8 @@ class EnvmgrEnv:
     """
 
     OBSERVATION_TYPES = ("screenshot", "a11y_tree", "screenshot_a11y_tree")
+    TOOL_SPACES = ("anthropic", "openai", "uitars")
+    ACTION_SPACES = ("computer_13", "pyautogui") + TOOL_SPACES
 
     # DesktopEnv's constructor arguments about its own VM provider: accepted so OSWorld's
     # construction line runs, and without effect (the server owns the VMs; docs/osworld.md)
@@ -144,14 +154,18 @@ class EnvmgrEnv:
 
     def __init__(self, url, token=None, image=None, task_config=None, action_space="computer_13", timeout=600,
                  observation_type="screenshot", require_a11y_tree=False, from_state=None,
-                 **desktop_env_args):
+                 display=None, coords=None, **desktop_env_args):
         unknown = sorted(set(desktop_env_args) - set(self.DESKTOPENV_ARGS))
         if unknown:
             raise TypeError("EnvmgrEnv: unexpected argument %s" % unknown[0])
         if require_a11y_tree and observation_type == "screenshot":
             observation_type = "screenshot_a11y_tree"  # DesktopEnv's way of asking for the tree
-        if action_space not in ("computer_13", "pyautogui"):
-            raise ValueError("action_space: expected computer_13 or pyautogui")
+        if action_space not in self.ACTION_SPACES:
+            raise ValueError("action_space: expected one of " + ", ".join(self.ACTION_SPACES))
+        if (display is not None or coords is not None) and action_space not in self.TOOL_SPACES:
+            raise ValueError("display, coords: only for the action spaces " + ", ".join(self.TOOL_SPACES))
+        self.display = list(display) if display is not None else None
+        self.coords = coords
         if observation_type not in self.OBSERVATION_TYPES:
             raise ValueError("observation_type: expected one of " + ", ".join(self.OBSERVATION_TYPES))
         self.api = Client(url, token, timeout)
@@ -192,13 +206,26 @@ class EnvmgrEnv:
         takes the observation, and the guest is paused while the agent thinks, so a sleep here
         would only spend the episode's time budget. info has OSWorld's keys ("done": True after
         DONE, "fail": True after FAIL) beside envmgr's (step, actions, step_ms, exit_cause)."""
-        r = self.api.request("POST", self._path("step"), {"action": action})
+        r = self.api.request("POST", self._path("step"), {"action": self._wrap(action)})
         obs = self._obs(r["observation"]) if r.get("observation") else None
         info = dict(r.get("info", {}))
+        if "answer" in r:
+            info["answer"] = r["answer"]
         cause = info.get("exit_cause")
         if cause in ("done", "fail"):
             info[cause] = True
         return obs, r.get("reward", 0), bool(r["done"]), info
+
+    def _wrap(self, action):
+        """A model's tool call as the API takes it: {"anthropic": ..., "display": [w, h]}."""
+        if self.action_space not in self.TOOL_SPACES or (isinstance(action, dict) and self.action_space in action):
+            return action
+        wrapped = {self.action_space: action}
+        if self.display is not None:
+            wrapped["display"] = self.display
+        if self.coords is not None:
+            wrapped["coords"] = self.coords
+        return wrapped
 
     def evaluate(self):
         """Score the episode (0..1); the reason is in .last_evaluation. Raises EnvmgrNoScore when

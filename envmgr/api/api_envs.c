@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "envmgr/api/api_int.h"
+#include "envmgr/action/action_reply.h"
 #include "envmgr/env/env_image.h"
 #include "envmgr/episode/plan.h"
 #include "envmgr/base/base64.h"
@@ -610,7 +611,12 @@ void api_h_step(api_request *q, api_reply *r)
     json_t *reply = NULL;
     if (api_parse_step(q->body, env_width(ae->e), env_height(ae->e), &reply, &ae_) < 0) {
         unlock_env(q, ae);
-        return api_reply_error(r, &ae_);
+        json_t *refusal = action_reply_refusal(json_object_get(q->body, "action"), ae_.msg);
+        if (!refusal)
+            return api_reply_error(r, &ae_);
+        json_t *j = api_error_json(&ae_); /* and the tool's own shape of it, for the model */
+        json_object_set_new(j, "answer", refusal);
+        return api_reply_json(r, ae_.status, j);
     }
     em_err err = {0};
     episode_step_out so;
@@ -639,6 +645,12 @@ void api_h_step(api_request *q, api_reply *r)
         json_object_set_new(info, "agent_error", json_string(so.agent_error));
     json_t *j = json_pack("{s:o, s:i, s:b, s:o}", "observation", obs ? obs : json_null(), "reward", 0, "done",
                           so.ended, "info", info);
+    json_t *answer = NULL;
+    em_err aerr = {0};
+    if (obs && episode_answer(ae->ep, &answer, &aerr) < 0) /* the step ran: say why the tool has no answer */
+        json_object_set_new(info, "answer_error", json_string(aerr.msg));
+    if (answer)
+        json_object_set_new(j, "answer", answer);
     unlock_env(q, ae);
     api_reply_json(r, 200, j);
 }

@@ -9,7 +9,7 @@
 
 #include "envmgr/action/actions.h"
 #include "envmgr/api/api_int.h"
-#include "envmgr/action/pyautogui.h"
+#include "envmgr/action/action_reply.h"
 #include "envmgr/episode/plan.h"
 #include "envmgr/base/sha256.h"
 #include "envmgr/base/fileio.h"
@@ -192,7 +192,7 @@ int api_parse_step(json_t *body, int w, int h, json_t **reply, api_error *ae)
         return -1;
     json_t *a = json_object_get(body, "action");
     if (!a)
-        return api_fail(ae, 400, "action", "action: missing (a computer_13 object or pyautogui code)");
+        return api_fail(ae, 400, "action", "action: missing (a computer_13 object, pyautogui code or a tool call)");
     json_t *r;
     if (json_is_string(a)) {
         const char *s = json_string_value(a);
@@ -201,40 +201,18 @@ int api_parse_step(json_t *body, int w, int h, json_t **reply, api_error *ae)
         else
             r = json_pack("{s:s}", "pyautogui", s);
     } else if (json_is_object(a)) {
-        json_t *code = json_object_get(a, "pyautogui");
-        if (code && (!json_is_string(code) || json_object_size(a) != 1))
-            return api_fail(ae, 400, "action.pyautogui", "action.pyautogui: expected a string of code, alone");
         r = json_incref(a);
     } else {
-        return api_fail(ae, 400, "action", "action: expected an object (computer_13) or a string (pyautogui code)");
+        return api_fail(ae, 400, "action", "action: expected an object (computer_13, a tool call) or a string (pyautogui code)");
     }
     /* Validate every action now, so a bad one is a 400 and nothing reaches the guest. */
-    json_t *list;
+    action_reply dec;
     em_err err = {0};
-    json_t *code = json_object_get(r, "pyautogui");
-    if (code) {
-        if (pyautogui_actions(json_string_value(code), w, h, &list, &err) < 0) {
-            json_decref(r);
-            api_fail_em(ae, &err, "action");
-            snprintf(ae->field, sizeof ae->field, "action");
-            return -1;
-        }
-    } else {
-        list = json_pack("[O]", r);
+    if (action_reply_decode(r, w, h, &dec, &err) < 0) {
+        json_decref(r);
+        return api_fail_em(ae, &err, "action");
     }
-    size_t i;
-    json_t *item;
-    json_array_foreach(list, i, item)
-    {
-        action parsed;
-        if (action_parse(item, w, h, &parsed, &err) < 0) {
-            json_decref(list);
-            json_decref(r);
-            return api_fail_em(ae, &err, "action");
-        }
-        action_free(&parsed);
-    }
-    json_decref(list);
+    action_reply_free(&dec);
     *reply = r;
     return 0;
 }

@@ -537,6 +537,16 @@ int env_guest(env *e, guest **g, em_err *err)
     return 0;
 }
 
+int env_pointer(env *e, int *x, int *y, em_err *err)
+{
+    vnc_session *v;
+    int buttons;
+    if (env_vnc(e, &v, err) < 0)
+        return -1;
+    vnc_pointer_state(v, x, y, &buttons);
+    return 0;
+}
+
 int env_vnc(env *e, vnc_session **v, em_err *err)
 {
     if (!e->vnc) {

@@ -104,6 +104,8 @@ int env_failed(env *e, em_err *err);
  * sockets close before it is reaped), else 0. */
 int env_gone(env *e, double wait_ms, em_err *err);
 int env_vnc(env *e, vnc_session **v, em_err *err);
+/* The screen pixel the pointer is on (where the last action left it; kept across commands). */
+int env_pointer(env *e, int *x, int *y, em_err *err);
 
 /* One object per env in the run root: name, status (running/dead), pid, image, accel, created. */
 int env_list(json_t **out, em_err *err);

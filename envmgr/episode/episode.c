@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "envmgr/action/action_reply.h"
 #include "envmgr/action/actions.h"
 #include "envmgr/episode/agent.h"
 #include "envmgr/episode/episode_env.h"
@@ -13,7 +14,6 @@
 #include "envmgr/episode/setup.h"
 #include "envmgr/net/egress_log.h"
 #include "envmgr/net/netpolicy.h"
-#include "envmgr/action/pyautogui.h"
 #include "envmgr/episode/plan.h"
 #include "recorder/trace.h"
 #include "evaluator/score.h"
@@ -56,6 +56,7 @@ struct episode {
     int holds;
     bool agent_boxed; /* the agent runs in its sandbox (agent_sandbox.h) */
     json_t *said;     /* what the reply said beside its actions ("response", "pyautogui" code), for its first step line */
+    action_reply last; /* the last reply decoded: what its answer (a tool result) needs */
     char agent_error[EM_ERR_MAX]; /* this reply's pyautogui code failed in the guest: why (the step goes on) */
 };
 typedef struct episode run; /* the agent loop below reads as "a run of an episode" */
@@ -254,12 +255,13 @@ static int run_steps(run *r, const task_step *steps, size_t n, const char *list_
 
 #define RESPONSE_MAX (64 * 1024) /* a reply's "response": the model's text, as OSWorld's traj.jsonl keeps it */
 
-/* A reply's "response" is taken off (the actions never see it) and kept, with pyautogui code as sent,
- * for the reply's first step line; NULL with *refusal when it is not a string of at most 64 KiB. */
+/* A reply's "response" is taken off (the actions never see it) and kept, with the reply in its action
+ * space as sent (pyautogui code, a tool call, UI-TARS text, the display it was made for), for the
+ * reply's first step line; NULL with *refusal when "response" is not a string of at most 64 KiB. */
 static json_t *take_said(run *r, json_t *reply, char **refusal)
 {
+    static const char *const kept[] = {"pyautogui", "anthropic", "openai", "uitars", "display", "coords"};
     json_t *resp = json_object_get(reply, "response");
-    json_t *code = json_object_get(reply, "pyautogui");
     json_decref(r->said);
     r->said = json_object();
     if (resp && (!json_is_string(resp) || json_string_length(resp) > RESPONSE_MAX)) {
@@ -271,48 +273,30 @@ static json_t *take_said(run *r, json_t *reply, char **refusal)
         json_object_set(r->said, "response", resp);
         json_object_del(rest, "response");
     }
-    if (json_is_string(code))
-        json_object_set(r->said, "pyautogui", code);
+    for (size_t i = 0; i < ARRAY_LEN(kept); i++)
+        if (json_object_get(reply, kept[i]))
+            json_object_set(r->said, kept[i], json_object_get(reply, kept[i]));
     return rest;
 }
 
-/* The agent's reply as a list of validated actions, or a message to send back. */
-static int decode_reply(run *r, json_t *whole, json_t **actions, const char **source, char **refusal)
+/* The agent's reply as a list of validated actions (r->last keeps what the answer needs), or a
+ * message to send back. */
+static void decode_reply(run *r, json_t *whole, json_t **actions, const char **source, char **refusal)
 {
     em_err perr = {0};
     *actions = NULL;
     *refusal = NULL;
-    *source = json_object_get(whole, "pyautogui") ? "pyautogui" : "computer_13";
+    action_reply_free(&r->last);
+    const char *key = action_reply_space_key(whole);
+    *source = key ? key : action_space_name(SPACE_COMPUTER_13);
     json_t *reply = take_said(r, whole, refusal);
     if (!reply)
-        return 0;
-    json_t *code = json_object_get(reply, "pyautogui");
-    if (code) {
-        if (!json_is_string(code)) {
-            *refusal = xstrdup("pyautogui: expected a string of code");
-        } else if (json_object_size(reply) != 1) {
-            *refusal = xstrdup("a pyautogui reply has no other fields (but \"response\")");
-        } else if (pyautogui_actions(json_string_value(code), r->ev.width, r->ev.height, actions, &perr) < 0) {
-            *refusal = xstrdup(perr.msg);
-        }
-    } else {
-        *actions = json_pack("[O]", reply);
-    }
+        return;
+    if (action_reply_decode(reply, r->ev.width, r->ev.height, &r->last, &perr) < 0)
+        *refusal = xstrdup(perr.msg);
+    else
+        *actions = json_incref(r->last.actions);
     json_decref(reply);
-    size_t i;
-    json_t *a;
-    json_array_foreach(*actions, i, a)
-    {
-        action parsed;
-        if (action_parse(a, r->ev.width, r->ev.height, &parsed, &perr) < 0) {
-            *refusal = xstrdup(perr.msg);
-            json_decref(*actions);
-            *actions = NULL;
-            return 0;
-        }
-        action_free(&parsed);
-    }
-    return 0;
 }
 
 static int record_step(run *r, json_t *act_json, const char *source, double agent_ms, double action_ms,
@@ -501,6 +485,21 @@ int episode_step(episode *r, json_t *reply, double agent_ms, episode_step_out *o
     return 0;
 }
 
+int episode_answer(const episode *ep, json_t **answer, em_err *err)
+{
+    *answer = NULL;
+    if (!ep->last.actions || (ep->last.space != SPACE_ANTHROPIC && ep->last.space != SPACE_OPENAI))
+        return 0;
+    const uint8_t *px;
+    uint64_t hash;
+    int x = 0, y = 0;
+    if (ep->ev.frame(ep->ev.ctx, false, &px, &hash, err) < 0)
+        return -1;
+    if (ep->ev.pointer)
+        ep->ev.pointer(ep->ev.ctx, &x, &y);
+    return action_reply_answer(&ep->last, px, x, y, answer, err);
+}
+
 void episode_end(episode *ep, exit_cause cause, const char *why)
 {
     set_end(ep, cause, why);
@@ -555,6 +554,7 @@ static int agent_loop(run *r, em_err *err)
     }
     double deadline = r->t_start + r->t->episode_timeout_s * 1000;
     char refusal[EM_ERR_MAX] = "";
+    json_t *refused_answer = NULL; /* a refused tool call's answer in the tool's shape */
     char before[65];
     int rc = 0;
     while (r->cause == EXIT_NONE) {
@@ -580,6 +580,15 @@ static int agent_loop(run *r, em_err *err)
             json_object_set_new(obs, "error", json_string(refusal));
             refusal[0] = '\0';
         }
+        json_t *answer = refused_answer;
+        refused_answer = NULL;
+        if (!answer && episode_answer(r, &answer, &aerr) < 0) {
+            json_decref(obs);
+            set_end(r, EXIT_ENV_ERROR, aerr.msg);
+            break;
+        }
+        if (answer) /* the tool's own answer (a tool_result, a computer_call_output) */
+            json_object_set_new(obs, "answer", answer);
         int src = agent_send(r->ag, obs, &aerr);
         json_decref(obs);
         if (src < 0) {
@@ -606,12 +615,17 @@ static int agent_loop(run *r, em_err *err)
         }
         episode_step_out so;
         rc = episode_step(r, reply, agent_ms, &so, err);
-        json_decref(reply);
-        if (rc < 0)
+        if (rc < 0) {
+            json_decref(reply);
             break;
-        if (so.refused)
+        }
+        if (so.refused) {
             snprintf(refusal, sizeof refusal, "%s", so.error);
+            refused_answer = action_reply_refusal(reply, so.error);
+        }
+        json_decref(reply);
     }
+    json_decref(refused_answer);
     agent_stop(r->ag, AGENT_GRACE_MS);
     r->ag = NULL;
     return rc;
@@ -685,6 +699,7 @@ static void episode_free(episode *ep)
     free(ep->reason);
     json_decref(ep->setup_flags);
     json_decref(ep->said);
+    action_reply_free(&ep->last);
     free(ep->task_path);
     free(ep->trace_dir);
     free(ep->artifacts);

@@ -64,6 +64,9 @@ const char *episode_observed_tree(const episode *ep);
  * how long the agent took (recorded). Returns -1 only when the trace cannot
  * be written or on interrupt; refusals and env failures come back in *out. */
 int episode_step(episode *ep, json_t *reply, double agent_ms, episode_step_out *out, em_err *err);
+/* What the last reply's tool expects back (action_reply_answer: Anthropic's tool_result, OpenAI's
+ * computer_call_output) on the observation just taken; NULL for other spaces and refused replies. */
+int episode_answer(const episode *ep, json_t **answer, em_err *err);
 /* End the episode now (if it has not ended) with this cause. */
 void episode_end(episode *ep, exit_cause cause, const char *why);
 /* NULL while the episode runs. */

@@ -20,6 +20,13 @@ static int op_frame(void *ctx, bool fresh, const uint8_t **px, uint64_t *hash, e
 
 static int op_act(void *ctx, const action *a, em_err *err) { return env_act(ctx, a, err); }
 
+static void op_pointer(void *ctx, int *x, int *y)
+{
+    em_err ignored;
+    if (env_pointer(ctx, x, y, &ignored) < 0)
+        *x = *y = 0;
+}
+
 static int op_settle(void *ctx, double settle_ms, double max_ms, settle_info *info, em_err *err)
 {
     return screen_settle(ctx, settle_ms, max_ms, info, err);
@@ -91,6 +98,7 @@ void episode_env_bind(env *e, episode_env *out)
                          .dir = env_dir(e),
                          .frame = op_frame,
                          .act = op_act,
+                         .pointer = op_pointer,
                          .settle = op_settle,
                          .reset = op_reset,
                          .network = op_network,

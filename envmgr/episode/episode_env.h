@@ -26,6 +26,8 @@ typedef struct episode_env {
      * one, or (fresh false) the one settle last looked at. */
     int (*frame)(void *ctx, bool fresh, const uint8_t **px, uint64_t *hash, em_err *err);
     int (*act)(void *ctx, const action *a, em_err *err);
+    /* Where the pointer is (the screen pixel actions left it on); NULL: the top-left corner. */
+    void (*pointer)(void *ctx, int *x, int *y);
     /* Wait for the screen and the guest to settle after an action (never an error when they do
      * not); *info says how it ended (may be NULL). */
     int (*settle)(void *ctx, double settle_ms, double max_ms, settle_info *info, em_err *err);

@@ -196,7 +196,7 @@ static void test_append_refusals(void)
          "step.index: 5, expected 1 (step lines count up from 0)"},
         {"{\"type\":\"step\",\"action\":{\"action_type\":\"DONE\"},\"source\":\"shell\",\"agent_ms\":1,"
          "\"action_ms\":1}",
-         "step.source: must be \"computer_13\" or \"pyautogui\""},
+         "step.source: must be an action space: computer_13, pyautogui, anthropic, openai or uitars"},
         {"{\"type\":\"step\",\"action\":{},\"source\":\"computer_13\",\"agent_ms\":1,\"action_ms\":1}",
          "step.action.action_type: missing"},
         {"{\"type\":\"step\",\"action\":{\"action_type\":\"DONE\"},\"source\":\"computer_13\",\"agent_ms\":-1,"
