@@ -17,4 +17,5 @@ trap 'exit 130' INT TERM   # so that the EXIT trap cleans up when the bench is s
 "$root/bench/state_bench.sh" || echo "state_bench: failed (see above)"
 [ "${ENVMGR_BENCH_REFLINK:-}" != 1 ] || "$root/bench/state_disk_bench.sh" --runs 3 --envs 2 || echo "state_disk_bench: failed (see above)"
 "$root/bench/setup_cache_bench.sh" || echo "setup_cache_bench: failed (see above)"
+"$root/bench/rl_bench.sh" || echo "rl_bench: failed (see above)"
 "$root/bench/apps_bench.sh" || echo "apps_bench: failed (see above)"

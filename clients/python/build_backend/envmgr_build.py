@@ -19,10 +19,10 @@ HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # clients/py
 NAME = "envmgr-client"
 DIST = "envmgr_client"
 # the client, and the adapter that runs an OSWorld agent as an envmgr stdio agent
-MODULES = ["envmgr_client.py", "envmgr_osworld_agent.py"]
+MODULES = ["envmgr_client.py", "envmgr_osworld_agent.py", "envmgr_rl.py"]
 SUMMARY = "Drive envmgr desktop envs over its HTTP API (envmgr serve), with OSWorld's DesktopEnv shape"
 SDIST_FILES = ["pyproject.toml", "README.md", *MODULES, "build_backend/envmgr_build.py", "examples/agent_loop.py",
-               "examples/osworld_fake_agent.py"]
+               "examples/osworld_fake_agent.py", "examples/rl_rollouts.py"]
 
 
 def version():
