@@ -218,8 +218,9 @@ class EnvmgrEnv:
 
     def _wrap(self, action):
         """A model's tool call as the API takes it: {"anthropic": ..., "display": [w, h]}."""
-        if self.action_space not in self.TOOL_SPACES or (isinstance(action, dict) and self.action_space in action):
-            return action
+        if self.action_space not in self.TOOL_SPACES or (
+                isinstance(action, dict) and (self.action_space in action or "action_type" in action)):
+            return action  # already wrapped, or a computer_13 action such as {"action_type": "DONE"}
         wrapped = {self.action_space: action}
         if self.display is not None:
             wrapped["display"] = self.display

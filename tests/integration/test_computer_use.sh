@@ -186,5 +186,50 @@ sleep 1; fetch_log
 check "refused replies sent nothing to the guest" test -z "$($EVENTS "$T/rec.log" "$from")"
 
 "$ENVMGR" down $E >/dev/null 2>&1
+
+# --- whole episodes from the vendors' transcripts (tests/data/computer-use/): the CLI's stdio agent ----
+FIX=$ROOT/tests/data/computer-use
+TASK=$ROOT/tasks/demo/terminal-mkdir-tree.json
+for space in anthropic openai uitars; do
+    F=$FIX/$space-terminal-mkdir-tree.json
+    out=$("$ENVMGR" run "$TASK" --accel tcg --out "$T/run-$space" \
+        --agent "$ROOT/tasks/agents/scripted --transcript $F --observations $T/obs-$space.jsonl" 2>&1)
+    score=$($PY -c 'import json,sys; print(json.load(open(sys.argv[1]))["score"])' "$T/run-$space/result.json" 2>/dev/null)
+    check "$space transcript through envmgr run scores 1.0 (${score:-none})" test "$score" = 1.0
+    tr=$T/run-$space/trace
+    check "$space: the trace verifies" bash -c "'$ENVMGR' trace verify '$tr' >/dev/null"
+    check "$space: each reply's steps name its space and keep the call as sent" $PY -c '
+import json, sys
+space, fix = sys.argv[2], json.load(open(sys.argv[3]))
+steps = [json.loads(l) for l in open(sys.argv[1] + "/trace.jsonl") if "\"type\":\"step\"" in l]
+sent = [s[space] for s in steps if space in s]
+calls = [c for c in fix["calls"] if not (isinstance(c, dict) and "action_type" in c)]
+assert sent == calls, (sent, calls)
+assert all(s["source"] == space for s in steps if space in s)
+assert all(s.get("display") == fix.get("display") for s in steps if space in s)' "$tr" $space "$F"
+    [ $space = uitars ] || check "$space: the agent got the tool's answer with each observation after a call" $PY -c '
+import json, sys
+space = sys.argv[2]
+obs = [json.loads(l) for l in open(sys.argv[1])]
+answers = [o["answer"] for o in obs if "answer" in o]
+want = "tool_result" if space == "anthropic" else "computer_call_output"
+assert len(answers) == len(obs) - 1 and all(a["type"] == want for a in answers), answers' "$T/obs-$space.jsonl" $space
+done
+out=$("$ENVMGR" replay "$T/run-anthropic/trace" --out "$T/replay-anthropic" 2>&1)
+check "the anthropic episode replays step for step" grep -q "REPRODUCED" <<<"$out"
+
+# --- the same transcripts through envmgr serve: raw HTTP and the Python client ---------------------
+"$ENVMGR" serve --listen 127.0.0.1:0 --token-file "$T/token" --out "$T/serve-out" --task-root "$ROOT/tasks" \
+    --accel tcg >"$T/serve.out" 2>"$T/serve.err" &
+SERVE=$!
+if wait_until 20 grep -q 'token file' "$T/serve.out"; then
+    URL=$(sed -n 's/^envmgr serve: listening on //p' "$T/serve.out")
+    tally api < <(PYTHONDONTWRITEBYTECODE=1 timeout 900 $PY "$ROOT/tests/tools/computer_use_api_check.py" "$URL" \
+        "$(cat "$T/token")" "$FIX" "$ROOT/clients/python" 2>&1)
+else
+    bad "envmgr serve did not start: $(cat "$T/serve.err")"
+fi
+kill $SERVE 2>/dev/null; wait $SERVE 2>/dev/null
+
 check "no QEMU left" no_qemu_under "$ENVMGR_RUN_DIR/"
 finish
