@@ -30,6 +30,8 @@ typedef struct api_config {
     bool force_image;        /* --force-image: that image even for a task that names another */
     const struct netpolicy *net; /* every env's: the operator's --allow-private rules and egress limit maxima
                                   * (NULL: none and the defaults) */
+    bool no_listen;              /* no HTTP at all: the handlers are reached through api_call (envmgr mcp) */
+    int display_w, display_h;    /* the MCP computer tool's display (0: the screen's own size) */
 } api_config;
 
 typedef struct api_server api_server;

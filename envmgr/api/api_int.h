@@ -63,6 +63,7 @@ typedef enum {
     API_R_STATE,      /* POST: save the env as a named state */
     API_R_RESTORE,    /* POST: restore a named state into the env */
     API_R_STATES,     /* GET: the saved states */
+    API_R_MCP,        /* POST: one MCP message (streamable HTTP); DELETE: end an MCP session */
 } api_route_id;
 
 typedef struct api_route {
@@ -198,6 +199,7 @@ struct api_server {
     int live;             /* live-view relays running */
     atomic_int stopping; /* read by connection and live-view threads */
     api_metrics metrics;
+    struct api_mcp_session *mcp; /* the MCP sessions of POST /v1/mcp (under lock) */
 };
 
 /* Handlers: each fills a response. */
@@ -219,11 +221,18 @@ void api_reply_free(api_reply *r);
 
 typedef struct api_request {
     api_server *s;
-    struct MHD_Connection *conn;
+    struct MHD_Connection *conn; /* NULL for a call from inside the server (api_call) */
     const char *method;
     api_route rt;
     json_t *body;
+    const char *const *query; /* api_call's query parameters: name, value, ..., NULL */
 } api_request;
+
+/* A request handled as if it had come over HTTP, by the same handlers (the MCP tools are calls of
+ * the API's own endpoints): path "/v1/envs/api1-1/step", body may be NULL ({}), query NULL or name,
+ * value pairs ending in NULL. r is filled as for HTTP; the caller frees it (api_reply_free). */
+void api_call(api_server *s, const char *method, const char *path, json_t *body, const char *const *query,
+              api_reply *r);
 
 const char *api_query(const api_request *q, const char *name);
 /* A query parameter given twice (?control=0&control=1) is a 400 naming it: every reader of a

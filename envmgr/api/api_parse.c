@@ -117,6 +117,8 @@ int api_route_match(const char *method, const char *path, api_route *out, api_er
         return want(method, "GET, POST", API_R_ENVS, out, ae);
     if (!strcmp(path, "/v1/states"))
         return want(method, "GET", API_R_STATES, out, ae);
+    if (!strcmp(path, "/v1/mcp"))
+        return want(method, "POST, DELETE", API_R_MCP, out, ae);
     if (!strncmp(path, "/v1/novnc/", 10)) {
         const char *f = path + 10;
         size_t n = strlen(f);

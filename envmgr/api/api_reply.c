@@ -49,12 +49,18 @@ void api_reply_free(api_reply *r)
 
 const char *api_query(const api_request *q, const char *name)
 {
+    if (!q->conn) {
+        for (size_t i = 0; q->query && q->query[i] && q->query[i + 1]; i += 2)
+            if (!strcmp(q->query[i], name))
+                return q->query[i + 1];
+        return NULL;
+    }
     return MHD_lookup_connection_value(q->conn, MHD_GET_ARGUMENT_KIND, name);
 }
 
 const char *api_header(const api_request *q, const char *name)
 {
-    return MHD_lookup_connection_value(q->conn, MHD_HEADER_KIND, name);
+    return q->conn ? MHD_lookup_connection_value(q->conn, MHD_HEADER_KIND, name) : NULL;
 }
 
 typedef struct query_seen {

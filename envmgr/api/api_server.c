@@ -15,6 +15,7 @@
 
 #include "envmgr/api/api_gate.h"
 #include "envmgr/api/api_int.h"
+#include "envmgr/api/api_mcp_int.h"
 #include "envmgr/base/sha256.h"
 #include "envmgr/base/fileio.h"
 #include "envmgr/base/listen.h"
@@ -153,7 +154,20 @@ static void dispatch(api_request *q, api_reply *r)
     case API_R_STATE: api_h_state_save(q, r); return;
     case API_R_RESTORE: api_h_state_restore(q, r); return;
     case API_R_STATES: api_h_states(q, r); return;
+    case API_R_MCP: return; /* answered from the raw body (respond) */
     }
+}
+
+void api_call(api_server *s, const char *method, const char *path, json_t *body, const char *const *query,
+              api_reply *r)
+{
+    api_error ae = {0};
+    api_request q = {.s = s, .method = method, .query = query};
+    if (api_route_match(method, path, &q.rt, &ae) < 0)
+        return api_reply_error(r, &ae);
+    q.body = body ? json_incref(body) : json_object();
+    dispatch(&q, r);
+    json_decref(q.body);
 }
 
 /* The whole request is in (its body in cr->buf). */
@@ -161,6 +175,13 @@ static enum MHD_Result respond(api_server *s, struct MHD_Connection *c, const co
 {
     api_error ae = {0};
     api_request q = {.s = s, .conn = c, .method = method, .rt = cr->rt};
+    if (cr->rt.id == API_R_MCP) { /* JSON-RPC answers its own parse errors */
+        api_reply r = {0};
+        api_h_mcp(&q, cr->buf ? cr->buf : "", cr->len, &r);
+        enum MHD_Result rc = send_reply(s, c, cr, &r);
+        api_reply_free(&r);
+        return rc;
+    }
     if (api_parse_body(cr->buf ? cr->buf : "", cr->len, &q.body, &ae) < 0)
         return send_error(s, c, cr, &ae);
     if (cr->len && strcmp(method, "POST")) {
@@ -343,6 +364,11 @@ int api_server_start(const api_config *c, api_server **out, em_err *err)
         remove_tree(s->empty_dir, NULL);
         rc = mkdir_p(s->empty_dir, 0700, err);
     }
+    if (rc == 0 && c->no_listen) { /* envmgr mcp: the handlers without HTTP */
+        snprintf(s->url, sizeof s->url, "stdio:");
+        *out = s;
+        return 0;
+    }
     if (rc == 0 && c->socket_path) {
         rc = listen_unix(c->socket_path, &s->listen_fd, err) < 0 ? em_prefix(err, "--socket: ") : 0;
         s->unix_sock = true;
@@ -411,6 +437,7 @@ void api_server_stop(api_server *s)
         close(s->listen_fd);
     if (s->unix_sock && s->cfg.socket_path)
         unlink(s->cfg.socket_path);
+    api_mcp_sessions_close_all(s);
     api_envs_teardown_all(s);
     em_warn_set(outer_sink, outer_arg); /* the metrics it counts into go next */
     if (s->empty_dir)

@@ -118,7 +118,26 @@ int cmd_suite_export(int argc, char **argv);
 struct pool_opts;
 bool cli_pool_option(const char *usage, int c, const char *arg, struct pool_opts *o, int *rc);
 int cmd_gc(int argc, char **argv);
+/* The options serve and mcp share (getopt returns 'm', 'o', 'r', 'A', 's', 'P', the net limits' and
+ * the image's): true when c was one of them, with *rc 0 or EM_EXIT_USAGE after printing why. */
+#define CLI_API_OPTIONS                                                                                              \
+    {"max-envs", required_argument, 0, 'm'}, {"out", required_argument, 0, 'o'},                                   \
+        {"task-root", required_argument, 0, 'r'}, {"accel", required_argument, 0, 'A'},                            \
+        {"settle-ms", required_argument, 0, 's'}, {"allow-private", required_argument, 0, 'P'},                     \
+        CLI_NET_LIMIT_OPTIONS, CLI_IMAGE_OPTIONS
+#define CLI_API_USAGE                                                                                                \
+    "  --max-envs N        envs the server may own at once (default 4, at most 64)\n"                                \
+    "  --out DIR           episodes: DIR/<env id>/<n>/{result.json,trace/} (default ./envmgr-out/serve)\n"          \
+    "  --task-root DIR     task paths in requests resolve inside DIR (default: the current directory)\n"           \
+    "  --settle-ms MS      after each action wait for two identical frames MS apart (default 300)\n"              \
+    "  --allow-private A:P every env may reach this loopback/private address when its task's allowlist\n"         \
+    "                      applies, and the host may fetch task assets from it (the operator's choice:\n"          \
+    "                      no request or task can; repeatable)\n" CLI_NET_LIMITS_USAGE CLI_IMAGE_USAGE
+struct api_config;
+bool cli_api_option(const char *usage, int c, const char *arg, struct api_config *cfg,
+                    struct plan_image_choice *image, struct netpolicy *net, int *rc);
 int cmd_serve(int argc, char **argv);
+int cmd_mcp(int argc, char **argv);
 int cmd_view(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);

@@ -23,15 +23,7 @@ static const char usage[] =
     "  --socket PATH       a unix socket (0600) instead of TCP\n"
     "  --token-file FILE   read the bearer token from FILE (mode 0600), or create FILE with a new one;\n"
     "                      default: a new token in RUN_ROOT/.serve-PID.token, removed at exit\n"
-    "  --max-envs N        envs the server may own at once (default 4, at most 64)\n"
-    "  --out DIR           episodes: DIR/<env id>/<n>/{result.json,trace/} (default ./envmgr-out/serve)\n"
-    "  --task-root DIR     task paths in requests resolve inside DIR (default: the current directory)\n"
-    "  --settle-ms MS      after each action wait for two identical frames MS apart (default 300)\n"
-    "  --allow-private A:P every env may reach this loopback/private address when its task's allowlist\n"
-    "                      applies, and the host may fetch task assets from it (the operator's choice:\n"
-    "                      no request or task can; repeatable)\n"
-    CLI_NET_LIMITS_USAGE
-    CLI_IMAGE_USAGE
+    CLI_API_USAGE
     "                  (for POST /v1/envs: a request's own \"image\" always wins)\n"
     "  Prints `envmgr serve: listening on URL` and `envmgr serve: token file FILE` on stdout when ready.\n";
 
@@ -49,54 +41,25 @@ int cmd_serve(int argc, char **argv)
         return 0;
     api_config c = {.max_envs = 4, .settle_ms = 300, .accel = "auto"};
     const char *token_file = NULL;
-    static const struct option opts[] = {
-        {"listen", required_argument, 0, 'l'},    {"socket", required_argument, 0, 'S'},
-        {"token-file", required_argument, 0, 't'}, {"max-envs", required_argument, 0, 'm'},
-        {"out", required_argument, 0, 'o'},       {"task-root", required_argument, 0, 'r'},
-        {"accel", required_argument, 0, 'A'},     {"settle-ms", required_argument, 0, 's'},
-        {"allow-private", required_argument, 0, 'P'}, CLI_NET_LIMIT_OPTIONS, CLI_IMAGE_OPTIONS, {0, 0, 0, 0}};
+    static const struct option opts[] = {{"listen", required_argument, 0, 'l'},
+                                         {"socket", required_argument, 0, 'S'},
+                                         {"token-file", required_argument, 0, 't'},
+                                         CLI_API_OPTIONS,
+                                         {0, 0, 0, 0}};
     plan_image_choice image = {0};
     netpolicy net;
     netpolicy_init(&net);
-    int ch;
-    long v;
+    int ch, rc;
     while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        if (cli_api_option(usage, ch, optarg, &c, &image, &net, &rc)) {
+            if (rc)
+                return rc;
+            continue;
+        }
         switch (ch) {
         case 'l': c.listen = optarg; break;
         case 'S': c.socket_path = optarg; break;
         case 't': token_file = optarg; break;
-        case 'm':
-            if (parse_int(optarg, 1, API_MAX_ENVS_LIMIT, &v) < 0)
-                return cli_usage_error(usage, "--max-envs: expected 1..%d, got `%s`", API_MAX_ENVS_LIMIT, optarg);
-            c.max_envs = (int)v;
-            break;
-        case 'o': c.out_dir = optarg; break;
-        case 'r': c.task_root = optarg; break;
-        case 'A':
-            if (strcmp(optarg, "auto") && strcmp(optarg, "kvm") && strcmp(optarg, "tcg"))
-                return cli_usage_error(usage, "--accel: expected auto, kvm or tcg, got `%s`", optarg);
-            c.accel = optarg;
-            break;
-        case 's':
-            if (parse_double(optarg, &c.settle_ms) < 0 || c.settle_ms < 0 || c.settle_ms > 10000)
-                return cli_usage_error(usage, "--settle-ms: expected 0..10000, got `%s`", optarg);
-            break;
-        case 'P':
-            if (cli_allow_private(usage, optarg, &net))
-                return EM_EXIT_USAGE;
-            c.net = &net;
-            break;
-        case CLI_OPT_MAX_EGRESS_BYTES:
-        case CLI_OPT_MAX_CONN_PER_MIN:
-            if (cli_net_limit_option(usage, ch, optarg, &net))
-                return EM_EXIT_USAGE;
-            c.net = &net;
-            break;
-        case CLI_OPT_IMAGE:
-        case CLI_OPT_FORCE_IMAGE:
-            if (cli_image_option(usage, ch, optarg, &image))
-                return EM_EXIT_USAGE;
-            break;
         default: return cli_usage_error(usage, "serve: bad option");
         }
     }

@@ -11,7 +11,7 @@ static const cli_command commands[] = {
     {"down", "stop an env and remove its run directory", cmd_down},
     {"ls", "list envs and whether their QEMU runs", cmd_ls},
     {"screenshot", "save a PNG (or raw RGBX) of the env's screen", cmd_screenshot},
-    {"act", "perform a computer_13 action (JSON) on the env", cmd_act},
+    {"act", "perform an agent's reply (computer_13, pyautogui, a computer-use tool call) on the env", cmd_act},
     {"reset", "return the env to the clean golden state", cmd_reset},
     {"state", "saved states: save an env's moment, restore it, list, remove", cmd_state},
     {"pause", "pause an env: no CPU used, its guest clock stands still", cmd_pause},
@@ -27,6 +27,7 @@ static const cli_command commands[] = {
     {"suite", "run a suite of tasks on a pool of envs; compare, merge, list runs", cmd_suite},
     {"gc", "reap dead envs, envs of killed suite runs and golden states of deleted images", cmd_gc},
     {"serve", "serve the JSON HTTP API for remote agents (docs/http-api.md)", cmd_serve},
+    {"mcp", "serve an env as MCP tools on stdio, for MCP clients (docs/mcp.md)", cmd_mcp},
     {"view", "watch an env with any VNC viewer (view-only)", cmd_view},
     {"doctor", "check the host: QEMU, KVM, tools, disk space, images; say what to install", cmd_doctor},
 };
