@@ -226,6 +226,12 @@ if wait_until 20 grep -q 'token file' "$T/serve.out"; then
     URL=$(sed -n 's/^envmgr serve: listening on //p' "$T/serve.out")
     tally api < <(PYTHONDONTWRITEBYTECODE=1 timeout 900 $PY "$ROOT/tests/tools/computer_use_api_check.py" "$URL" \
         "$(cat "$T/token")" "$FIX" "$ROOT/clients/python" 2>&1)
+    for v in claude openai; do
+        F=$FIX/$([ $v = claude ] && echo anthropic || echo openai)-terminal-mkdir-tree.json
+        out=$(timeout 600 $PY "$ROOT/clients/python/examples/${v}_computer_use.py" "$URL" "$(cat "$T/token")" \
+            demo/terminal-mkdir-tree.json --transcript "$F" 2>&1)
+        check "docs/$v-computer-use.md's example runs and scores 1.0 ($(tail -1 <<<"$out"))" grep -qx "score 1.0" <<<"$out"
+    done
 else
     bad "envmgr serve did not start: $(cat "$T/serve.err")"
 fi

@@ -45,6 +45,8 @@ check "stdio: no env was made for messages that need none" no_qemu_under "$ENVMG
 tally sdk < <(cd "$SDK" && timeout 900 node mcp_client_check.mjs stdio "$ENVMGR" "$ROOT/tasks" "$T/mcp-out" \
     "$ENVMGR_RUN_DIR" 2>"$T/sdk-stdio.err")
 check "stdio: the server left no QEMU when the client closed" wait_until 20 no_qemu_under "$ENVMGR_RUN_DIR/"
+out=$(cd "$T" && timeout 600 node "$SDK/example.mjs" "$ENVMGR" "$ROOT/tasks" 2>&1)
+check "docs/mcp.md's example runs and scores 1.0" grep -qx "score 1.0" <<<"$out"
 check "stdio: the episode's trace verifies" bash -c "'$ENVMGR' trace verify \"\$(ls -d '$T'/mcp-out/*/1/trace | head -1)\" >/dev/null"
 
 # --- streamable HTTP under envmgr serve -------------------------------------------------------------------
