@@ -30,6 +30,15 @@ const char *action_reply_space_key(json_t *reply)
     return NULL;
 }
 
+/* A message quotes what the agent sent (a key's name, a field): it stays one line of printable
+ * ASCII, so it is valid UTF-8 in JSON and cannot forge a line of a log or a terminal. */
+static void one_printable_line(char *msg)
+{
+    for (unsigned char *c = (unsigned char *)msg; *c; c++)
+        if (*c < 0x20 || *c >= 0x7f)
+            *c = '?';
+}
+
 /* Each action again through computer_13's own parser, so no translator can send what it refuses. */
 static int validate(json_t *actions, int w, int h, em_err *err)
 {
@@ -116,8 +125,10 @@ int action_reply_decode(json_t *reply, int w, int h, action_reply *out, em_err *
         json_array_append_new(out->actions, json_pack("{s:s, s:f}", "action_type", "WAIT", "seconds", 0.0));
     if (rc == 0 && validate(out->actions, w, h, err) < 0)
         rc = -1;
-    if (rc < 0)
+    if (rc < 0) {
         action_reply_free(out);
+        one_printable_line(err->msg);
+    }
     return rc;
 }
 

@@ -173,7 +173,9 @@ static json_t *step(api_mcp_session *m, json_t *act_json, bool tool_answer)
             else
                 json_array_append_new(content, text_content(json_string_value(json_object_get(block, "text")) ?: ""));
         }
-        take_observation(m, json_object_get(r, "observation"), json_array()); /* its tree only */
+        json_t *unused = json_array(); /* the observation's tree is kept; its frame is the answer's */
+        take_observation(m, json_object_get(r, "observation"), unused);
+        json_decref(unused);
     } else {
         take_observation(m, json_object_get(r, "observation"), content);
     }
