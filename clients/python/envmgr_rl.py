@@ -210,14 +210,8 @@ class Tuple(Space):
 _SpaceBase = _gym.spaces.Space if _gym is not None else Space
 
 
-class PNGFrame(_SpaceBase):
-    """The screenshot as the API sends it: an HxWx3 uint8 frame (the Box of shape (H, W, 3), low 0,
-    high 255) encoded as PNG bytes. contains() checks the PNG signature and its IHDR's size."""
-
-    def __init__(self, height, width, seed=None):
-        _SpaceBase.__init__(self, shape=(height, width, 3), dtype="uint8")
-        self.low, self.high, self.encoding = 0, 255, "png"
-        self.seed(seed)
+class _OwnSpace(_SpaceBase):
+    """What envmgr's own spaces share: a seeded sampler of their own, and no numpy flattening."""
 
     def seed(self, seed=None):
         self._rng = random.Random(seed)
@@ -228,6 +222,16 @@ class PNGFrame(_SpaceBase):
     @property
     def is_np_flattenable(self):
         return False
+
+
+class PNGFrame(_OwnSpace):
+    """The screenshot as the API sends it: an HxWx3 uint8 frame (the Box of shape (H, W, 3), low 0,
+    high 255) encoded as PNG bytes. contains() checks the PNG signature and its IHDR's size."""
+
+    def __init__(self, height, width, seed=None):
+        _SpaceBase.__init__(self, shape=(height, width, 3), dtype="uint8")
+        self.low, self.high, self.encoding = 0, 255, "png"
+        self.seed(seed)
 
     def contains(self, x):
         size = png_size(x) if isinstance(x, (bytes, bytearray)) else None
@@ -369,7 +373,7 @@ def action_schema(name, width, height):
             "oneOf": objects + code if name == "computer_13" else code + objects}
 
 
-class ActionSpace(_SpaceBase):
+class ActionSpace(_OwnSpace):
     """The env's actions: .name ("computer_13" or "pyautogui": what the agent speaks; both forms are
     accepted, as by the API), .schema (action_schema), contains(action) (check_action without raising),
     sample() (a random computer_13 action on the screen, or pyautogui code)."""
@@ -379,16 +383,6 @@ class ActionSpace(_SpaceBase):
         self.name, self.width, self.height = name, width, height
         self.schema = action_schema(name, width, height)
         self.seed(seed)
-
-    def seed(self, seed=None):
-        self._rng = random.Random(seed)
-        if _gym is not None:  # gymnasium's np_random too
-            return _SpaceBase.seed(self, seed)
-        return seed
-
-    @property
-    def is_np_flattenable(self):
-        return False
 
     def contains(self, x):
         try:

@@ -81,16 +81,6 @@ static int combo(const char *text, size_t len, const char *field, char keys[][32
     return 0;
 }
 
-static int add_combo(cu_result *r, char keys[][32], size_t n, em_err *err)
-{
-    if (n == 1)
-        return cu_add(r, json_pack("{s:s, s:s}", "action_type", "PRESS", "key", keys[0]), err);
-    json_t *list = json_array();
-    for (size_t i = 0; i < n; i++)
-        json_array_append_new(list, json_string(keys[i]));
-    return cu_add(r, json_pack("{s:s, s:o}", "action_type", "HOTKEY", "keys", list), err);
-}
-
 /* `key`: combos separated by spaces, pressed one after another, as `xdotool key` takes them. */
 static int key_sequence(json_t *in, cu_result *r, em_err *err)
 {
@@ -108,7 +98,7 @@ static int key_sequence(json_t *in, cu_result *r, em_err *err)
         size_t n;
         if (++combos > SEQUENCE_MAX)
             return em_fail_input(err, "input.text: more than %d key combinations", SEQUENCE_MAX);
-        if (combo(p, len, "input.text", keys, &n, err) < 0 || add_combo(r, keys, n, err) < 0)
+        if (combo(p, len, "input.text", keys, &n, err) < 0 || cu_add_combo(r, keys, n, err) < 0)
             return -1;
         p += len;
     }

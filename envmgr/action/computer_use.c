@@ -136,6 +136,16 @@ int cu_add_keys(cu_result *r, const char *type, char keys[][32], size_t n, bool 
     return 0;
 }
 
+int cu_add_combo(cu_result *r, char keys[][32], size_t n, em_err *err)
+{
+    if (n == 1)
+        return cu_add(r, json_pack("{s:s, s:s}", "action_type", "PRESS", "key", keys[0]), err);
+    json_t *list = json_array();
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(list, json_string(keys[i]));
+    return cu_add(r, json_pack("{s:s, s:o}", "action_type", "HOTKEY", "keys", list), err);
+}
+
 int cu_add_wait(cu_result *r, double seconds, em_err *err)
 {
     do {

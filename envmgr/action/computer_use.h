@@ -54,6 +54,8 @@ int cu_add(cu_result *r, json_t *one, em_err *err);
 int cu_add_move(cu_result *r, int x, int y, em_err *err);
 int cu_add_keys(cu_result *r, const char *type, char keys[][32], size_t n, bool reverse, em_err *err);
 int cu_add_wait(cu_result *r, double seconds, em_err *err); /* split into WAITs of at most 60 s */
+/* Keys pressed together: one PRESS, or a HOTKEY of several. */
+int cu_add_combo(cu_result *r, char keys[][32], size_t n, em_err *err);
 int cu_add_text(cu_result *r, const char *text, const char *field, em_err *err);
 
 void cu_result_init(cu_result *r);

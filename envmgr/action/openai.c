@@ -156,14 +156,7 @@ static int one(json_t *a, const char *base, const cu_geometry *g, cu_result *r, 
     char keys[MODIFIERS_MAX][32];
     size_t n;
     if (!strcmp(type, "keypress")) {
-        if (keys_of(a, base, true, keys, &n, err) < 0)
-            return -1;
-        if (n == 1)
-            return cu_add(r, json_pack("{s:s, s:s}", "action_type", "PRESS", "key", keys[0]), err);
-        json_t *list = json_array();
-        for (size_t i = 0; i < n; i++)
-            json_array_append_new(list, json_string(keys[i]));
-        return cu_add(r, json_pack("{s:s, s:o}", "action_type", "HOTKEY", "keys", list), err);
+        return keys_of(a, base, true, keys, &n, err) < 0 ? -1 : cu_add_combo(r, keys, n, err);
     }
     int x = 0, y = 0;
     if (keys_of(a, base, false, keys, &n, err) < 0 ||
