@@ -6,6 +6,9 @@
 #include <stddef.h>
 
 #include "envmgr/base/err.h"
+#include "envmgr/episode/observation.h"
+#include "envmgr/episode/plan.h"
+#include "envmgr/net/netpolicy.h"
 
 typedef struct cli_command {
     const char *name;
@@ -118,13 +121,41 @@ int cmd_suite_export(int argc, char **argv);
 struct pool_opts;
 bool cli_pool_option(const char *usage, int c, const char *arg, struct pool_opts *o, int *rc);
 int cmd_gc(int argc, char **argv);
-/* The options serve and mcp share (getopt returns 'm', 'o', 'r', 'A', 's', 'P', the net limits' and
- * the image's): true when c was one of them, with *rc 0 or EM_EXIT_USAGE after printing why. */
+/* The episode options run, suite run, suite audit, serve and mcp read alike, parsed by one function
+ * (cli_episode.c) into one struct: the settle rule, the operator's network rules and maxima, the image
+ * choice, what is recorded (observation, video), the assets, the agent's environment and sandbox. A
+ * command's getopt table lists the groups it takes (CLI_EPISODE_*_OPTIONS); cli_episode_option takes
+ * what getopt returned: true when it was one of them, with *rc 0 or EM_EXIT_USAGE after printing why. */
+enum { CLI_OPT_SETTLE_MS = 0x1040, CLI_OPT_OBSERVATION, CLI_OPT_VIDEO, CLI_OPT_ALLOW_PRIVATE, CLI_OPT_OFFLINE,
+       CLI_OPT_ASSET_MIRROR };
+typedef struct cli_episode {
+    double settle_ms;        /* --settle-ms (default 300) */
+    obs_kind observation;    /* --observation */
+    bool video;              /* --video */
+    plan_image_choice image; /* --image, --force-image */
+    netpolicy net;           /* --allow-private, --max-egress-bytes, --max-connections-per-minute */
+    bool has_net;            /* one of those was given */
+    cli_agent ag;            /* --agent-env, --agent-sandbox */
+} cli_episode;
+#define CLI_EPISODE_ENV_OPTIONS                                                                                      \
+    {"settle-ms", required_argument, 0, CLI_OPT_SETTLE_MS},                                                        \
+        {"allow-private", required_argument, 0, CLI_OPT_ALLOW_PRIVATE}, CLI_NET_LIMIT_OPTIONS, CLI_IMAGE_OPTIONS
+#define CLI_EPISODE_RECORD_OPTIONS                                                                                   \
+    {"observation", required_argument, 0, CLI_OPT_OBSERVATION}, { "video", no_argument, 0, CLI_OPT_VIDEO }
+#define CLI_EPISODE_ASSET_OPTIONS                                                                                    \
+    {"offline", no_argument, 0, CLI_OPT_OFFLINE}, { "asset-mirror", required_argument, 0, CLI_OPT_ASSET_MIRROR }
+#define CLI_EPISODE_AGENT_OPTIONS                                                                                    \
+    {"agent-env", required_argument, 0, CLI_OPT_AGENT_ENV}, { "agent-sandbox", required_argument, 0, CLI_OPT_AGENT_SANDBOX }
+void cli_episode_init(cli_episode *e);
+bool cli_episode_option(const char *usage, int c, const char *arg, cli_episode *e, int *rc);
+/* What the episode options say that a suite pool's options hold (o keeps pointers into ep). */
+struct pool_opts;
+void cli_pool_from_episode(struct pool_opts *o, const cli_episode *ep);
+/* The options only serve and mcp take (getopt returns 'm', 'o', 'r', 'A'), beside CLI_EPISODE_ENV_OPTIONS:
+ * true when c was one of them, with *rc 0 or EM_EXIT_USAGE after printing why. */
 #define CLI_API_OPTIONS                                                                                              \
     {"max-envs", required_argument, 0, 'm'}, {"out", required_argument, 0, 'o'},                                   \
-        {"task-root", required_argument, 0, 'r'}, {"accel", required_argument, 0, 'A'},                            \
-        {"settle-ms", required_argument, 0, 's'}, {"allow-private", required_argument, 0, 'P'},                     \
-        CLI_NET_LIMIT_OPTIONS, CLI_IMAGE_OPTIONS
+        {"task-root", required_argument, 0, 'r'}, {"accel", required_argument, 0, 'A'}, CLI_EPISODE_ENV_OPTIONS
 #define CLI_API_USAGE                                                                                                \
     "  --max-envs N        envs the server may own at once (default 4, at most 64)\n"                                \
     "  --out DIR           episodes: DIR/<env id>/<n>/{result.json,trace/} (default ./envmgr-out/serve)\n"          \
@@ -134,8 +165,9 @@ int cmd_gc(int argc, char **argv);
     "                      applies, and the host may fetch task assets from it (the operator's choice:\n"          \
     "                      no request or task can; repeatable)\n" CLI_NET_LIMITS_USAGE CLI_IMAGE_USAGE
 struct api_config;
-bool cli_api_option(const char *usage, int c, const char *arg, struct api_config *cfg,
-                    struct plan_image_choice *image, struct netpolicy *net, int *rc);
+bool cli_api_option(const char *usage, int c, const char *arg, struct api_config *cfg, int *rc);
+/* What the episode options say that the server's configuration holds (it keeps pointers into ep). */
+void cli_api_from_episode(struct api_config *cfg, const cli_episode *ep);
 int cmd_serve(int argc, char **argv);
 int cmd_mcp(int argc, char **argv);
 int cmd_view(int argc, char **argv);

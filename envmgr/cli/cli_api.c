@@ -1,13 +1,11 @@
-/* The options of the commands that serve the API's handlers (serve, mcp): one parser for both. */
+/* The options of the commands that serve the API's handlers (serve, mcp) beside the episode ones. */
 #include <string.h>
 
 #include "cli.h"
 #include "envmgr/api/api.h"
 #include "envmgr/base/util.h"
-#include "envmgr/net/netpolicy.h"
 
-bool cli_api_option(const char *usage, int c, const char *arg, api_config *cfg, struct plan_image_choice *image,
-                    struct netpolicy *net, int *rc)
+bool cli_api_option(const char *usage, int c, const char *arg, api_config *cfg, int *rc)
 {
     long v;
     *rc = 0;
@@ -24,21 +22,14 @@ bool cli_api_option(const char *usage, int c, const char *arg, api_config *cfg, 
             *rc = cli_usage_error(usage, "--accel: expected auto, kvm or tcg, got `%s`", arg);
         cfg->accel = arg;
         return true;
-    case 's':
-        if (parse_double(arg, &cfg->settle_ms) < 0 || cfg->settle_ms < 0 || cfg->settle_ms > 10000)
-            *rc = cli_usage_error(usage, "--settle-ms: expected 0..10000, got `%s`", arg);
-        return true;
-    case 'P':
-        *rc = cli_allow_private(usage, arg, net);
-        cfg->net = net;
-        return true;
-    case CLI_OPT_MAX_EGRESS_BYTES:
-    case CLI_OPT_MAX_CONN_PER_MIN:
-        *rc = cli_net_limit_option(usage, c, arg, net);
-        cfg->net = net;
-        return true;
-    case CLI_OPT_IMAGE:
-    case CLI_OPT_FORCE_IMAGE: *rc = cli_image_option(usage, c, arg, image); return true;
     default: return false;
     }
+}
+
+void cli_api_from_episode(api_config *cfg, const cli_episode *ep)
+{
+    cfg->settle_ms = ep->settle_ms;
+    cfg->net = ep->has_net ? &ep->net : NULL;
+    cfg->image = ep->image.image;
+    cfg->force_image = ep->image.force;
 }

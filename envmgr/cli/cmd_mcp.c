@@ -106,12 +106,11 @@ int cmd_mcp(int argc, char **argv)
         return 0;
     api_config c = {.max_envs = 1, .settle_ms = 300, .accel = "auto", .no_listen = true};
     static const struct option opts[] = {{"display", required_argument, 0, 'D'}, CLI_API_OPTIONS, {0, 0, 0, 0}};
-    plan_image_choice image = {0};
-    netpolicy net;
-    netpolicy_init(&net);
+    cli_episode ep;
+    cli_episode_init(&ep);
     int ch, rc;
     while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        if (cli_api_option(usage, ch, optarg, &c, &image, &net, &rc)) {
+        if (cli_api_option(usage, ch, optarg, &c, &rc) || cli_episode_option(usage, ch, optarg, &ep, &rc)) {
             if (rc)
                 return rc;
         } else if (ch == 'D') {
@@ -121,12 +120,11 @@ int cmd_mcp(int argc, char **argv)
             return cli_usage_error(usage, "mcp: bad option");
         }
     }
-    if (cli_image_check(usage, &image))
+    if (cli_image_check(usage, &ep.image))
         return EM_EXIT_USAGE;
     if (optind != argc)
         return cli_usage_error(usage, "mcp: unexpected argument `%s`", argv[optind]);
-    c.image = image.image;
-    c.force_image = image.force;
+    cli_api_from_episode(&c, &ep);
     char token[65]; /* the handlers' own check wants one; nothing listens to take it */
     em_err err = {0};
     if (api_token_generate(token, &err) < 0)

@@ -54,14 +54,9 @@ static const char usage[] =
 
 typedef struct run_args {
     const char *agent, *env_name, *out, *record, *accel;
-    double settle_ms, late_probe_ms;
-    bool video;
-    plan_image_choice image;
-    obs_kind observation;
-    netpolicy net; /* the operator's --allow-private rules and limit maxima (mode none until a task opens an
-                    * allowlist) */
-    bool has_net;
-    cli_agent ag; /* --agent-env, --agent-sandbox */
+    double late_probe_ms;
+    cli_episode ep; /* the episode options (the operator's network rules: mode none until a task opens an
+                     * allowlist) */
 } run_args;
 
 /* `envmgr run DIR`: a suite with one slot (the suite runner, suite_pool.h), then the table of
@@ -69,22 +64,17 @@ typedef struct run_args {
 static int run_folder(const char *target, const run_args *a, em_err *err)
 {
     suite *s = NULL;
-    if (suite_load(target, 1, 1, false, &a->image, &s, err) < 0)
+    if (suite_load(target, 1, 1, false, &a->ep.image, &s, err) < 0)
         return -1;
     pool_opts o = POOL_OPTS_DEFAULTS;
     o.agent = a->agent;
     o.out_dir = a->out ? a->out : "envmgr-out";
     o.accel = a->accel;
     o.envs = 1;
-    o.settle_ms = a->settle_ms;
-    o.observation = a->observation;
-    o.video = a->video;
-    o.agent_env = a->ag.env;
-    o.agent_sandbox_off = a->ag.sandbox_off;
     o.progress = 0;
-    o.net = a->has_net ? &a->net : NULL;
+    cli_pool_from_episode(&o, &a->ep);
     bool boxed; /* decided (and said) once, before the worker forks */
-    free(episode_agent_sandbox(a->ag.sandbox_off, &boxed));
+    free(episode_agent_sandbox(a->ep.ag.sandbox_off, &boxed));
     _cleanup_json_ json_t *summary = NULL;
     int rc = suite_run(s, &o, &summary, err);
     if (!summary) { /* refused before any episode (an OUT that holds a run): no table of someone else's */
@@ -140,67 +130,36 @@ int cmd_run(int argc, char **argv)
 {
     if (cli_wants_help(argc, argv, usage))
         return 0;
-    run_args a = {.accel = "auto", .settle_ms = 300};
-    netpolicy_init(&a.net);
+    run_args a = {.accel = "auto"};
+    cli_episode_init(&a.ep);
     em_err err = {0};
-    static const struct option opts[] = {{"agent", required_argument, 0, 'a'}, {"env", required_argument, 0, 'e'},
-                                         {"out", required_argument, 0, 'o'},   {"record", required_argument, 0, 'r'},
-                                         {"accel", required_argument, 0, 'A'}, {"settle-ms", required_argument, 0, 's'},
-                                         {"allow-private", required_argument, 0, 'P'},
-                                         {"offline", no_argument, 0, 'O'},     {"asset-mirror", required_argument, 0, 'm'},
+    static const struct option opts[] = {{"agent", required_argument, 0, 'a'},
+                                         {"env", required_argument, 0, 'e'},
+                                         {"out", required_argument, 0, 'o'},
+                                         {"record", required_argument, 0, 'r'},
+                                         {"accel", required_argument, 0, 'A'},
                                          {"probe-late", required_argument, 0, 'L'},
-                                         {"observation", required_argument, 0, 'B'},
-                                         {"video", no_argument, 0, 'V'},
-                                         CLI_IMAGE_OPTIONS,
-                                         {"agent-env", required_argument, 0, CLI_OPT_AGENT_ENV},
-                                         {"agent-sandbox", required_argument, 0, CLI_OPT_AGENT_SANDBOX},
-                                         CLI_NET_LIMIT_OPTIONS, {0, 0, 0, 0}};
-    int c;
+                                         CLI_EPISODE_ENV_OPTIONS,
+                                         CLI_EPISODE_RECORD_OPTIONS,
+                                         CLI_EPISODE_ASSET_OPTIONS,
+                                         CLI_EPISODE_AGENT_OPTIONS,
+                                         {0, 0, 0, 0}};
+    int c, erc;
     while ((c = getopt_long(argc, argv, "a:e:o:r:", opts, NULL)) != -1) {
+        if (cli_episode_option(usage, c, optarg, &a.ep, &erc)) {
+            if (erc)
+                return erc;
+            continue;
+        }
         switch (c) {
         case 'a': a.agent = optarg; break;
         case 'e': a.env_name = optarg; break;
         case 'o': a.out = optarg; break;
         case 'r': a.record = optarg; break;
-        case 'V': a.video = true; break;
-        case CLI_OPT_IMAGE:
-        case CLI_OPT_FORCE_IMAGE:
-            if (cli_image_option(usage, c, optarg, &a.image))
-                return EM_EXIT_USAGE;
-            break;
         case 'A': a.accel = optarg; break;
-        case 's':
-            if (parse_double(optarg, &a.settle_ms) < 0 || a.settle_ms < 0 || a.settle_ms > 10000)
-                return cli_usage_error(usage, "--settle-ms: expected 0..10000, got `%s`", optarg);
-            break;
         case 'L':
             if (parse_double(optarg, &a.late_probe_ms) < 0 || a.late_probe_ms < 0 || a.late_probe_ms > 60000)
                 return cli_usage_error(usage, "--probe-late: expected 0..60000, got `%s`", optarg);
-            break;
-        case 'P':
-            if (cli_allow_private(usage, optarg, &a.net))
-                return EM_EXIT_USAGE;
-            a.has_net = true;
-            break;
-        case CLI_OPT_MAX_EGRESS_BYTES:
-        case CLI_OPT_MAX_CONN_PER_MIN:
-            if (cli_net_limit_option(usage, c, optarg, &a.net))
-                return EM_EXIT_USAGE;
-            a.has_net = true;
-            break;
-        case 'B':
-            if (obs_kind_parse(optarg, &a.observation, &err) < 0)
-                return cli_usage_error(usage, "--%s", err.msg);
-            break;
-        case 'O':
-        case 'm':
-            if (cli_asset_option(usage, c == 'O', c == 'm' ? optarg : NULL))
-                return EM_EXIT_USAGE;
-            break;
-        case CLI_OPT_AGENT_ENV:
-        case CLI_OPT_AGENT_SANDBOX:
-            if (cli_agent_option(usage, c, optarg, &a.ag))
-                return EM_EXIT_USAGE;
             break;
         default: return cli_usage_error(usage, "run: bad option");
         }
@@ -209,11 +168,11 @@ int cmd_run(int argc, char **argv)
         return cli_usage_error(usage, "run: expected one TASK.json or SUITE_DIR");
     if (!a.agent)
         return cli_usage_error(usage, "--agent: missing");
-    if (cli_image_check(usage, &a.image))
+    if (cli_image_check(usage, &a.ep.image))
         return EM_EXIT_USAGE;
-    if (a.image.image && a.env_name)
+    if (a.ep.image.image && a.env_name)
         return cli_usage_error(usage, "--image: only for the temporary env (--env runs the image it was started with)");
-    if (a.has_net && a.env_name)
+    if (a.ep.has_net && a.env_name)
         return cli_usage_error(usage, "--allow-private, --max-*: only for the temporary env (give them to `envmgr up` "
                                       "for --env)");
     const char *target = argv[optind];
@@ -237,7 +196,7 @@ int cmd_run(int argc, char **argv)
     if (task_load(target, &t, &err) < 0)
         return cli_report(&err);
     _cleanup_free_ char *image = NULL;
-    if (!a.env_name && plan_new_env(t, &a.image, &a.net, &image, &err) < 0) { /* --env: plan_for_env */
+    if (!a.env_name && plan_new_env(t, &a.ep.image, &a.ep.net, &image, &err) < 0) { /* --env: plan_for_env */
         em_prefix(&err, "%s: ", target);
         return cli_report(&err);
     }
@@ -247,7 +206,7 @@ int cmd_run(int argc, char **argv)
     int rc;
     if (temporary) {
         snprintf(temp_name, sizeof temp_name, "run-%d", (int)getpid());
-        env_up_opts uo = {.name = temp_name, .image = image, .accel = a.accel, .net = a.has_net ? &a.net : NULL};
+        env_up_opts uo = {.name = temp_name, .image = image, .accel = a.accel, .net = a.ep.has_net ? &a.ep.net : NULL};
         rc = env_up(&uo, &e, NULL, &err);
     } else {
         rc = env_open(a.env_name, &e, &err);
@@ -260,8 +219,8 @@ int cmd_run(int argc, char **argv)
     _cleanup_json_ json_t *res = NULL;
     rc = plan_for_env(e, t, &err);
     episode_opts o = {.agent_cmd = a.agent, .out_dir = out, .trace_dir = a.record, .fresh = temporary,
-                      .settle_ms = a.settle_ms, .late_probe_ms = a.late_probe_ms, .observation = a.observation,
-                      .agent_env = a.ag.env, .agent_sandbox_off = a.ag.sandbox_off, .video = a.video};
+                      .settle_ms = a.ep.settle_ms, .late_probe_ms = a.late_probe_ms, .observation = a.ep.observation,
+                      .agent_env = a.ep.ag.env, .agent_sandbox_off = a.ep.ag.sandbox_off, .video = a.ep.video};
     if (rc == 0)
         rc = episode_run(e, t, target, &o, &res, &err);
     bool scored = rc == 0 && report_scored(res);

@@ -46,12 +46,11 @@ int cmd_serve(int argc, char **argv)
                                          {"token-file", required_argument, 0, 't'},
                                          CLI_API_OPTIONS,
                                          {0, 0, 0, 0}};
-    plan_image_choice image = {0};
-    netpolicy net;
-    netpolicy_init(&net);
+    cli_episode ep;
+    cli_episode_init(&ep);
     int ch, rc;
     while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        if (cli_api_option(usage, ch, optarg, &c, &image, &net, &rc)) {
+        if (cli_api_option(usage, ch, optarg, &c, &rc) || cli_episode_option(usage, ch, optarg, &ep, &rc)) {
             if (rc)
                 return rc;
             continue;
@@ -63,10 +62,9 @@ int cmd_serve(int argc, char **argv)
         default: return cli_usage_error(usage, "serve: bad option");
         }
     }
-    if (cli_image_check(usage, &image))
+    if (cli_image_check(usage, &ep.image))
         return EM_EXIT_USAGE;
-    c.image = image.image;
-    c.force_image = image.force;
+    cli_api_from_episode(&c, &ep);
     if (optind != argc)
         return cli_usage_error(usage, "serve: unexpected argument `%s`", argv[optind]);
     if (c.listen && c.socket_path)

@@ -116,7 +116,8 @@ bool cli_pool_option(const char *use, int c, const char *arg, pool_opts *o, int 
 
 static int cmd_suite_run(int argc, char **argv)
 {
-    plan_image_choice image = {0};
+    cli_episode ep;
+    cli_episode_init(&ep);
     pool_opts o = POOL_OPTS_DEFAULTS;
     int shard_k = 1, shard_n = 1;
     static const struct option opts[] = {{"agent", required_argument, 0, 'a'},
@@ -124,32 +125,23 @@ static int cmd_suite_run(int argc, char **argv)
                                          {"shard", required_argument, 0, 's'},
                                          {"repeat", required_argument, 0, 'r'},
                                          {"retries", required_argument, 0, 't'},
-                                         {"settle-ms", required_argument, 0, 'S'},
-                                         {"observation", required_argument, 0, 'B'},
-                                         {"video", no_argument, 0, 'V'},
-                                         CLI_IMAGE_OPTIONS,
                                          CLI_POOL_OPTIONS,
                                          {"watchdog", required_argument, 0, 'w'},
                                          {"watchdog-margin", required_argument, 0, 'W'},
                                          {"strict", no_argument, 0, 'X'},
-                                         {"offline", no_argument, 0, 'O'},
-                                         {"asset-mirror", required_argument, 0, 'm'},
-                                         {"allow-private", required_argument, 0, 'P'},
-                                         {"agent-env", required_argument, 0, CLI_OPT_AGENT_ENV},
-                                         {"agent-sandbox", required_argument, 0, CLI_OPT_AGENT_SANDBOX},
-                                         CLI_NET_LIMIT_OPTIONS,
+                                         CLI_EPISODE_ENV_OPTIONS,
+                                         CLI_EPISODE_RECORD_OPTIONS,
+                                         CLI_EPISODE_ASSET_OPTIONS,
+                                         CLI_EPISODE_AGENT_OPTIONS,
                                          {0, 0, 0, 0}};
-    netpolicy net;
-    netpolicy_init(&net);
     int c;
     long v;
     bool strict = false;
     em_err err = {0};
-    cli_agent ag = {0};
     optind = 1;
     while ((c = getopt_long(argc, argv, "a:o:n:", opts, NULL)) != -1) {
         int prc;
-        if (cli_pool_option(usage, c, optarg, &o, &prc)) {
+        if (cli_pool_option(usage, c, optarg, &o, &prc) || cli_episode_option(usage, c, optarg, &ep, &prc)) {
             if (prc)
                 return prc;
             continue;
@@ -171,22 +163,6 @@ static int cmd_suite_run(int argc, char **argv)
                 return cli_usage_error(usage, "--retries: expected 0..10, got `%s`", optarg);
             o.retries = (int)v;
             break;
-        case 'S':
-            if (parse_double(optarg, &o.settle_ms) < 0 || o.settle_ms < 0 || o.settle_ms > 10000)
-                return cli_usage_error(usage, "--settle-ms: expected 0..10000, got `%s`", optarg);
-            break;
-        case 'V': o.video = true; break;
-        case CLI_OPT_IMAGE:
-        case CLI_OPT_FORCE_IMAGE:
-            if (cli_image_option(usage, c, optarg, &image))
-                return EM_EXIT_USAGE;
-            break;
-        case 'B': {
-            em_err oerr = {0};
-            if (obs_kind_parse(optarg, &o.observation, &oerr) < 0)
-                return cli_usage_error(usage, "--%s", oerr.msg);
-            break;
-        }
         case 'w':
             if (parse_seconds(optarg, "--watchdog", &o.watchdog_s))
                 return EM_EXIT_USAGE;
@@ -196,42 +172,20 @@ static int cmd_suite_run(int argc, char **argv)
                 return EM_EXIT_USAGE;
             break;
         case 'X': strict = true; break;
-        case 'O':
-        case 'm':
-            if (cli_asset_option(usage, c == 'O', c == 'm' ? optarg : NULL))
-                return EM_EXIT_USAGE;
-            break;
-        case 'P':
-            if (cli_allow_private(usage, optarg, &net))
-                return EM_EXIT_USAGE;
-            o.net = &net;
-            break;
-        case CLI_OPT_AGENT_ENV:
-        case CLI_OPT_AGENT_SANDBOX:
-            if (cli_agent_option(usage, c, optarg, &ag))
-                return EM_EXIT_USAGE;
-            o.agent_env = ag.env;
-            o.agent_sandbox_off = ag.sandbox_off;
-            break;
-        case CLI_OPT_MAX_EGRESS_BYTES:
-        case CLI_OPT_MAX_CONN_PER_MIN:
-            if (cli_net_limit_option(usage, c, optarg, &net))
-                return EM_EXIT_USAGE;
-            o.net = &net;
-            break;
         default: return cli_usage_error(usage, "suite run: bad option");
         }
     }
+    cli_pool_from_episode(&o, &ep);
     if (argc - optind != 1)
         return cli_usage_error(usage, "suite run: expected one SUITE (a folder of tasks or an index JSON)");
     if (!o.agent)
         return cli_usage_error(usage, "--agent: missing");
     if (!o.out_dir)
         return cli_usage_error(usage, "--out: missing (the run directory)");
-    if (cli_image_check(usage, &image))
+    if (cli_image_check(usage, &ep.image))
         return EM_EXIT_USAGE;
     suite *s = NULL;
-    if (suite_load(argv[optind], shard_k, shard_n, strict, &image, &s, &err) < 0)
+    if (suite_load(argv[optind], shard_k, shard_n, strict, &ep.image, &s, &err) < 0)
         return cli_report(&err);
     if (suite_unsupported(s))
         fprintf(stderr, "suite: %zu of %zu tasks cannot run here (recorded as unsupported; `envmgr task check` "
@@ -245,7 +199,7 @@ static int cmd_suite_run(int argc, char **argv)
     if (shard_n > 1)
         fprintf(stderr, "suite: shard %d/%d: %zu of %zu tasks\n", shard_k, shard_n, s->ntasks, s->total);
     bool boxed; /* decided (and said) once, before the workers fork */
-    free(episode_agent_sandbox(ag.sandbox_off, &boxed));
+    free(episode_agent_sandbox(ep.ag.sandbox_off, &boxed));
     json_t *summary = NULL;
     int rc = suite_run(s, &o, &summary, &err);
     suite_free(s);

@@ -111,13 +111,13 @@ static int solved_ids(const char *solutions, json_t **ids, em_err *err)
 
 int cmd_suite_audit(int argc, char **argv)
 {
-    plan_image_choice image = {0};
+    cli_episode ep; /* audit takes the image and the assets; its agents are its own */
+    cli_episode_init(&ep);
     pool_opts o = POOL_OPTS_DEFAULTS;
     const char *out = NULL, *solutions = NULL;
     static const struct option opts[] = {{"out", required_argument, 0, 'o'},
                                          {"solutions", required_argument, 0, 'L'},
-                                         {"offline", no_argument, 0, 'O'},
-                                         {"asset-mirror", required_argument, 0, 'm'},
+                                         CLI_EPISODE_ASSET_OPTIONS,
                                          CLI_IMAGE_OPTIONS,
                                          CLI_POOL_OPTIONS,
                                          {0, 0, 0, 0}};
@@ -125,7 +125,7 @@ int cmd_suite_audit(int argc, char **argv)
     optind = 1;
     while ((c = getopt_long(argc, argv, "o:n:", opts, NULL)) != -1) {
         int prc;
-        if (cli_pool_option(usage, c, optarg, &o, &prc)) {
+        if (cli_pool_option(usage, c, optarg, &o, &prc) || cli_episode_option(usage, c, optarg, &ep, &prc)) {
             if (prc)
                 return prc;
             continue;
@@ -133,16 +133,6 @@ int cmd_suite_audit(int argc, char **argv)
         switch (c) {
         case 'o': out = optarg; break;
         case 'L': solutions = optarg; break;
-        case 'O':
-        case 'm':
-            if (cli_asset_option(usage, c == 'O', c == 'm' ? optarg : NULL))
-                return EM_EXIT_USAGE;
-            break;
-        case CLI_OPT_IMAGE:
-        case CLI_OPT_FORCE_IMAGE:
-            if (cli_image_option(usage, c, optarg, &image))
-                return EM_EXIT_USAGE;
-            break;
         default: return cli_usage_error(usage, "suite audit: bad option");
         }
     }
@@ -150,11 +140,11 @@ int cmd_suite_audit(int argc, char **argv)
         return cli_usage_error(usage, "suite audit: expected one SUITE (a folder of tasks or an index JSON)");
     if (!out)
         return cli_usage_error(usage, "--out: missing (the audit's directory)");
-    if (cli_image_check(usage, &image))
+    if (cli_image_check(usage, &ep.image))
         return EM_EXIT_USAGE;
     em_err err = {0};
     suite *s = NULL;
-    if (suite_load(argv[optind], 1, 1, false, &image, &s, &err) < 0)
+    if (suite_load(argv[optind], 1, 1, false, &ep.image, &s, &err) < 0)
         return cli_report(&err);
     const char *data = paths_data_dir();
     _cleanup_free_ char *done_agent = xasprintf("'%s/tasks/agents/null'", data),
