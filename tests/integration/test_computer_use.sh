@@ -26,6 +26,8 @@ if ! wait_until 30 bash -c "'$ENVMGR' exec $E -- grep -q ready /tmp/rec.log"; th
     exit 1
 fi
 ok "the recorder window is up"
+check "the guest's USB tablet never autosuspends" \
+    test "$("$ENVMGR" exec $E -- cat /sys/bus/usb/devices/1-1/power/control 2>/dev/null)" = on
 
 lines() { fetch_log; wc -l <"$T/rec.log"; }
 # expect NAME REPLY WANT: the events REPLY makes (input_events.py's summary) are exactly WANT
@@ -57,10 +59,13 @@ expect "anthropic right_click" "$(A '{"action": "right_click", "coordinate": [20
 expect "anthropic middle_click" "$(A '{"action": "middle_click", "coordinate": [8, 8]}')" "press2@10,10 release2@10,10"
 expect "anthropic double_click" "$(A '{"action": "double_click", "coordinate": [400, 300]}')" \
     "press1@500,375 release1@500,375 press1@500,375 release1@500,375"
+sleep 2.5 # idle past the kernel's USB autosuspend delay (2 s): the tablet must still be awake
 expect "anthropic triple_click with shift held" "$(A '{"action": "triple_click", "coordinate": [400, 300], "text": "shift"}')" \
     "down:Shift_L press1@500,375+shift release1@500,375+shift press1@500,375+shift release1@500,375+shift press1@500,375+shift release1@500,375+shift up:Shift_L"
+sleep 2.5 # idle past the kernel's USB autosuspend delay (2 s): the tablet must still be awake
 expect "anthropic left_click with ctrl+shift held" "$(A '{"action": "left_click", "coordinate": [4, 4], "text": "ctrl+shift"}')" \
     "down:Control_L down:Shift_L press1@5,5+shift+ctrl release1@5,5+shift+ctrl up:Shift_L up:Control_L"
+sleep 2.5 # idle past the kernel's USB autosuspend delay (2 s): the tablet must still be awake
 expect "anthropic left_click_drag from start_coordinate to coordinate" \
     "$(A '{"action": "left_click_drag", "start_coordinate": [80, 80], "coordinate": [160, 120]}')" \
     "press1@100,100 release1@200,150"
