@@ -67,8 +67,8 @@ $(BUILD)/fuzz-replay/%: tests/fuzz/%.c tests/fuzz/replay_main.c $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< tests/fuzz/replay_main.c $(LIB) $(LDLIBS)
 
-# Small programs the shell tests use (PNG facts); built from the same library.
-TOOLS := $(BUILD)/tools/pngtool $(FUZZ_REPLAY)
+# Small programs the shell tests use (PNG facts, a starved vCPU); built from the same library.
+TOOLS := $(BUILD)/tools/pngtool $(BUILD)/tools/vstall $(FUZZ_REPLAY)
 $(BUILD)/tools/%: tests/tools/%.c $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS)

@@ -9,9 +9,10 @@
 #include "envmgr/base/json_type.h"
 #include "envmgr/base/util.h"
 
-/* QEMU queues key events 10 ms apart (its default key-delay-ms); pacing at
- * the same rate keeps its queue short, so an action has reached the guest
- * when it returns and the next screenshot shows its effect. */
+/* Key events 10 ms apart, QEMU's default key delay (vm.c turns QEMU's own off: it let keys out by
+ * host time, taken or not). vnc_key sends them in batches the guest has taken, and action_execute
+ * returns once it has taken the last (vnc_wait_input_taken): a guest starved of host CPU gets its
+ * keys late, not lost, and an action has reached the guest when it returns. */
 #define KEY_PACE_MS 10.0
 #define CLICK_GAP_MS 40.0
 #define DRAG_STEPS 12
@@ -428,7 +429,7 @@ static int drag(vnc_session *v, const action *a, em_err *err)
     return vnc_pointer(v, a->x, a->y, buttons & ~BUTTON_LEFT, err);
 }
 
-int action_execute(vnc_session *v, const action *a, em_err *err)
+static int execute(vnc_session *v, const action *a, em_err *err)
 {
     int x, y, buttons;
     vnc_pointer_state(v, &x, &y, &buttons);
@@ -487,4 +488,13 @@ int action_execute(vnc_session *v, const action *a, em_err *err)
         return em_fail(err, "PYAUTOGUI: runs in the guest (env_act), not over VNC");
     }
     return em_fail(err, "action: unhandled type");
+}
+
+int action_execute(vnc_session *v, const action *a, em_err *err)
+{
+    if (execute(v, a, err) < 0)
+        return -1;
+    /* the last batch of keys too: the next action, or `envmgr act` hanging up, must not find the
+     * guest behind (a no-op for an action without keys) */
+    return vnc_wait_input_taken(v, err);
 }

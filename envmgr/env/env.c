@@ -22,6 +22,8 @@
 #include "envmgr/base/paths.h"
 #include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
+#include "envmgr/base/warn.h"
+#include "envmgr/vm/input_drain.h"
 #include "envmgr/vm/vm.h"
 
 #define ENV_INPUT "input.json"
@@ -73,6 +75,65 @@ static int input_gate(void *ctx, em_err *err)
     }
     e->ram_warm_seen = true;
     return 0;
+}
+
+/* How long the vCPUs have run, -1 when that cannot be read (then the drain goes by the threads'
+ * sleep and the VNC round trip alone). */
+static double vcpu_ms(env *e)
+{
+    uint64_t run = 0, wait;
+    em_err ignored = {0};
+    if (env_vcpu_time(e, &run, &wait, &ignored) < 0 || run == 0)
+        return -1;
+    return (double)run / 1e6;
+}
+
+static int drain_give_up(env *e, double waited_ms)
+{
+    if (!e->input_drain_gave_up)
+        em_warn("envmgr: env %s: the guest took no input for %.0f ms; sending on (keys may be lost)", e->name,
+                waited_ms);
+    e->input_drain_gave_up = true;
+    return 0;
+}
+
+/* vnc.h's input drain: returns 1 once the guest has taken every event sent, judged by input_drain.h
+ * from QEMU's threads (/proc), a VNC round trip and the vCPUs' run time; 0 when it gave up. */
+static int input_drain(void *ctx, em_err *err)
+{
+    env *e = ctx;
+    input_drain_seen s = {.max_ms = e->input_drain_gave_up ? INPUT_DRAIN_MAX_AFTER_GIVE_UP_MS : INPUT_DRAIN_MAX_MS};
+    double t0 = now_ms(), ran0 = 0;
+    bool timing = false; /* ran0 is set: the vCPUs' run time is read only once a sample is not quiet
+                          * (its first read in a process asks QEMU for the vCPU threads: ms) */
+    for (;;) {
+        /* threads unreadable (-1): never quiet; the round trip and the run time decide */
+        s.quiet = vm_threads_awake(e->pid) == 0 ? s.quiet + 1 : 0;
+        int rc = s.synced ? 1 : vnc_sync(e->vnc, err);
+        if (rc < 0)
+            return env_failed(e, err);
+        s.synced = rc > 0;
+        if (!s.quiet) {
+            double ran = vcpu_ms(e);
+            if (!timing)
+                ran0 = ran;
+            timing = true;
+            s.ran_ms = ran < 0 || ran0 < 0 ? INPUT_DRAIN_BUSY_RUN_MS : ran - ran0;
+        }
+        s.waited_ms = now_ms() - t0;
+        switch (input_drain_step(&s)) {
+        case INPUT_DRAIN_TAKEN:
+            e->input_drain_gave_up = false;
+            return 1;
+        case INPUT_DRAIN_GIVE_UP:
+            return drain_give_up(e, s.waited_ms);
+        case INPUT_DRAIN_WAIT:
+            break;
+        }
+        if (check_interrupt(err) < 0)
+            return -1;
+        sleep_ms(INPUT_DRAIN_SAMPLE_MS);
+    }
 }
 
 json_t *env_boundaries(env *e)
@@ -559,6 +620,7 @@ int env_vnc(env *e, vnc_session **v, em_err *err)
             return env_failed(e, err);
         }
         vnc_set_input_gate(e->vnc, input_gate, e);
+        vnc_set_input_drain(e->vnc, input_drain, e);
         if (read_input_state(e, &x, &y, &b))
             vnc_set_pointer_wire(e->vnc, x, y, b);
     }

@@ -188,8 +188,12 @@ static void build_argv(const vm_spec *s, const vm_net *net, const vm_runas *runa
     arg(a, xstrdup("qemu-xhci"));
     arg(a, xstrdup("-device"));
     arg(a, xstrdup("usb-tablet")); /* absolute pointer: VNC coordinates are screen coordinates */
+    /* key-delay-ms=0: QEMU's VNC server otherwise queues each key 10 ms behind the last and lets
+     * them out by host time whether the guest reads them or not (ui/input.c: kbd_queue, on the
+     * virtual clock, which TCG runs on host time); envmgr paces keys by the guest's own progress
+     * (vnc.h: vnc_wait_input_taken), which needs every key it sent to be in the guest's device. */
     arg(a, xstrdup("-vnc"));
-    arg(a, xasprintf("unix:%s/" VM_VNC_SOCK, s->dir));
+    arg(a, xasprintf("unix:%s/" VM_VNC_SOCK ",key-delay-ms=0", s->dir));
     arg(a, xstrdup("-qmp"));
     arg(a, xasprintf("unix:%s/" VM_QMP_SOCK ",server=on,wait=off", s->dir));
     /* The guest's console in a 1 MiB ring inside QEMU (QMP ringbuf-read), not a file: guest root
@@ -519,13 +523,15 @@ void vm_threads_sched(pid_t pid, const pid_t *tids, size_t n, uint64_t *run_ns, 
     }
 }
 
-int vm_threads_in_io(pid_t pid)
+/* How many of QEMU's threads are (in) or are not (!in) in one of these states (/proc stat's third
+ * field); -1 when its threads cannot be read (it is gone). */
+static int threads_in_states(pid_t pid, const char *states, bool in)
 {
     char path[64];
     snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
     DIR *d = opendir(path);
     if (!d)
-        return 0;
+        return -1;
     int n = 0;
     struct dirent *de;
     while ((de = readdir(d))) {
@@ -542,11 +548,22 @@ int vm_threads_in_io(pid_t pid)
             continue;
         buf[r] = '\0';
         const char *after = strrchr(buf, ')'); /* the name in parentheses may hold anything */
-        if (after && after[1] == ' ' && after[2] == 'D')
+        if (after && after[1] == ' ' && after[2] && (strchr(states, after[2]) != NULL) == in)
             n++;
     }
     closedir(d);
     return n;
+}
+
+int vm_threads_in_io(pid_t pid)
+{
+    int n = threads_in_states(pid, "D", true);
+    return n < 0 ? 0 : n;
+}
+
+int vm_threads_awake(pid_t pid)
+{
+    return threads_in_states(pid, "SI", false);
 }
 
 int vm_guest_shut_down(const char *dir, bool *off, em_err *err)

@@ -74,6 +74,10 @@ void vm_threads_sched(pid_t pid, const pid_t *tids, size_t n, uint64_t *run_ns, 
 /* How many of QEMU's threads wait in the kernel for I/O right now (state D): a guest read that the
  * host's disk has not answered yet, which QEMU's counters show only once it completes. */
 int vm_threads_in_io(pid_t pid);
+/* How many of QEMU's threads are not asleep right now: running, waiting for a CPU, waiting for I/O
+ * (D) or stopped; -1 when its threads cannot be read. 0 means QEMU and its guest have nothing left to
+ * do (a halted vCPU sleeps). */
+int vm_threads_awake(pid_t pid);
 
 /* Did the guest power itself off (QEMU runs with -no-shutdown, so it stays, stopped)? */
 int vm_guest_shut_down(const char *dir, bool *off, em_err *err);

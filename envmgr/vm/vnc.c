@@ -8,6 +8,7 @@
 
 #include "envmgr/base/util.h"
 #include "envmgr/base/warn.h"
+#include "envmgr/vm/input_drain.h"
 #include "envmgr/vm/pointer_axis.h"
 
 struct vnc_session {
@@ -24,9 +25,19 @@ struct vnc_session {
     bool extended_keys; /* the server accepted a scancode key event */
     vnc_input_gate gate;
     void *gate_ctx;
+    int keys_untaken;   /* key events sent since the guest was last seen to have taken them */
+    unsigned input_sent;     /* input events sent */
+    unsigned input_read;     /* of those, how many QEMU has read: it answered a request sent after
+                              * them, or the input drain saw the guest take them */
+    unsigned request_covers; /* input_sent when the request in flight was sent */
+    bool request_out;        /* a frame request is in flight: its answer has not come */
+    double request_at;
+    vnc_input_drain drain;
+    void *drain_ctx;
 };
 
 #define REQUEST_RETRY_MS 1000.0
+#define CLOSE_SYNC_MS 5000.0
 
 static int tag;
 
@@ -57,8 +68,12 @@ static void got_update(rfbClient *c, int x, int y, int w, int h)
 static void finished_update(rfbClient *c)
 {
     vnc_session *v = session_of(c);
-    if (v->want_full ? v->area >= (long long)c->width * c->height : v->marker_seen)
+    if (!v->frame_done && (v->want_full ? v->area >= (long long)c->width * c->height : v->marker_seen)) {
         v->frame_done = true;
+        v->request_out = false;
+        if ((int)(v->request_covers - v->input_read) > 0) /* QEMU answers in order: it read what came before */
+            v->input_read = v->request_covers;
+    }
     v->marker_seen = false;
 }
 
@@ -118,16 +133,37 @@ static int wait_frame(vnc_session *v, double until, em_err *err)
     return 1;
 }
 
-static int send_request(vnc_session *v, bool full, em_err *err)
+/* Wait for the answer owed to a request in flight (vnc_sync's), at most a second. */
+static int take_owed_answer(vnc_session *v, double deadline, em_err *err)
+{
+    double owed = now_ms() + REQUEST_RETRY_MS;
+    return v->request_out && wait_frame(v, owed < deadline ? owed : deadline, err) < 0 ? -1 : 0;
+}
+
+static void begin_request(vnc_session *v, bool full)
+{
+    v->area = 0;
+    v->want_full = full;
+    v->marker_seen = false;
+    v->frame_done = false;
+}
+
+/* poke: an input message first, which resets QEMU's refresh timer (vnc_sync's requests follow input
+ * that did, and a poke would wake the guest it waits to see asleep) */
+static int send_request(vnc_session *v, bool full, bool poke, em_err *err)
 {
     /* the position QEMU last had: a poke that moves nothing */
-    rfbBool poked = v->pointer_known ? SendPointerEvent(v->client, v->wx, v->wy, v->buttons)
-                                     : SendClientCutText(v->client, "", 0); /* no clipboard peer: no effect */
+    rfbBool poked = !poke                ? TRUE
+                    : v->pointer_known ? SendPointerEvent(v->client, v->wx, v->wy, v->buttons)
+                                       : SendClientCutText(v->client, "", 0); /* no clipboard peer: no effect */
     if (!poked)
         return em_fail(err, "vnc %s: send input event failed", v->path);
     int w = full ? v->client->width : 1, h = full ? v->client->height : 1;
     if (!SendFramebufferUpdateRequest(v->client, 0, 0, w, h, FALSE))
         return em_fail(err, "vnc %s: send update request failed", v->path);
+    v->request_covers = v->input_sent;
+    v->request_out = true;
+    v->request_at = now_ms();
     return 0;
 }
 
@@ -138,20 +174,24 @@ static int send_request(vnc_session *v, bool full, em_err *err)
  * one we need. Before it, an input message resets QEMU's refresh timer (an update request does
  * not; on a still screen it backs off to 3 s). A full frame (after connecting) waits for the
  * whole area instead: 8 MB at 1920x1080, where the marker costs a few hundred bytes. A request
- * unanswered for a second is sent again (an answer is due within one refresh, 30 ms). */
+ * unanswered for a second is sent again (an answer is due within one refresh, 30 ms). A marker
+ * request still unanswered once the queue is drained (vnc_sync's) is answered at QEMU's next
+ * refresh, after this call: that answer will do (waiting it out to ask again cost every frame
+ * after keys a second refresh). */
 static int request_frame(vnc_session *v, bool full, double deadline, em_err *err)
 {
     /* Drain what is queued so the completion we wait for belongs to our request. */
     if (handle_messages(v, now_ms(), err) < 0)
         return -1;
-    v->area = 0;
-    v->want_full = full;
-    v->marker_seen = false;
-    v->frame_done = false;
-    for (;;) {
-        if (send_request(v, full, err) < 0)
+    bool owed = !full && v->request_out;
+    if (full && take_owed_answer(v, deadline, err) < 0)
+        return -1;
+    if (!owed)
+        begin_request(v, full);
+    for (bool ask = !owed;; ask = true) {
+        if (ask && send_request(v, full, true, err) < 0)
             return -1;
-        double until = now_ms() + REQUEST_RETRY_MS;
+        double until = (ask ? now_ms() : v->request_at) + REQUEST_RETRY_MS;
         int rc = wait_frame(v, until < deadline ? until : deadline, err);
         if (rc != 0)
             return rc < 0 ? -1 : 0;
@@ -220,6 +260,14 @@ void vnc_close(vnc_session *v)
 {
     if (!v)
         return;
+    /* QEMU drops what it has not read of a client that hangs up (ui/vnc.c: vnc_client_io, G_IO_HUP),
+     * and its main loop reads nothing while it waits for a vCPU starved of host CPU: the last keys of
+     * an `envmgr act` were lost. So hang up only once it has answered a request sent after them. */
+    em_err ignored = {0};
+    double deadline = now_ms() + CLOSE_SYNC_MS;
+    if (v->client && v->input_read != v->input_sent && take_owed_answer(v, deadline, &ignored) == 0 &&
+        v->input_read != v->input_sent)
+        request_frame(v, false, deadline, &ignored);
     if (v->client) {
         free(v->client->frameBuffer); /* ours (refuse_resize): rfbClientCleanup leaves it */
         v->client->frameBuffer = NULL;
@@ -286,6 +334,7 @@ int vnc_pointer(vnc_session *v, int x, int y, int buttons, em_err *err)
     int wx = pointer_axis_wire(x, v->client->width), wy = pointer_axis_wire(y, v->client->height);
     if (!SendPointerEvent(v->client, wx, wy, buttons))
         return em_fail(err, "vnc %s: send pointer event failed", v->path);
+    v->input_sent++;
     v->wx = wx;
     v->wy = wy;
     v->buttons = buttons;
@@ -315,17 +364,61 @@ void vnc_set_pointer_wire(vnc_session *v, int wx, int wy, int buttons)
     v->pointer_known = true;
 }
 
+void vnc_set_input_drain(vnc_session *v, vnc_input_drain drain, void *ctx)
+{
+    v->drain = drain;
+    v->drain_ctx = ctx;
+}
+
+int vnc_wait_input_taken(vnc_session *v, em_err *err)
+{
+    if (!v->keys_untaken)
+        return 0;
+    int rc = 1; /* without a judge: once QEMU has read them */
+    if (v->drain)
+        rc = v->drain(v->drain_ctx, err);
+    else if (request_frame(v, false, now_ms() + CLOSE_SYNC_MS, err) < 0)
+        rc = -1;
+    if (rc < 0)
+        return -1;
+    v->keys_untaken = 0;
+    if (rc > 0) /* taken: QEMU has read everything sent, so closing need not ask it */
+        v->input_read = v->input_sent;
+    return 0;
+}
+
 int vnc_key(vnc_session *v, const key_code *k, bool down, em_err *err)
 {
+    /* A batch at a time: the guest's keyboard holds 16 bytes (input_drain.h). */
+    if (v->keys_untaken >= INPUT_DRAIN_BATCH && vnc_wait_input_taken(v, err) < 0)
+        return -1;
     if (pass_gate(v, err) < 0)
         return -1;
     /* With scancodes the guest gets the physical key regardless of QEMU's keymap. */
-    if (k->scancode && SendExtendedKeyEvent(v->client, k->keysym, k->scancode, down)) {
+    if (k->scancode && SendExtendedKeyEvent(v->client, k->keysym, k->scancode, down))
         v->extended_keys = true;
-        return 0;
-    }
-    if (!SendKeyEvent(v->client, k->keysym, down))
+    else if (!SendKeyEvent(v->client, k->keysym, down))
         return em_fail(err, "vnc %s: send key event failed", v->path);
+    v->keys_untaken++;
+    v->input_sent++;
+    /* a full batch: ask QEMU now, so its answer (vnc_sync) is on its way while this key's pace runs */
+    if (v->keys_untaken >= INPUT_DRAIN_BATCH && v->drain && vnc_sync(v, err) < 0)
+        return -1;
+    return 0;
+}
+
+int vnc_sync(vnc_session *v, em_err *err)
+{
+    if (v->request_out && handle_messages(v, now_ms(), err) < 0)
+        return -1;
+    if (v->input_read == v->input_sent)
+        return 1;
+    /* one request in flight at a time: the answer to an earlier one would pass for a later one's */
+    if (!v->request_out || now_ms() - v->request_at >= REQUEST_RETRY_MS) {
+        begin_request(v, false);
+        if (send_request(v, false, false, err) < 0)
+            return -1;
+    }
     return 0;
 }
 

@@ -5,7 +5,11 @@
  *  - the refresh timer backs off to 3 s on a static screen and an update
  *    request does not reset it, but input does: send an input message first;
  *  - keysyms of shifted characters arrive unshifted: wrap them in Shift, and
- *    send scancodes with QEMU's extended key event when offered. */
+ *    send scancodes with QEMU's extended key event when offered;
+ *  - it drops input it holds for a guest that does not read it (its PS/2 queue
+ *    overflows) and input it has not read when the client hangs up: keys go in
+ *    batches the guest has taken (input_drain.h), and closing waits until QEMU
+ *    has read everything sent. */
 #ifndef ENVMGR_VNC_H
 #define ENVMGR_VNC_H
 
@@ -42,11 +46,26 @@ void vnc_pointer_state(const vnc_session *v, int *x, int *y, int *buttons);
 void vnc_pointer_wire(const vnc_session *v, int *wx, int *wy, int *buttons);
 /* Tell the session the pointer's VNC position (restored from the env's state) without sending anything. */
 void vnc_set_pointer_wire(vnc_session *v, int wx, int wy, int buttons);
+/* Send a key event. Once INPUT_DRAIN_BATCH of them are untaken, it first waits until the guest has
+ * taken them (vnc_wait_input_taken). */
 int vnc_key(vnc_session *v, const key_code *k, bool down, em_err *err);
+/* Returns once the guest has taken every key event sent (at once when there is none): the input
+ * drain's judgement (input_drain.h), or without one, once QEMU has read them. */
+int vnc_wait_input_taken(vnc_session *v, em_err *err);
+/* The judge of vnc_wait_input_taken: it returns 1 once the guest has taken every event sent (QEMU
+ * has read them all), 0 when it gave up waiting, -1 with err when it cannot go on (interrupted, or
+ * QEMU is gone). */
+typedef int (*vnc_input_drain)(void *ctx, em_err *err);
+void vnc_set_input_drain(vnc_session *v, vnc_input_drain drain, void *ctx);
 /* Called before each key and pointer event is sent: it returns once the guest can take the event
  * (vnc_key and vnc_pointer fail with its error). NULL: send at once. */
 typedef int (*vnc_input_gate)(void *ctx, em_err *err);
 void vnc_set_input_gate(vnc_session *v, vnc_input_gate gate, void *ctx);
+
+/* 1 once QEMU has read every input event sent (it answered a frame request sent after them), 0 not
+ * yet: a request is then on its way (its answer comes with QEMU's next refresh, within 30 ms), so a
+ * call a little later tells. It never waits. */
+int vnc_sync(vnc_session *v, em_err *err);
 
 /* Read and apply server messages for up to ms (keeps socket buffers drained). */
 int vnc_pump(vnc_session *v, double ms, em_err *err);
