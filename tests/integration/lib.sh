@@ -65,6 +65,24 @@ finish() {
     echo "$SUITE: $PASS passed, $FAIL failed"
     [ "$FAIL" = 0 ]
 }
+# qmp_return ENV COMMAND: the "return" of one QMP command to env ENV's QEMU, as JSON (a test's view
+# of QEMU itself, beside envmgr)
+qmp_return() { python3 - "$ENVMGR_RUN_DIR/$1/qmp.sock" "$2" <<'PY'
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(10)
+s.connect(sys.argv[1])
+f = s.makefile("rw")
+f.readline()
+for cmd in ("qmp_capabilities", sys.argv[2]):
+    f.write(json.dumps({"execute": cmd}) + "\n"); f.flush()
+    while True:
+        r = json.loads(f.readline())
+        if "return" in r or "error" in r:
+            break
+print(json.dumps(r["return"]))
+PY
+}
 # gexec ENV CMD...: run in the guest as root with the desktop's display
 gexec() { local e=$1; shift; "$ENVMGR" exec "$e" -- env DISPLAY=:0 "$@"; }
 act() { "$ENVMGR" act "$1" "$2"; }

@@ -28,22 +28,7 @@ one_line() { [ "$(wc -l <"$1")" -le 1 ]; }
 qemus() { pgrep -a -f -- "$ENVMGR_RUN_DIR/" | grep -c '^[0-9]* qemu-system'; }
 running_envs() { "$ENVMGR" ls --json | python3 -c "import json,sys; print(sum(r['status']!='dead' for r in json.load(sys.stdin)))"; }
 ls_status() { "$ENVMGR" ls --json | python3 -c "import json,sys; print([r['status'] for r in json.load(sys.stdin) if r['name']=='$1'][0])"; }
-qmp_status() { python3 - "$ENVMGR_RUN_DIR/$1/qmp.sock" <<'PY'
-import json, socket, sys
-s = socket.socket(socket.AF_UNIX)
-s.settimeout(10)
-s.connect(sys.argv[1])
-f = s.makefile("rw")
-f.readline()
-for cmd in ("qmp_capabilities", "query-status"):
-    f.write(json.dumps({"execute": cmd}) + "\n"); f.flush()
-    while True:
-        r = json.loads(f.readline())
-        if "return" in r or "error" in r:
-            break
-print(r["return"]["status"])
-PY
-}
+qmp_status() { qmp_return "$1" query-status | python3 -c 'import json,sys; print(json.load(sys.stdin)["status"])'; }
 states_sound() { # every state listed reads as sound (no damaged row), base0 and ff among them
     "$ENVMGR" state ls --json | python3 -c "
 import json, sys

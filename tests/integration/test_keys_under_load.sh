@@ -70,22 +70,7 @@ TYPING="{\"action_type\":\"TYPING\",\"text\":$(json_str "$TEXT")}"
 typed "an idle guest gets every key" "$TEXT" "$TYPING"
 
 # The vCPU thread (QMP query-cpus-fast) and the stall on it.
-VCPU=$($PY - "$ENVMGR_RUN_DIR/$E/qmp.sock" <<'PY'
-import json, socket, sys
-s = socket.socket(socket.AF_UNIX)
-s.settimeout(10)
-s.connect(sys.argv[1])
-f = s.makefile("rw")
-f.readline()
-for cmd in ("qmp_capabilities", "query-cpus-fast"):
-    f.write(json.dumps({"execute": cmd}) + "\n"); f.flush()
-    while True:
-        r = json.loads(f.readline())
-        if "return" in r or "error" in r:
-            break
-print(r["return"][0]["thread-id"])
-PY
-)
+VCPU=$(qmp_return $E query-cpus-fast | $PY -c 'import json,sys; print(json.load(sys.stdin)[0]["thread-id"])')
 "$VSTALL" "$VCPU" 300 100 2>"$T/vstall.err" &
 STALL_PID=$!
 sleep 0.5
