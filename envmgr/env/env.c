@@ -194,6 +194,8 @@ int env_hold(env *e, bool hold, em_err *err)
     return 0;
 }
 
+int env_guest_off(env *e, bool *off, em_err *err) { return vm_guest_shut_down(e->dir, off, err); }
+
 /* An action or a guest command on a paused env (envmgr pause, an idle suite or API env) runs it
  * again first: neither can complete while its vCPUs stand still. */
 static int ensure_running(env *e, em_err *err)
@@ -636,6 +638,16 @@ int env_frame(env *e, const uint8_t **pixels, em_err *err)
     if (vnc_refresh(v, VNC_TIMEOUT_MS, err) < 0)
         return env_failed(e, err);
     *pixels = vnc_pixels(v);
+    return 0;
+}
+
+int env_frame_held(env *e, const uint8_t **pixels, uint64_t *hash, em_err *err)
+{
+    vnc_session *v;
+    if (env_vnc(e, &v, err) < 0)
+        return -1;
+    *pixels = vnc_pixels(v);
+    *hash = vnc_frame_hash(v);
     return 0;
 }
 

@@ -83,6 +83,9 @@ char *env_user_password(const env *e);
 int env_screenshot(env *e, const png_buf **png, em_err *err);
 /* Fresh frame as RGBX pixels (stride width*4), owned by the env. */
 int env_frame(env *e, const uint8_t **pixels, em_err *err);
+/* The frame the env's VNC session holds now, without asking QEMU for a fresher one, and its hash
+ * (equal hashes: equal pixels). */
+int env_frame_held(env *e, const uint8_t **pixels, uint64_t *hash, em_err *err);
 /* How long the guest's vCPUs have run and waited for a host CPU (ns): with the wall time, how busy
  * the guest is whatever else the host runs. */
 int env_vcpu_time(env *e, uint64_t *run_ns, uint64_t *wait_ns, em_err *err);
@@ -95,6 +98,8 @@ bool env_io_waiting(env *e);
 /* Pause the guest (its clocks stand still) or resume it; a guest that is not running (powered
  * off) is left alone. */
 int env_hold(env *e, bool hold, em_err *err);
+/* *off: the guest powered itself off (QEMU runs with -no-shutdown, so it stays, stopped). */
+int env_guest_off(env *e, bool *off, em_err *err);
 int env_act(env *e, const action *a, em_err *err);
 int env_guest(env *e, guest **g, em_err *err);
 /* An operation on e failed with *err: when e's QEMU is gone, *err says that instead (and whether the

@@ -16,12 +16,14 @@ static void facts_of(const manifest *m, env_image_facts *out)
 {
     const char *built = json_string_value(json_object_get(m->json, "built"));
     *out = (env_image_facts){.dir = xstrdup(m->dir),
+                             .name = xstrdup(m->name),
                              .built = built ? xstrdup(built) : NULL,
                              .width = m->width,
                              .height = m->height,
                              .memory_mb = m->memory_mb,
                              .cpus = m->cpus,
-                             .files = json_object_size(json_object_get(m->json, "files"))};
+                             .files = json_object_size(json_object_get(m->json, "files")),
+                             .packages = json_incref(json_object_get(m->json, "packages"))};
     memcpy(out->sha256, m->sha256, sizeof out->sha256);
 }
 
@@ -67,8 +69,25 @@ int env_image_prepare(const char *image, const char *accel, const char **chosen,
 void env_image_facts_free(env_image_facts *f)
 {
     free(f->dir);
+    free(f->name);
     free(f->built);
-    f->dir = f->built = NULL;
+    json_decref(f->packages);
+    f->dir = f->name = f->built = NULL;
+    f->packages = NULL;
+}
+
+void env_image_facts_of(const env *e, env_image_facts *out) { facts_of(env_manifest(e), out); }
+
+bool env_image_has_package(const env_image_facts *f, const char *package)
+{
+    size_t i;
+    json_t *p;
+    json_array_foreach(f->packages, i, p) {
+        const char *name = json_string_value(json_object_get(p, "name"));
+        if (name && !strcmp(name, package))
+            return true;
+    }
+    return false;
 }
 
 void env_image_screen(const char *image, int *width, int *height)

@@ -4,23 +4,31 @@
 #ifndef ENVMGR_ENV_IMAGE_H
 #define ENVMGR_ENV_IMAGE_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
 #include "envmgr/base/err.h"
+#include "envmgr/env/env.h"
 
 typedef struct env_image_facts {
     char *dir;     /* absolute image directory */
+    char *name;    /* the name its manifest gives it */
     char *built;   /* when it was built (manifest "built"), or NULL */
     char sha256[65]; /* of its manifest: names the image exactly */
     int width, height, memory_mb, cpus;
     size_t files;  /* files its manifest lists */
+    json_t *packages; /* the Debian packages it has (manifest "packages": [{name, ...}]), owned */
 } env_image_facts;
 
 /* The facts of image `image` (a name under the image root, or a directory). */
 int env_image_facts_read(const char *image, env_image_facts *out, em_err *err);
 void env_image_facts_free(env_image_facts *f);
+/* The facts of the image env e runs, as it read them when it opened. */
+void env_image_facts_of(const env *e, env_image_facts *out);
+/* Whether the image has Debian package `package` installed. */
+bool env_image_has_package(const env_image_facts *f, const char *package);
 /* The same after hashing every file the manifest lists against its sha256. */
 int env_image_verify(const char *image, env_image_facts *out, em_err *err);
 /* Ready to run: the image checked (sizes), the accelerator chosen (accel: auto, kvm or tcg; *chosen

@@ -1,21 +1,16 @@
-/* episode_env over a real env: VNC frames and input, QEMU restore, the guest agent. */
+/* episode_env over a real env: its frames and input, restores and the guest agent, all through env.h. */
 #include "envmgr/episode/episode_env.h"
 
 #include "envmgr/env/guest_ops.h"
 #include "envmgr/state/states.h"
 #include "envmgr/episode/setup.h"
-#include "envmgr/vm/vm.h"
-#include "envmgr/vm/vnc.h"
 
 static int op_frame(void *ctx, bool fresh, const uint8_t **px, uint64_t *hash, em_err *err)
 {
     env *e = ctx;
-    vnc_session *v;
-    if ((fresh && env_frame(e, px, err) < 0) || env_vnc(e, &v, err) < 0)
+    if (fresh && env_frame(e, px, err) < 0)
         return -1;
-    *px = vnc_pixels(v);
-    *hash = vnc_frame_hash(v);
-    return 0;
+    return env_frame_held(e, px, hash, err);
 }
 
 static int op_act(void *ctx, const action *a, em_err *err) { return env_act(ctx, a, err); }
@@ -57,7 +52,7 @@ static json_t *op_boundaries(void *ctx) { return env_boundaries(ctx); }
 
 static int op_hold(void *ctx, bool hold, em_err *err) { return env_hold(ctx, hold, err); }
 
-static int op_guest_off(void *ctx, bool *off, em_err *err) { return vm_guest_shut_down(env_dir(ctx), off, err); }
+static int op_guest_off(void *ctx, bool *off, em_err *err) { return env_guest_off(ctx, off, err); }
 
 static int op_gone(void *ctx, double wait_ms, em_err *err) { return env_gone(ctx, wait_ms, err); }
 

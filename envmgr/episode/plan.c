@@ -11,36 +11,24 @@
 #include "envmgr/base/paths.h"
 #include "envmgr/base/sbuf.h"
 #include "envmgr/base/util.h"
-#include "envmgr/vm/manifest.h"
+#include "envmgr/env/env_image.h"
 #include "evaluator/osworld.h"
 
-static bool has_package(const manifest *m, const char *package)
-{
-    size_t i;
-    json_t *p;
-    json_array_foreach(json_object_get(m->json, "packages"), i, p) {
-        const char *name = json_string_value(json_object_get(p, "name"));
-        if (name && !strcmp(name, package))
-            return true;
-    }
-    return false;
-}
-
 /* The apps of t's related_apps that m lacks, comma-separated; NULL when it has them all. */
-static char *missing_apps(const task *t, const manifest *m)
+static char *missing_apps(const task *t, const env_image_facts *m)
 {
     sbuf b = {0};
     for (size_t i = 0; i < t->nrelated_apps; i++) {
         const char *pkg = osworld_app_package(t->related_apps[i]);
-        if (pkg && !has_package(m, pkg))
+        if (pkg && !env_image_has_package(m, pkg))
             sbuf_printf(&b, "%s%s", b.len ? ", " : "", t->related_apps[i]);
     }
     return b.len ? sbuf_steal(&b) : NULL;
 }
 
-/* Each built image's manifest in turn (unloadable ones skipped) until each_image's fn returns true;
+/* Each built image's facts in turn (unreadable ones skipped) until each_image's fn returns true;
  * that image's name (caller frees), or NULL. */
-static char *each_image(bool (*fn)(const char *name, const manifest *m, void *ctx), void *ctx)
+static char *each_image(bool (*fn)(const char *name, const env_image_facts *m, void *ctx), void *ctx)
 {
     DIR *d = opendir(paths_image_root());
     struct dirent *e;
@@ -48,14 +36,13 @@ static char *each_image(bool (*fn)(const char *name, const manifest *m, void *ct
     while (!found && d && (e = readdir(d))) {
         if (e->d_name[0] == '.')
             continue;
-        _cleanup_free_ char *dir = paths_image_dir(e->d_name);
-        manifest *m = NULL;
+        env_image_facts m;
         em_err ignored;
-        if (manifest_load(dir, &m, &ignored) < 0)
+        if (env_image_facts_read(e->d_name, &m, &ignored) < 0)
             continue;
-        if (fn(e->d_name, m, ctx))
+        if (fn(e->d_name, &m, ctx))
             found = xstrdup(e->d_name);
-        manifest_free(m);
+        env_image_facts_free(&m);
     }
     if (d)
         closedir(d);
@@ -68,7 +55,7 @@ struct with_apps {
     sbuf b;
 };
 
-static bool add_if_it_has_apps(const char *name, const manifest *m, void *ctx)
+static bool add_if_it_has_apps(const char *name, const env_image_facts *m, void *ctx)
 {
     struct with_apps *w = ctx;
     if (!strcmp(name, w->except))
@@ -87,7 +74,7 @@ static char *images_with(const task *t, const char *except)
     return w.b.len ? sbuf_steal(&w.b) : NULL;
 }
 
-static bool has_sha(const char *name, const manifest *m, void *ctx)
+static bool has_sha(const char *name, const env_image_facts *m, void *ctx)
 {
     (void)name;
     return !strcmp(m->sha256, ctx);
@@ -100,7 +87,7 @@ char *plan_image_with_manifest(const char *manifest_sha256)
 
 /* Whether the image has every application t's related_apps names: plan_image's refusal, and
  * plan_for_env's for an env that already runs. */
-static int plan_check_apps(const task *t, const manifest *m, em_err *err)
+static int plan_check_apps(const task *t, const env_image_facts *m, em_err *err)
 {
     _cleanup_free_ char *missing = missing_apps(t, m);
     if (!missing)
@@ -119,12 +106,11 @@ int plan_image(const task *t, const plan_image_choice *op, char **image, em_err 
                        : t->image_named                                 ? t->image
                                                                         : IMAGE_DEFAULT;
     if (t->nrelated_apps) {
-        _cleanup_free_ char *dir = paths_image_dir(name);
-        manifest *m = NULL;
-        if (manifest_load(dir, &m, err) < 0)
+        env_image_facts m;
+        if (env_image_facts_read(name, &m, err) < 0)
             return em_prefix(err, "image `%s`: ", name);
-        int rc = plan_check_apps(t, m, err);
-        manifest_free(m);
+        int rc = plan_check_apps(t, &m, err);
+        env_image_facts_free(&m);
         if (rc < 0)
             return -1;
     }
@@ -154,15 +140,9 @@ int plan_new_env(task *t, const plan_image_choice *op, const netpolicy *op_net, 
     *image = NULL;
     if (plan_image(t, op, image, err) < 0)
         return -1;
-    _cleanup_free_ char *dir = paths_image_dir(*image);
-    manifest *m = NULL;
-    task_vars v = {.screen_w = MANIFEST_DEFAULT_WIDTH, .screen_h = MANIFEST_DEFAULT_HEIGHT};
-    em_err ignored = {0};
-    if (manifest_load(dir, &m, &ignored) == 0) { /* else env_up fails on the image itself, with its own message */
-        v.screen_w = m->width;
-        v.screen_h = m->height;
-        manifest_free(m);
-    }
+    task_vars v = {0};
+    /* an unreadable image: the default screen here, and env_up fails on the image with its own message */
+    env_image_screen(*image, &v.screen_w, &v.screen_h);
     if (plan_settle(t, op_net, &v, err) < 0) {
         free(*image);
         *image = NULL;
@@ -174,7 +154,11 @@ int plan_new_env(task *t, const plan_image_choice *op, const netpolicy *op_net, 
 int plan_for_env(env *e, task *t, em_err *err)
 {
     netpolicy cur;
-    if (plan_check_apps(t, env_manifest(e), err) < 0 || env_network(e, &cur, err) < 0)
+    env_image_facts m;
+    env_image_facts_of(e, &m);
+    int rc = plan_check_apps(t, &m, err);
+    env_image_facts_free(&m);
+    if (rc < 0 || env_network(e, &cur, err) < 0)
         return -1;
     _cleanup_free_ char *pw = env_user_password(e);
     task_vars v = {.screen_w = env_width(e), .screen_h = env_height(e), .client_password = pw};

@@ -33,9 +33,9 @@ caught() {
     if [ $rc -ne 0 ] && echo "$out" | grep -q "$1:[0-9]*: #include \"$2\": $3"; then ok "$4"
     else bad "$4: not caught (rc $rc): $out"; fi
 }
-# The env seam: api/, suite/ and cli/ reach QEMU only through env/, though vm/ is a lower layer.
-for seam in "envmgr/api/api_live.c envmgr/vm/vm.h" "envmgr/suite/suite_pool.c envmgr/vm/manifest.h" \
-            "envmgr/cli/cmd_up.c envmgr/vm/vnc.h"; do
+# The env seam: episode/, api/, suite/ and cli/ reach QEMU only through env/, though vm/ is a lower layer.
+for seam in "envmgr/episode/episode_env.c envmgr/vm/vm.h" "envmgr/api/api_live.c envmgr/vm/vm.h" \
+            "envmgr/suite/suite_pool.c envmgr/vm/manifest.h" "envmgr/cli/cmd_up.c envmgr/vm/vnc.h"; do
     set -- $seam
     caught "$1" "$2" "${1%/*}/ reaches QEMU and the guest only through envmgr/env/" "the env seam: $1 including $2 fails"
 done
