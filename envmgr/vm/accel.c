@@ -116,6 +116,13 @@ int accel_choose(const char *requested, const manifest *image, const char **out,
     if ((*out = cached_verdict(path, key)))
         return 0;
     bool works;
+    if (!image->kernel) { /* an imported image: no kernel to probe with; a later built image's probe decides */
+        int fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+        *out = fd >= 0 ? "kvm" : "tcg";
+        if (fd >= 0)
+            close(fd);
+        return 0;
+    }
     if (probe_kvm(image, &works, err) < 0)
         return -1;
     *out = works ? "kvm" : "tcg";

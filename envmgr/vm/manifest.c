@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "envmgr/base/fileio.h"
 #include "envmgr/base/paths.h"
@@ -21,6 +22,7 @@ void manifest_free(manifest *m)
     free(m->initrd);
     free(m->disk);
     free(m->append);
+    free(m->machine);
     json_decref(m->json);
     free(m);
 }
@@ -46,6 +48,52 @@ static int get_boot_int(const char *path, json_t *boot, const char *key, int lo,
         return em_fail_input(err, "manifest `%s`: boot.%s: must be an integer from %d to %d", path, key, lo, hi);
     *out = (int)json_integer_value(v);
     return 0;
+}
+
+static const char *const guest_names[] = {"envmgr", "osworld", "qga", "none"};
+
+int manifest_guest_parse(const char *s)
+{
+    for (size_t i = 0; s && i < ARRAY_LEN(guest_names); i++)
+        if (!strcmp(s, guest_names[i]))
+            return (int)i;
+    return -1;
+}
+
+const char *manifest_guest_name(manifest_guest g)
+{
+    return (size_t)g < ARRAY_LEN(guest_names) ? guest_names[g] : "?";
+}
+
+const char *manifest_ovmf_path(void)
+{
+    const char *env = getenv("ENVMGR_OVMF");
+    if (env && *env)
+        return access(env, R_OK) == 0 ? env : NULL;
+    static const char *const paths[] = {"/usr/share/ovmf/OVMF.fd", "/usr/share/qemu/OVMF.fd"};
+    for (size_t i = 0; i < ARRAY_LEN(paths); i++)
+        if (access(paths[i], R_OK) == 0)
+            return paths[i];
+    return NULL;
+}
+
+/* The string member key of obj: dflt when absent, else one of the allowed words. */
+static int get_word(const char *path, json_t *obj, const char *field, const char *key, const char *const *allowed,
+                    size_t n, const char *dflt, const char **out, em_err *err)
+{
+    json_t *v = json_object_get(obj, key);
+    *out = dflt;
+    if (!v)
+        return 0;
+    for (size_t i = 0; json_is_string(v) && i < n; i++)
+        if (!strcmp(json_string_value(v), allowed[i])) {
+            *out = allowed[i];
+            return 0;
+        }
+    char list[128] = "";
+    for (size_t i = 0; i < n; i++)
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", allowed[i]);
+    return em_fail_input(err, "manifest `%s`: %s: must be one of %s", path, field, list);
 }
 
 int manifest_load(const char *image_dir, manifest **out, em_err *err)
@@ -74,12 +122,26 @@ int manifest_load(const char *image_dir, manifest **out, em_err *err)
     }
     const char *name = json_string_value(json_object_get(m->json, "name"));
     m->name = xstrdup(name ? name : "image");
-    if (file_in_image(m, "boot.kernel", json_string_value(json_object_get(boot, "kernel")), &m->kernel, err) < 0 ||
-        file_in_image(m, "boot.initrd", json_string_value(json_object_get(boot, "initrd")), &m->initrd, err) < 0 ||
-        file_in_image(m, "boot.disk", json_string_value(json_object_get(boot, "disk")), &m->disk, err) < 0)
+    /* No boot.kernel: the disk boots from its own bootloader (an imported image). */
+    const char *kernel = json_string_value(json_object_get(boot, "kernel"));
+    if (kernel || json_object_get(boot, "initrd")) {
+        if (file_in_image(m, "boot.kernel", kernel, &m->kernel, err) < 0 ||
+            file_in_image(m, "boot.initrd", json_string_value(json_object_get(boot, "initrd")), &m->initrd, err) < 0)
+            goto fail;
+        const char *append = json_string_value(json_object_get(boot, "append"));
+        m->append = xstrdup(append ? append : "root=/dev/vda rw console=ttyS0 quiet");
+    }
+    if (file_in_image(m, "boot.disk", json_string_value(json_object_get(boot, "disk")), &m->disk, err) < 0)
         goto fail;
-    const char *append = json_string_value(json_object_get(boot, "append"));
-    m->append = xstrdup(append ? append : "root=/dev/vda rw console=ttyS0 quiet");
+    const char *guest, *firmware, *machine;
+    static const char *const firmwares[] = {"bios", "uefi"}, *const machines[] = {"pc", "q35"};
+    if (get_word(path, m->json, "guest", "guest", guest_names, ARRAY_LEN(guest_names), "envmgr", &guest, err) < 0 ||
+        get_word(path, boot, "boot.firmware", "firmware", firmwares, 2, "bios", &firmware, err) < 0 ||
+        get_word(path, boot, "boot.machine", "machine", machines, 2, "pc", &machine, err) < 0)
+        goto fail;
+    m->guest = (manifest_guest)manifest_guest_parse(guest);
+    m->uefi = !strcmp(firmware, "uefi");
+    m->machine = xstrdup(machine);
     if (get_boot_int(path, boot, "width", 320, 7680, MANIFEST_DEFAULT_WIDTH, &m->width, err) < 0 ||
         get_boot_int(path, boot, "height", 200, 4320, MANIFEST_DEFAULT_HEIGHT, &m->height, err) < 0 ||
         get_boot_int(path, boot, "memory_mb", 256, 65536, 1024, &m->memory_mb, err) < 0 ||

@@ -141,7 +141,7 @@ static void build_argv(const vm_spec *s, const vm_net *net, const vm_runas *runa
     arg(a, xstrdup("-nodefaults"));
     arg(a, xstrdup("-no-user-config"));
     arg(a, xstrdup("-machine"));
-    arg(a, xasprintf("pc,accel=%s,memory-backend=ram0", kvm ? "kvm" : "tcg"));
+    arg(a, xasprintf("%s,accel=%s,memory-backend=ram0", m->machine, kvm ? "kvm" : "tcg"));
     arg(a, xstrdup("-cpu"));
     arg(a, xstrdup(kvm ? "host" : "max"));
     arg(a, xstrdup("-smp"));
@@ -151,12 +151,18 @@ static void build_argv(const vm_spec *s, const vm_net *net, const vm_runas *runa
     arg(a, xstrdup("-object"));
     arg(a, xasprintf("memory-backend-file,id=ram0,size=%dM,mem-path=%s,share=%s", m->memory_mb, s->ram_file,
                      s->ram_shared ? "on" : "off"));
-    arg(a, xstrdup("-kernel"));
-    arg(a, xstrdup(m->kernel));
-    arg(a, xstrdup("-initrd"));
-    arg(a, xstrdup(m->initrd));
-    arg(a, xstrdup("-append"));
-    arg(a, xstrdup(m->append));
+    if (m->kernel) { /* an image envmgr built; an imported one boots from its own bootloader */
+        arg(a, xstrdup("-kernel"));
+        arg(a, xstrdup(m->kernel));
+        arg(a, xstrdup("-initrd"));
+        arg(a, xstrdup(m->initrd));
+        arg(a, xstrdup("-append"));
+        arg(a, xstrdup(m->append));
+    }
+    if (m->uefi) { /* vm_spawn checked that OVMF is there; read-only, so envs share it */
+        arg(a, xstrdup("-bios"));
+        arg(a, xstrdup(manifest_ovmf_path()));
+    }
     if (runas->drop) { /* vm_spawn passes the disk as fds 3 (read-write) and 4 (read-only): QEMU
                           * picks the one whose access mode matches each open */
         arg(a, xstrdup("-add-fd"));
@@ -250,13 +256,18 @@ static void last_log_line(const char *dir, char *buf, size_t len)
 
 int vm_spawn(const vm_spec *s, pid_t *pid_out, em_err *err)
 {
-    vm_net net;
+    vm_net net = {0};
     vm_runas runas;
     argv_builder a = {0};
     int cg[VM_CGROUP_MAX_FDS], logfd = -1, diskfd[2] = {-1, -1}, rc = -1;
     size_t ncg = 0;
     pid_t keeper = -1, qemu = -1;
     const char **sup_argv = NULL;
+    if (s->image->uefi && !manifest_ovmf_path()) {
+        em_fail(err, "image %s: boot.firmware uefi needs OVMF (Debian's ovmf package), which is not installed",
+                s->image->name);
+        goto done;
+    }
     if (load_net(s->dir, &net, err) < 0 || vm_runas_acquire(s->dir, &runas, err) < 0)
         goto done;
     build_argv(s, &net, &runas, &a);
