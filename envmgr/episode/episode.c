@@ -17,6 +17,7 @@
 #include "envmgr/episode/plan.h"
 #include "recorder/trace.h"
 #include "evaluator/score.h"
+#include "envmgr/base/cleanup.h"
 #include "envmgr/base/sha256.h"
 #include "envmgr/base/json_save.h"
 #include "envmgr/base/fileio.h"
@@ -554,7 +555,7 @@ static int agent_loop(run *r, em_err *err)
     }
     double deadline = r->t_start + r->t->episode_timeout_s * 1000;
     char refusal[EM_ERR_MAX] = "";
-    json_t *refused_answer = NULL; /* a refused tool call's answer in the tool's shape */
+    _cleanup_json_ json_t *refused_answer = NULL; /* a refused tool call's answer in the tool's shape */
     char before[65];
     int rc = 0;
     while (r->cause == EXIT_NONE) {
@@ -568,8 +569,8 @@ static int agent_loop(run *r, em_err *err)
             set_end(r, EXIT_ENV_ERROR, aerr.msg);
             break;
         }
-        json_t *obs = json_pack("{s:i, s:s, s:i, s:i}", "step", r->steps, "instruction", r->t->instruction,
-                                "width", r->ev.width, "height", r->ev.height);
+        _cleanup_json_ json_t *obs = json_pack("{s:i, s:s, s:i, s:i}", "step", r->steps, "instruction",
+                                               r->t->instruction, "width", r->ev.width, "height", r->ev.height);
         if (obs_has_screenshot(r->o.observation))
             json_object_set_new(obs, "screenshot", json_sprintf("%s/" TRACE_FRAMES_DIR "/%s.png",
                                                                 trace_writer_dir(r->tw), before));
@@ -580,25 +581,21 @@ static int agent_loop(run *r, em_err *err)
             json_object_set_new(obs, "error", json_string(refusal));
             refusal[0] = '\0';
         }
-        json_t *answer = refused_answer;
-        refused_answer = NULL;
+        json_t *answer = steal_pointer(&refused_answer);
         if (!answer && episode_answer(r, &answer, &aerr) < 0) {
-            json_decref(obs);
             set_end(r, EXIT_ENV_ERROR, aerr.msg);
             break;
         }
         if (answer) /* the tool's own answer (a tool_result, a computer_call_output) */
             json_object_set_new(obs, "answer", answer);
-        int src = agent_send(r->ag, obs, &aerr);
-        json_decref(obs);
-        if (src < 0) {
+        if (agent_send(r->ag, obs, &aerr) < 0) {
             set_end(r, EXIT_AGENT_ERROR, aerr.msg);
             break;
         }
         double left = deadline - now_ms(), step_ms = r->t->step_timeout_s * 1000;
         bool episode_limit = left < step_ms;
         double t0 = now_ms();
-        json_t *reply = NULL;
+        _cleanup_json_ json_t *reply = NULL;
         agent_status st = agent_receive(r->ag, episode_limit ? (left > 0 ? left : 0) : step_ms, &reply, &aerr);
         double agent_ms = now_ms() - t0;
         if (st == AGENT_TIMEOUT) {
@@ -614,18 +611,13 @@ static int agent_loop(run *r, em_err *err)
             break;
         }
         episode_step_out so;
-        rc = episode_step(r, reply, agent_ms, &so, err);
-        if (rc < 0) {
-            json_decref(reply);
+        if ((rc = episode_step(r, reply, agent_ms, &so, err)) < 0)
             break;
-        }
         if (so.refused) {
             snprintf(refusal, sizeof refusal, "%s", so.error);
             refused_answer = action_reply_refusal(reply, so.error);
         }
-        json_decref(reply);
     }
-    json_decref(refused_answer);
     agent_stop(r->ag, AGENT_GRACE_MS);
     r->ag = NULL;
     return rc;
@@ -870,8 +862,8 @@ int episode_finish(episode *ep, exit_cause cause, json_t **result, em_err *err)
     int rc = 0;
     double t_eval = now_ms();
     double score = 0;
-    char *reason = NULL;
-    json_t *details = NULL;
+    _cleanup_free_ char *reason = NULL;
+    _cleanup_json_ json_t *details = NULL;
     bool evaluate = r->cause != EXIT_ENV_ERROR && r->cause != EXIT_SETUP_ERROR && r->cause != EXIT_GUEST_SHUTDOWN;
     if (evaluate && (rc = run_steps(r, t->postconfig, t->npostconfig, "postconfig", err)) == 1) {
         rc = 0; /* a postconfig step failed: the episode ended as setup_error or env_error, unevaluated */
@@ -910,8 +902,6 @@ int episode_finish(episode *ep, exit_cause cause, json_t **result, em_err *err)
     if (rc == 0 && check_interrupt(err) < 0)
         rc = -1;
     if (rc < 0) {
-        free(reason);
-        json_decref(details);
         episode_abandon(r);
         return -1;
     }
@@ -959,7 +949,7 @@ int episode_finish(episode *ep, exit_cause cause, json_t **result, em_err *err)
     if (eval_error)
         json_object_set(res, "evaluator_error", eval_error);
     if (details)
-        json_object_set_new(res, "evaluation", details);
+        json_object_set(res, "evaluation", details);
     if (json_array_size(r->setup_flags))
         json_object_set(res, "setup_flags", r->setup_flags);
     /* Something the image or the task did, not the agent, even where the score hides it: the suite
@@ -970,7 +960,6 @@ int episode_finish(episode *ep, exit_cause cause, json_t **result, em_err *err)
     json_object_set_new(res, "flagged", json_boolean(json_array_size(r->setup_flags) || json_array_size(gflags)));
     if (rc == 0 && r->o.video)
         add_video(r, res);
-    free(reason);
     _cleanup_free_ char *path = xasprintf("%s/result.json", r->o.out_dir);
     if (rc == 0)
         rc = json_save(path, res, JSON_INDENT(2), 0644, err);
