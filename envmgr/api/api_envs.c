@@ -16,6 +16,7 @@
 #include "envmgr/env/env_image.h"
 #include "envmgr/episode/plan.h"
 #include "envmgr/base/base64.h"
+#include "envmgr/base/cleanup.h"
 #include "envmgr/net/egress_log.h"
 #include "envmgr/net/netpolicy.h"
 #include "envmgr/base/paths.h"
@@ -237,17 +238,16 @@ static json_t *observe(api_request *q, api_env *ae, em_err *err, double *env_ms)
         return NULL;
     *env_ms = now_ms() - t0; /* the frame and its PNG; what follows is the API's own work */
     const task *t = ae->t;
-    json_t *obs = json_pack("{s:i, s:s, s:s, s:i, s:i}", "step", episode_steps(ae->ep), "instruction",
-                            t && !ae->freeform ? t->instruction : "", "screenshot_sha256", sha, "width", env_width(ae->e), "height",
-                            env_height(ae->e));
+    _cleanup_json_ json_t *obs =
+        json_pack("{s:i, s:s, s:s, s:i, s:i}", "step", episode_steps(ae->ep), "instruction",
+                  t && !ae->freeform ? t->instruction : "", "screenshot_sha256", sha, "width", env_width(ae->e),
+                  "height", env_height(ae->e));
     const char *mode = api_query(q, "screenshot");
     if (obs_has_screenshot(ae->observation) && (!mode || strcmp(mode, "none") != 0)) {
         _cleanup_free_ char *path = xasprintf("%s/frames/%s.png", episode_trace_dir(ae->ep), sha), *png = NULL;
         size_t len;
-        if (read_file_capped(path, 64 << 20, &png, &len, err) < 0) {
-            json_decref(obs);
+        if (read_file_capped(path, 64 << 20, &png, &len, err) < 0)
             return NULL;
-        }
         char *b64 = base64_encode(png, len);
         json_object_set_new(obs, "screenshot", json_string(b64));
         free(b64);
@@ -258,15 +258,13 @@ static json_t *observe(api_request *q, api_env *ae, em_err *err, double *env_ms)
         _cleanup_free_ char *path = xasprintf("%s/" TRACE_A11Y_DIR "/%s.xml", episode_trace_dir(ae->ep), tree);
         _cleanup_free_ char *xml = NULL;
         size_t len;
-        if (read_file_capped(path, TRACE_MAX_A11Y_BYTES, &xml, &len, err) < 0) {
-            json_decref(obs);
+        if (read_file_capped(path, TRACE_MAX_A11Y_BYTES, &xml, &len, err) < 0)
             return NULL;
-        }
         json_object_set_new(obs, "accessibility_tree", json_stringn(xml, len));
         json_object_set_new(obs, "a11y_tree_sha256", json_string(tree));
     }
     ae->last_obs_ms = now_ms();
-    return obs;
+    return steal_pointer(&obs);
 }
 
 /* The body's "observation" (default the screenshot); -1 with the reply set. */
