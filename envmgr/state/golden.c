@@ -154,6 +154,59 @@ static int wait_desktop_ready(const char *dir, const manifest *m, double deadlin
     return rc;
 }
 
+/* A guest envmgr cannot ask (guest interface none): ready once its screen has not changed for
+ * NONE_STABLE_MS while its vCPUs were mostly idle (a boot still busy behind a still screen, or a
+ * BIOS's pause, is not ready), within the manifest's boot.ready_timeout_s. */
+#define NONE_STABLE_MS 5000.0
+#define NONE_BUSY_MAX 0.5 /* vCPU run time over wall time across the stable window, at most */
+
+static int wait_screen_settled(const char *dir, const manifest *m, pid_t pid, double deadline, int *px, int *py,
+                               em_err *err)
+{
+    _cleanup_free_ char *vncp = xasprintf("%s/" VM_VNC_SOCK, dir);
+    vnc_session *v = NULL;
+    if (vnc_open(vncp, 20000, &v, err) < 0)
+        return -1;
+    int rc = vnc_pointer(v, m->width / 2, m->height / 2, 0, err), buttons;
+    vnc_pointer_wire(v, px, py, &buttons);
+    uint64_t last = 0, run0 = 0;
+    double since = now_ms();
+    pid_t tids[VM_VCPUS_MAX];
+    size_t ntids = 0;
+    while (rc == 0) {
+        if ((rc = vnc_refresh(v, 10000, err)) < 0)
+            break;
+        if (ntids == 0 && vm_vcpu_threads(dir, tids, VM_VCPUS_MAX, &ntids, err) < 0) {
+            rc = -1;
+            break;
+        }
+        uint64_t h = vnc_frame_hash(v), run_ns, wait_ns;
+        vm_threads_sched(pid, tids, ntids, &run_ns, &wait_ns);
+        double now = now_ms();
+        if (h != last || run0 == 0) {
+            last = h;
+            since = now;
+            run0 = run_ns;
+        } else if (now - since >= NONE_STABLE_MS) {
+            double busy = (double)(run_ns - run0) / 1e6 / (now - since) / (double)(ntids ? ntids : 1);
+            if (busy <= NONE_BUSY_MAX)
+                break;
+            since = now; /* a still screen on a busy guest: look again */
+            run0 = run_ns;
+        }
+        if (check_interrupt(err) < 0)
+            rc = -1;
+        else if (now > deadline)
+            rc = em_fail_input(err, "the guest's screen did not settle (still for %.0f s, its vCPUs idle) within %d s "
+                                    "(the manifest's boot.ready_timeout_s; guest interface none)",
+                               NONE_STABLE_MS / 1000, m->ready_timeout_s);
+        else
+            sleep_ms(250);
+    }
+    vnc_close(v);
+    return rc;
+}
+
 static int save_state(const char *dir, const char *state_path, em_err *err)
 {
     _cleanup_free_ char *sock = xasprintf("%s/" VM_QMP_SOCK, dir);
@@ -220,7 +273,18 @@ static int build(const manifest *m, const char *accel, const char *final_dir, co
     if (rc == 0)
         rc = vm_spawn(&spec, &pid, err);
     if (rc == 0) {
-        rc = wait_desktop_ready(run, m, now_ms() + m->ready_timeout_s * 1000.0, &px, &py, err); /* the manifest's */
+        double deadline = now_ms() + m->ready_timeout_s * 1000.0; /* the manifest's */
+        /* When the guest is ready, by its guest interface (manifest.h) */
+        switch (m->guest) {
+        case MANIFEST_GUEST_ENVMGR:
+            rc = wait_desktop_ready(run, m, deadline, &px, &py, err);
+            break;
+        case MANIFEST_GUEST_NONE:
+            rc = wait_screen_settled(run, m, pid, deadline, &px, &py, err);
+            break;
+        default:
+            rc = em_fail_input(err, "guest interface %s: not supported yet", manifest_guest_name(m->guest));
+        }
         t_ready = now_ms();
     }
     if (rc == 0)
