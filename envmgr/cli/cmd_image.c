@@ -1,4 +1,5 @@
 #include <dirent.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -7,12 +8,29 @@
 #include "envmgr/base/paths.h"
 #include "envmgr/base/util.h"
 
-static const char usage[] = "usage: envmgr image verify [IMAGE]\n"
-                            "       envmgr image list\n"
-                            "  verify  recompute the sha256 of every file the image's manifest.json lists and\n"
-                            "          refuse an image whose files changed. IMAGE: a name (default desktop) or a directory.\n"
-                            "  list    the images under ENVMGR_IMAGE_DIR (default: vm-images/out in envmgr's data\n"
-                            "          directory): name, build time, directory\n";
+static const char usage[] =
+    "usage: envmgr image verify [IMAGE]\n"
+    "       envmgr image list|ls\n"
+    "       envmgr image import NAME DISK [--guest none] [--screen WxH] [--memory MiB] [--cpus N]\n"
+    "                           [--firmware bios|uefi] [--ready-timeout S] [--accel auto|kvm|tcg] [--no-golden]\n"
+    "       envmgr image rm NAME\n"
+    "  verify  recompute the sha256 of every file the image's manifest.json lists and\n"
+    "          refuse an image whose files changed. IMAGE: a name (default desktop) or a directory.\n"
+    "  list    the images under ENVMGR_IMAGE_DIR (default: vm-images/out in envmgr's data\n"
+    "          directory): name, build time, guest interface, directory\n"
+    "  import  a disk envmgr did not build (qcow2 or raw, read from its header; a backing file, an external\n"
+    "          data file, encryption, a corrupt header or a disk over 256 GiB is refused) becomes image NAME:\n"
+    "          envmgr's own qcow2 copy, booted from its own bootloader, then its golden state is made\n"
+    "          (docs/images.md, \"Imported images\"). A refusal is one line, exit 2, and keeps nothing.\n"
+    "    --guest none        how envmgr reaches inside it: none (screenshots and input only; the golden\n"
+    "                        state is taken once the screen is still). envmgr, osworld, qga: not yet\n"
+    "    --screen WxH        its screen (default 1280x800)\n"
+    "    --memory MiB        its RAM (default 2048)      --cpus N   its vCPUs (default 1)\n"
+    "    --firmware bios|uefi  SeaBIOS (default) or OVMF (Debian's ovmf package)\n"
+    "    --ready-timeout S   the longest cold boot to a ready screen (default 600)\n"
+    "    --accel A           the golden state's accelerator (default auto)\n"
+    "    --no-golden         import only; the first `envmgr up --image NAME` makes the golden state\n"
+    "  rm      remove an imported image (refused while an env runs on it)\n";
 
 int cli_print_images(const char *lead, const char *bad_lead)
 {
@@ -30,7 +48,8 @@ int cli_print_images(const char *lead, const char *bad_lead)
             printf("%s%s: %s\n", bad_lead, e->d_name, err.msg);
             continue;
         }
-        printf("%s%-16s %-20s %s\n", lead, e->d_name, f.built ? f.built : "?", img);
+        printf("%s%-16s %-20s %-7s %s%s\n", lead, e->d_name, f.built ? f.built : "?", f.guest, img,
+               f.imported ? " (imported)" : "");
         env_image_facts_free(&f);
         n++;
     }
@@ -39,17 +58,110 @@ int cli_print_images(const char *lead, const char *bad_lead)
     return n;
 }
 
+static int parse_screen(const char *arg, int *w, int *h)
+{
+    long x, y;
+    char wbuf[16];
+    const char *sep = strchr(arg, 'x');
+    if (!sep || (size_t)(sep - arg) >= sizeof wbuf)
+        return -1;
+    memcpy(wbuf, arg, (size_t)(sep - arg));
+    wbuf[sep - arg] = '\0';
+    if (parse_int(wbuf, 320, 7680, &x) < 0 || parse_int(sep + 1, 200, 4320, &y) < 0)
+        return -1;
+    *w = (int)x;
+    *h = (int)y;
+    return 0;
+}
+
+static int image_import_cmd(int argc, char **argv)
+{
+    static const struct option opts[] = {{"guest", required_argument, 0, 'g'},
+                                         {"screen", required_argument, 0, 's'},
+                                         {"memory", required_argument, 0, 'm'},
+                                         {"cpus", required_argument, 0, 'c'},
+                                         {"firmware", required_argument, 0, 'f'},
+                                         {"ready-timeout", required_argument, 0, 't'},
+                                         {"accel", required_argument, 0, 'a'},
+                                         {"no-golden", no_argument, 0, 'G'},
+                                         {0, 0, 0, 0}};
+    env_image_import_opts o = {.guest = "none", .accel = "auto"};
+    long v;
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (c) {
+        case 'g':
+            o.guest = optarg;
+            break;
+        case 's':
+            if (parse_screen(optarg, &o.width, &o.height) < 0)
+                return cli_usage_error(usage, "--screen: expected WxH from 320x200 to 7680x4320, got `%.32s`", optarg);
+            break;
+        case 'm':
+            if (parse_int(optarg, 256, 65536, &v) < 0)
+                return cli_usage_error(usage, "--memory: expected MiB from 256 to 65536, got `%.32s`", optarg);
+            o.memory_mb = (int)v;
+            break;
+        case 'c':
+            if (parse_int(optarg, 1, 16, &v) < 0)
+                return cli_usage_error(usage, "--cpus: expected 1 to 16, got `%.32s`", optarg);
+            o.cpus = (int)v;
+            break;
+        case 'f':
+            if (strcmp(optarg, "bios") && strcmp(optarg, "uefi"))
+                return cli_usage_error(usage, "--firmware: expected bios or uefi, got `%.32s`", optarg);
+            o.uefi = !strcmp(optarg, "uefi");
+            break;
+        case 't':
+            if (parse_int(optarg, 10, 7200, &v) < 0)
+                return cli_usage_error(usage, "--ready-timeout: expected seconds from 10 to 7200, got `%.32s`", optarg);
+            o.ready_timeout_s = (int)v;
+            break;
+        case 'a':
+            o.accel = optarg;
+            break;
+        case 'G':
+            o.accel = NULL;
+            break;
+        default:
+            return cli_usage_error(usage, "image import: unknown option");
+        }
+    }
+    if (argc - optind != 2)
+        return cli_usage_error(usage, "image import: expected NAME DISK");
+    em_err err = {0};
+    env_image_facts f;
+    double t0 = now_ms();
+    if (env_image_import(argv[optind], argv[optind + 1], &o, &f, &err) < 0)
+        return cli_report(&err);
+    printf("image %s imported: %s (guest %s, %dx%d, %d MiB, %s%s) in %.1f s\n", argv[optind], f.dir, f.guest,
+           f.width, f.height, f.memory_mb, f.firmware, o.accel ? ", golden state made" : "", (now_ms() - t0) / 1000);
+    env_image_facts_free(&f);
+    return 0;
+}
+
 int cmd_image(int argc, char **argv)
 {
     if (cli_wants_help(argc, argv, usage))
         return 0;
-    if (argc == 2 && !strcmp(argv[1], "list")) {
+    if (argc == 2 && (!strcmp(argv[1], "list") || !strcmp(argv[1], "ls"))) {
         cli_print_images("", "broken ");
         return 0;
     }
-    if (argc < 2 || strcmp(argv[1], "verify") || argc > 3)
-        return cli_usage_error(usage, "image: expected `verify [IMAGE]` or `list`");
+    if (argc >= 2 && !strcmp(argv[1], "import"))
+        return image_import_cmd(argc - 1, argv + 1);
     em_err err = {0};
+    if (argc >= 2 && !strcmp(argv[1], "rm")) {
+        if (argc != 3)
+            return cli_usage_error(usage, "image rm: expected NAME");
+        if (env_image_remove(argv[2], &err) < 0)
+            return cli_report(&err);
+        printf("image %s removed\n", argv[2]);
+        return 0;
+    }
+    if (argc < 2 || strcmp(argv[1], "verify") || argc > 3)
+        return cli_usage_error(usage, "image: expected `verify [IMAGE]`, `list`, `import NAME DISK` or `rm NAME`");
     env_image_facts f;
     double t0 = now_ms();
     if (env_image_verify(argc == 3 ? argv[2] : IMAGE_DEFAULT, &f, &err) < 0)

@@ -22,7 +22,7 @@ static const cli_command commands[] = {
     {"trace", "traces: verify, show, export", cmd_trace},
     {"metric", "run one metric on host files in the evaluator sandbox; list the metrics", cmd_metric},
     {"replay", "replay a recorded episode and check that every frame and the score reproduce", cmd_replay},
-    {"image", "images: list, verify", cmd_image},
+    {"image", "images: list, verify, import, rm", cmd_image},
     {"task", "tasks without a VM: check them (every problem), fetch their assets, list OSWorld's pieces", cmd_task},
     {"suite", "run a suite of tasks on a pool of envs; compare, merge, list runs", cmd_suite},
     {"gc", "reap dead envs, envs of killed suite runs and golden states of deleted images", cmd_gc},

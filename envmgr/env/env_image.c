@@ -2,12 +2,15 @@
 #include "envmgr/env/env_image.h"
 
 #include <jansson.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "envmgr/base/paths.h"
 #include "envmgr/base/util.h"
 #include "envmgr/state/golden.h"
 #include "envmgr/vm/accel.h"
+#include "envmgr/vm/image_import.h"
 #include "envmgr/vm/manifest.h"
 #include "envmgr/vm/qemu_log.h"
 #include "envmgr/vm/vm.h"
@@ -23,7 +26,11 @@ static void facts_of(const manifest *m, env_image_facts *out)
                              .memory_mb = m->memory_mb,
                              .cpus = m->cpus,
                              .files = json_object_size(json_object_get(m->json, "files")),
-                             .packages = json_incref(json_object_get(m->json, "packages"))};
+                             .packages = json_incref(json_object_get(m->json, "packages")),
+                             .guest = manifest_guest_name(m->guest),
+                             .guest_none = m->guest == MANIFEST_GUEST_NONE,
+                             .imported = json_object_get(m->json, "imported") != NULL,
+                             .firmware = m->uefi ? "uefi" : "bios"};
     memcpy(out->sha256, m->sha256, sizeof out->sha256);
 }
 
@@ -88,6 +95,60 @@ bool env_image_has_package(const env_image_facts *f, const char *package)
             return true;
     }
     return false;
+}
+
+int env_image_import(const char *name, const char *disk, const env_image_import_opts *o, env_image_facts *out,
+                     em_err *err)
+{
+    memset(out, 0, sizeof *out);
+    int gi = manifest_guest_parse(o->guest ? o->guest : "none");
+    if (gi < 0)
+        return em_fail_input(err, "--guest: expected envmgr, osworld, qga or none, got `%.32s`", o->guest);
+    if (gi != MANIFEST_GUEST_NONE) /* golden.c's readiness and guest_ops dispatch on it: none only so far */
+        return em_fail_input(err, "--guest %s: not supported yet (only none: screenshots and input)", o->guest);
+    image_import_opts io = {.guest = (manifest_guest)gi,
+                            .width = o->width ? o->width : MANIFEST_DEFAULT_WIDTH,
+                            .height = o->height ? o->height : MANIFEST_DEFAULT_HEIGHT,
+                            .memory_mb = o->memory_mb ? o->memory_mb : 2048,
+                            .cpus = o->cpus ? o->cpus : 1,
+                            .ready_timeout_s = o->ready_timeout_s ? o->ready_timeout_s
+                                                                  : IMAGE_IMPORT_DEFAULT_READY_TIMEOUT_S,
+                            .uefi = o->uefi};
+    _cleanup_free_ char *dir = NULL;
+    if (image_import(name, disk, &io, &dir, err) < 0)
+        return -1;
+    const char *chosen;
+    int rc = o->accel ? env_image_prepare(name, o->accel, &chosen, out, err) : env_image_facts_read(name, out, err);
+    if (rc < 0) { /* an image without a golden state it can reach is not kept */
+        em_err ignored;
+        image_remove(name, &ignored);
+        err->code = EM_EXIT_USAGE;
+        return em_prefix(err, "image import: %s: not kept: ", name);
+    }
+    return 0;
+}
+
+int env_image_remove(const char *name, em_err *err)
+{
+    json_t *envs = NULL;
+    if (env_list(&envs, err) < 0)
+        return -1;
+    _cleanup_free_ char *dir = paths_image_dir(name);
+    char real[PATH_MAX];
+    const char *want = realpath(dir, real) ? real : dir;
+    size_t i;
+    json_t *row;
+    int rc = 0;
+    json_array_foreach(envs, i, row) {
+        const char *image = json_string_value(json_object_get(row, "image"));
+        const char *status = json_string_value(json_object_get(row, "status"));
+        if (rc == 0 && image && !strcmp(image, want) && status && strcmp(status, "dead"))
+            rc = em_fail_input(err, "image `%s`: env %s runs on it (envmgr down %s first)", name,
+                               json_string_value(json_object_get(row, "name")),
+                               json_string_value(json_object_get(row, "name")));
+    }
+    json_decref(envs);
+    return rc < 0 ? rc : image_remove(name, err);
 }
 
 void env_image_screen(const char *image, int *width, int *height)

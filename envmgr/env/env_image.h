@@ -20,6 +20,10 @@ typedef struct env_image_facts {
     int width, height, memory_mb, cpus;
     size_t files;  /* files its manifest lists */
     json_t *packages; /* the Debian packages it has (manifest "packages": [{name, ...}]), owned */
+    const char *guest; /* its guest interface: "envmgr", "osworld", "qga" or "none" (static) */
+    bool guest_none;   /* screenshots and input only: a task step that needs the guest is refused */
+    bool imported;     /* made by `image import` (boots from its own bootloader) */
+    const char *firmware; /* "bios" or "uefi" (static) */
 } env_image_facts;
 
 /* The facts of image `image` (a name under the image root, or a directory). */
@@ -35,6 +39,20 @@ int env_image_verify(const char *image, env_image_facts *out, em_err *err);
  * is a static string) and its golden state found or built. */
 int env_image_prepare(const char *image, const char *accel, const char **chosen, env_image_facts *out,
                       em_err *err);
+/* `envmgr image import`: disk checked as hostile input and copied into image `name` (vm/image_import.h)
+ * with the options that are not the image root's (guest interface by name; width etc. 0: defaults), then
+ * its golden state made with accel (NULL: none made); a disk or guest refused, or a golden state
+ * that could not be made, leaves nothing in the image root. */
+typedef struct env_image_import_opts {
+    const char *guest;  /* "none" ("envmgr", "osworld", "qga": refused as not supported yet) */
+    int width, height, memory_mb, cpus, ready_timeout_s;
+    bool uefi;
+    const char *accel;  /* the golden state's; NULL: not made now */
+} env_image_import_opts;
+int env_image_import(const char *name, const char *disk, const env_image_import_opts *o, env_image_facts *out,
+                     em_err *err);
+/* `envmgr image rm NAME`: an imported image, refused while an env runs on it. */
+int env_image_remove(const char *name, em_err *err);
 /* The screen an image's envs have; the default size when its manifest cannot be read. */
 void env_image_screen(const char *image, int *width, int *height);
 

@@ -165,25 +165,32 @@ static int wait_screen_settled(const char *dir, const manifest *m, pid_t pid, do
 {
     _cleanup_free_ char *vncp = xasprintf("%s/" VM_VNC_SOCK, dir);
     vnc_session *v = NULL;
-    if (vnc_open(vncp, 20000, &v, err) < 0)
-        return -1;
-    int rc = vnc_pointer(v, m->width / 2, m->height / 2, 0, err), buttons;
-    vnc_pointer_wire(v, px, py, &buttons);
     uint64_t last = 0, run0 = 0;
     double since = now_ms();
     pid_t tids[VM_VCPUS_MAX];
     size_t ntids = 0;
+    int rc = 0;
     while (rc == 0) {
-        if ((rc = vnc_refresh(v, 10000, err)) < 0)
-            break;
-        if (ntids == 0 && vm_vcpu_threads(dir, tids, VM_VCPUS_MAX, &ntids, err) < 0) {
-            rc = -1;
-            break;
+        /* A VNC session's screen size is fixed when it connects, and a booting guest changes modes
+         * (the BIOS's text mode, the bootloader's, the kernel's): a session the server dropped for
+         * that is opened again, and counts as a change. */
+        em_err lost = {0};
+        if (!v && vnc_open(vncp, 20000, &v, &lost) == 0)
+            rc = vnc_pointer(v, m->width / 2, m->height / 2, 0, err);
+        if (v && rc == 0 && vnc_refresh(v, 10000, &lost) < 0) {
+            vnc_close(v);
+            v = NULL;
         }
-        uint64_t h = vnc_frame_hash(v), run_ns, wait_ns;
+        if (rc == 0 && !vm_alive(pid, dir))
+            rc = em_fail(err, "QEMU exited while the guest booted (%s)", lost.msg[0] ? lost.msg : "no VNC");
+        if (rc == 0 && ntids == 0 && vm_vcpu_threads(dir, tids, VM_VCPUS_MAX, &ntids, err) < 0)
+            rc = -1;
+        if (rc < 0)
+            break;
+        uint64_t h = v ? vnc_frame_hash(v) : 0, run_ns, wait_ns;
         vm_threads_sched(pid, tids, ntids, &run_ns, &wait_ns);
         double now = now_ms();
-        if (h != last || run0 == 0) {
+        if (!v || h != last || run0 == 0) {
             last = h;
             since = now;
             run0 = run_ns;
@@ -202,6 +209,14 @@ static int wait_screen_settled(const char *dir, const manifest *m, pid_t pid, do
                                NONE_STABLE_MS / 1000, m->ready_timeout_s);
         else
             sleep_ms(250);
+    }
+    if (rc == 0 && (vnc_width(v) != m->width || vnc_height(v) != m->height))
+        rc = em_fail_input(err, "the guest's screen is %dx%d once settled, the manifest says %dx%d (import it with "
+                                "--screen %dx%d)", vnc_width(v), vnc_height(v), m->width, m->height, vnc_width(v),
+                           vnc_height(v));
+    if (rc == 0) {
+        int buttons;
+        vnc_pointer_wire(v, px, py, &buttons);
     }
     vnc_close(v);
     return rc;

@@ -15,6 +15,7 @@
 #include "envmgr/base/fileio.h"
 #include "envmgr/base/spawn.h"
 #include "envmgr/base/util.h"
+#include "envmgr/base/warn.h"
 #include "envmgr/vm/vm.h"
 
 #define PROBE_TIMEOUT_MS 20000.0
@@ -116,11 +117,10 @@ int accel_choose(const char *requested, const manifest *image, const char **out,
     if ((*out = cached_verdict(path, key)))
         return 0;
     bool works;
-    if (!image->kernel) { /* an imported image: no kernel to probe with; a later built image's probe decides */
-        int fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
-        *out = fd >= 0 ? "kvm" : "tcg";
-        if (fd >= 0)
-            close(fd);
+    if (!image->kernel) { /* an imported image: no kernel to probe KVM with; a built image's probe decides */
+        *out = "tcg";
+        em_warn("envmgr: no KVM verdict cached and image %s has no kernel to probe with: TCG (the first `up` of a "
+                "built image probes KVM; --accel kvm forces it)", image->name);
         return 0;
     }
     if (probe_kvm(image, &works, err) < 0)
