@@ -66,7 +66,9 @@ static size_t json_values(const char *s, size_t n)
     return count;
 }
 
-int jsonline_parse(const char *line, size_t n, json_t **msg, em_err *err)
+/* One line (no newline) as a JSON object: duplicate keys, more than JSONLINE_VALUES_MAX values,
+ * malformed JSON and non-objects are refused, the message saying which ("malformed reply: ..."). */
+static int jsonline_parse(const char *line, size_t n, json_t **msg, em_err *err)
 {
     size_t values = json_values(line, n);
     if (values > JSONLINE_VALUES_MAX)

@@ -16,9 +16,6 @@ typedef struct jsonline {
 } jsonline;
 
 #define JSONLINE_VALUES_MAX 65536u /* values in one reply: bounds what parsing it can allocate */
-/* One line (no newline) as a JSON object: duplicate keys, more than JSONLINE_VALUES_MAX values,
- * malformed JSON and non-objects are refused, the message saying which ("malformed reply: ..."). */
-int jsonline_parse(const char *line, size_t n, json_t **msg, em_err *err);
 void jsonline_init(jsonline *c, int fd, const char *label, size_t max_line);
 void jsonline_release(jsonline *c); /* frees the buffer; closes fd */
 /* Next JSON object, skipping bytes up to and including a 0xFF if skip_to_ff. */

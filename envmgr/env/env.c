@@ -229,7 +229,8 @@ static void save_pointer(env *e)
     write_input_state(e, x, y, b);
 }
 
-void env_drop_connections(env *e)
+/* Close the VNC and agent connections, keeping where the pointer is (input.json). */
+static void env_drop_connections(env *e)
 {
     save_pointer(e);
     vnc_close(e->vnc);
@@ -282,7 +283,7 @@ static int lock_dir(env *e, em_err *err)
     return 0;
 }
 
-int env_write_meta(env *e, em_err *err)
+static int env_write_meta(env *e, em_err *err)
 {
     _cleanup_free_ char *path = in_dir(e, ENV_META);
     return json_save(path, e->meta, JSON_INDENT(2), 0600, err);

@@ -59,8 +59,7 @@ int env_state_restore(env *e, const char *name, env_timings *t, em_err *err);
 int env_state_prepare(env *e, const char *name, double *ms, em_err *err);
 /* The id of the golden state the env runs on (sha256 of its golden.json). */
 int env_golden_id(const env *e, char id[65], em_err *err);
-/* The saved state the env runs on (the last restored; NULL: none) and its id. */
-const char *env_state_name(const env *e);
+/* The id of the saved state the env runs on (the last restored; NULL: none). */
 const char *env_state_id(const env *e);
 /* The env's network policy, and a new one that takes effect at the next
  * env_reset (*changed: it differs from the current one). */

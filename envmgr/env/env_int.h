@@ -33,9 +33,6 @@ struct env {
     int state_hold_fd;          /* a restore's hold on its state (state_hold) until it is recorded, or -1 */
 };
 
-int env_write_meta(env *e, em_err *err);
-/* Close the VNC and agent connections, keeping where the pointer is (input.json). */
-void env_drop_connections(env *e);
 /* The pointer's VNC position now (vnc_pointer_wire: what a saved state keeps). */
 void env_pointer_wire(env *e, int *x, int *y);
 /* Stop the env's QEMU and start a fresh one from e->chain (or the golden state): what reset and a

@@ -12,7 +12,8 @@
 #include "envmgr/state/ramfs.h"
 #include "envmgr/state/savestate.h"
 
-const char *env_state_name(const env *e)
+/* The saved state the env runs on (the last restored; NULL: none). */
+static const char *env_state_name(const env *e)
 {
     return json_string_value(json_object_get(json_object_get(e->meta, "state"), "name"));
 }

@@ -141,7 +141,9 @@ int assets_add_mirror(const char *spec, em_err *err)
     return rc;
 }
 
-char *assets_mirror_for(const char *url, bool *is_dir)
+/* The URL a mirror rewrites `url` to (caller frees), or NULL when none applies. *is_dir: the
+ * result is a host path. */
+static char *assets_mirror_for(const char *url, bool *is_dir)
 {
     char *out = NULL;
     pthread_mutex_lock(&cfg_mu);

@@ -62,9 +62,6 @@ int assets_allow_private(const char *spec, em_err *err);
 /* --asset-mirror PREFIX=DIR|URL: a URL starting with PREFIX is fetched from DIR/<rest> (a local
  * folder, also when offline) or URL<rest>. The first matching mirror wins. */
 int assets_add_mirror(const char *spec, em_err *err);
-/* The URL a mirror rewrites `url` to (caller frees), or NULL when none applies. *is_dir: the
- * result is a host path. */
-char *assets_mirror_for(const char *url, bool *is_dir);
 /* Drop mirrors and private allowances and reload the environment settings (tests). */
 void assets_reset(void);
 

@@ -413,7 +413,7 @@ int netpolicy_save(const char *dir, const netpolicy *p, const char *helper, em_e
     if (!realpath(dir, real))
         return em_fail_errno(err, "network policy: `%s`", dir);
     if (!helper)
-        helper = netpolicy_helper();
+        helper = paths_envmgr_bin();
     if (p->mode != NETPOLICY_NONE && helper[0] != '/')
         return em_fail(err, "network policy: the helper `%s` is not an absolute path", helper);
     if (p->mode != NETPOLICY_NONE && strlen(real) + sizeof "/" NETPOLICY_SOCK > 108) /* sun_path */
@@ -701,11 +701,6 @@ int netpolicy_guest_setup(guest *g, const netpolicy *p, em_err *err)
 }
 
 /* ---- the helper process -------------------------------------------------------- */
-
-const char *netpolicy_helper(void)
-{
-    return paths_envmgr_bin();
-}
 
 static char *log_path(const char *dir, bool *spilled)
 {

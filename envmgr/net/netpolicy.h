@@ -131,7 +131,7 @@ json_t *netpolicy_to_json(const netpolicy *p);
 int netpolicy_from_json(json_t *j, netpolicy *p, em_err *err);
 /* dir/NETPOLICY_FILE and, for allowlist and open, dir/VM_NET_FILE (the QEMU
  * network extras vm_spawn applies: guestfwd relays and the helper process).
- * Mode none removes VM_NET_FILE. helper: the envmgr binary (NULL: netpolicy_helper()). */
+ * Mode none removes VM_NET_FILE. helper: the envmgr binary (NULL: paths_envmgr_bin()). */
 int netpolicy_save(const char *dir, const netpolicy *p, const char *helper, em_err *err);
 /* A missing file is mode none. */
 int netpolicy_load(const char *dir, netpolicy *p, em_err *err);
@@ -168,9 +168,6 @@ char *netpolicy_splice_block(const char *orig, size_t len, const char *block);
 /* Write both files in the guest (nothing for mode none). */
 int netpolicy_guest_setup(guest *g, const netpolicy *p, em_err *err);
 
-/* The envmgr binary that serves as helper and relay: $ENVMGR_HELPER_BIN,
- * else this program when it is envmgr, else <source>/bin/envmgr. */
-const char *netpolicy_helper(void);
 
 /* Talk to an env's helper over dir/NETPOLICY_SOCK: "ping" (is it serving?)
  * and "flush" (log every open connection now, with its bytes so far). */

@@ -142,7 +142,7 @@ int procmem_read(procmem *m, uint64_t addr, void *buf, size_t len, em_err *err)
     return 0;
 }
 
-int procmem_write(procmem *m, uint64_t addr, const void *buf, size_t len, em_err *err)
+static int procmem_write(procmem *m, uint64_t addr, const void *buf, size_t len, em_err *err)
 {
     size_t done = 0;
     while (done < len) {

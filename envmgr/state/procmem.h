@@ -24,7 +24,6 @@ int procmem_find_mapping(procmem *m, const char *file, uint64_t len, uint64_t *a
  * copy) or swapped out. *idx (malloc'd) lists their numbers, in order. */
 int procmem_written_pages(procmem *m, uint64_t addr, uint64_t pages, uint64_t **idx, size_t *n, em_err *err);
 int procmem_read(procmem *m, uint64_t addr, void *buf, size_t len, em_err *err);
-int procmem_write(procmem *m, uint64_t addr, const void *buf, size_t len, em_err *err);
 /* Many pieces in few calls (process_vm_readv/writev, IOV_MAX pieces each): piece i is p[i].len
  * bytes at p[i].addr in the process and at p[i].local here. */
 typedef struct procmem_piece {

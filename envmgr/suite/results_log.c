@@ -117,7 +117,8 @@ int results_read(const char *path, json_t **lines, size_t *skipped, em_err *err)
     return 0;
 }
 
-char *results_line_key(json_t *line)
+/* The key of a line (caller frees), NULL when it has no task_id. */
+static char *results_line_key(json_t *line)
 {
     const char *id = json_string_value(json_object_get(line, "task_id"));
     if (!id)

@@ -26,7 +26,5 @@ int results_read(const char *path, json_t **lines, size_t *skipped, em_err *err)
 /* The episodes that are over: key (suite_episode_key) -> the last line of
  * that episode marked final (a line without "final" counts as final). */
 json_t *results_final(json_t *lines);
-/* The key of a line (caller frees), NULL when it has no task_id. */
-char *results_line_key(json_t *line);
 
 #endif

@@ -39,7 +39,8 @@ int task_keep(pctx *c, int rc, em_err *err)
     return 0;
 }
 
-void task_warn(pctx *c, const char *fmt, ...)
+/* A warning for the task (collected when c->warn). */
+__attribute__((format(printf, 2, 3))) static void task_warn(pctx *c, const char *fmt, ...)
 {
     if (!c->warn)
         return;

@@ -30,8 +30,6 @@ typedef struct pctx {
 
 /* rc < 0: record err's message as a problem; always 0, so the caller goes on. */
 int task_keep(pctx *c, int rc, em_err *err);
-/* A warning for the task (collected when c->warn). */
-void task_warn(pctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Warn about keys not in `known` (space separated, with spaces around). */
 void task_warn_unknown(pctx *c, json_t *obj, const char *base, const char *known);
 /* A flag that OSWorld's files may spell as the string "true" or "false". */

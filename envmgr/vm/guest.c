@@ -60,7 +60,8 @@ static int call(guest *g, const char *cmd, json_t *args, double timeout_ms, json
     return 0;
 }
 
-int guest_sync(guest *g, double timeout_ms, em_err *err)
+/* Resynchronise the stream (after a restore the agent may hold stale bytes). */
+static int guest_sync(guest *g, double timeout_ms, em_err *err)
 {
     double deadline = now_ms() + timeout_ms;
     /* A 0xFF byte resets the agent's parser in case a previous client left half a command. */

@@ -32,8 +32,6 @@ int guest_open(const char *sock_path, double timeout_ms, guest **out, em_err *er
  * for guest_open, and for the fuzz target that plays a hostile agent. */
 guest *guest_attach(int fd, const char *what);
 void guest_close(guest *g);
-/* Resynchronise the stream (after a restore the agent may hold stale bytes). */
-int guest_sync(guest *g, double timeout_ms, em_err *err);
 /* Set the guest clock from the host: a restored guest wakes with the saved time. */
 int guest_set_time(guest *g, em_err *err);
 
