@@ -1,7 +1,7 @@
-/* The gate in front of libmicrohttpd (issue 27). MHD runs a thread per connection and counts
- * every open connection against its limit, and its timeout is only an idle one: a client that
- * sends a header line every few seconds held a slot for as long as it liked, and 64 of them
- * locked every other client out. So envmgr accepts connections itself: a gate thread holds each
+/* The gate in front of libmicrohttpd. MHD runs a thread per connection and counts every open
+ * connection against its limit, and its timeout is only an idle one: left to MHD, a client that
+ * sends a header line every few seconds would hold a slot for as long as it liked, and 64 of them
+ * would lock every other client out. So envmgr accepts connections itself: a gate thread holds each
  * new one until its whole request head has arrived (peeked, not read: MHD reads it), within a
  * deadline counted from accept, with a cap on such incomplete connections per client address
  * and in all (over a cap the oldest goes: a real client sends its head at once), and hands the

@@ -65,7 +65,7 @@ static enum MHD_Result send_reply(api_server *s, struct MHD_Connection *c, const
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
     MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
     /* A client that proved nothing gets no keep-alive: it cannot hold a connection slot after
-     * its answer (issue 27; api_gate.c admits new connections). */
+     * its answer (api_gate.c admits new connections). */
     if (!cr->credential)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
     for (size_t i = 0; i < ARRAY_LEN(r->headers); i++) {

@@ -29,8 +29,8 @@ int cmd_replay_agent(int argc, char **argv)
     if (trace_read(argv[1], &t, &err) < 0)
         return cli_report(&err);
     size_t next = 0, sent = 0;
-    /* One observation per line, whatever its length (fgets with a fixed buffer split long ones
-     * into two "observations" and answered twice). */
+    /* One observation per line, whatever its length: a fixed buffer would split a long one into
+     * two "observations" and answer twice. */
     _cleanup_free_ char *line = NULL;
     size_t line_cap = 0;
     while (getline(&line, &line_cap, stdin) > 0) {

@@ -55,8 +55,8 @@ int env_vcpu_time(env *e, uint64_t *run_ns, uint64_t *wait_ns, em_err *err)
 
 /* A guest restored from a served state (state/ramfs.h) faults in its RAM through the state's server.
  * Until the server has read the state's pages into the kernel's cache (a fraction of a second
- * after it starts), the guest's programs run slowly on their first touch of each page: keys typed
- * then overflowed the guest's input buffers and were lost (a replay of such an episode diverged).
+ * after it starts), the guest's programs run slowly on their first touch of each page, and keys typed
+ * then overflow the guest's input buffers and are lost (a replay of such an episode would diverge).
  * So the first input event after a restore waits until the server says its warm-up ended (its
  * marker), at most this long; an agent's thinking time usually covers it. */
 #define RAM_WARM_WAIT_MS 30000.0

@@ -349,7 +349,7 @@ int netpolicy_from_json(json_t *j, netpolicy *p, em_err *err)
         if ((priv ? netpolicy_add_private(p, priv, err) : netpolicy_add(p, json_string_value(e), err)) < 0)
             return em_prefix(err, "network policy: allow[%zu]: ", i);
     }
-    /* Missing: the defaults (a file from before limits were on by default gets them too). */
+    /* Missing: the defaults (a policy file written without limits gets them too). */
     if (limits_from_json(json_object_get(j, "maxima"), "maxima", &p->op_max_bytes_out, &p->op_max_conn_per_min,
                          err) < 0 ||
         limits_from_json(json_object_get(j, "limits"), "limits", &p->max_bytes_out, &p->max_conn_per_min, err) < 0)

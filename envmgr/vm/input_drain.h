@@ -6,7 +6,7 @@
  * PS2_QUEUE_SIZE - count < 1); its VNC server drops the messages it has not read yet when the client
  * hangs up (ui/vnc.c: vnc_client_io, G_IO_HUP: vnc_disconnect_start). A vCPU starved of host CPU
  * (4 TCG guests on 2 cores) reads nothing, and QEMU's main loop waits for it too, so keys sent at a
- * fixed pace of host time piled up and were lost. Keys now go in batches, each taken before the
+ * fixed pace of host time would pile up and be lost. So keys go in batches, each taken before the
  * next is sent. */
 #ifndef ENVMGR_VM_INPUT_DRAIN_H
 #define ENVMGR_VM_INPUT_DRAIN_H
