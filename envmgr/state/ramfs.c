@@ -276,7 +276,7 @@ static void mark_warm(const ramfs_opts *o)
 
 /* The warm-up runs in a child process, never in a thread of the server: a thread's file on the
  * server's own mount, closed as a killed server exits, waits forever for a FLUSH answer from the
- * process that is exiting (the integration test's killed server hung so). The child keeps nothing
+ * process that is exiting, and the server would hang as it exits. The child keeps nothing
  * of the server's (no /dev/fuse, no lock), so a killed server's connection aborts and the child's
  * reads fail. Its reads are answered like any QEMU's. It creates the marker once the pages are
  * read; a warm-up that failed is said in the log and the server creates the marker then (the guest
