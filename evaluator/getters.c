@@ -342,6 +342,17 @@ static const getter_def *getter_find(json_t *spec, em_err *err)
     return NULL;
 }
 
+bool getter_needs_guest(const json_t *spec)
+{
+    static const char *const off_guest[] = {"screenshot", "vm_screen_size", "rule",       "time_diff_range",
+                                            "cache_file", "local_file",     "cloud_file", "egress_log"};
+    const char *type = json_string_value(json_object_get(spec, "type"));
+    for (size_t i = 0; type && i < ARRAY_LEN(off_guest); i++)
+        if (!strcmp(type, off_guest[i]))
+            return false;
+    return spec != NULL;
+}
+
 int getter_check(json_t *spec, em_err *err)
 {
     const getter_def *d = getter_find(spec, err);

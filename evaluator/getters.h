@@ -20,6 +20,7 @@
 #define ENVMGR_GETTERS_H
 
 #include <jansson.h>
+#include <stdbool.h>
 
 #include "envmgr/base/err.h"
 #include "evaluator/env_ops.h"
@@ -41,6 +42,11 @@ int getter_check(json_t *spec, em_err *err);
  * Messages start with the getter type ("vm_file `/tmp/x`: ..."). */
 int getter_run(const em_env_ops *ops, json_t *spec, const char *artifact_dir, const char *task_dir,
                json_t **artifact, em_err *err);
+
+/* Whether a getter spec reads the guest (a command, a file, a window), as against the env's frames
+ * and screen size or the host alone (rule, time_diff_range, cache_file, local_file, cloud_file,
+ * egress_log): a task is refused on an image with no guest interface when one does. */
+bool getter_needs_guest(const json_t *spec);
 
 /* A JSON string of untrusted bytes: NUL bytes and invalid UTF-8 become
  * U+FFFD, so guest output never makes an artifact fail to build. */

@@ -12,6 +12,7 @@
 #include "envmgr/base/sbuf.h"
 #include "envmgr/base/util.h"
 #include "envmgr/env/env_image.h"
+#include "evaluator/getters.h"
 #include "evaluator/osworld.h"
 
 /* The apps of t's related_apps that m lacks, comma-separated; NULL when it has them all. */
@@ -100,19 +101,62 @@ static int plan_check_apps(const task *t, const env_image_facts *m, em_err *err)
                          m->name);
 }
 
+/* A step envmgr runs without the guest's help: on the host (sleep, the network policy) or through
+ * the env's screen and input (wait_screen, act). */
+static bool step_needs_guest(const task_step *s)
+{
+    return s->type != STEP_SLEEP && s->type != STEP_WAIT_SCREEN && s->type != STEP_ACT && s->type != STEP_PROXY;
+}
+
+/* On an image with no guest interface (guest none: screenshots and input only), the first setup
+ * step, getter or postconfig step that needs the guest refuses the task, before any VM starts. */
+static int plan_check_guest(const task *t, const env_image_facts *m, em_err *err)
+{
+    if (!m->guest_none)
+        return 0;
+    const char *what = NULL;
+    char where[96] = "";
+    for (size_t i = 0; !what && i < t->nconfig; i++)
+        if (step_needs_guest(&t->config[i])) {
+            what = task_step_type_name(t->config[i].type);
+            snprintf(where, sizeof where, "config[%zu]", i);
+        }
+    for (size_t i = 0; !what && i < t->eval.nmetrics; i++) {
+        json_t *spec[2] = {t->eval.metrics[i].result, t->eval.metrics[i].expected};
+        for (size_t k = 0; !what && k < 2; k++)
+            if (getter_needs_guest(spec[k])) {
+                what = json_string_value(json_object_get(spec[k], "type"));
+                snprintf(where, sizeof where, "evaluator.%s[%zu]", k ? "expected" : "result", i);
+            }
+    }
+    for (size_t i = 0; !what && i < t->npostconfig; i++)
+        if (step_needs_guest(&t->postconfig[i])) {
+            what = task_step_type_name(t->postconfig[i].type);
+            snprintf(where, sizeof where, "evaluator.postconfig[%zu]", i);
+        }
+    if (!what)
+        return 0;
+    return em_fail_input(err, "%s: %.64s needs the guest, and image `%s` has no guest interface (guest none: "
+                              "screenshots and input only)", where, what ? what : "?", m->name);
+}
+
 int plan_image(const task *t, const plan_image_choice *op, char **image, em_err *err)
 {
     const char *name = op && op->image && (op->force || !t->image_named) ? op->image
                        : t->image_named                                 ? t->image
                                                                         : IMAGE_DEFAULT;
-    if (t->nrelated_apps) {
-        env_image_facts m;
-        if (env_image_facts_read(name, &m, err) < 0)
-            return em_prefix(err, "image `%s`: ", name);
+    env_image_facts m;
+    em_err why = {0};
+    if (env_image_facts_read(name, &m, &why) == 0) {
         int rc = plan_check_apps(t, &m, err);
+        if (rc == 0)
+            rc = plan_check_guest(t, &m, err);
         env_image_facts_free(&m);
         if (rc < 0)
             return -1;
+    } else if (t->nrelated_apps) { /* else env_up fails on the image with its own message */
+        *err = why;
+        return em_prefix(err, "image `%s`: ", name);
     }
     *image = xstrdup(name);
     return 0;
@@ -157,6 +201,8 @@ int plan_for_env(env *e, task *t, em_err *err)
     env_image_facts m;
     env_image_facts_of(e, &m);
     int rc = plan_check_apps(t, &m, err);
+    if (rc == 0)
+        rc = plan_check_guest(t, &m, err);
     env_image_facts_free(&m);
     if (rc < 0 || env_network(e, &cur, err) < 0)
         return -1;

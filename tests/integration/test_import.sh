@@ -1,0 +1,175 @@
+#!/usr/bin/env bash
+# `envmgr image import` (issue 41): every refusal of a hostile disk is one line, exit 2, and leaves
+# the image root as it was; then a disk with its own bootloader (built here from Debian packages:
+# tests/tools/make-boot-disk.sh, cached by its inputs) is imported with guest interface none: its
+# golden state is made once its screen settles, and up, screenshot, act, reset, run, down,
+# image ls/verify/rm and doctor work on it; a task that needs the guest is refused at plan time.
+. "$(dirname "$0")/lib.sh"
+
+# The kernel and initramfs of the built desktop image boot the test disk; then this run's own image
+# root and cache (the imported image's golden state is this run's, not the operator's).
+real_cache=${ENVMGR_CACHE_DIR:-/var/cache/envmgr}
+[ "$(id -u)" = 0 ] || real_cache=${ENVMGR_CACHE_DIR:-$HOME/.cache/envmgr}
+desktop=$(readlink -f "${ENVMGR_IMAGE_DIR:-$ROOT/vm-images/out}/desktop")
+if [ ! -r "$desktop/vmlinuz" ] || [ ! -r "$desktop/initrd.img" ]; then
+    bad "the desktop image (its kernel boots the test disk): build it with \`make image\`"; finish; exit
+fi
+export ENVMGR_IMAGE_DIR=$T/images ENVMGR_CACHE_DIR=$T/cache
+mkdir -p "$ENVMGR_IMAGE_DIR" "$ENVMGR_CACHE_DIR" "$T/d"
+cp "$real_cache/accel.json" "$ENVMGR_CACHE_DIR/" 2>/dev/null   # the host's KVM verdict, if probed
+
+# The boot disk, cached by what makes it (the script, the kernel, the initramfs, SYSLINUX's version).
+key=$( (sha256sum "$ROOT/tests/tools/make-boot-disk.sh" "$desktop/vmlinuz" "$desktop/initrd.img" | cut -d' ' -f1
+        dpkg-query -W -f='${Version}' syslinux syslinux-common 2>/dev/null) | sha256sum | cut -c1-16)
+BOOT=$real_cache/test-disks/boot-$key.raw
+if [ ! -s "$BOOT" ]; then
+    mkdir -p "$(dirname "$BOOT")"
+    "$ROOT/tests/tools/make-boot-disk.sh" "$desktop/vmlinuz" "$desktop/initrd.img" "$BOOT" ||
+        { bad "make-boot-disk.sh (scripts/install-deps: syslinux, mtools, dosfstools)"; finish; exit; }
+fi
+
+PROGRESS='checked in [0-9.]* s; copying\|building the golden state of\|^usage: '
+tree() { find "$ENVMGR_IMAGE_DIR" -printf '%p %s %M\n' | sort; }
+BEFORE=$(tree)
+# refuse LABEL FIELD_RE ARGS...: `image import ARGS` exits 2 with one line matching FIELD_RE, and the
+# image root is unchanged
+refuse() {
+    local label=$1 re=$2 out rc; shift 2
+    out=$("$ENVMGR" image import "$@" 2>&1); rc=$?
+    # one line, besides progress (the checks passed, the golden state's boot begun)
+    if [ $rc = 2 ] && [ "$(printf '%s\n' "$out" | grep -vc "$PROGRESS")" = 1 ] &&
+        printf '%s' "$out" | grep -q -- "$re" && [ "$(tree)" = "$BEFORE" ]; then
+        ok "refused: $label"
+    else
+        bad "refused: $label (exit $rc): $out"
+    fi
+}
+d=$T/d
+qemu-img create -q -f qcow2 "$d/base.qcow2" 16M
+qemu-img create -q -f qcow2 -b "$d/base.qcow2" -F qcow2 "$d/backing.qcow2"
+refuse "a backing file" "backing_file_offset: the disk names a backing file" x "$d/backing.qcow2"
+# the same disk with its header's backing fields cleared but a backing-format extension kept
+cp "$d/backing.qcow2" "$d/backing-ext.qcow2"
+python3 - "$d/backing-ext.qcow2" <<'PY'
+import sys
+with open(sys.argv[1], "r+b") as f:
+    f.seek(8); f.write(bytes(12))   # backing_file_offset, backing_file_size
+PY
+refuse "a backing-format header extension" "extension backing-format" x "$d/backing-ext.qcow2"
+qemu-img create -q -f qcow2 -o data_file="$d/data.raw" "$d/datafile.qcow2" 16M
+refuse "an external data file" "external data file" x "$d/datafile.qcow2"
+qemu-img create -q -f vmdk "$d/disk.vmdk" 16M
+refuse "a vmdk" "format: the disk is vmdk" x "$d/disk.vmdk"
+qemu-img create -q -f vpc -o subformat=dynamic "$d/disk.vhd" 16M
+refuse "a vpc (VHD)" "format: the disk is vpc" x "$d/disk.vhd"
+qemu-img create -q -f vdi "$d/disk.vdi" 16M
+refuse "a vdi" "format: the disk is vdi" x "$d/disk.vdi"
+qemu-img create -q -f qcow2 "$d/huge.qcow2" 300G
+refuse "a qcow2 of 300 GiB (sparse)" "size: the virtual disk is 300 GiB, over the bound of 256 GiB" x "$d/huge.qcow2"
+truncate -s 300G "$d/huge.raw"
+refuse "a raw file of 300 GiB (sparse)" "size: the disk file is 300 GiB, over the bound" x "$d/huge.raw"
+ENVMGR_IMPORT_MAX_GIB=1 refuse "ENVMGR_IMPORT_MAX_GIB=1 and a 2 GiB qcow2" "over the bound of 1 GiB" x \
+    "$(qemu-img create -q -f qcow2 "$d/two.qcow2" 2G && echo "$d/two.qcow2")"
+cp "$d/base.qcow2" "$d/encrypted.qcow2"
+python3 -c "import sys; f=open(sys.argv[1],'r+b'); f.seek(32); f.write((2).to_bytes(4,'big'))" "$d/encrypted.qcow2"
+refuse "an encrypted qcow2 (crypt_method LUKS)" "crypt_method 2: the disk is encrypted" x "$d/encrypted.qcow2"
+cp "$d/base.qcow2" "$d/corrupt.qcow2"   # the refcount table's offset not cluster-aligned: qemu-img refuses the header
+python3 -c "import sys; f=open(sys.argv[1],'r+b'); f.seek(48); f.write((0x12345).to_bytes(8,'big'))" "$d/corrupt.qcow2"
+refuse "a corrupt header (qemu-img info fails)" "qemu-img info: .*the header is corrupt" x "$d/corrupt.qcow2"
+cp "$d/base.qcow2" "$d/corrupt-l1.qcow2"   # the L1 table pointing past the file: qemu-img check finds it
+python3 - "$d/corrupt-l1.qcow2" <<'PY'
+import struct, sys
+with open(sys.argv[1], "r+b") as f:
+    f.seek(40); l1 = struct.unpack(">Q", f.read(8))[0]
+    f.seek(l1); f.write(struct.pack(">Q", (1 << 63) | (1 << 40)))  # cluster 1 TiB into a 200 KiB file
+PY
+refuse "a corrupt L1 table (qemu-img check)" "qemu-img check: .*corrupt" x "$d/corrupt-l1.qcow2"
+python3 -c "import sys; f=open(sys.argv[1],'r+b'); f.seek(4); f.write((7).to_bytes(4,'big'))" "$d/base.qcow2" 2>/dev/null
+refuse "a qcow2 header of version 7" "qcow2 header: version 7" x "$d/base.qcow2"
+refuse "a disk that is not there" "disk .*No such file" x "$d/nothing.qcow2"
+refuse "a FIFO" "not a regular file" x "$(mkfifo "$d/fifo" && echo "$d/fifo")"
+refuse "--guest osworld: not yet" "--guest osworld: not supported yet" x "$BOOT" --guest osworld
+refuse "--guest qga: not yet" "--guest qga: not supported yet" x "$BOOT" --guest qga
+refuse "--guest nonsense" "--guest: expected envmgr, osworld, qga or none" x "$BOOT" --guest nonsense
+refuse "a bad name" "image" "../x" "$BOOT"
+refuse "--screen 10x10" "--screen: expected WxH" x "$BOOT" --screen 10x10
+# A guest that never settles within its bound: the TCG boot takes longer than 10 s; its image and
+# golden state are not kept.
+refuse "a guest whose screen does not settle within --ready-timeout 10" \
+    "did not settle .* within 10 s" slow "$BOOT" --screen 720x400 --memory 256 --ready-timeout 10 --accel tcg
+check "the unsettled guest left no golden state" test -z "$(ls "$ENVMGR_CACHE_DIR/golden" 2>/dev/null | grep -v '\.lock$')"
+check "the unsettled guest left no QEMU" no_qemu_under "$ENVMGR_RUN_DIR/"
+
+# The real import.
+t0=$(date +%s.%N)
+out=$("$ENVMGR" image import boot "$BOOT" --screen 720x400 --memory 256 --ready-timeout 180 --accel tcg 2>&1); rc=$?
+t1=$(date +%s.%N)
+check "import the bootloader disk (guest none): exit 0" test $rc = 0
+echo "   import + golden state: $(python3 -c "print(f'{$t1-$t0:.1f}')") s; $(printf '%s\n' "$out" | grep -o 'golden state ready in.*')"
+check "image ls: boot, guest none, imported" bash -c "'$ENVMGR' image ls | grep -E '^boot +[^ ]+ +none +.*/boot \(imported\)$'"
+check "image verify boot" "$ENVMGR" image verify boot
+check "doctor lists it" bash -c "'$ENVMGR' doctor 2>&1 | grep -q 'image boot '"
+check "the manifest: no kernel, guest none, firmware bios, machine pc, the source's sha256" python3 - \
+    "$ENVMGR_IMAGE_DIR/boot/manifest.json" "$(sha256sum "$BOOT" | cut -d' ' -f1)" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1])); b = m["boot"]
+ok = ("kernel" not in b and m["guest"] == "none" and b["firmware"] == "bios" and b["machine"] == "pc" and
+      m["imported"]["source_sha256"] == sys.argv[2] and m["imported"]["source_format"] == "raw" and
+      list(m["files"]) == ["disk.qcow2"] and (b["width"], b["height"], b["memory_mb"]) == (720, 400, 256))
+sys.exit(0 if ok else 1)
+PY
+check "the kept disk is envmgr's qcow2 copy, read-only" bash -c \
+    "qemu-img info --output=json -f qcow2 '$ENVMGR_IMAGE_DIR/boot/disk.qcow2' | grep -q '\"format\": \"qcow2\"' && [ ! -w '$ENVMGR_IMAGE_DIR/boot/disk.qcow2' ] || [ \$(id -u) = 0 ]"
+BEFORE=$(tree)
+refuse "a name that exists" "image .boot. exists" boot "$BOOT"
+
+E=imp-$$
+check "up --image boot" "$ENVMGR" up --name $E --image boot --accel tcg
+shot $E "$T/s0.png" && ok "screenshot" || bad "screenshot"
+check "the screenshot is the manifest's 720x400" bash -c "'$PNGTOOL' info '$T/s0.png' | grep -q '^720 400'"
+act $E '{"action_type":"TYPING","text":"echo envmgr-$((6*7))\n"}' >/dev/null && ok "act (typing over VNC)" || bad "act"
+sleep 1
+shot $E "$T/s1.png"
+check "the typed line changed the screen" bash -c "! cmp -s '$T/s0.png' '$T/s1.png'"
+t0=$(date +%s.%N)
+out=$("$ENVMGR" reset $E 2>&1); rc=$?
+t1=$(date +%s.%N)
+check "reset" test $rc = 0
+echo "   reset: $(python3 -c "print(f'{($t1-$t0)*1000:.0f}')") ms wall ($out)"
+shot $E "$T/s2.png"
+check "after reset the screen is the golden state's again" cmp -s "$T/s0.png" "$T/s2.png"
+out=$("$ENVMGR" image rm boot 2>&1); rc=$?
+check "image rm while an env runs on it: exit 2, naming the env" bash -c "[ $rc = 2 ] && printf '%s' '$out' | grep -q 'env $E runs on it'"
+
+# Tasks: one that needs the guest is refused at plan time, naming the step; one that does not runs.
+cat >"$T/guest.json" <<'J'
+{"id": "g", "instruction": "x", "config": [{"type": "sleep", "parameters": {"seconds": 0.1}},
+ {"type": "execute", "parameters": {"command": ["true"]}}], "evaluator": {"func": "infeasible"}}
+J
+out=$("$ENVMGR" run "$T/guest.json" --image boot --agent "$ROOT/tasks/agents/null" --out "$T/g" 2>&1); rc=$?
+check "a task with a guest setup step on a none image: exit 2, one line naming config[1] execute" bash -c \
+    "[ $rc = 2 ] && [ \$(printf '%s\n' \"\$1\" | wc -l) = 1 ] && printf '%s' \"\$1\" | grep -q 'config\[1\]: execute needs the guest'" _ "$out"
+cat >"$T/getter.json" <<'J'
+{"id": "f", "instruction": "x", "evaluator": {"func": "exact_match", "result": {"type": "vm_file", "path": "/etc/hostname", "dest": "h"},
+ "expected": {"type": "rule", "rules": {"expected": "x"}}}}
+J
+out=$("$ENVMGR" run "$T/getter.json" --env $E --agent "$ROOT/tasks/agents/null" --out "$T/f" 2>&1); rc=$?
+check "a vm_file getter, in the env on it (--env): exit 2 naming evaluator.result[0]" bash -c \
+    "[ $rc = 2 ] && printf '%s' \"\$1\" | grep -q 'evaluator.result\[0\]: vm_file needs the guest'" _ "$out"
+check "refused tasks started no env" test -z "$(ls "$ENVMGR_RUN_DIR" | grep run- || true)"
+cat >"$T/screen.json" <<'J'
+{"id": "s", "instruction": "look at the console", "config": [{"type": "sleep", "parameters": {"seconds": 0.1}}],
+ "evaluator": {"func": "infeasible"}}
+J
+out=$("$ENVMGR" run "$T/screen.json" --env $E --agent "$ROOT/tasks/agents/null" --out "$T/run" 2>&1); rc=$?
+check "a task that needs only the screen runs on it (exit 0)" test $rc = 0
+check "its trace verifies" "$ENVMGR" trace verify "$T/run/trace"
+
+check "down" "$ENVMGR" down $E
+check "image rm boot" "$ENVMGR" image rm boot
+check "image ls no longer lists it" bash -c "! '$ENVMGR' image ls | grep -q '^boot '"
+check "the image root is empty again" test -z "$(ls -A "$ENVMGR_IMAGE_DIR")"
+out=$("$ENVMGR" image rm boot 2>&1); rc=$?
+check "image rm of an image that is not there: exit 2" test $rc = 2
+check "no QEMU left" no_qemu_under "$ENVMGR_RUN_DIR/"
+finish
