@@ -25,6 +25,8 @@ _envmgr() {
             --env) words=$("$envmgr" ls 2>/dev/null | awk 'NR > 1 {print $1}') ;;
             --from-state) words=$("$envmgr" state ls 2>/dev/null | awk 'NR > 1 {print $1}') ;;
             --accel) words="auto kvm tcg" ;;
+            --guest) words="none envmgr osworld qga" ;;
+            --firmware) words="bios uefi" ;;
             --network) words="none allowlist" ;;
             --format) words="png raw" ;;
             --progress) words="auto line plain" ;;

@@ -10,7 +10,7 @@
 
 static const char usage[] =
     "usage: envmgr image verify [IMAGE]\n"
-    "       envmgr image list|ls\n"
+    "       envmgr image list   (or ls)\n"
     "       envmgr image import NAME DISK [--guest none] [--screen WxH] [--memory MiB] [--cpus N]\n"
     "                           [--firmware bios|uefi] [--ready-timeout S] [--accel auto|kvm|tcg] [--no-golden]\n"
     "       envmgr image rm NAME\n"

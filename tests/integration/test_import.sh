@@ -172,4 +172,17 @@ check "the image root is empty again" test -z "$(ls -A "$ENVMGR_IMAGE_DIR")"
 out=$("$ENVMGR" image rm boot 2>&1); rc=$?
 check "image rm of an image that is not there: exit 2" test $rc = 2
 check "no QEMU left" no_qemu_under "$ENVMGR_RUN_DIR/"
+
+# bash completion: image's subcommands and import's option values
+complete_words() {
+    PATH="$(dirname "$ENVMGR"):$PATH" bash -c 'source "$0"; COMP_WORDS=("${@}"); COMP_CWORD=$(($# - 1)); _envmgr; echo "${COMPREPLY[*]}"' \
+        "$ROOT/completion/envmgr.bash" "$@"
+}
+check "envmgr image <TAB> offers import and rm" test "$(complete_words envmgr image '')" = "verify list import rm"
+check "envmgr image import x d --guest <TAB>" test "$(complete_words envmgr image import x d --guest '')" = "none envmgr osworld qga"
+check "envmgr image import x d --firmware <TAB>" test "$(complete_words envmgr image import x d --firmware '')" = "bios uefi"
+if [ ! -r /usr/share/ovmf/OVMF.fd ] && [ ! -r /usr/share/qemu/OVMF.fd ]; then
+    BEFORE=$(tree)
+    refuse "--firmware uefi without OVMF installed" "--firmware uefi: needs OVMF" x "$BOOT" --firmware uefi
+fi
 finish
