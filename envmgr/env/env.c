@@ -581,6 +581,11 @@ int env_reset(env *e, env_timings *t, em_err *err)
 
 int env_guest(env *e, guest **g, em_err *err)
 {
+    /* Every operation inside the guest comes here: dispatched on the image's guest interface (the
+     * envmgr agent today; osworld and qga slot in here). */
+    if (e->image->guest != MANIFEST_GUEST_ENVMGR)
+        return em_fail_input(err, "env %s: image %s has no envmgr guest agent (guest %s: screenshots and input only)",
+                             e->name, e->image->name, manifest_guest_name(e->image->guest));
     if (gone_why(e, err) < 0 || ensure_running(e, err) < 0)
         return -1;
     if (!e->ga) {

@@ -161,6 +161,9 @@ cat >"$T/screen.json" <<'J'
 {"id": "s", "instruction": "look at the console", "config": [{"type": "sleep", "parameters": {"seconds": 0.1}}],
  "evaluator": {"func": "infeasible"}}
 J
+out=$(timeout 20 "$ENVMGR" exec $E -- true 2>&1); rc=$?
+check "exec on a none env: exit 2 at once, one line" bash -c \
+    "[ $rc = 2 ] && [ \$(printf '%s\n' \"\$1\" | wc -l) = 1 ] && printf '%s' \"\$1\" | grep -q 'has no envmgr guest agent (guest none'" _ "$out"
 out=$("$ENVMGR" run "$T/screen.json" --env $E --agent "$ROOT/tasks/agents/null" --out "$T/run" 2>&1); rc=$?
 check "a task that needs only the screen runs on it (exit 0)" test $rc = 0
 check "its trace verifies" "$ENVMGR" trace verify "$T/run/trace"
