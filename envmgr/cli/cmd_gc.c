@@ -12,7 +12,7 @@ static const char usage[] =
     "  envs (suite-<pid>-<k>) whose envmgr is gone (with their QEMU), dead golden-state builders, and\n"
     "  golden states in the cache whose image manifest no longer exists (each holds a RAM file of the\n"
     "  guest's memory size), and overlays kept on disk for envs whose run directory is gone (a reboot\n"
-    "  wipes a tmpfs run root), and saved states beyond the cache's cap (their flat RAM files first, rebuilt\n"
+    "  wipes a tmpfs run root), the work folders of killed `image import`s and `image rm`s, and saved states beyond the cache's cap (their flat RAM files first, rebuilt\n"
     "  at the next restore, then states, least recently used first) or whose golden state is gone. Anything an envmgr still holds, a QEMU still maps or an env or another saved\n"
     "  state depends on is left alone.\n"
     "  --all-suite    also stop suite envs whose envmgr still runs\n"

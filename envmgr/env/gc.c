@@ -21,6 +21,7 @@
 #include "envmgr/base/fileio.h"
 #include "envmgr/base/util.h"
 #include "envmgr/vm/cgroup.h"
+#include "envmgr/vm/image_import.h"
 #include "envmgr/vm/overlay.h"
 #include "envmgr/vm/runas.h"
 #include "envmgr/vm/vm.h"
@@ -363,6 +364,10 @@ int suite_gc(const gc_opts *o, FILE *log, gc_stats *st, em_err *err)
             say(log, o, "remove the overlay %s (its env is gone)", l);
         free(list);
         st->overlays = n > 0 ? (size_t)n : 0;
+        n = image_import_orphans(o->dry_run, &list); /* an `image import` or `rm` killed midway */
+        for (char *save = NULL, *l = list ? strtok_r(list, "\n", &save) : NULL; l; l = strtok_r(NULL, "\n", &save))
+            say(log, o, "remove %s (its image import or rm was killed)", l);
+        free(list);
         st->cgroups = (size_t)vm_cgroup_orphans(o->dry_run);
         st->qemu_users = (size_t)vm_runas_orphans(o->dry_run);
     }

@@ -4,6 +4,8 @@
  *  - suite envs (suite-<pid>-<k>) whose owning envmgr is gone (kill -9),
  *    with their QEMU; with all_suite, every suite env;
  *  - golden-state builder directories (.golden-<pid>) of dead builders;
+ *  - work folders of `image import` and `image rm` (.import-NAME.<pid>.*, .rm-NAME.<pid>) in the image
+ *    root whose envmgr is gone;
  *  - golden states in the cache whose image manifest no longer exists (each
  *    holds a guest-RAM file of the image's memory size), unless a QEMU still
  *    maps it or a builder holds its lock;

@@ -1,7 +1,9 @@
 /* `envmgr image import`: a disk envmgr did not build, checked as hostile input (image_import.h). */
 #include "envmgr/vm/image_import.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
@@ -14,6 +16,7 @@
 #include "envmgr/base/fileio.h"
 #include "envmgr/base/json_save.h"
 #include "envmgr/base/paths.h"
+#include "envmgr/base/sbuf.h"
 #include "envmgr/base/sha256.h"
 #include "envmgr/base/spawn.h"
 #include "envmgr/base/util.h"
@@ -378,7 +381,7 @@ int image_import(const char *name, const char *disk, const image_import_opts *o,
             (unsigned long long)(info.virtual_size >> 20), (now_ms() - t0) / 1000);
     if (mkdir_p(root, 0755, err) < 0)
         return -1;
-    _cleanup_free_ char *tmp = xasprintf("%s/.import-%s.XXXXXX", root, name);
+    _cleanup_free_ char *tmp = xasprintf("%s/.import-%s.%d.XXXXXX", root, name, (int)getpid()); /* gc: its pid */
     if (!mkdtemp(tmp))
         return em_fail_errno(err, "create a folder in `%s`", root);
     chmod(tmp, 0755);
@@ -439,4 +442,49 @@ int image_remove(const char *name, em_err *err)
     if (rename(dir, aside) < 0)
         return em_fail_errno(err, "image `%s`: rename", dir);
     return remove_tree(aside, err);
+}
+
+/* The pid in a work folder's name: `.import-NAME.PID.XXXXXX` or `.rm-NAME.PID`; 0 when there is none. */
+static pid_t work_pid(const char *name)
+{
+    bool import = !strncmp(name, ".import-", 8);
+    if (!import && strncmp(name, ".rm-", 4))
+        return 0;
+    const char *end = name + strlen(name), *dot = end;
+    if (import) { /* skip mkdtemp's suffix */
+        while (dot > name && dot[-1] != '.')
+            dot--;
+        end = dot > name ? dot - 1 : name;
+    }
+    const char *p = end;
+    while (p > name && p[-1] >= '0' && p[-1] <= '9')
+        p--;
+    if (p == end || p == name || p[-1] != '.' || end - p > 9)
+        return 0;
+    return (pid_t)strtol(p, NULL, 10);
+}
+
+int image_import_orphans(bool dry_run, char **list)
+{
+    *list = NULL;
+    const char *root = paths_image_root();
+    DIR *d = opendir(root);
+    if (!d)
+        return 0;
+    int n = 0;
+    sbuf b = {0};
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        pid_t pid = work_pid(de->d_name);
+        if (pid <= 0 || (kill(pid, 0) == 0 || errno == EPERM))
+            continue; /* no work folder, or its envmgr still runs */
+        _cleanup_free_ char *dir = xasprintf("%s/%s", root, de->d_name);
+        sbuf_printf(&b, "%s\n", dir);
+        if (!dry_run)
+            remove_tree(dir, NULL);
+        n++;
+    }
+    closedir(d);
+    *list = b.len ? sbuf_steal(&b) : NULL;
+    return n;
 }

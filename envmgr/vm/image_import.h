@@ -62,4 +62,9 @@ int image_import(const char *name, const char *disk, const image_import_opts *o,
  * build cache, `make image` rebuilds it). */
 int image_remove(const char *name, em_err *err);
 
+/* `envmgr gc`: the work folders (`.import-*`, `.rm-*`) in the image root of imports and removals whose
+ * envmgr was killed; removed unless dry_run. *list: their paths, one a line (caller frees; NULL for
+ * none). Returns how many. */
+int image_import_orphans(bool dry_run, char **list);
+
 #endif

@@ -174,6 +174,15 @@ check "image ls no longer lists it" bash -c "! '$ENVMGR' image ls | grep -q '^bo
 check "the image root is empty again" test -z "$(ls -A "$ENVMGR_IMAGE_DIR")"
 out=$("$ENVMGR" image rm boot 2>&1); rc=$?
 check "image rm of an image that is not there: exit 2" test $rc = 2
+# gc: the work folder of an import whose envmgr was killed goes, a live one's stays; the removed image's
+# golden state goes
+mkdir -p "$ENVMGR_IMAGE_DIR/.import-dead.4194303.aB3dE9" "$ENVMGR_IMAGE_DIR/.import-live.$$.aB3dE9"
+"$ROOT/scripts/stop-ram-servers" "$T"   # the setup cache's state of the run above maps the golden RAM
+"$ENVMGR" gc >"$T/gc.out" 2>&1
+check "gc removes a killed import's work folder" bash -c "! [ -e '$ENVMGR_IMAGE_DIR/.import-dead.4194303.aB3dE9' ] && grep -q 'import-dead.*killed' '$T/gc.out'"
+check "gc keeps a running import's work folder" test -d "$ENVMGR_IMAGE_DIR/.import-live.$$.aB3dE9"
+check "gc removes the removed image's golden state" bash -c "grep -q 'remove the golden state .*its image .* is gone' '$T/gc.out' && [ -z \"\$(ls '$ENVMGR_CACHE_DIR/golden' | grep -v lock)\" ]"
+rmdir "$ENVMGR_IMAGE_DIR/.import-live.$$.aB3dE9"
 check "no QEMU left" no_qemu_under "$ENVMGR_RUN_DIR/"
 
 # bash completion: image's subcommands and import's option values
