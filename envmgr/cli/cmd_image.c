@@ -74,6 +74,30 @@ static int parse_screen(const char *arg, int *w, int *h)
     return 0;
 }
 
+/* --memory, --cpus, --ready-timeout: an integer within the manifest's bounds (0, or a usage error). */
+static int int_option(int c, const char *arg, env_image_import_opts *o)
+{
+    static const struct {
+        int c;
+        const char *name, *unit;
+        long lo, hi;
+    } opts[] = {{'m', "memory", "MiB", 256, 65536}, {'c', "cpus", "vCPUs", 1, 16},
+                {'t', "ready-timeout", "seconds", 10, 7200}};
+    int *field[] = {&o->memory_mb, &o->cpus, &o->ready_timeout_s};
+    long v;
+    for (size_t i = 0; i < ARRAY_LEN(opts); i++) {
+        if (opts[i].c != c)
+            continue;
+        if (parse_int(arg, opts[i].lo, opts[i].hi, &v) < 0) {
+            cli_usage_error(usage, "--%s: expected %s from %ld to %ld, got `%.32s`", opts[i].name, opts[i].unit,
+                            opts[i].lo, opts[i].hi, arg);
+            return -1;
+        }
+        *field[i] = (int)v;
+    }
+    return 0;
+}
+
 static int image_import_cmd(int argc, char **argv)
 {
     static const struct option opts[] = {{"guest", required_argument, 0, 'g'},
@@ -86,7 +110,6 @@ static int image_import_cmd(int argc, char **argv)
                                          {"no-golden", no_argument, 0, 'G'},
                                          {0, 0, 0, 0}};
     env_image_import_opts o = {.guest = "none", .accel = "auto"};
-    long v;
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -99,24 +122,15 @@ static int image_import_cmd(int argc, char **argv)
                 return cli_usage_error(usage, "--screen: expected WxH from 320x200 to 7680x4320, got `%.32s`", optarg);
             break;
         case 'm':
-            if (parse_int(optarg, 256, 65536, &v) < 0)
-                return cli_usage_error(usage, "--memory: expected MiB from 256 to 65536, got `%.32s`", optarg);
-            o.memory_mb = (int)v;
-            break;
         case 'c':
-            if (parse_int(optarg, 1, 16, &v) < 0)
-                return cli_usage_error(usage, "--cpus: expected 1 to 16, got `%.32s`", optarg);
-            o.cpus = (int)v;
+        case 't':
+            if (int_option(c, optarg, &o) < 0)
+                return EM_EXIT_USAGE;
             break;
         case 'f':
             if (strcmp(optarg, "bios") && strcmp(optarg, "uefi"))
                 return cli_usage_error(usage, "--firmware: expected bios or uefi, got `%.32s`", optarg);
             o.uefi = !strcmp(optarg, "uefi");
-            break;
-        case 't':
-            if (parse_int(optarg, 10, 7200, &v) < 0)
-                return cli_usage_error(usage, "--ready-timeout: expected seconds from 10 to 7200, got `%.32s`", optarg);
-            o.ready_timeout_s = (int)v;
             break;
         case 'a':
             o.accel = optarg;

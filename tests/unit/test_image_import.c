@@ -40,24 +40,28 @@ static size_t qcow2_header(unsigned char *h, size_t cap)
     return 112;          /* the header and an end-of-extensions marker */
 }
 
-/* The header check's verdict: 0, or -1 with the message containing want. */
+/* A check's verdict: 0 when want is NULL, else -1, an input error of one line containing want. */
+static void expect_verdict(int rc, const em_err *err, const char *want)
+{
+    if (!want) {
+        CU_ASSERT_EQUAL(rc, 0);
+        if (rc)
+            fprintf(stderr, "unexpected: %s\n", err->msg);
+        return;
+    }
+    CU_ASSERT_EQUAL(rc, -1);
+    CU_ASSERT_EQUAL(err->code, EM_EXIT_USAGE);
+    CU_ASSERT_PTR_NULL(strchr(err->msg, '\n'));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err->msg, want));
+    if (!strstr(err->msg, want))
+        fprintf(stderr, "want `%s` in: %s\n", want, err->msg);
+}
+
 static void expect_header(const unsigned char *h, size_t len, const char *want)
 {
     em_err err = {0};
     uint64_t vs = 0;
-    int rc = image_check_qcow2_header(h, len, &lim, &vs, &err);
-    if (!want) {
-        CU_ASSERT_EQUAL(rc, 0);
-        if (rc)
-            fprintf(stderr, "unexpected: %s\n", err.msg);
-        return;
-    }
-    CU_ASSERT_EQUAL(rc, -1);
-    CU_ASSERT_EQUAL(err.code, EM_EXIT_USAGE);
-    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, want));
-    CU_ASSERT_PTR_NULL(strchr(err.msg, '\n'));
-    if (!strstr(err.msg, want))
-        fprintf(stderr, "want `%s` in: %s\n", want, err.msg);
+    expect_verdict(image_check_qcow2_header(h, len, &lim, &vs, &err), &err, want);
 }
 
 static void test_probe_format(void)
@@ -197,19 +201,7 @@ static void expect_info(const char *json, const char *format, const char *want)
 {
     image_info out;
     em_err err;
-    int rc = info(json, format, &out, &err);
-    if (!want) {
-        CU_ASSERT_EQUAL(rc, 0);
-        if (rc)
-            fprintf(stderr, "unexpected: %s\n", err.msg);
-        return;
-    }
-    CU_ASSERT_EQUAL(rc, -1);
-    CU_ASSERT_EQUAL(err.code, EM_EXIT_USAGE);
-    CU_ASSERT_PTR_NULL(strchr(err.msg, '\n'));
-    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, want));
-    if (!strstr(err.msg, want))
-        fprintf(stderr, "want `%s` in: %s\n", want, err.msg);
+    expect_verdict(info(json, format, &out, &err), &err, want);
 }
 
 static void test_info_json(void)
