@@ -1016,5 +1016,9 @@ static CU_TestInfo tests[] = {
 
 int main(void)
 {
+    /* The image root is read once per process (paths.h) and planning any task reads it: test_gc's
+     * scratch root must be the one from the start. */
+    _cleanup_free_ char *images = tmp_path("gc-images");
+    setenv("ENVMGR_IMAGE_DIR", images, 1);
     return run_suite("suite", tests);
 }
