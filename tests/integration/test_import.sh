@@ -26,6 +26,7 @@ if [ ! -s "$BOOT" ]; then
     mkdir -p "$(dirname "$BOOT")"
     "$ROOT/tests/tools/make-boot-disk.sh" "$desktop/vmlinuz" "$desktop/initrd.img" "$BOOT" ||
         { bad "make-boot-disk.sh (scripts/install-deps: syslinux, mtools, dosfstools)"; finish; exit; }
+    find "$(dirname "$BOOT")" -name 'boot-*.raw' ! -name "${BOOT##*/}" -mmin +60 -delete   # older inputs' disks
 fi
 
 PROGRESS='checked in [0-9.]* s; copying\|building the golden state of\|^usage: '
