@@ -15,6 +15,7 @@ trap 'exit 130' INT TERM   # so that the EXIT trap cleans up when the bench is s
 "$root/build/bench/sandbox_bench" ${ENVMGR_SANDBOX_BENCH_ARGS:-} || echo "sandbox_bench: the evaluator sandbox did not run (see above)"
 "$root/bench/assets_bench.sh" || echo "assets_bench: failed (see above)"
 "$root/bench/state_bench.sh" || echo "state_bench: failed (see above)"
+"$root/bench/import_bench.sh" || echo "import_bench: failed (see above)"
 [ "${ENVMGR_BENCH_REFLINK:-}" != 1 ] || "$root/bench/state_disk_bench.sh" --runs 3 --envs 2 || echo "state_disk_bench: failed (see above)"
 "$root/bench/setup_cache_bench.sh" || echo "setup_cache_bench: failed (see above)"
 "$root/bench/rl_bench.sh" || echo "rl_bench: failed (see above)"

@@ -6,28 +6,15 @@
 # image ls/verify/rm and doctor work on it; a task that needs the guest is refused at plan time.
 . "$(dirname "$0")/lib.sh"
 
-# The kernel and initramfs of the built desktop image boot the test disk; then this run's own image
+# The test disk (its kernel and initramfs are the built desktop image's), then this run's own image
 # root and cache (the imported image's golden state is this run's, not the operator's).
 real_cache=${ENVMGR_CACHE_DIR:-/var/cache/envmgr}
 [ "$(id -u)" = 0 ] || real_cache=${ENVMGR_CACHE_DIR:-$HOME/.cache/envmgr}
-desktop=$(readlink -f "${ENVMGR_IMAGE_DIR:-$ROOT/vm-images/out}/desktop")
-if [ ! -r "$desktop/vmlinuz" ] || [ ! -r "$desktop/initrd.img" ]; then
-    bad "the desktop image (its kernel boots the test disk): build it with \`make image\`"; finish; exit
-fi
+BOOT=$("$ROOT/tests/tools/boot-disk.sh") ||
+    { bad "the boot disk (tests/tools/boot-disk.sh: the desktop image, scripts/install-deps)"; finish; exit; }
 export ENVMGR_IMAGE_DIR=$T/images ENVMGR_CACHE_DIR=$T/cache
 mkdir -p "$ENVMGR_IMAGE_DIR" "$ENVMGR_CACHE_DIR" "$T/d"
 cp "$real_cache/accel.json" "$ENVMGR_CACHE_DIR/" 2>/dev/null   # the host's KVM verdict, if probed
-
-# The boot disk, cached by what makes it (the script, the kernel, the initramfs, SYSLINUX's version).
-key=$( (sha256sum "$ROOT/tests/tools/make-boot-disk.sh" "$desktop/vmlinuz" "$desktop/initrd.img" | cut -d' ' -f1
-        dpkg-query -W -f='${Version}' syslinux syslinux-common 2>/dev/null) | sha256sum | cut -c1-16)
-BOOT=$real_cache/test-disks/boot-$key.raw
-if [ ! -s "$BOOT" ]; then
-    mkdir -p "$(dirname "$BOOT")"
-    "$ROOT/tests/tools/make-boot-disk.sh" "$desktop/vmlinuz" "$desktop/initrd.img" "$BOOT" ||
-        { bad "make-boot-disk.sh (scripts/install-deps: syslinux, mtools, dosfstools)"; finish; exit; }
-    find "$(dirname "$BOOT")" -name 'boot-*.raw' ! -name "${BOOT##*/}" -mmin +60 -delete   # older inputs' disks
-fi
 
 PROGRESS='checked in [0-9.]* s; copying\|building the golden state of\|^usage: '
 tree() { find "$ENVMGR_IMAGE_DIR" -printf '%p %s %M\n' | sort; }
