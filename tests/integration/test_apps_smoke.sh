@@ -312,7 +312,7 @@ check "terminal-output with no resident server: run by the launcher itself, the 
 close_all
 gx sh -c 'printf "[Desktop Entry]\nName=Smoke\nExec=true\nType=Application\n" >/home/user/Desktop/smoke.desktop'
 getcheck "shortcuts_on_desktop: {name: text}" '{"type": "shortcuts_on_desktop"}' 'assert "Name=Smoke" in d["smoke.desktop"], d'
-gu xfconf-query -c xfce4-desktop -p /backdrop/screen0/monitor0/workspace0/last-image -n -t string -s /usr/share/icons/hicolor/48x48/apps/vlc.png >/dev/null 2>&1
+gu xfconf-query -c xfce4-desktop -p /backdrop/screen0/monitorVirtual-1/workspace0/last-image -n -t string -s /usr/share/icons/hicolor/48x48/apps/vlc.png >/dev/null 2>&1
 get '{"type": "vm_wallpaper", "dest": "wallpaper.png"}' >/dev/null
 check "getter vm_wallpaper: the background image file under dest" cmp -s "$T/artifacts/wallpaper.png" <(gx cat /usr/share/icons/hicolor/48x48/apps/vlc.png)
 

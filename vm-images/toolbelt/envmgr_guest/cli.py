@@ -214,15 +214,30 @@ def wallpaper(_a):
         cmd = ["runuser", "-u", pw.pw_name, "--", "env"] + ["%s=%s" % kv for kv in env.items()]
     else:
         cmd = []
-    base = "/backdrop/screen0/monitor0/workspace0/"
 
-    def q(p):
+    def xfconf(*args):
         try:
-            r = subprocess.run(cmd + ["xfconf-query", "-c", "xfce4-desktop", "-p", base + p],
+            r = subprocess.run(cmd + ["xfconf-query", "-c", "xfce4-desktop"] + list(args),
                                capture_output=True, text=True, timeout=10)
         except (OSError, subprocess.TimeoutExpired):
             return None
         return r.stdout.strip() if r.returncode == 0 else None
+
+    # xfdesktop keys the backdrop by its monitor's RandR output name (monitorVirtual-1 on
+    # QEMU's VGA): the connected output's, else the first monitor with a backdrop.
+    props = (xfconf("-l") or "").split()
+    mons = sorted({p.rsplit("/", 2)[0] for p in props
+                   if p.startswith("/backdrop/screen0/monitor") and "/workspace0/" in p})
+    try:
+        xr = subprocess.run(cmd + ["xrandr", "--query"], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        xr = ""
+    outputs = ["/backdrop/screen0/monitor" + ln.split()[0] for ln in xr.splitlines() if " connected" in ln]
+    mon = next((m for m in outputs if m in mons), mons[0] if mons else "/backdrop/screen0/monitor0")
+    base = mon + "/workspace0/"
+
+    def q(p):
+        return xfconf("-p", base + p)
 
     path = q("last-image")
     style = q("image-style")
