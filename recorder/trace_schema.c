@@ -196,7 +196,7 @@ static int check_setup(ctx *c, size_t expected)
 static int check_step(ctx *c, size_t expected)
 {
     static const char *const sources[] = {"computer_13", "pyautogui", "anthropic", "openai", "uitars", NULL};
-    json_t *action;
+    json_t *action, *timing;
     const char *error;
     if (check_index(c, expected) < 0 || get_object(c, "action", true, &action) < 0)
         return -1;
@@ -207,8 +207,15 @@ static int check_step(ctx *c, size_t expected)
         get_number(c, "t", 0, MAX_MS / 1000) < 0 ||
         get_string(c, "error", false, 0, TRACE_MAX_TEXT, TEXT_FREE, &error) < 0 ||
         get_sha(c, "frame_before", true, NULL) < 0 || get_sha(c, "frame_after", !error, NULL) < 0 ||
-        get_sha(c, "a11y_tree", false, NULL) < 0)
+        get_sha(c, "a11y_tree", false, NULL) < 0 || get_object(c, "timing", false, &timing) < 0)
         return -1;
+    if (timing) { /* where the step's time went: milliseconds from its beginning */
+        ctx tc = {"step.timing", timing, c->err};
+        static const char *const points[] = {"sent_ms", "settled_ms", "frame_ms", "recorded_ms"};
+        for (size_t i = 0; i < sizeof points / sizeof *points; i++)
+            if (get_number(&tc, points[i], 0, MAX_MS) < 0)
+                return -1;
+    }
     return 0;
 }
 

@@ -9,12 +9,20 @@
 #include "envmgr/base/json_type.h"
 #include "envmgr/base/util.h"
 
-/* Key events 10 ms apart, QEMU's default key delay (vm.c turns QEMU's own off: it let keys out by
- * host time, taken or not). vnc_key sends them in batches the guest has taken, and action_execute
- * returns once it has taken the last (vnc_wait_input_taken): a guest starved of host CPU gets its
- * keys late, not lost, and an action has reached the guest when it returns. */
-#define KEY_PACE_MS 10.0
-#define CLICK_GAP_MS 40.0
+/* Key events a few milliseconds apart: what keeps them from being lost is vnc_key, which sends them
+ * in batches the guest has taken, and action_execute, which returns once it has taken the last
+ * (vnc_wait_input_taken): a guest starved of host CPU gets its keys late, not lost, and an action
+ * has reached the guest when it returns. The pace only keeps each key's press and release apart in
+ * the guest's clock, as a typist's are. */
+#define KEY_PACE_MS 3.0
+/* A click: the pointer there, a button down, up. QEMU's tablet queues its reports in order (press
+ * and release are never merged), so these gaps only give the guest's toolkit distinct times; two
+ * clicks 20 ms apart are well inside any double-click time. */
+#define CLICK_GAP_MS 20.0
+/* Wheel notches and a drag's motion: toolkits read these by their timing (a scroll's speed, the
+ * start of a drag), so they keep a human pace. */
+#define POINTER_PACE_MS 10.0
+#define DRAG_HOLD_MS 40.0
 #define DRAG_STEPS 12
 
 static const struct {
@@ -406,7 +414,7 @@ static int wheel(vnc_session *v, int count, int mask, em_err *err)
     for (int i = 0; i < count; i++) {
         if (vnc_pointer(v, x, y, buttons | mask, err) < 0 || vnc_pointer(v, x, y, buttons, err) < 0)
             return -1;
-        sleep_ms(KEY_PACE_MS);
+        sleep_ms(POINTER_PACE_MS);
     }
     return 0;
 }
@@ -417,15 +425,15 @@ static int drag(vnc_session *v, const action *a, em_err *err)
     vnc_pointer_state(v, &x0, &y0, &buttons);
     if (vnc_pointer(v, x0, y0, buttons | BUTTON_LEFT, err) < 0)
         return -1;
-    sleep_ms(CLICK_GAP_MS);
+    sleep_ms(DRAG_HOLD_MS);
     /* Intermediate motion: toolkits start a drag only after the pointer moves while pressed. */
     for (int i = 1; i <= DRAG_STEPS; i++) {
         int x = x0 + (a->x - x0) * i / DRAG_STEPS, y = y0 + (a->y - y0) * i / DRAG_STEPS;
         if (vnc_pointer(v, x, y, buttons | BUTTON_LEFT, err) < 0)
             return -1;
-        sleep_ms(KEY_PACE_MS);
+        sleep_ms(POINTER_PACE_MS);
     }
-    sleep_ms(CLICK_GAP_MS);
+    sleep_ms(DRAG_HOLD_MS);
     return vnc_pointer(v, a->x, a->y, buttons & ~BUTTON_LEFT, err);
 }
 

@@ -5,6 +5,7 @@
 #include "cli.h"
 #include "envmgr/action/action_reply.h"
 #include "envmgr/env/env.h"
+#include "envmgr/episode/settle.h"
 #include "envmgr/episode/setup.h"
 
 #define ACT_TEXT_MAX (256 * 1024) /* a reply on the command line: pyautogui code, a tool call */
@@ -46,7 +47,7 @@ static int print_answer(env *e, const action_reply *rep, em_err *err)
     int x, y;
     json_t *answer = NULL;
     settle_info info;
-    if (screen_settle(e, ACT_SETTLE_MS, ACT_SETTLE_MAX_MS, &info, err) < 0 || env_frame(e, &px, err) < 0 ||
+    if (screen_settle(e, ACT_SETTLE_MS, ACT_SETTLE_MAX_MS, false, &info, err) < 0 || env_frame(e, &px, err) < 0 ||
         env_pointer(e, &x, &y, err) < 0 || action_reply_answer(rep, px, x, y, &answer, err) < 0)
         return -1;
     if (answer) {

@@ -52,6 +52,7 @@ struct episode {
     json_t *setup_flags; /* steps that failed the way OSWorld goes on after: [{phase, index, type, why}] */
     size_t egress_lines, egress_dropped;
     bool held;                    /* the guest is paused while the agent thinks */
+    bool frozen_frame;            /* ... and the env's current frame was taken after the pause (settle.h) */
     int late_changes, late_probes; /* --probe-late: observations that changed while the guest ran on */
     double hold_ms, hold_max_ms;  /* what pausing and resuming cost */
     int holds;
@@ -63,6 +64,15 @@ struct episode {
 typedef struct episode run; /* the agent loop below reads as "a run of an episode" */
 
 /* ---- the guest stands still while the agent thinks ---- */
+
+/* The observation freezes the guest before it takes the frame, so the frame is exactly the screen
+ * the agent then reasons about. Not when a tree is read (the guest's AT-SPI bus must answer), the
+ * late-change probe measures what a running guest does after the observation, or the task opts out
+ * of pausing. */
+static bool observe_frozen(const run *r)
+{
+    return r->ev.hold && r->t->pause_while_thinking && !obs_has_tree(r->o.observation) && r->o.late_probe_ms <= 0;
+}
 
 /* Paused from the observation to the next action (unless the task opts out): the frame the agent
  * reasons about cannot change under it, its think time is not guest time, and a replay runs the
@@ -80,6 +90,7 @@ static int hold_guest(run *r, bool hold, em_err *err)
         r->hold_max_ms = ms;
     if (rc == 0)
         r->held = hold;
+    r->frozen_frame = false;
     return rc;
 }
 
@@ -300,14 +311,26 @@ static void decode_reply(run *r, json_t *whole, json_t **actions, const char **s
     json_decref(reply);
 }
 
+/* Where a step's time went: now_ms() when the step began (the reply arrived, or the reply's previous
+ * action ended), the action was sent, the screen settled, and frame_after was taken and stored. */
+typedef struct step_clock {
+    double begin, sent, settled, frame;
+} step_clock;
+
 static int record_step(run *r, json_t *act_json, const char *source, double agent_ms, double action_ms,
-                       const char *before, const char *after, const settle_info *settle, const char *error,
-                       em_err *err)
+                       const char *before, const char *after, const settle_info *settle, const step_clock *clk,
+                       const char *error, em_err *err)
 {
     json_t *line = json_pack("{s:s, s:O, s:s, s:f, s:f, s:s}", "type", "step", "action", act_json, "source", source,
                              "agent_ms", agent_ms, "action_ms", action_ms, "frame_before", before);
     if (settle && settle->why) /* how the wait before frame_after ended: settled, or the bound with why */
-        json_object_set_new(line, "settle", json_pack("{s:f, s:s}", "ms", settle->ms, "result", settle->why));
+        json_object_set_new(line, "settle", json_pack("{s:f, s:s, s:f, s:i}", "ms", settle->ms, "result", settle->why,
+                                                      "window_ms", settle->window_ms, "frames", settle->frames));
+    if (clk) /* milliseconds from the step's beginning; "recorded" is now, as the line is written */
+        json_object_set_new(line, "timing",
+                            json_pack("{s:f, s:f, s:f, s:f}", "sent_ms", clk->sent - clk->begin, "settled_ms",
+                                      clk->settled - clk->begin, "frame_ms", clk->frame - clk->begin, "recorded_ms",
+                                      now_ms() - clk->begin));
     if (after)
         json_object_set_new(line, "frame_after", json_string(after));
     if (error)
@@ -327,8 +350,8 @@ static int record_step(run *r, json_t *act_json, const char *source, double agen
 }
 
 /* Execute one reply's actions; returns 1 when the episode ended (DONE/FAIL or env trouble). */
-static int execute_actions(run *r, json_t *actions, const char *source, double agent_ms, char before[65],
-                           em_err *err)
+static int execute_actions(run *r, json_t *actions, const char *source, double agent_ms, double t_reply,
+                           char before[65], em_err *err)
 {
     size_t i;
     json_t *a;
@@ -340,6 +363,7 @@ static int execute_actions(run *r, json_t *actions, const char *source, double a
             return em_fail(err, "action changed after validation: %s", aerr.msg);
         json_t *canon = action_to_json(&parsed);
         double t0 = now_ms();
+        step_clock clk = {.begin = i == 0 ? t_reply : t0};
         int rc = 0;
         settle_info settle = {0};
         char agent_err[EM_ERR_MAX] = "";
@@ -353,17 +377,28 @@ static int execute_actions(run *r, json_t *actions, const char *source, double a
                 em_err_clear(&aerr);
                 rc = 0;
             }
+            clk.sent = now_ms();
+            /* the reply's last action: the observation comes next, and may be the settle's own frame */
+            bool freeze = i + 1 == json_array_size(actions) && observe_frozen(r);
             if (rc == 0)
-                rc = r->ev.settle(r->ev.ctx, r->o.settle_ms, r->t->settle_max_s * 1000, &settle, &aerr);
+                rc = r->ev.settle(r->ev.ctx, r->o.settle_ms, r->t->settle_max_s * 1000, freeze, &settle, &aerr);
+            if (rc == 0 && settle.frozen) {
+                r->held = r->frozen_frame = true;
+                r->holds++;
+            }
+        } else {
+            clk.sent = t0;
         }
         double action_ms = now_ms() - t0;
+        clk.settled = now_ms();
         r->action_ms += action_ms;
         r->actions++;
         char after[65] = "";
         if (rc == 0) /* after a settle, the frame it judged still: another fetch only waits for a refresh */
             rc = frame_sha(r, action_is_terminal(&parsed), after, &aerr);
+        clk.frame = now_ms();
         int wrc = record_step(r, canon, source, i == 0 ? agent_ms : 0, action_ms, before, rc == 0 ? after : NULL,
-                              &settle, rc == 0 ? (agent_err[0] ? agent_err : NULL) : aerr.msg, err);
+                              &settle, &clk, rc == 0 ? (agent_err[0] ? agent_err : NULL) : aerr.msg, err);
         json_decref(canon);
         bool terminal = action_is_terminal(&parsed);
         action_type type = parsed.type;
@@ -407,13 +442,12 @@ static int probe_late(run *r, em_err *err)
 int episode_observe(episode *ep, char sha[65], em_err *err)
 {
     ep->tree[0] = ep->tree_seen[0] = '\0';
-    /* Freeze the guest before taking the frame, so the frame is exactly the screen the agent then
-     * reasons about. Not when a tree is read (the guest's AT-SPI bus must answer) or the late-change
-     * probe measures what a running guest does after the observation. */
-    bool freeze_first = !obs_has_tree(ep->o.observation) && ep->o.late_probe_ms <= 0;
+    bool freeze_first = observe_frozen(ep);
+    /* a settle that ended by pausing the guest took its frame after the pause: that is the screen */
+    bool fresh = !(freeze_first && ep->held && ep->frozen_frame);
     if (freeze_first && hold_guest(ep, true, err) < 0)
         return -1;
-    if (frame_sha(ep, true, ep->before, err) < 0 || (ep->o.late_probe_ms > 0 && probe_late(ep, err) < 0))
+    if (frame_sha(ep, fresh, ep->before, err) < 0 || (ep->o.late_probe_ms > 0 && probe_late(ep, err) < 0))
         return -1;
     /* the tree is read while the guest still runs (its AT-SPI bus answers), right after the frame */
     if (obs_has_tree(ep->o.observation) && obs_fetch_tree(&ep->ev, ep->tw, ep->tree, err) < 0)
@@ -435,6 +469,7 @@ int episode_step(episode *r, json_t *reply, double agent_ms, episode_step_out *o
         return 0;
     }
     em_err ferr = {0};
+    double t_reply = now_ms();
     /* the guest runs again (the reply acts now); no observation yet: it acts on the current screen */
     if (hold_guest(r, false, &ferr) < 0 || (!r->before[0] && frame_sha(r, true, r->before, &ferr) < 0)) {
         set_end(r, EXIT_ENV_ERROR, ferr.msg);
@@ -452,13 +487,13 @@ int episode_step(episode *r, json_t *reply, double agent_ms, episode_step_out *o
     if (!actions) {
         /* Refused: nothing reaches the guest; the agent hears why. */
         json_t *stub = json_pack("{s:s}", "action_type", "REFUSED");
-        rc = record_step(r, stub, source, agent_ms, 0, r->before, NULL, NULL, refusal, err);
+        rc = record_step(r, stub, source, agent_ms, 0, r->before, NULL, NULL, NULL, refusal, err);
         json_decref(stub);
         out->refused = true;
         snprintf(out->error, sizeof out->error, "%s", refusal);
         free(refusal);
     } else {
-        rc = execute_actions(r, actions, source, agent_ms, r->before, err);
+        rc = execute_actions(r, actions, source, agent_ms, t_reply, r->before, err);
         json_decref(actions);
         rc = rc < 0 ? -1 : 0;
     }
@@ -825,7 +860,7 @@ int episode_begin_with(const episode_env *ev, const task *t, const char *task_pa
     r->setup_ms = now_ms() - t0;
     if (rc == 0 && r->cause == EXIT_NONE && !cached) { /* a cached setup was saved once the screen settled */
         em_err serr = {0};
-        if (ev->settle(ev->ctx, o->settle_ms, t->settle_max_s * 1000, NULL, &serr) < 0)
+        if (ev->settle(ev->ctx, o->settle_ms, t->settle_max_s * 1000, false, NULL, &serr) < 0)
             set_end(r, EXIT_ENV_ERROR, serr.msg);
         else if (r->cause == EXIT_NONE) /* before the first observation */
             setup_cache_save(ev, t, task_sha, &sc);

@@ -22,9 +22,9 @@ static void op_pointer(void *ctx, int *x, int *y)
         *x = *y = 0;
 }
 
-static int op_settle(void *ctx, double settle_ms, double max_ms, settle_info *info, em_err *err)
+static int op_settle(void *ctx, double settle_ms, double max_ms, bool freeze, settle_info *info, em_err *err)
 {
-    return screen_settle(ctx, settle_ms, max_ms, info, err);
+    return screen_settle(ctx, settle_ms, max_ms, freeze, info, err);
 }
 
 static int op_reset(void *ctx, em_err *err)

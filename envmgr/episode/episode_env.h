@@ -11,6 +11,7 @@
 #include "envmgr/action/actions.h"
 #include "envmgr/base/err.h"
 #include "envmgr/env/env.h"
+#include "envmgr/episode/settle.h"
 #include "envmgr/episode/setup.h"
 #include "envmgr/net/netpolicy.h"
 #include "evaluator/env_ops.h"
@@ -29,8 +30,9 @@ typedef struct episode_env {
     /* Where the pointer is (the screen pixel actions left it on); NULL: the top-left corner. */
     void (*pointer)(void *ctx, int *x, int *y);
     /* Wait for the screen and the guest to settle after an action (never an error when they do
-     * not); *info says how it ended (may be NULL). */
-    int (*settle)(void *ctx, double settle_ms, double max_ms, settle_info *info, em_err *err);
+     * not); *info says how it ended (may be NULL). freeze: it may end with the guest paused
+     * (info->frozen: settle.h's screen_settle). */
+    int (*settle)(void *ctx, double settle_ms, double max_ms, bool freeze, settle_info *info, em_err *err);
     int (*reset)(void *ctx, em_err *err);
     int (*network)(void *ctx, netpolicy *cur, em_err *err);
     int (*set_network)(void *ctx, const netpolicy *p, bool *changed, em_err *err);

@@ -1,3 +1,4 @@
+#include "envmgr/episode/settle.h"
 #include "envmgr/episode/setup.h"
 
 #include <stdarg.h>
@@ -496,7 +497,7 @@ static int act(env *e, const task_step *s, json_t **detail, em_err *err)
         if (rc < 0)
             return em_prefix(err, "action_seq[%zu]: ", i);
         n++;
-        if (screen_settle(e, 200, 2000, NULL, err) < 0)
+        if (screen_settle(e, 200, 2000, false, NULL, err) < 0)
             return -1;
     }
     *detail = json_pack("{s:I}", "actions", (json_int_t)n);
@@ -622,68 +623,4 @@ int setup_wait_screen(env *e, const task *t, const task_step *s, em_err *err)
                            s->timeout_s);
         sleep_ms(100);
     }
-}
-
-int screen_settle(env *e, double settle_ms, double max_ms, settle_info *info, em_err *err)
-{
-    vnc_session *v;
-    if (env_vnc(e, &v, err) < 0)
-        return -1;
-    double t0 = now_ms(), deadline = t0 + max_ms;
-    /* A window runs from one frame's request to the next one's: a frame shows the screen as QEMU
-     * last refreshed it after the request, and waiting out each fetch on top of the window added
-     * a frame's latency (100 ms and more for 1280x800 over VNC) to every step. */
-    double t_ref = t0;
-    const uint8_t *px;
-    if (env_frame(e, &px, err) < 0)
-        return -1;
-    uint64_t last = vnc_frame_hash(v), run_last = 0, wait_last = 0, run, wait, io_last = 0, io;
-    em_err cerr = {0};
-    bool cpu_ok = env_vcpu_time(e, &run_last, &wait_last, &cerr) == 0; /* without it: the screen alone */
-    bool io_ok = env_block_ops(e, &io_last, &cerr) == 0;
-    double t_last = now_ms();
-    settle_info out = {.why = "screen changing"};
-    while (now_ms() < deadline) {
-        double left = deadline - now_ms(), nap = settle_ms - (now_ms() - t_ref);
-        if (nap > left)
-            nap = left;
-        if (nap > 0)
-            sleep_ms(nap);
-        double t_req = now_ms();
-        if (env_frame(e, &px, err) < 0 || check_interrupt(err) < 0)
-            return -1;
-        uint64_t hsh = vnc_frame_hash(v);
-        double t = now_ms();
-        /* the share of the time the vCPUs could run that they did run: a guest with work never
-         * sleeps (close to 1), an idle one mostly sleeps; time spent waiting for a host CPU counts
-         * for neither, so host load does not make a busy guest look idle or the other way round */
-        double busy = 0;
-        if (cpu_ok && env_vcpu_time(e, &run, &wait, &cerr) == 0 && t > t_last) {
-            double wall = (t - t_last) * 1e6, dr = (double)(run - run_last), dw = (double)(wait - wait_last);
-            busy = wall - dw > 1e6 ? dr / (wall - dw) : 1; /* it waited the whole window: it had work */
-            run_last = run;
-            wait_last = wait;
-        }
-        /* an application loading from disk leaves the vCPUs idle while it waits: not settled. QEMU
-         * counts a request once it completes, so one that a loaded host disk takes seconds to answer
-         * shows only as a QEMU thread waiting for it. */
-        bool disk = env_io_waiting(e);
-        if (io_ok && env_block_ops(e, &io, &cerr) == 0) {
-            disk = disk || io != io_last;
-            io_last = io;
-        }
-        t_last = t;
-        if (hsh == last && busy <= SETTLE_BUSY_MAX && !disk) {
-            out.settled = true;
-            out.why = "settled";
-            break;
-        }
-        out.why = hsh != last ? "screen changing" : disk ? "disk busy" : "guest busy";
-        last = hsh;
-        t_ref = t_req;
-    }
-    out.ms = now_ms() - t0;
-    if (info)
-        *info = out;
-    return 0;
 }

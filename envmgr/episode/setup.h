@@ -27,21 +27,4 @@ int setup_run_step(env *e, const task *t, const task_step *s, const char *cache_
  * reference is t's file, resolved again here (task_file_path). */
 int setup_wait_screen(env *e, const task *t, const task_step *s, em_err *err);
 
-/* How a wait for the screen ended, recorded per step in the trace. */
-typedef struct settle_info {
-    double ms;        /* how long it took */
-    bool settled;     /* false: the upper bound ended it */
-    const char *why;  /* "settled", or what kept it from settling: "screen changing", "guest busy",
-                       * "disk busy" */
-} settle_info;
-
-#define SETTLE_BUSY_MAX 0.25 /* a guest whose vCPUs ran more than this share of the window is working */
-
-/* Wait until the screen has not changed for a whole window of settle_ms AND the guest's vCPUs were
- * idle AND its disk untouched over that window (a menu or dialog that an application has not
- * started drawing yet keeps the guest busy, or waiting for its disk, so a still screen alone is
- * not enough); a change restarts the wait. At most
- * max_ms. Returns 0 either way (a screen that never settles is not an error); info may be NULL. */
-int screen_settle(env *e, double settle_ms, double max_ms, settle_info *info, em_err *err);
-
 #endif

@@ -12,6 +12,7 @@
 #include "envmgr/base/util.h"
 #include "envmgr/episode/episode.h"
 #include "envmgr/episode/episode_env.h"
+#include "envmgr/episode/settle.h"
 #include "envmgr/episode/setup.h"
 #include "helpers/cunit_main.h"
 #include "recorder/trace.h"
@@ -57,7 +58,7 @@ static int f_act(void *ctx, const action *a, em_err *err)
     return 0;
 }
 
-static int f_settle(void *ctx, double settle_ms, double max_ms, settle_info *info, em_err *err)
+static int f_settle(void *ctx, double settle_ms, double max_ms, bool freeze, settle_info *info, em_err *err)
 {
     if (info)
         *info = (settle_info){.ms = 1, .settled = true, .why = "settled"};
