@@ -183,14 +183,16 @@ static int wait_screen_settled(const char *dir, const manifest *m, pid_t pid, do
         }
         if (rc == 0 && !vm_alive(pid, dir))
             rc = em_fail(err, "QEMU exited while the guest booted (%s)", lost.msg[0] ? lost.msg : "no VNC");
-        if (rc == 0 && ntids == 0 && vm_vcpu_threads(dir, tids, VM_VCPUS_MAX, &ntids, err) < 0)
-            rc = -1;
         if (rc < 0)
             break;
-        uint64_t h = v ? vnc_frame_hash(v) : 0, run_ns, wait_ns;
-        vm_threads_sched(pid, tids, ntids, &run_ns, &wait_ns);
+        /* QMP busy or slow to answer on a loaded host: asked again next round (no vCPU time, no verdict) */
+        if (ntids == 0 && vm_vcpu_threads(dir, tids, VM_VCPUS_MAX, &ntids, &lost) < 0)
+            ntids = 0;
+        uint64_t h = v ? vnc_frame_hash(v) : 0, run_ns = 0, wait_ns;
+        if (ntids)
+            vm_threads_sched(pid, tids, ntids, &run_ns, &wait_ns);
         double now = now_ms();
-        if (!v || h != last || run0 == 0) {
+        if (!v || !ntids || h != last || run0 == 0) {
             last = h;
             since = now;
             run0 = run_ns;
@@ -205,8 +207,8 @@ static int wait_screen_settled(const char *dir, const manifest *m, pid_t pid, do
             rc = -1;
         else if (now > deadline)
             rc = em_fail_input(err, "the guest's screen did not settle (still for %.0f s, its vCPUs idle) within %d s "
-                                    "(the manifest's boot.ready_timeout_s; guest interface none)",
-                               NONE_STABLE_MS / 1000, m->ready_timeout_s);
+                                    "(the manifest's boot.ready_timeout_s; guest interface none)%s%s",
+                               NONE_STABLE_MS / 1000, m->ready_timeout_s, lost.msg[0] ? "; last: " : "", lost.msg);
         else
             sleep_ms(250);
     }

@@ -93,6 +93,7 @@ t0=$(date +%s.%N)
 out=$("$ENVMGR" image import boot "$BOOT" --screen 720x400 --memory 256 --ready-timeout 180 --accel tcg 2>&1); rc=$?
 t1=$(date +%s.%N)
 check "import the bootloader disk (guest none): exit 0" test $rc = 0
+[ $rc = 0 ] || printf '%s\n' "$out"
 echo "   import + golden state: $(python3 -c "print(f'{$t1-$t0:.1f}')") s; $(printf '%s\n' "$out" | grep -o 'golden state ready in.*')"
 check "image ls: boot, guest none, imported" bash -c "'$ENVMGR' image ls | grep -E '^boot +[^ ]+ +none +.*/boot \(imported\)$'"
 check "image verify boot" "$ENVMGR" image verify boot
@@ -126,6 +127,16 @@ check "reset" test $rc = 0
 echo "   reset: $(python3 -c "print(f'{($t1-$t0)*1000:.0f}')") ms wall ($out)"
 shot $E "$T/s2.png"
 check "after reset the screen is the golden state's again" cmp -s "$T/s0.png" "$T/s2.png"
+# Saved states: the typed line saved, a reset, the state restored shows it again.
+act $E '{"action_type":"TYPING","text":"echo saved-state\n"}' >/dev/null
+sleep 1
+shot $E "$T/s3.png"
+check "state save on the imported image" "$ENVMGR" state save $E imp-typed
+"$ENVMGR" reset $E >/dev/null
+check "state restore on the imported image" "$ENVMGR" state restore $E imp-typed
+shot $E "$T/s4.png"
+check "the restored state's screen is the saved one" cmp -s "$T/s3.png" "$T/s4.png"
+"$ENVMGR" reset $E >/dev/null
 out=$("$ENVMGR" image rm boot 2>&1); rc=$?
 check "image rm while an env runs on it: exit 2, naming the env" bash -c "[ $rc = 2 ] && printf '%s' '$out' | grep -q 'env $E runs on it'"
 
@@ -156,6 +167,14 @@ out=$("$ENVMGR" run "$T/screen.json" --env $E --agent "$ROOT/tasks/agents/null" 
 check "a task that needs only the screen runs on it (exit 0)" test $rc = 0
 check "its trace verifies" "$ENVMGR" trace verify "$T/run/trace"
 
+# A suite on the imported image (--image): the same results tree, summary and JUnit as on a built one.
+mkdir -p "$T/suite" && cp "$T/screen.json" "$T/suite/"
+out=$("$ENVMGR" suite run "$T/suite" --image boot --agent "$ROOT/tasks/agents/null" --envs 1 --accel tcg \
+    --progress plain --out "$T/suite-out" 2>&1); rc=$?
+check "suite run --image boot: exit 0" test $rc = 0
+check "suite run --image boot: results.jsonl, summary.json, junit.xml and the episode's trace" bash -c \
+    "[ -s '$T/suite-out/results.jsonl' ] && [ -s '$T/suite-out/summary.json' ] && [ -s '$T/suite-out/junit.xml' ] &&
+     ls '$T/suite-out'/*/s*/trace/trace.jsonl >/dev/null 2>&1 || find '$T/suite-out' -name trace.jsonl | grep -q ."
 check "down" "$ENVMGR" down $E
 check "image rm boot" "$ENVMGR" image rm boot
 check "image ls no longer lists it" bash -c "! '$ENVMGR' image ls | grep -q '^boot '"
