@@ -35,9 +35,10 @@ typedef struct savestate_stats {
 } savestate_stats;
 
 /* Save the QEMU of env_dir (pid; running or paused, left as it was) into the files above in
- * out_dir (which exists). ram_file: the file QEMU maps as its RAM (the golden RAM file, or the
- * flat file of the state it was restored from); chain: the RAM deltas of that state's chain, root
- * first (none for the golden state): a page still the file's is the chain's. */
+ * out_dir (which exists). ram_file is the file QEMU maps as its RAM: the golden RAM file, or the
+ * flat file of the state it was restored from. chain holds the RAM deltas of that state's chain,
+ * root first, and is empty for the golden state; a page the guest has not written since is the
+ * chain's, not this state's. */
 int savestate_write(const golden *g, const manifest *m, const char *env_dir, pid_t pid, const char *ram_file,
                     ramdelta *const *chain, size_t n, const char *out_dir, savestate_stats *st, em_err *err);
 

@@ -13,8 +13,9 @@
 
 /* ---- network ---- */
 
-/* network.limits: what the task asks for (at most the operator's maxima, checked where the task
- * meets an env: netpolicy_check_task); 0 in t->net: not asked, the env's maxima apply. */
+/* network.limits, what the task asks for. They may not exceed the operator's maxima, which
+ * netpolicy_check_task checks where the task meets an env. A 0 in t->net means the task did not
+ * ask, and the env's maxima apply. */
 static int parse_network_limits(task *t, json_t *net, em_err *err)
 {
     json_t *lim;

@@ -1,5 +1,6 @@
-/* When the guest has taken the input envmgr sent it, judged from outside: the rule, apart from the
- * probes (vm.h: vm_threads_awake, vm_threads_sched; vnc.h: vnc_sync) so it can be tested.
+/* The rule that judges, from outside the guest, when it has taken the input envmgr sent it. The
+ * probes it reads (vm_threads_awake and vm_threads_sched in vm.h, vnc_sync in vnc.h) stay out of
+ * this file, so the rule can be tested alone.
  *
  * Why it is needed: QEMU does not hold input for a guest that does not read it. Its PS/2 keyboard
  * keeps 16 bytes and drops what comes on top (hw/input/ps2.c: ps2_queue returns when
