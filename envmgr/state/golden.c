@@ -155,8 +155,9 @@ static int wait_desktop_ready(const char *dir, const manifest *m, double deadlin
 }
 
 /* A guest envmgr cannot ask (guest interface none): ready once its screen has not changed for
- * NONE_STABLE_MS while its vCPUs were mostly idle (a boot still busy behind a still screen, or a
- * BIOS's pause, is not ready), within the manifest's boot.ready_timeout_s. */
+ * NONE_STABLE_MS while its vCPUs were mostly idle and it made no disk request (a boot still busy
+ * behind a still screen, or a firmware's logo while its loader reads the kernel, is not ready),
+ * within the manifest's boot.ready_timeout_s. */
 #define NONE_STABLE_MS 5000.0
 #define NONE_BUSY_MAX 0.5 /* vCPU run time over wall time across the stable window, at most */
 
@@ -165,7 +166,7 @@ static int wait_screen_settled(const char *dir, const manifest *m, pid_t pid, do
 {
     _cleanup_free_ char *vncp = xasprintf("%s/" VM_VNC_SOCK, dir);
     vnc_session *v = NULL;
-    uint64_t last = 0, run0 = 0;
+    uint64_t last = 0, run0 = 0, ops0 = 0;
     double since = now_ms();
     pid_t tids[VM_VCPUS_MAX];
     size_t ntids = 0;
@@ -188,25 +189,28 @@ static int wait_screen_settled(const char *dir, const manifest *m, pid_t pid, do
         /* QMP busy or slow to answer on a loaded host: asked again next round (no vCPU time, no verdict) */
         if (ntids == 0 && vm_vcpu_threads(dir, tids, VM_VCPUS_MAX, &ntids, &lost) < 0)
             ntids = 0;
-        uint64_t h = v ? vnc_frame_hash(v) : 0, run_ns = 0, wait_ns;
+        uint64_t h = v ? vnc_frame_hash(v) : 0, run_ns = 0, wait_ns, ops = 0;
         if (ntids)
             vm_threads_sched(pid, tids, ntids, &run_ns, &wait_ns);
+        bool have_ops = vm_block_ops(dir, &ops, &lost) == 0;
         double now = now_ms();
-        if (!v || !ntids || h != last || run0 == 0) {
+        if (!v || !ntids || !have_ops || h != last || run0 == 0) {
             last = h;
             since = now;
             run0 = run_ns;
+            ops0 = ops;
         } else if (now - since >= NONE_STABLE_MS) {
             double busy = (double)(run_ns - run0) / 1e6 / (now - since) / (double)(ntids ? ntids : 1);
-            if (busy <= NONE_BUSY_MAX)
+            if (busy <= NONE_BUSY_MAX && ops == ops0)
                 break;
-            since = now; /* a still screen on a busy guest: look again */
+            since = now; /* a still screen on a guest still busy or reading its disk: look again */
             run0 = run_ns;
+            ops0 = ops;
         }
         if (check_interrupt(err) < 0)
             rc = -1;
         else if (now > deadline)
-            rc = em_fail_input(err, "the guest's screen did not settle (still for %.0f s, its vCPUs idle) within %d s "
+            rc = em_fail_input(err, "the guest's screen did not settle (still for %.0f s, its vCPUs and disk idle) within %d s "
                                     "(the manifest's boot.ready_timeout_s; guest interface none)%s%s",
                                NONE_STABLE_MS / 1000, m->ready_timeout_s, lost.msg[0] ? "; last: " : "", lost.msg);
         else

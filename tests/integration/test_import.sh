@@ -127,6 +127,32 @@ check "reset" test $rc = 0
 echo "   reset: $(python3 -c "print(f'{($t1-$t0)*1000:.0f}')") ms wall ($out)"
 shot $E "$T/s2.png"
 check "after reset the screen is the golden state's again" cmp -s "$T/s0.png" "$T/s2.png"
+# firmware_of ENV: the guest says on its serial console (QEMU's ring, read over QMP) whether it booted
+# under UEFI (/sys/firmware/efi) or BIOS
+firmware_of() {
+    act "$1" '{"action_type":"TYPING","text":"mkdir -p /sys /dev; mount -t sysfs s /sys; mount -t devtmpfs d /dev; if [ -d /sys/firmware/efi ]; then echo FW=uefi; else echo FW=bios; fi >/dev/ttyS0\n"}' >/dev/null
+    python3 - "$ENVMGR_RUN_DIR/$1/qmp.sock" <<'PY'
+import json, socket, sys, time
+s = socket.socket(socket.AF_UNIX); s.settimeout(10); s.connect(sys.argv[1]); f = s.makefile("rw"); f.readline()
+def call(cmd, **args):
+    f.write(json.dumps({"execute": cmd, "arguments": args} if args else {"execute": cmd}) + "\n"); f.flush()
+    while True:
+        r = json.loads(f.readline())
+        if "return" in r or "error" in r:
+            return r.get("return", "")
+call("qmp_capabilities")
+seen = ""
+for _ in range(40):
+    seen += call("ringbuf-read", device="serial0", size=65536, format="utf8")
+    if "FW=" in seen:
+        break
+    time.sleep(0.25)
+print(seen[seen.find("FW="):].split()[0] if "FW=" in seen else "FW=?")
+PY
+}
+check "the imported image booted by SeaBIOS (--firmware bios)" test "$(firmware_of $E)" = FW=bios
+"$ENVMGR" reset $E >/dev/null
+
 # Saved states: the typed line saved, a reset, the state restored shows it again.
 act $E '{"action_type":"TYPING","text":"echo saved-state\n"}' >/dev/null
 sleep 1
@@ -200,8 +226,23 @@ complete_words() {
 check "envmgr image <TAB> offers import and rm" test "$(complete_words envmgr image '')" = "verify list import rm"
 check "envmgr image import x d --guest <TAB>" test "$(complete_words envmgr image import x d --guest '')" = "none envmgr osworld qga"
 check "envmgr image import x d --firmware <TAB>" test "$(complete_words envmgr image import x d --firmware '')" = "bios uefi"
-if [ ! -r /usr/share/ovmf/OVMF.fd ] && [ ! -r /usr/share/qemu/OVMF.fd ]; then
-    BEFORE=$(tree)
+# The same disk under OVMF (--firmware uefi: it is an EFI system partition too), or refused without OVMF.
+BEFORE=$(tree)
+if [ -r /usr/share/ovmf/OVMF.fd ] || [ -r /usr/share/qemu/OVMF.fd ]; then
+    out=$("$ENVMGR" image import uboot "$BOOT" --firmware uefi --screen 720x400 --memory 256 --ready-timeout 240 \
+        --accel tcg 2>&1); rc=$?
+    check "import --firmware uefi: exit 0, golden state made" test $rc = 0
+    [ $rc = 0 ] || printf '%s\n' "$out"
+    echo "   uefi: $(printf '%s\n' "$out" | grep -o 'golden state ready in.*')"
+    check "uefi: the manifest says boot.firmware uefi" grep -q '"firmware": "uefi"' "$ENVMGR_IMAGE_DIR/uboot/manifest.json"
+    U=impu-$$
+    check "uefi: up" "$ENVMGR" up --name $U --image uboot --accel tcg
+    check "uefi: the guest booted under UEFI" test "$(firmware_of $U)" = FW=uefi
+    check "uefi: reset" "$ENVMGR" reset $U
+    check "uefi: down and image rm" bash -c "'$ENVMGR' down $U && '$ENVMGR' image rm uboot"
+else
     refuse "--firmware uefi without OVMF installed" "--firmware uefi: needs OVMF" x "$BOOT" --firmware uefi
 fi
+ENVMGR_OVMF=/nonexistent refuse "--firmware uefi when OVMF is not there (ENVMGR_OVMF)" "--firmware uefi: needs OVMF" \
+    x "$BOOT" --firmware uefi
 finish

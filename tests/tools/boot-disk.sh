@@ -13,7 +13,7 @@ if [ ! -r "$desktop/vmlinuz" ] || [ ! -r "$desktop/initrd.img" ]; then
     exit 1
 fi
 key=$( (sha256sum "$root/tests/tools/make-boot-disk.sh" "$desktop/vmlinuz" "$desktop/initrd.img" | cut -d' ' -f1
-        dpkg-query -W -f='${Version}' syslinux syslinux-common 2>/dev/null) | sha256sum | cut -c1-16)
+        dpkg-query -W -f='${Version}' syslinux syslinux-common syslinux-efi 2>/dev/null) | sha256sum | cut -c1-16)
 disk=$cache/test-disks/boot-$key.raw
 if [ ! -s "$disk" ]; then
     mkdir -p "$cache/test-disks"
