@@ -159,14 +159,14 @@ static int wait_desktop_ready(const char *dir, const manifest *m, double deadlin
  * behind a still screen, or a firmware's logo while its loader reads the kernel, is not ready),
  * within the manifest's boot.ready_timeout_s. */
 #define NONE_STABLE_MS 5000.0
-#define NONE_BUSY_MAX 0.5 /* vCPU run time over wall time across the stable window, at most */
+#define NONE_BUSY_MAX 0.5 /* vCPU time running or runnable over wall time across the stable window, at most */
 
 static int wait_screen_settled(const char *dir, const manifest *m, pid_t pid, double deadline, int *px, int *py,
                                em_err *err)
 {
     _cleanup_free_ char *vncp = xasprintf("%s/" VM_VNC_SOCK, dir);
     vnc_session *v = NULL;
-    uint64_t last = 0, run0 = 0, ops0 = 0;
+    uint64_t last = 0, run0 = 0, ops0 = 0; /* run0: vCPU time running or runnable (starved is not idle) */
     double since = now_ms();
     pid_t tids[VM_VCPUS_MAX];
     size_t ntids = 0;
@@ -189,9 +189,10 @@ static int wait_screen_settled(const char *dir, const manifest *m, pid_t pid, do
         /* QMP busy or slow to answer on a loaded host: asked again next round (no vCPU time, no verdict) */
         if (ntids == 0 && vm_vcpu_threads(dir, tids, VM_VCPUS_MAX, &ntids, &lost) < 0)
             ntids = 0;
-        uint64_t h = v ? vnc_frame_hash(v) : 0, run_ns = 0, wait_ns, ops = 0;
+        uint64_t h = v ? vnc_frame_hash(v) : 0, run_ns = 0, wait_ns = 0, ops = 0;
         if (ntids)
             vm_threads_sched(pid, tids, ntids, &run_ns, &wait_ns);
+        run_ns += wait_ns; /* a vCPU waiting for a host CPU is a busy guest on a loaded host */
         bool have_ops = vm_block_ops(dir, &ops, &lost) == 0;
         double now = now_ms();
         if (!v || !ntids || !have_ops || h != last || run0 == 0) {
