@@ -5,11 +5,14 @@
 # so no wait for one). The partition is also an EFI system partition with SYSLINUX's EFI loader as
 # \EFI\BOOT\BOOTX64.EFI (when syslinux-efi is installed), so the same disk boots under SeaBIOS and
 # OVMF. No download: Debian's syslinux, syslinux-common, syslinux-efi, mtools and dosfstools.
-#   tests/tools/make-boot-disk.sh KERNEL INITRD OUT.raw
+#   tests/tools/make-boot-disk.sh KERNEL INITRD OUT.raw [SHELL_COMMAND]
 # KERNEL and INITRD: a Debian kernel and an initramfs-tools initramfs (the desktop image's).
+# SHELL_COMMAND: what the initramfs's shell runs instead of reading the console (a screen that never
+# stands still, for the golden state's bound).
 set -euo pipefail
-[ $# = 3 ] || { echo "usage: $0 KERNEL INITRD OUT.raw" >&2; exit 2; }
-kernel=$1 initrd=$2 out=$3
+[ $# = 3 ] || [ $# = 4 ] || { echo "usage: $0 KERNEL INITRD OUT.raw [SHELL_COMMAND]" >&2; exit 2; }
+kernel=$1 initrd=$2 out=$3 init_args=
+[ $# = 4 ] && init_args=" -- -c \"$4\""
 mbr=/usr/lib/syslinux/mbr/mbr.bin
 for t in syslinux mcopy mkfs.fat; do
     command -v $t >/dev/null || { echo "$0: $t missing (scripts/install-deps)" >&2; exit 1; }
@@ -29,7 +32,7 @@ PROMPT 0
 TIMEOUT 0
 LABEL linux
   KERNEL /vmlinuz
-  APPEND initrd=/initrd.img rdinit=/bin/sh console=tty0 quiet loglevel=0 vt.global_cursor_default=0
+  APPEND initrd=/initrd.img rdinit=/bin/sh console=tty0 quiet loglevel=0 vt.global_cursor_default=0$init_args
 CFG
 mcopy -i "$tmp/part.img" "$kernel" ::/vmlinuz
 mcopy -i "$tmp/part.img" "$initrd" ::/initrd.img
