@@ -60,34 +60,15 @@ typedef struct run_args {
                      * allowlist) */
 } run_args;
 
-/* `envmgr run DIR`: a suite with one slot (the suite runner, suite_pool.h), then the table of
- * its results.jsonl, one row a task in the suite's order, and the mean. */
-static int run_folder(const char *target, const run_args *a, em_err *err)
+/* run DIR's table: a row per task of s from out_dir's results.jsonl, in the suite's order, then
+ * what they add up to from the suite's own summary, as `suite run` counts it. */
+static void print_folder_table(const suite *s, const char *out_dir, json_t *summary)
 {
-    suite *s = NULL;
-    if (suite_load(target, 1, 1, false, &a->ep.image, &s, err) < 0)
-        return -1;
-    pool_opts o = POOL_OPTS_DEFAULTS;
-    o.agent = a->agent;
-    o.out_dir = a->out ? a->out : "envmgr-out";
-    o.accel = a->accel;
-    o.envs = 1;
-    o.progress = 0;
-    cli_pool_from_episode(&o, &a->ep);
-    bool boxed; /* decided (and said) once, before the worker forks */
-    free(episode_agent_sandbox(a->ep.ag.sandbox_off, &boxed));
-    _cleanup_json_ json_t *summary = NULL;
-    int rc = suite_run(s, &o, &summary, err);
-    if (!summary) { /* refused before any episode (an OUT that holds a run): no table of someone else's */
-        suite_free(s);
-        return rc;
-    }
-    _cleanup_free_ char *path = xasprintf("%s/" SUITE_RESULTS_FILE, o.out_dir);
+    _cleanup_free_ char *path = xasprintf("%s/" SUITE_RESULTS_FILE, out_dir);
     _cleanup_json_ json_t *lines = NULL, *final = NULL;
     em_err rerr = {0};
     if (results_read(path, &lines, NULL, &rerr) == 0)
         final = results_final(lines);
-    /* a row per task; what they add up to is the suite's own summary's, as `suite run` prints it */
     printf("%-32s %6s %6s %8s  %s\n", "TASK", "SCORE", "STEPS", "SECONDS", "EXIT");
     size_t n = s->ntasks;
     for (size_t i = 0; i < n; i++) { /* the suite's order: by task id */
@@ -112,18 +93,41 @@ static int run_folder(const char *target, const run_args *a, em_err *err)
         }
         printf("%-32s %6.2f %6lld %8.1f  %s\n", s->tasks[i].id, score, steps, secs, cause ? cause : "?");
     }
-    suite_free(s);
     json_t *all = json_object_get(summary, "all");
     json_int_t ran = json_integer_value(json_object_get(all, "episodes"));
     json_int_t unscored = json_integer_value(json_object_get(all, "env_errors")) +
                           json_integer_value(json_object_get(all, "evaluator_errors")) +
                           json_integer_value(json_object_get(all, "setup_errors"));
-    /* also when the run failed (an episode without a score): the table is what it measured */
     printf("%lld of %zu tasks ran", (long long)ran, n);
     if (unscored)
         printf(" (%lld without a score)", (long long)unscored);
     printf(", mean score %.3f\n", json_number_value(json_object_get(all, "mean_score")));
     fflush(stdout);
+}
+
+/* `envmgr run DIR`: a suite with one slot (the suite runner, suite_pool.h), then its table. */
+static int run_folder(const char *target, const run_args *a, em_err *err)
+{
+    suite *s = NULL;
+    if (suite_load(target, 1, 1, false, &a->ep.image, &s, err) < 0)
+        return -1;
+    pool_opts o = POOL_OPTS_DEFAULTS;
+    o.agent = a->agent;
+    o.out_dir = a->out ? a->out : "envmgr-out";
+    o.accel = a->accel;
+    o.envs = 1;
+    o.progress = 0;
+    cli_pool_from_episode(&o, &a->ep);
+    bool boxed; /* decided (and said) once, before the worker forks */
+    free(episode_agent_sandbox(a->ep.ag.sandbox_off, &boxed));
+    _cleanup_json_ json_t *summary = NULL;
+    int rc = suite_run(s, &o, &summary, err);
+    /* no summary: refused before any episode (an OUT that holds a run), so no table of someone else's;
+     * a summary: the table also when the run failed (an episode without a score), since it is what
+     * the run measured */
+    if (summary)
+        print_folder_table(s, o.out_dir, summary);
+    suite_free(s);
     return rc;
 }
 
