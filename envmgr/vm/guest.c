@@ -331,10 +331,10 @@ fail:
 /* Write chunks that next() hands out (len 0: done) into a guest file opened for writing. */
 typedef int (*chunk_fn)(void *ctx, const char **data, size_t *len, em_err *err);
 
-static int write_chunks(guest *g, const char *path, chunk_fn next, void *ctx, em_err *err)
+static int write_chunks(guest *g, const char *path, const char *mode, chunk_fn next, void *ctx, em_err *err)
 {
     json_int_t h;
-    if (file_open(g, path, "w", &h, err) < 0)
+    if (file_open(g, path, mode, &h, err) < 0)
         return -1;
     for (;;) {
         const char *data;
@@ -382,7 +382,41 @@ int guest_file_write(guest *g, const char *path, const void *data, size_t len, e
         return em_fail_input(err, "file `%s`: %zu bytes is more than the limit of %u", path, len,
                              GUEST_FILE_CAP_DEFAULT);
     mem_chunks m = {.data = data, .len = len};
-    return write_chunks(g, path, next_mem, &m, err);
+    return write_chunks(g, path, "w", next_mem, &m, err);
+}
+
+/* The guest clock through the image's clock daemon (vm-images/toolbelt/envmgr_guest/clockd.py): a
+ * line written into its FIFO, opened read-write so the open cannot block on a pipe with no reader,
+ * then the guest's clock read back until it agrees. No process starts in the guest. */
+#define CLOCK_AGREE_NS 1000000000LL /* the guest's clock within a second of ours */
+#define CLOCK_CHECK_MS 500.0
+#define CLOCK_CHECK_PAUSE_MS 5.0
+
+int guest_set_time_fifo(guest *g, const char *fifo, em_err *err)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    char line[48];
+    int n = snprintf(line, sizeof line, "%lld.%09ld\n", (long long)ts.tv_sec, ts.tv_nsec);
+    mem_chunks m = {.data = line, .len = (size_t)n};
+    if (write_chunks(g, fifo, "r+", next_mem, &m, err) < 0)
+        return -1;
+    double deadline = now_ms() + CLOCK_CHECK_MS;
+    for (;;) {
+        json_t *ret;
+        if (call(g, "guest-get-time", NULL, GUEST_CMD_TIMEOUT_MS, &ret, err) < 0)
+            return -1;
+        long long guest_ns = json_is_integer(ret) ? (long long)json_integer_value(ret) : 0;
+        json_decref(ret);
+        clock_gettime(CLOCK_REALTIME, &ts);
+        long long d = (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec - guest_ns;
+        if (d < CLOCK_AGREE_NS && d > -CLOCK_AGREE_NS)
+            return 0;
+        if (now_ms() >= deadline)
+            return em_fail(err, "guest agent: the clock daemon did not set the clock (%.1f s off after %.0f ms)",
+                           (double)d / 1e9, CLOCK_CHECK_MS);
+        sleep_ms(CLOCK_CHECK_PAUSE_MS);
+    }
 }
 
 typedef struct fd_chunks {
@@ -419,5 +453,5 @@ int guest_file_upload(guest *g, const char *guest_path, const char *host_path, u
                              (long long)st.st_size, (unsigned long long)cap);
     _cleanup_free_ char *buf = xmalloc(FILE_CHUNK);
     fd_chunks f = {.fd = fd, .buf = buf, .left = (uint64_t)st.st_size};
-    return write_chunks(g, guest_path, next_fd, &f, err);
+    return write_chunks(g, guest_path, "w", next_fd, &f, err);
 }

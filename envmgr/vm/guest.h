@@ -34,6 +34,9 @@ guest *guest_attach(int fd, const char *what);
 void guest_close(guest *g);
 /* Set the guest clock from the host: a restored guest wakes with the saved time. */
 int guest_set_time(guest *g, em_err *err);
+/* The same without a process started in the guest: through the image's clock daemon's FIFO (fails,
+ * and changes nothing, on an image without one: then guest_set_time). */
+int guest_set_time_fifo(guest *g, const char *fifo, em_err *err);
 
 /* Run argv in the guest as root with a timeout (seconds) and an output cap
  * (bytes per stream), in_len bytes of in as its stdin (in may be NULL: no stdin). */

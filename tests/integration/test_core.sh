@@ -28,6 +28,22 @@ check "two screenshots of a still screen are identical" test "$("$PNGTOOL" diff 
 
 # --- the guest agent ----------------------------------------------------------
 check "exec runs in the guest" bash -c "'$ENVMGR' exec $E1 -- cat /etc/hostname | grep -q envmgr"
+# The restored guest woke with the clock of its golden state (made minutes or days ago); the first
+# command set it through the image's clock daemon (no process started in the guest)
+clock_off() { echo $(( $("$ENVMGR" exec $E1 -- date +%s) - $(date +%s) )); }
+d=$(clock_off)
+check "the guest clock is the host's after the restore (within 2 s: $d s)" test "${d#-}" -le 2
+check "the clock daemon runs as root and its FIFO is root's alone (0600)" \
+    bash -c "[ \"\$('$ENVMGR' exec $E1 -- stat -c '%a %U %F' /run/envmgr-clock)\" = '600 root fifo' ]"
+check "the desktop user cannot set the clock through it" \
+    bash -c "! '$ENVMGR' exec $E1 -- runuser -u user -- sh -c 'echo 1.000000000 >/run/envmgr-clock' 2>/dev/null"
+# garbage and a clock far off, then a good line: the daemon drops the garbage and lives on
+"$ENVMGR" exec $E1 -- sh -c 'printf "x\n%0200d\n1.5\n\n" 0 >/run/envmgr-clock; printf "%s.000000000\n" $(( $(date +%s) - 86400 )) >/run/envmgr-clock; sleep 0.5'
+d=$(clock_off)
+check "a line in its FIFO sets the guest clock (a day back: $d s)" test "$d" -le -86000
+"$ENVMGR" exec $E1 -- sh -c "printf '%s.000000000\n' $(date +%s) >/run/envmgr-clock; sleep 0.5"
+d=$(clock_off)
+check "after malformed lines it still sets the clock (back to the host's: $d s)" test "${d#-}" -le 2
 check "the session has no key autorepeat (a TCG stall would repeat a pressed key)" \
     bash -c "'$ENVMGR' exec $E1 -- sh -c 'DISPLAY=:0 xset q' | grep -q 'auto repeat:  off'"
 "$ENVMGR" exec $E1 -- sh -c 'exit 7' >/dev/null 2>&1

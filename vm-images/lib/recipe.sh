@@ -221,6 +221,9 @@ install_toolbelt() {
         find "$ROOT$site/$p" -name __pycache__ -prune -exec rm -rf {} +
     done
     install -m 0755 "$tb/bin/envmgr-guest" "$ROOT/usr/local/bin/envmgr-guest"
+    # The clock the host sets after a restore (envmgr_guest/clockd.py).
+    install -m 0644 "$tb/systemd/envmgr-clockd.service" "$ROOT/etc/systemd/system/envmgr-clockd.service"
+    in_root systemctl enable --quiet envmgr-clockd.service
     # Byte-compile now: root-owned site dirs, a user could not write .pyc
     # files there, and every import would recompile (slow under TCG).
     in_root python3 -m compileall -q "$site/pyautogui" "$site/envmgr_guest" >/dev/null
@@ -250,6 +253,9 @@ do_check() {
         in_root python3 -c 'import pyautogui, envmgr_guest.cli' ||
             die "the toolbelt does not import in the image"
         in_root /usr/local/bin/envmgr-guest --help >/dev/null || die "envmgr-guest does not run in the image"
+        in_root systemctl is-enabled --quiet envmgr-clockd.service || die "envmgr-clockd is not enabled"
+        in_root python3 -c 'from envmgr_guest import clockd; assert clockd.parse(b"1.000000001") == 1000000001' ||
+            die "envmgr-clockd does not import in the image"
     fi
     if declare -F image_check >/dev/null; then image_check; fi
 }
