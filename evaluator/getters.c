@@ -342,16 +342,25 @@ static const getter_def *getter_find(json_t *spec, em_err *err)
     return NULL;
 }
 
-bool getter_needs_guest(const json_t *spec)
+getter_need getter_guest_need(const json_t *spec)
 {
     static const char *const off_guest[] = {"screenshot", "vm_screen_size", "rule",       "time_diff_range",
                                             "cache_file", "local_file",     "cloud_file", "egress_log"};
+    static const char *const agent[] = {"vm_file", "vm_command_line", "vm_command_error", "list_directory",
+                                        "list_directory_names"};
     const char *type = json_string_value(json_object_get(spec, "type"));
+    if (!spec)
+        return GETTER_OFF_GUEST;
     for (size_t i = 0; type && i < ARRAY_LEN(off_guest); i++)
         if (!strcmp(type, off_guest[i]))
-            return false;
-    return spec != NULL;
+            return GETTER_OFF_GUEST;
+    for (size_t i = 0; type && i < ARRAY_LEN(agent); i++)
+        if (!strcmp(type, agent[i]))
+            return GETTER_GUEST_AGENT;
+    return GETTER_GUEST_TOOLBELT;
 }
+
+bool getter_needs_guest(const json_t *spec) { return getter_guest_need(spec) != GETTER_OFF_GUEST; }
 
 int getter_check(json_t *spec, em_err *err)
 {

@@ -43,9 +43,14 @@ int getter_check(json_t *spec, em_err *err);
 int getter_run(const em_env_ops *ops, json_t *spec, const char *artifact_dir, const char *task_dir,
                json_t **artifact, em_err *err);
 
-/* Whether a getter spec reads the guest (a command, a file, a window), as against the env's frames
- * and screen size or the host alone (rule, time_diff_range, cache_file, local_file, cloud_file,
- * egress_log): a task is refused on an image with no guest interface when one does. */
+/* What a getter spec needs of the guest: nothing (the env's frames and screen size or the host alone:
+ * rule, time_diff_range, cache_file, local_file, cloud_file, egress_log), a guest agent's commands and
+ * files (vm_file, vm_command_line, vm_command_error, list_directory, list_directory_names: any guest
+ * agent runs them), or envmgr's own image: its toolbelt and desktop session (every other getter). The
+ * plan refuses a task on an image whose guest interface lacks what one of its getters needs. */
+typedef enum { GETTER_OFF_GUEST, GETTER_GUEST_AGENT, GETTER_GUEST_TOOLBELT } getter_need;
+getter_need getter_guest_need(const json_t *spec);
+/* getter_guest_need(spec) != GETTER_OFF_GUEST */
 bool getter_needs_guest(const json_t *spec);
 
 /* A JSON string of untrusted bytes: NUL bytes and invalid UTF-8 become

@@ -586,8 +586,9 @@ int env_reset(env *e, env_timings *t, em_err *err)
 int env_guest(env *e, guest **g, em_err *err)
 {
     /* Every operation inside the guest comes here: dispatched on the image's guest interface (the
-     * envmgr agent today; osworld and qga slot in here). */
-    if (e->image->guest != MANIFEST_GUEST_ENVMGR)
+     * envmgr agent and qga: the same QEMU guest agent; osworld slots in here). */
+    bool qga = e->image->guest == MANIFEST_GUEST_QGA;
+    if (e->image->guest != MANIFEST_GUEST_ENVMGR && !qga)
         return em_fail_input(err, "env %s: image %s has no envmgr guest agent (guest %s: screenshots and input only)",
                              e->name, e->image->name, manifest_guest_name(e->image->guest));
     if (gone_why(e, err) < 0 || ensure_running(e, err) < 0)
@@ -600,7 +601,11 @@ int env_guest(env *e, guest **g, em_err *err)
         }
         if (!json_is_true(json_object_get(e->meta, "clock_synced"))) {
             em_err ferr = {0};
-            if (guest_set_time_fifo(e->ga, GUEST_CLOCK_FIFO, &ferr) < 0 && guest_set_time(e->ga, err) < 0)
+            /* qga: no clock FIFO; an agent that cannot set the clock (no /sbin/hwclock) leaves the
+             * golden state's time, said once */
+            if (qga && guest_set_time(e->ga, &ferr) < 0)
+                em_warn("envmgr: env %s: the guest clock stays the saved state's: %s", e->name, ferr.msg);
+            else if (!qga && guest_set_time_fifo(e->ga, GUEST_CLOCK_FIFO, &ferr) < 0 && guest_set_time(e->ga, err) < 0)
                 return em_prefix(err, "env %s: set the guest clock: ", e->name);
             json_object_set_new(e->meta, "clock_synced", json_true());
             if (env_write_meta(e, err) < 0)

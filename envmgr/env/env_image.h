@@ -44,7 +44,7 @@ int env_image_prepare(const char *image, const char *accel, const char **chosen,
  * its golden state made with accel (NULL: none made); a disk or guest refused, or a golden state
  * that could not be made, leaves nothing in the image root. */
 typedef struct env_image_import_opts {
-    const char *guest;  /* "none" ("envmgr", "osworld", "qga": refused as not supported yet) */
+    const char *guest;  /* "none" or "qga" ("envmgr", "osworld": refused as not supported yet) */
     int width, height, memory_mb, cpus, ready_timeout_s;
     bool uefi;
     const char *accel;  /* the golden state's; NULL: not made now */

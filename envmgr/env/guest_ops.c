@@ -10,6 +10,7 @@
 #include "envmgr/base/util.h"
 #include "envmgr/net/assets.h"
 #include "envmgr/net/egress_log.h"
+#include "envmgr/vm/manifest.h"
 
 #define ARGV_WRAP_MAX 16
 
@@ -24,14 +25,21 @@ int guest_ops_run(env *e, const char *const *argv, int as_user, int detach, doub
         n++;
     const char **full = xcalloc(n + ARGV_WRAP_MAX + 1, sizeof *full);
     size_t k = 0;
+    /* A qga image has no desktop user nor display envmgr knows of: its commands run as the agent
+     * runs them (root), argv as given (docs/images.md, "What a qga image can do"). */
+    bool plain = env_manifest(e)->guest == MANIFEST_GUEST_QGA;
+    if (plain)
+        as_user = 0;
     if (as_user) {
         full[k++] = "runuser";
         full[k++] = "-u";
         full[k++] = GUEST_DESKTOP_USER;
         full[k++] = "--";
     }
-    full[k++] = "env";
-    full[k++] = "DISPLAY=:0";
+    if (!plain) {
+        full[k++] = "env";
+        full[k++] = "DISPLAY=:0";
+    }
     if (as_user) {
         full[k++] = "HOME=/home/" GUEST_DESKTOP_USER;
         full[k++] = "USER=" GUEST_DESKTOP_USER;

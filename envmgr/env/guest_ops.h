@@ -14,7 +14,8 @@ void guest_ops_bind(env *e, em_env_ops *ops);
 void guest_ops_bind_host(em_env_ops *ops);
 
 /* Run argv in the guest. as_user: as the desktop user with its display and
- * home, as OSWorld's in-guest server does; else as root with DISPLAY=:0.
+ * home, as OSWorld's in-guest server does; else as root with DISPLAY=:0. On a qga
+ * image: as root, argv as given, whatever as_user (no desktop user, no display).
  * detach: start it in its own session and return at once (GUI apps). */
 int guest_ops_run(env *e, const char *const *argv, int as_user, int detach, double timeout_s, size_t cap,
                   guest_exec_result *res, em_err *err);

@@ -101,43 +101,72 @@ static int plan_check_apps(const task *t, const env_image_facts *m, em_err *err)
                          m->name);
 }
 
-/* A step envmgr runs without the guest's help: on the host (sleep, the network policy) or through
- * the env's screen and input (wait_screen, act). */
-static bool step_needs_guest(const task_step *s)
+/* What a step needs of the guest, on getter_guest_need's scale (one table for every guest interface):
+ * nothing (on the host: sleep, the network policy; through the env's screen and input: wait_screen,
+ * act), a guest agent's commands and files (execute, command, upload_file, download: any agent), or
+ * envmgr's own image (every other step: its desktop user's session, wmctrl, exo-open, the browser,
+ * the toolbelt's helpers). */
+static getter_need step_guest_need(const task_step *s)
 {
-    return s->type != STEP_SLEEP && s->type != STEP_WAIT_SCREEN && s->type != STEP_ACT && s->type != STEP_PROXY;
+    switch (s->type) {
+    case STEP_SLEEP:
+    case STEP_WAIT_SCREEN:
+    case STEP_ACT:
+    case STEP_PROXY:
+        return GETTER_OFF_GUEST;
+    case STEP_EXECUTE:
+    case STEP_COMMAND:
+    case STEP_UPLOAD_FILE:
+    case STEP_DOWNLOAD:
+        return GETTER_GUEST_AGENT;
+    default:
+        return GETTER_GUEST_TOOLBELT;
+    }
 }
 
-/* On an image with no guest interface (guest none: screenshots and input only), the first setup
- * step, getter or postconfig step that needs the guest refuses the task, before any VM starts. */
-static int plan_check_guest(const task *t, const env_image_facts *m, em_err *err)
+int plan_guest_refusal(const task *t, const char *iface, const char *image, em_err *err)
 {
-    if (!m->guest_none)
+    /* what the interface reaches: none, a guest agent's commands and files (qga), everything (envmgr) */
+    getter_need has = !strcmp(iface, "none")  ? GETTER_OFF_GUEST
+                      : !strcmp(iface, "qga") ? GETTER_GUEST_AGENT
+                                              : GETTER_GUEST_TOOLBELT;
+    if (has == GETTER_GUEST_TOOLBELT)
         return 0;
     const char *what = NULL;
     char where[96] = "";
     for (size_t i = 0; !what && i < t->nconfig; i++)
-        if (step_needs_guest(&t->config[i])) {
+        if (step_guest_need(&t->config[i]) > has) {
             what = task_step_type_name(t->config[i].type);
             snprintf(where, sizeof where, "config[%zu]", i);
         }
     for (size_t i = 0; !what && i < t->eval.nmetrics; i++) {
         json_t *spec[2] = {t->eval.metrics[i].result, t->eval.metrics[i].expected};
         for (size_t k = 0; !what && k < 2; k++)
-            if (getter_needs_guest(spec[k])) {
+            if (getter_guest_need(spec[k]) > has) {
                 what = json_string_value(json_object_get(spec[k], "type"));
                 snprintf(where, sizeof where, "evaluator.%s[%zu]", k ? "expected" : "result", i);
             }
     }
     for (size_t i = 0; !what && i < t->npostconfig; i++)
-        if (step_needs_guest(&t->postconfig[i])) {
+        if (step_guest_need(&t->postconfig[i]) > has) {
             what = task_step_type_name(t->postconfig[i].type);
             snprintf(where, sizeof where, "evaluator.postconfig[%zu]", i);
         }
     if (!what)
         return 0;
-    return em_fail_input(err, "%s: %.64s needs the guest, and image `%s` has no guest interface (guest none: "
-                              "screenshots and input only)", where, what ? what : "?", m->name);
+    if (has == GETTER_OFF_GUEST)
+        return em_fail_input(err, "%s: %.64s needs the guest, and image `%s` has no guest interface (guest none: "
+                                  "screenshots and input only)", where, what ? what : "?", image);
+    return em_fail_input(err, "%s: %.64s needs envmgr's toolbelt in the guest (its desktop session and helpers); "
+                              "image `%s` has guest %s (the QEMU guest agent: commands and files only)",
+                         where, what ? what : "?", image, iface);
+}
+
+/* On an image whose guest interface reaches less than envmgr's own (none, qga), the first setup
+ * step, getter or postconfig step it cannot run refuses the task, before any VM starts. */
+static int plan_check_guest(const task *t, const env_image_facts *m, em_err *err)
+{
+    return plan_guest_refusal(t, m->guest, m->name, err);
 }
 
 int plan_image(const task *t, const plan_image_choice *op, char **image, em_err *err)

@@ -28,6 +28,12 @@ typedef struct plan_image_choice {
  * `desktop`; image `apps` has them (--image apps)"). */
 int plan_image(const task *t, const plan_image_choice *op, char **image, em_err *err);
 
+/* Whether a task runs on an image with guest interface `iface` ("envmgr", "qga", "none"; docs/images.md):
+ * 0, or an input error naming the first setup step, getter or postconfig step the interface cannot
+ * run and why (none: anything inside the guest; qga: what needs envmgr's toolbelt or desktop user,
+ * not commands and files). plan_image refuses with it before any VM starts. */
+int plan_guest_refusal(const task *t, const char *iface, const char *image, em_err *err);
+
 /* The built image whose manifest.json has this sha256 (what a trace's header names), or NULL: the
  * image a replay runs on. Caller frees. */
 char *plan_image_with_manifest(const char *manifest_sha256);

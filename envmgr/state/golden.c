@@ -229,6 +229,26 @@ static int wait_screen_settled(const char *dir, const manifest *m, pid_t pid, do
     return rc;
 }
 
+/* A guest with the QEMU guest agent and nothing of envmgr's (guest interface qga): ready once the agent
+ * answers guest-sync on its virtio-serial port and then the screen has settled as a none guest's (the
+ * agent starts early in a boot, the desktop later), both within the manifest's boot.ready_timeout_s. */
+static int wait_agent_and_screen(const char *dir, const manifest *m, pid_t pid, double deadline, int *px, int *py,
+                                 em_err *err)
+{
+    _cleanup_free_ char *sock = xasprintf("%s/" VM_QGA_SOCK, dir);
+    guest *g = NULL;
+    em_err why = {0};
+    if (guest_open(sock, deadline - now_ms(), &g, &why) < 0) {
+        if (check_interrupt(err) < 0)
+            return -1;
+        return em_fail_input(err, "the QEMU guest agent did not answer on org.qemu.guest_agent.0 within %d s (the "
+                                  "manifest's boot.ready_timeout_s; guest interface qga: is qemu-guest-agent "
+                                  "installed and started in the guest?); last: %s", m->ready_timeout_s, why.msg);
+    }
+    guest_close(g);
+    return wait_screen_settled(dir, m, pid, deadline, px, py, err);
+}
+
 static int save_state(const char *dir, const char *state_path, em_err *err)
 {
     _cleanup_free_ char *sock = xasprintf("%s/" VM_QMP_SOCK, dir);
@@ -303,6 +323,9 @@ static int build(const manifest *m, const char *accel, const char *final_dir, co
             break;
         case MANIFEST_GUEST_NONE:
             rc = wait_screen_settled(run, m, pid, deadline, &px, &py, err);
+            break;
+        case MANIFEST_GUEST_QGA:
+            rc = wait_agent_and_screen(run, m, pid, deadline, &px, &py, err);
             break;
         default:
             rc = em_fail_input(err, "guest interface %s: not supported yet", manifest_guest_name(m->guest));

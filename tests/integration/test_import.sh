@@ -77,7 +77,6 @@ refuse "a qcow2 header of version 7" "qcow2 header: version 7" x "$d/base.qcow2"
 refuse "a disk that is not there" "disk .*No such file" x "$d/nothing.qcow2"
 refuse "a FIFO" "not a regular file" x "$(mkfifo "$d/fifo" && echo "$d/fifo")"
 refuse "--guest osworld: not yet" "--guest osworld: not supported yet" x "$BOOT" --guest osworld
-refuse "--guest qga: not yet" "--guest qga: not supported yet" x "$BOOT" --guest qga
 refuse "--guest nonsense" "--guest: expected envmgr, osworld, qga or none" x "$BOOT" --guest nonsense
 refuse "a bad name" "image" "../x" "$BOOT"
 refuse "--screen 10x10" "--screen: expected WxH" x "$BOOT" --screen 10x10
