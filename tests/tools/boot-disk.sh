@@ -2,12 +2,14 @@
 # Prints the path of the test disk with its own bootloader (make-boot-disk.sh), building it into
 # <cache root>/test-disks/ when missing: keyed by what makes it (the script, the desktop image's kernel
 # and initramfs, SYSLINUX's version), so CI builds it once. Disks of older inputs are pruned.
-#   tests/tools/boot-disk.sh [--restless] [IMAGE_ROOT]    (IMAGE_ROOT: where the desktop image is; default the
-#   checkout's). --restless: a disk whose guest prints without end (its screen never settles).
+#   tests/tools/boot-disk.sh [--restless|--qga] [IMAGE_ROOT]    (IMAGE_ROOT: where the desktop image is; default
+#   the checkout's). --restless: a disk whose guest prints without end (its screen never settles). --qga: a disk
+#   whose guest runs Debian's QEMU guest agent (make-qga-initrd.sh; keyed by the package's version too).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 kind=boot cmd=()
 if [ "${1:-}" = --restless ]; then kind=restless cmd=("while :; do echo restless; done"); shift; fi
+if [ "${1:-}" = --qga ]; then kind=qga cmd=(/qga-init); shift; fi
 cache=${ENVMGR_CACHE_DIR:-/var/cache/envmgr}
 [ "$(id -u)" = 0 ] || cache=${ENVMGR_CACHE_DIR:-$HOME/.cache/envmgr}
 desktop=$(readlink -f "${1:-${ENVMGR_IMAGE_DIR:-$root/vm-images/out}}/desktop")
@@ -17,11 +19,22 @@ if [ ! -r "$desktop/vmlinuz" ] || [ ! -r "$desktop/initrd.img" ]; then
 fi
 key=$( (sha256sum "$root/tests/tools/make-boot-disk.sh" "$desktop/vmlinuz" "$desktop/initrd.img" | cut -d' ' -f1
         echo "${cmd[*]:-}"
+        if [ $kind = qga ]; then
+            sha256sum "$root/tests/tools/make-qga-initrd.sh" | cut -d' ' -f1
+            apt-cache policy qemu-guest-agent 2>/dev/null | sed -n 's/^ *Candidate: //p'
+            dpkg-query -W -f='${Version} ' libc6 libglib2.0-0 coreutils util-linux 2>/dev/null
+        fi
         dpkg-query -W -f='${Version}' syslinux syslinux-common syslinux-efi 2>/dev/null) | sha256sum | cut -c1-16)
 disk=$cache/test-disks/$kind-$key.raw
 if [ ! -s "$disk" ]; then
     mkdir -p "$cache/test-disks"
-    "$root/tests/tools/make-boot-disk.sh" "$desktop/vmlinuz" "$desktop/initrd.img" "$disk" "${cmd[@]}" >&2
+    initrd=$desktop/initrd.img
+    if [ $kind = qga ]; then
+        initrd=$cache/test-disks/.qga-initrd.$$
+        trap 'rm -f "$initrd"' EXIT
+        "$root/tests/tools/make-qga-initrd.sh" "$desktop/initrd.img" "$initrd" >&2
+    fi
+    "$root/tests/tools/make-boot-disk.sh" "$desktop/vmlinuz" "$initrd" "$disk" "${cmd[@]}" >&2
     find "$cache/test-disks" -name "$kind-*.raw" ! -name "${disk##*/}" -mmin +60 -delete
 fi
 echo "$disk"
