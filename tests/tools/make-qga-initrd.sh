@@ -3,7 +3,7 @@
 # image's initramfs (its kernel's modules, virtio_console among them, and a shell) with a second
 # archive after it (the kernel unpacks both) holding Debian's qemu-ga (`apt-get download
 # qemu-guest-agent`: no install, no other download) and what the agent runs: coreutils' timeout (every
-# guest command runs under it), date, dirname, chown, util-linux's hwclock (guest-set-time runs it),
+# guest command runs under it), date, dirname, chown, id, util-linux's hwclock (guest-set-time runs it),
 # each with the host's libraries (the same Debian release as the package), and /qga-init, which loads
 # virtio_console, starts the agent on the port named org.qemu.guest_agent.0, and leaves a shell on the
 # VGA console. Boot it with rdinit=/bin/sh -- -c /qga-init (make-boot-disk.sh's SHELL_COMMAND).
@@ -38,7 +38,7 @@ exec sh -i
 SH
 # host files into the archive under usr/ (the initramfs's /bin, /lib, /sbin are links into usr/)
 python3 - "$tmp/extra.cpio" "$tmp/qga-init" "$tmp/deb/usr/sbin/qemu-ga" /usr/bin/timeout /usr/bin/date \
-    /usr/bin/dirname /usr/bin/chown /usr/sbin/hwclock <<'PY'
+    /usr/bin/dirname /usr/bin/chown /usr/bin/id /usr/sbin/hwclock <<'PY'
 import os, re, subprocess, sys
 out, init, progs = sys.argv[1], sys.argv[2], sys.argv[3:]
 entries = [("qga-init", 0o100755, open(init, "rb").read())]
