@@ -695,6 +695,9 @@ static int run_agent_code(env *e, const action *a, em_err *err)
 {
     const char *argv[] = {"python3", "-m", "envmgr_guest.agent_code", a->text, NULL};
     guest_exec_result r;
+    if (e->image->guest != MANIFEST_GUEST_ENVMGR) /* the agent's mistake, as a failing code is */
+        return em_fail_input(err, "pyautogui code outside the translated subset needs envmgr's toolbelt in the guest; "
+                                  "image %s has guest %s", e->image->name, manifest_guest_name(e->image->guest));
     if (guest_ops_run(e, argv, 1, 0, ENV_AGENT_CODE_TIMEOUT_S, 64 * 1024, &r, err) < 0)
         return -1;
     int rc = 0;

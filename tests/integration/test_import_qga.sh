@@ -49,6 +49,10 @@ out=$(printf 'written through the agent\n' | "$ENVMGR" exec $E --stdin -- sh -c 
 check "exec --stdin: a file written and read back" test "$out" = "written through the agent"
 out=$("$ENVMGR" exec $E --timeout 2 -- sh -c 'sleep 30' 2>&1); rc=$?
 check "exec --timeout 2 of a 30 s command: ends (timeout(1) in the guest), exit non-zero" test $rc != 0
+out=$("$ENVMGR" act $E '{"action_type":"PYAUTOGUI","code":"import os\nx = os.getcwd()"}' 2>&1); rc=$?
+check "pyautogui code outside the subset (the toolbelt runs it): exit 2, one line naming the toolbelt" bash -c \
+    "[ $rc = 2 ] && printf '%s' \"\$1\" | grep -q \"needs envmgr's toolbelt in the guest; image qga has guest qga\"" _ "$out"
+[ $rc = 2 ] || printf '%s\n' "$out"
 lat=()
 for i in 1 2 3 4 5 6 7 8 9; do t0=$(date +%s.%N); "$ENVMGR" exec $E -- true; lat+=("$(ms_since $t0)"); done
 echo "   exec true: p50 $(printf '%s\n' "${lat[@]}" | sort -n | sed -n 5p) ms over 9 (wall, CLI included)"
