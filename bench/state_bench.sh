@@ -65,7 +65,7 @@ served=$(python3 -c "import json,sys; print(int('/ram.mnt/' in json.load(open(sy
 ready=$(echo "$out" | sed -nE 's/.*\(of which (.*) ([0-9]+) ms\).*/\1 \2 ms/p')
 row "  first restore ($([ "$served" = 1 ] && echo 'RAM served over FUSE' || echo 'flat RAM file'))" \
     "$(echo "$out" | field restore) ms, of which ${ready:-nothing to ready}"
-# a key pressed at once: the first input after a restore waits for the server's warm-up (docs/states.md)
+# a key pressed at once: the guest may still fault its RAM through the server (docs/states.md, "Its warm-up")
 key_ms() { local t0; t0=$(date +%s%N); "$ENVMGR" act $E '{"action_type":"PRESS","key":"shift"}' >/dev/null 2>&1
     echo $(( ($(date +%s%N) - t0) / 1000000 )); }
 first_key=$(key_ms)

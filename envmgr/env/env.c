@@ -56,30 +56,6 @@ int env_vcpu_time(env *e, uint64_t *run_ns, uint64_t *wait_ns, em_err *err)
     return 0;
 }
 
-/* A guest restored from a served state (state/ramfs.h) faults in its RAM through the state's server.
- * Until the server has read the state's pages into the kernel's cache (a fraction of a second
- * after it starts), the guest's programs run slowly on their first touch of each page, and keys typed
- * then overflow the guest's input buffers and are lost (a replay of such an episode would diverge).
- * So the first input event after a restore waits until the server says its warm-up ended (its
- * marker), at most this long; an agent's thinking time usually covers it. */
-#define RAM_WARM_WAIT_MS 30000.0
-
-static int input_gate(void *ctx, em_err *err)
-{
-    env *e = ctx;
-    const char *marker = json_string_value(json_object_get(e->meta, "ram_warm"));
-    if (!marker || e->ram_warm_seen)
-        return 0;
-    double deadline = now_ms() + RAM_WARM_WAIT_MS;
-    while (access(marker, F_OK) != 0 && now_ms() < deadline) {
-        if (check_interrupt(err) < 0)
-            return -1;
-        sleep_ms(5);
-    }
-    e->ram_warm_seen = true;
-    return 0;
-}
-
 /* How long the vCPUs have run, -1 when that cannot be read (then the drain goes by the threads'
  * sleep and the VNC round trip alone). */
 static double vcpu_ms(env *e)
@@ -324,16 +300,15 @@ void env_pointer_wire(env *e, int *x, int *y)
         read_input_state(e, x, y, &b);
 }
 
-/* What a freshly restored guest still needs, each done lazily by the first command that needs it.
- * It wakes with the clock of the moment it was saved; setting it needs the guest agent (and, so that
+/* What a freshly restored guest still needs, done lazily by the first command that needs it: it
+ * wakes with the clock of the moment it was saved, and setting it needs the guest agent (and, so that
  * no process starts in the guest, the image's clock daemon: ~0.2 s after a restore under TCG, where
  * the agent's guest-set-time, which starts hwclock, took ~0.75 s), so up/reset do not wait for it:
- * the screen and input are usable at once. And its RAM may be a served state's not yet warm
- * (input_gate). */
+ * the screen and input are usable at once. (A served state's RAM still warming makes the guest slow
+ * to take its first input, not lose it: keys and buttons go a batch at a time, each taken first.) */
 static void mark_restored(env *e)
 {
     json_object_set_new(e->meta, "clock_synced", json_false());
-    e->ram_warm_seen = false;
 }
 
 /* Network machinery of allowlist envs: the egress proxy (started with QEMU
@@ -637,7 +612,6 @@ int env_vnc(env *e, vnc_session **v, em_err *err)
             em_prefix(err, "env %s: ", e->name);
             return env_failed(e, err);
         }
-        vnc_set_input_gate(e->vnc, input_gate, e);
         vnc_set_input_drain(e->vnc, input_drain, e);
         if (read_input_state(e, &x, &y, &b))
             vnc_set_pointer_wire(e->vnc, x, y, b);

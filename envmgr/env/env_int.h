@@ -28,7 +28,6 @@ struct env {
     pid_t vcpu_tids[VM_VCPUS_MAX];
     size_t nvcpu;
     bool running_known;         /* this process knows the guest is not paused */
-    bool ram_warm_seen;         /* this process saw the served RAM's warm-up end (input_gate) */
     bool input_drain_gave_up;   /* the last input drain waited in vain (env.c: input_drain) */
     int state_hold_fd;          /* a restore's hold on its state (state_hold) until it is recorded, or -1 */
 };

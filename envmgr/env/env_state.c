@@ -116,10 +116,6 @@ int env_state_start(env *e, const char *accel, double *flat_ms, bool *served, em
         rc = savestate_start(e->image, accel, e->dir, e->name, s->dir, flat, d[e->nchain - 1], &e->pid, err);
     if (rc == 0) /* a save finds the guest's RAM by the file its QEMU maps */
         json_object_set_new(e->meta, "ram_file", json_string(flat));
-    if (rc == 0 && *served) /* the first input waits for the server's warm-up (env.c: input_gate) */
-        json_object_set_new(e->meta, "ram_warm", json_sprintf("%s/" RAMFS_WARM, s->dir));
-    else
-        json_object_del(e->meta, "ram_warm");
     close_deltas(d, e->nchain);
     return rc < 0 ? em_prefix(err, "state `%s`: ", s->name) : 0;
 }
@@ -170,7 +166,6 @@ void env_state_leave(env *e)
     state_release(env_state_name(e), e->dir);
     json_object_del(e->meta, "state");
     json_object_del(e->meta, "ram_file");
-    json_object_del(e->meta, "ram_warm");
     state_chain_free(e->chain, e->nchain);
     e->chain = NULL;
     e->nchain = 0;

@@ -23,9 +23,7 @@ struct vnc_session {
     int wx, wy, buttons; /* the pointer's last VNC position (pointer_axis.h: where it lands differs) */
     bool pointer_known;
     bool extended_keys; /* the server accepted a scancode key event */
-    vnc_input_gate gate;
-    void *gate_ctx;
-    int keys_untaken;   /* key events sent since the guest was last seen to have taken them */
+    int untaken;        /* key and button events sent since the guest was last seen to have taken them */
     unsigned input_sent;     /* input events sent */
     unsigned input_read;     /* of those, how many QEMU has read: it answered a request sent after
                               * them, or the input drain saw the guest take them */
@@ -316,25 +314,34 @@ int vnc_refresh(vnc_session *v, double timeout_ms, em_err *err)
     return request_frame(v, false, now_ms() + timeout_ms, err);
 }
 
-void vnc_set_input_gate(vnc_session *v, vnc_input_gate gate, void *ctx)
+/* Events the guest must take (a key, a button pressed or released) go a batch at a time: its
+ * keyboard holds 16 bytes and QEMU's tablet 16 reports (input_drain.h). Before one: a full batch is
+ * first taken. */
+static int before_counted(vnc_session *v, em_err *err)
 {
-    v->gate = gate;
-    v->gate_ctx = ctx;
+    return v->untaken >= INPUT_DRAIN_BATCH ? vnc_wait_input_taken(v, err) : 0;
 }
 
-static int pass_gate(vnc_session *v, em_err *err)
+/* After one: a full batch asks QEMU now, so its answer (vnc_sync) is on its way while the event's
+ * pace runs. */
+static int after_counted(vnc_session *v, em_err *err)
 {
-    return v->gate ? v->gate(v->gate_ctx, err) : 0;
+    v->untaken++;
+    return v->untaken >= INPUT_DRAIN_BATCH && v->drain && vnc_sync(v, err) < 0 ? -1 : 0;
 }
 
 int vnc_pointer(vnc_session *v, int x, int y, int buttons, em_err *err)
 {
-    if (pass_gate(v, err) < 0)
+    /* motion alone needs no drain: QEMU's tablet merges reports whose buttons did not change */
+    bool counted = !v->pointer_known || buttons != v->buttons;
+    if (counted && before_counted(v, err) < 0)
         return -1;
     int wx = pointer_axis_wire(x, v->client->width), wy = pointer_axis_wire(y, v->client->height);
     if (!SendPointerEvent(v->client, wx, wy, buttons))
         return em_fail(err, "vnc %s: send pointer event failed", v->path);
     v->input_sent++;
+    if (counted && after_counted(v, err) < 0)
+        return -1;
     v->wx = wx;
     v->wy = wy;
     v->buttons = buttons;
@@ -372,7 +379,7 @@ void vnc_set_input_drain(vnc_session *v, vnc_input_drain drain, void *ctx)
 
 int vnc_wait_input_taken(vnc_session *v, em_err *err)
 {
-    if (!v->keys_untaken)
+    if (!v->untaken)
         return 0;
     int rc = 1; /* without a judge: once QEMU has read them */
     if (v->drain)
@@ -381,7 +388,7 @@ int vnc_wait_input_taken(vnc_session *v, em_err *err)
         rc = -1;
     if (rc < 0)
         return -1;
-    v->keys_untaken = 0;
+    v->untaken = 0;
     if (rc > 0) /* taken: QEMU has read everything sent, so closing need not ask it */
         v->input_read = v->input_sent;
     return 0;
@@ -389,22 +396,15 @@ int vnc_wait_input_taken(vnc_session *v, em_err *err)
 
 int vnc_key(vnc_session *v, const key_code *k, bool down, em_err *err)
 {
-    /* A batch at a time: the guest's keyboard holds 16 bytes (input_drain.h). */
-    if (v->keys_untaken >= INPUT_DRAIN_BATCH && vnc_wait_input_taken(v, err) < 0)
-        return -1;
-    if (pass_gate(v, err) < 0)
+    if (before_counted(v, err) < 0)
         return -1;
     /* With scancodes the guest gets the physical key regardless of QEMU's keymap. */
     if (k->scancode && SendExtendedKeyEvent(v->client, k->keysym, k->scancode, down))
         v->extended_keys = true;
     else if (!SendKeyEvent(v->client, k->keysym, down))
         return em_fail(err, "vnc %s: send key event failed", v->path);
-    v->keys_untaken++;
     v->input_sent++;
-    /* a full batch: ask QEMU now, so its answer (vnc_sync) is on its way while this key's pace runs */
-    if (v->keys_untaken >= INPUT_DRAIN_BATCH && v->drain && vnc_sync(v, err) < 0)
-        return -1;
-    return 0;
+    return after_counted(v, err);
 }
 
 int vnc_sync(vnc_session *v, em_err *err)

@@ -46,21 +46,18 @@ void vnc_pointer_state(const vnc_session *v, int *x, int *y, int *buttons);
 void vnc_pointer_wire(const vnc_session *v, int *wx, int *wy, int *buttons);
 /* Tell the session the pointer's VNC position (restored from the env's state) without sending anything. */
 void vnc_set_pointer_wire(vnc_session *v, int wx, int wy, int buttons);
-/* Send a key event. Once INPUT_DRAIN_BATCH of them are untaken, it first waits until the guest has
- * taken them (vnc_wait_input_taken). */
+/* Send a key event. Once INPUT_DRAIN_BATCH key and button events are untaken, it first waits until
+ * the guest has taken them (vnc_wait_input_taken); vnc_pointer does the same for a button pressed or
+ * released. */
 int vnc_key(vnc_session *v, const key_code *k, bool down, em_err *err);
-/* Returns once the guest has taken every key event sent (at once when there is none): the input
- * drain's judgement (input_drain.h), or without one, once QEMU has read them. */
+/* Returns once the guest has taken every key and button event sent (at once when there is none): the
+ * input drain's judgement (input_drain.h), or without one, once QEMU has read them. */
 int vnc_wait_input_taken(vnc_session *v, em_err *err);
 /* The judge of vnc_wait_input_taken: it returns 1 once the guest has taken every event sent (QEMU
  * has read them all), 0 when it gave up waiting, -1 with err when it cannot go on (interrupted, or
  * QEMU is gone). */
 typedef int (*vnc_input_drain)(void *ctx, em_err *err);
 void vnc_set_input_drain(vnc_session *v, vnc_input_drain drain, void *ctx);
-/* Called before each key and pointer event is sent: it returns once the guest can take the event
- * (vnc_key and vnc_pointer fail with its error). NULL: send at once. */
-typedef int (*vnc_input_gate)(void *ctx, em_err *err);
-void vnc_set_input_gate(vnc_session *v, vnc_input_gate gate, void *ctx);
 
 /* 1 once QEMU has read every input event sent (it answered a frame request sent after them), 0 not
  * yet: a request is then on its way (its answer comes with QEMU's next refresh, within 30 ms), so a

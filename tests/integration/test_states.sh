@@ -129,6 +129,35 @@ else
     check "gc detaches the dead mount of a killed server, saying so" \
         bash -c "echo '$out' | grep -q 'RAM server that was killed' && ! grep -q ' $MNT1 ' /proc/mounts"
     check "s2b's removal ends its server and its mount" bash -c "'$ENVMGR' state rm s2b >/dev/null && ! grep -q '$ENVMGR_STATE_DIR/s2b/' /proc/mounts"
+
+    # Cold restores typed into at once, 10 times: each env starts a new server (the last one left
+    # after its idle second), so the guest faults its RAM through FUSE while the keys arrive. Keys
+    # and buttons go a batch at a time, each taken by the guest first: a slow guest takes them late,
+    # never loses them.
+    E5=it-st-5
+    "$ENVMGR" up --name $E5 >/dev/null 2>&1
+    act $E5 '{"action_type":"HOTKEY","keys":["ctrl","alt","t"]}' >/dev/null
+    xterm_up() { "$ENVMGR" exec $E5 -- env DISPLAY=:0 xdotool search --class xterm >/dev/null 2>&1; }
+    wait_until 60 xterm_up && sleep 2
+    "$ENVMGR" state save $E5 typing >/dev/null 2>&1
+    "$ENVMGR" down $E5 >/dev/null
+    MNT5=$ENVMGR_STATE_DIR/typing/ram.mnt
+    lost=0 cold=0 firsts=""
+    for i in $(seq 10); do
+        wait_until 20 server_gone "$MNT5 " && cold=$((cold + 1))
+        ENVMGR_STATE_RAM_IDLE_S=1 "$ENVMGR" up --name $E5 --from-state typing >/dev/null 2>&1
+        line="echo cold-$i-abcdefghijklmnopqrstuvwxyz-0123456789 >/tmp/cold$i"
+        t0=$(date +%s%N)
+        act $E5 "{\"action_type\":\"TYPING\",\"text\":\"$line\\n\"}" >/dev/null 2>&1
+        firsts="$firsts $(( ($(date +%s%N) - t0) / 1000000 ))"
+        got() { [ "$("$ENVMGR" exec $E5 -- cat /tmp/cold$i 2>/dev/null)" = "cold-$i-abcdefghijklmnopqrstuvwxyz-0123456789" ]; }
+        wait_until 20 got || { lost=$((lost + 1)); echo "cold restore $i: typed '$line', the file holds '$("$ENVMGR" exec $E5 -- cat /tmp/cold$i 2>&1)'"; }
+        "$ENVMGR" down $E5 >/dev/null
+    done
+    echo "cold restores typed into at once: envmgr act took (ms):$firsts"
+    check "10 cold restores from a served state, each typed into at once: every line arrived whole ($lost lost, $cold of 10 cold)" \
+        test "$lost/$cold" = 0/10
+    "$ENVMGR" state rm typing >/dev/null 2>&1
 fi
 
 # --- refusals -----------------------------------------------------------------------------------
