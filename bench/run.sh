@@ -7,6 +7,7 @@ export ENVMGR_RUN_DIR=${ENVMGR_RUN_DIR:-$(mktemp -d /tmp/envmgr-bench.XXXXXX)}
 trap 'rm -rf "$ENVMGR_RUN_DIR"' EXIT
 trap 'exit 130' INT TERM   # so that the EXIT trap cleans up when the bench is stopped
 "$root/build/bench/envbench" ${ENVMGR_BENCH_ARGS:---cold}
+"$root/bench/reset_load_bench.sh" || echo "reset_load_bench: failed (see above)"
 "$root/bench/boundary_bench.sh" || echo "boundary_bench: failed (see above)"
 [ -d "$root/tasks/demo" ] && "$root/bench/replay_bench.sh"
 "$root/bench/step_bench.sh" || echo "step_bench: failed (see above)"

@@ -12,6 +12,8 @@
 # late probe and the concurrency runs, made for the demo tasks); STEP_BENCH_KINDS (default "click key
 # typing") and STEP_BENCH_PAUSES (default "false true") pick the overhead rows; STEP_BENCH_IDLE_S the
 # idle CPU window (default 20 s).
+# STEP_BENCH_LATE_DIR=DIR probes DIR's tasks for late changes instead of the demo suite's, each on an env
+# of STEP_BENCH_LATE_IMAGE (e.g. tasks/apps on apps: STEP_BENCH_SKIP="overhead idle conc").
 # STEP_BENCH_CONC_STEPS=N steps per concurrent episode (default 6); the second half of each episode
 # shows the steady state, once the envs started together no longer compete with each other's boots.
 set -euo pipefail
@@ -92,18 +94,23 @@ if ! skip idle; then
     "$B" resume $E >/dev/null
 fi
 
-if ! skip late && ls "$root"/tasks/demo/*.json >/dev/null 2>&1; then
+late_dir=${STEP_BENCH_LATE_DIR:-$root/tasks/demo}
+if ! skip late && ls "$late_dir"/*.json >/dev/null 2>&1; then
     obs=0 late=0 ran=0 missing=""
-    for t in "$root"/tasks/demo/*.json; do
+    # the demo tasks on this bench's env; another folder's (STEP_BENCH_LATE_DIR, e.g. tasks/apps) each
+    # on an env of its own image (STEP_BENCH_LATE_IMAGE)
+    where=(--env $E)
+    [ -z "${STEP_BENCH_LATE_IMAGE:-}" ] || where=(--image "$STEP_BENCH_LATE_IMAGE")
+    for t in "$late_dir"/*.json; do
         id=$(basename "$t" .json)
-        "$B" run "$t" --env $E --agent "$AGENT --tasks $t" --probe-late 2000 --out "$work/late-$id" >/dev/null 2>&1 || true
+        "$B" run "$t" "${where[@]}" --agent "$AGENT --tasks $t" --probe-late 2000 --out "$work/late-$id" >/dev/null 2>&1 || true
         read -r o l < <(python3 -c "
 import json; p = json.load(open('$work/late-$id/result.json')).get('late_probe', {})
 print(p.get('observations', 0), p.get('late_changes', 0))" 2>/dev/null || echo "0 0")
         obs=$((obs + o)) late=$((late + l))
         if [ -f "$work/late-$id/result.json" ]; then ran=$((ran + 1)); else missing="$missing $id"; fi
     done
-    line "late changes (frame 2 s after the observation)" "$late of $obs observations ($ran demo tasks)"
+    line "late changes (frame 2 s after the observation)" "$late of $obs observations ($ran tasks of $(basename "$late_dir"))"
     [ -z "$missing" ] || echo "  no result (not counted):$missing"
 fi
 "$B" down $E >/dev/null
