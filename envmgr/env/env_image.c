@@ -28,7 +28,6 @@ static void facts_of(const manifest *m, env_image_facts *out)
                              .files = json_object_size(json_object_get(m->json, "files")),
                              .packages = json_incref(json_object_get(m->json, "packages")),
                              .guest = manifest_guest_name(m->guest),
-                             .guest_none = m->guest == MANIFEST_GUEST_NONE,
                              .imported = json_object_get(m->json, "imported") != NULL,
                              .firmware = m->uefi ? "uefi" : "bios"};
     memcpy(out->sha256, m->sha256, sizeof out->sha256);

@@ -21,7 +21,6 @@ typedef struct env_image_facts {
     size_t files;  /* files its manifest lists */
     json_t *packages; /* the Debian packages it has (manifest "packages": [{name, ...}]), owned */
     const char *guest; /* its guest interface: "envmgr", "osworld", "qga" or "none" (static) */
-    bool guest_none;   /* screenshots and input only: a task step that needs the guest is refused */
     bool imported;     /* made by `image import` (boots from its own bootloader) */
     const char *firmware; /* "bios" or "uefi" (static) */
 } env_image_facts;
