@@ -212,8 +212,9 @@ static int wait_screen_settled(const char *dir, const manifest *m, pid_t pid, do
             rc = -1;
         else if (now > deadline)
             rc = em_fail_input(err, "the guest's screen did not settle (still for %.0f s, its vCPUs and disk idle) within %d s "
-                                    "(the manifest's boot.ready_timeout_s; guest interface none)%s%s",
-                               NONE_STABLE_MS / 1000, m->ready_timeout_s, lost.msg[0] ? "; last: " : "", lost.msg);
+                                    "(the manifest's boot.ready_timeout_s; guest interface %s)%s%s",
+                               NONE_STABLE_MS / 1000, m->ready_timeout_s, manifest_guest_name(m->guest),
+                               lost.msg[0] ? "; last: " : "", lost.msg);
         else
             sleep_ms(250);
     }
