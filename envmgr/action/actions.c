@@ -503,6 +503,6 @@ int action_execute(vnc_session *v, const action *a, em_err *err)
     if (execute(v, a, err) < 0)
         return -1;
     /* the last batch of keys too: the next action, or `envmgr act` hanging up, must not find the
-     * guest behind (a no-op for an action without keys) */
-    return vnc_wait_input_taken(v, err);
+     * guest behind (a no-op for an action without keys; button events wait for a full batch) */
+    return vnc_wait_keys_taken(v, err);
 }

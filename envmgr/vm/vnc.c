@@ -24,6 +24,7 @@ struct vnc_session {
     bool pointer_known;
     bool extended_keys; /* the server accepted a scancode key event */
     int untaken;        /* key and button events sent since the guest was last seen to have taken them */
+    bool key_untaken;   /* ... a key among them */
     unsigned input_sent;     /* input events sent */
     unsigned input_read;     /* of those, how many QEMU has read: it answered a request sent after
                               * them, or the input drain saw the guest take them */
@@ -389,9 +390,15 @@ int vnc_wait_input_taken(vnc_session *v, em_err *err)
     if (rc < 0)
         return -1;
     v->untaken = 0;
+    v->key_untaken = false;
     if (rc > 0) /* taken: QEMU has read everything sent, so closing need not ask it */
         v->input_read = v->input_sent;
     return 0;
+}
+
+int vnc_wait_keys_taken(vnc_session *v, em_err *err)
+{
+    return v->key_untaken ? vnc_wait_input_taken(v, err) : 0;
 }
 
 int vnc_key(vnc_session *v, const key_code *k, bool down, em_err *err)
@@ -404,6 +411,7 @@ int vnc_key(vnc_session *v, const key_code *k, bool down, em_err *err)
     else if (!SendKeyEvent(v->client, k->keysym, down))
         return em_fail(err, "vnc %s: send key event failed", v->path);
     v->input_sent++;
+    v->key_untaken = true;
     return after_counted(v, err);
 }
 

@@ -57,6 +57,10 @@ int vnc_wait_input_taken(vnc_session *v, em_err *err);
  * has read them all), 0 when it gave up waiting, -1 with err when it cannot go on (interrupted, or
  * QEMU is gone). */
 typedef int (*vnc_input_drain)(void *ctx, em_err *err);
+/* vnc_wait_input_taken when a key is among the events not yet taken: an action's end. A click's two
+ * button events fit the tablet's queue many times over; waiting for the guest to take them would
+ * only delay the settle that follows, which waits for the guest's work anyway. */
+int vnc_wait_keys_taken(vnc_session *v, em_err *err);
 void vnc_set_input_drain(vnc_session *v, vnc_input_drain drain, void *ctx);
 
 /* 1 once QEMU has read every input event sent (it answered a frame request sent after them), 0 not
