@@ -15,9 +15,11 @@
  * has reached the guest when it returns. The pace only keeps each key's press and release apart in
  * the guest's clock, as a typist's are. */
 #define KEY_PACE_MS 3.0
-/* A click: the pointer there, a button down, up. QEMU's tablet queues its reports in order (press
- * and release are never merged), so these gaps only give the guest's toolkit distinct times; two
- * clicks 20 ms apart are well inside any double-click time. */
+/* A click: the pointer there, a button down, up. QEMU's tablet queues its reports in order (a report
+ * whose buttons changed is never merged with the one before), and each carries the position, so the
+ * press follows the move at once; press and release are CLICK_GAP_MS / 2 apart, which gives the
+ * guest's toolkit distinct times, and two clicks CLICK_GAP_MS apart are well inside any double-click
+ * time. */
 #define CLICK_GAP_MS 20.0
 /* Wheel notches and a drag's motion: toolkits read these by their timing (a scroll's speed, the
  * start of a drag), so they keep a human pace. */
@@ -391,9 +393,8 @@ static int click(vnc_session *v, const action *a, em_err *err)
     if (a->has_xy) {
         x = a->x;
         y = a->y;
-        if (vnc_pointer(v, x, y, buttons, err) < 0)
+        if (vnc_pointer(v, x, y, buttons, err) < 0) /* its own report, before the press's */
             return -1;
-        sleep_ms(CLICK_GAP_MS / 2);
     }
     for (int i = 0; i < a->num_clicks; i++) {
         if (i)

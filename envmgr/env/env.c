@@ -689,16 +689,39 @@ static int run_agent_code(env *e, const action *a, em_err *err)
     return rc;
 }
 
+int env_act_vcpu_start(env *e, uint64_t *run_ns)
+{
+    if (!e->act_pid || e->act_pid != e->pid)
+        return -1;
+    *run_ns = e->act_run_ns;
+    return 0;
+}
+
+/* Where the action began, in the vCPUs' run time: the settle after it counts the guest's work from
+ * there (a WAIT's seconds included). */
+static void note_act_start(env *e)
+{
+    uint64_t run, wait;
+    em_err ignored = {0};
+    e->act_pid = 0;
+    if (env_vcpu_time(e, &run, &wait, &ignored) == 0) {
+        e->act_run_ns = run;
+        e->act_pid = e->pid;
+    }
+}
+
 int env_act(env *e, const action *a, em_err *err)
 {
     if (a->type == ACT_PYAUTOGUI) {
         if (ensure_running(e, err) < 0)
             return -1;
+        note_act_start(e);
         return run_agent_code(e, a, err) < 0 ? em_prefix(err, "env %s: PYAUTOGUI: ", e->name) : 0;
     }
     vnc_session *v;
     if (ensure_running(e, err) < 0 || env_vnc(e, &v, err) < 0)
         return -1;
+    note_act_start(e);
     if (action_execute(v, a, err) < 0)
         return em_prefix(err, "env %s: %s: ", e->name, action_type_name(a->type));
     save_pointer(e);

@@ -100,6 +100,8 @@ int env_hold(env *e, bool hold, em_err *err);
 /* *off: the guest powered itself off (QEMU runs with -no-shutdown, so it stays, stopped). */
 int env_guest_off(env *e, bool *off, em_err *err);
 int env_act(env *e, const action *a, em_err *err);
+/* The vCPUs' run time (env_vcpu_time) when the last env_act began; -1 when none began on this QEMU. */
+int env_act_vcpu_start(env *e, uint64_t *run_ns);
 int env_guest(env *e, guest **g, em_err *err);
 /* An operation on e failed with *err: when e's QEMU is gone, *err says that instead (and whether the
  * server of its saved state's RAM died first), not what the socket saw. Returns -1. */

@@ -12,6 +12,8 @@
 
 struct env {
     char *name, *dir;
+    uint64_t act_run_ns;        /* the vCPUs' run time when the last action began (env_act_vcpu_start) */
+    pid_t act_pid;              /* ... of this QEMU (0: no action yet)  */
     json_t *meta;
     manifest *image;
     golden *gold;

@@ -9,6 +9,11 @@ void settle_rule_init(settle_rule *r, double settle_ms)
     *r = (settle_rule){.settle_ms = settle_ms > 0 ? settle_ms : 0, .why = "screen changing"};
 }
 
+void settle_rule_add_work(settle_rule *r, double ms)
+{
+    r->work_ms += ms;
+}
+
 double settle_rule_window_ms(const settle_rule *r)
 {
     double lo = r->settle_ms < SETTLE_MIN_MS ? r->settle_ms : SETTLE_MIN_MS;
@@ -100,6 +105,8 @@ int screen_settle(env *e, double settle_ms, double max_ms, bool freeze, settle_i
     uint64_t io_last = 0;
     em_err cerr = {0};
     io_ok = env_block_ops(e, &io_last, &cerr) == 0;
+    uint64_t act_run = 0;
+    bool since_act = env_act_vcpu_start(e, &act_run) == 0;
     do {
         /* the look that would settle it, on the refresh expected after the last one */
         double pause_at = rule.started ? rule.last.t_ms + SETTLE_REFRESH_MS - SETTLE_PAUSE_LEAD_MS : 0;
@@ -115,7 +122,12 @@ int screen_settle(env *e, double settle_ms, double max_ms, bool freeze, settle_i
         settle_sample s;
         if (look(e, t_pause, &cpu_ok, &io_ok, &io_last, &s, err) < 0)
             return -1;
+        bool first = !rule.started;
         settled = settle_rule_feed(&rule, &s);
+        /* the guest's work counts from the action's start: what it did during a WAIT, or while keys
+         * were typed, asks for as long a window as work after it */
+        if (first && since_act && s.have_cpu && s.run_ns >= act_run)
+            settle_rule_add_work(&rule, (double)(s.run_ns - act_run) / 1e6);
         frozen = freezing && settled;
         if (freezing && !settled && env_hold(e, false, err) < 0)
             return -1;

@@ -3,7 +3,7 @@
  *
  * A step waits until the screen has stayed the same and the guest has been idle (its vCPUs mostly
  * asleep, no disk request) for a still window. The window is not fixed: it grows with the work the
- * guest did since the action, from SETTLE_MIN_MS (two display refreshes) for a click or a key that
+ * guest did since the action began (a WAIT's seconds and a typed text's included), from SETTLE_MIN_MS (two display refreshes) for a click or a key that
  * changes nothing to the run's settle_ms (--settle-ms) for a step that starts an application. A
  * guest that worked long is the one likely to have more queued (a window mapped after its splash,
  * a file loaded after the window); a guest that went back to sleep within one refresh has drawn
@@ -69,6 +69,8 @@ typedef struct settle_rule {
 void settle_rule_init(settle_rule *r, double settle_ms);
 /* Feed the next sample; true when the screen is settled with it. */
 bool settle_rule_feed(settle_rule *r, const settle_sample *s);
+/* Work the guest did before the first sample (since the action began), counted as the samples' is. */
+void settle_rule_add_work(settle_rule *r, double ms);
 /* The still window the rule asks for now. */
 double settle_rule_window_ms(const settle_rule *r);
 /* Would a still sample at t_ms settle it? */

@@ -114,7 +114,21 @@ static void test_short_settle_ms(void)
     CU_ASSERT_TRUE(feed(&r, at(60, 1, 0)));
 }
 
+/* The guest's work during the action (a WAIT's seconds, typing) counts as work after it. */
+static void test_work_during_the_action(void)
+{
+    settle_rule r;
+    settle_rule_init(&r, 300);
+    feed(&r, at(0, 4, 0));
+    settle_rule_add_work(&r, 120); /* busy through a WAIT */
+    CU_ASSERT_DOUBLE_EQUAL(settle_rule_window_ms(&r), 240, 1e-9);
+    CU_ASSERT_FALSE(feed(&r, at(30, 4, 0.5)));
+    CU_ASSERT_FALSE(feed(&r, at(60, 4, 1))); /* two still intervals, but 60 ms < 241 */
+    CU_ASSERT_DOUBLE_EQUAL(settle_after(&r, 90, 4, 1, 1000), 270, 1e-9);
+}
+
 static CU_TestInfo tests[] = {
+    {"work during the action counts", test_work_during_the_action},
     {"nothing changes: two refreshes", test_nothing_changes},
     {"long work: the whole window after the last change", test_long_work_gets_the_whole_window},
     {"the window grows with the guest's work", test_window_grows_with_work},
