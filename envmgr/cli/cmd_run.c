@@ -36,7 +36,7 @@ static const char usage[] =
     "  --env NAME      use this existing env (reverted after the run; one task only); default: a temporary env\n"
     "  --out DIR       default: ./envmgr-out/<task id> (one task) or ./envmgr-out (a folder)\n"
     "  --settle-ms MS  after each action wait until the screen was still and the guest idle (vCPUs\n"
-    "                  and disk) over a window that grows with the guest's work, 55 ms up to MS\n"
+    "                  and disk) over a window of 55 ms when the guest barely worked, else MS\n"
     "                  (default 300), at most the task's limits.settle_max_s\n"
     "  --probe-late MS a measurement: after each observation let the guest run MS longer and count\n"
     "                  the observations that changed (result.json late_probe; the agent sees the later one)\n"

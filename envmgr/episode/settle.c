@@ -16,9 +16,8 @@ void settle_rule_add_work(settle_rule *r, double ms)
 
 double settle_rule_window_ms(const settle_rule *r)
 {
-    double lo = r->settle_ms < SETTLE_MIN_MS ? r->settle_ms : SETTLE_MIN_MS;
-    double w = SETTLE_WORK_FACTOR * r->work_ms;
-    return w < lo ? lo : w > r->settle_ms ? r->settle_ms : w;
+    bool quick = r->work_ms <= SETTLE_QUICK_WORK_MS && r->settle_ms > SETTLE_MIN_MS;
+    return quick ? SETTLE_MIN_MS : r->settle_ms;
 }
 
 /* The share of the time the vCPUs could run that they did run over an interval; time spent

@@ -2,12 +2,14 @@
  * the vCPUs' run time, the disk's counters) so it can be tested on its own.
  *
  * A step waits until the screen has stayed the same and the guest has been idle (its vCPUs mostly
- * asleep, no disk request) for a still window. The window is not fixed: it grows with the work the
- * guest did since the action began (a WAIT's seconds and a typed text's included), from SETTLE_MIN_MS (two display refreshes) for a click or a key that
- * changes nothing to the run's settle_ms (--settle-ms) for a step that starts an application. A
- * guest that worked long is the one likely to have more queued (a window mapped after its splash,
- * a file loaded after the window); a guest that went back to sleep within one refresh has drawn
- * what the input asked of it. */
+ * asleep, no disk request) for a still window. The window depends on the work the guest did since
+ * the action began (a WAIT's seconds and a typed text's included): a guest that took the input with
+ * at most SETTLE_QUICK_WORK_MS of work (the pointer over the background, a modifier, a character
+ * echoed) has drawn what it asked, and SETTLE_MIN_MS (two display refreshes) will do; a guest that
+ * did more started something (a dialog's answer, a save, an application), and what it started may
+ * go on after an idle gap (an asynchronous file operation, a timer: seen, 130 ms and more after
+ * an Enter in a save dialog), so it gets the run's whole settle_ms (--settle-ms) after its last
+ * change. */
 #ifndef ENVMGR_SETTLE_H
 #define ENVMGR_SETTLE_H
 
@@ -19,7 +21,7 @@
 /* How a wait for the screen ended, recorded per step in the trace. */
 typedef struct settle_info {
     double ms;        /* how long it took */
-    double window_ms; /* the still window it asked for (it grows with the guest's work) */
+    double window_ms; /* the still window it asked for (by the guest's work since the action) */
     int frames;       /* frames it looked at */
     bool settled;     /* false: the upper bound ended it */
     bool frozen;      /* it ended with the guest paused, on a frame taken after the pause */
@@ -38,9 +40,10 @@ typedef struct settle_info {
 #define SETTLE_MIN_MS 55.0
 /* How long before the refresh it expects a freezing look pauses the guest. */
 #define SETTLE_PAUSE_LEAD_MS 3.0
-/* The window is this many times the vCPU time the guest spent since the action, within
- * [SETTLE_MIN_MS, settle_ms]. */
-#define SETTLE_WORK_FACTOR 2.0
+/* The most vCPU time, since the action began, that still gets the shortest window. A click on the
+ * desktop's background or a shift press costs the guest 10-20 ms, three characters echoed in a
+ * terminal about 20 ms; an Enter that closes a save dialog 60 ms before its first idle gap. */
+#define SETTLE_QUICK_WORK_MS 30.0
 /* Still intervals in a row, at least: one frame matching the previous could be a refresh that had
  * not yet caught a change. */
 #define SETTLE_MIN_INTERVALS 2

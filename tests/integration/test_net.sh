@@ -93,7 +93,8 @@ for line in sys.stdin:
         n += 1
 print(n)"
 }
-zombies() { ps -eo stat=,comm= | awk '$1 ~ /^Z/ && $2 == "envmgr"' | wc -l; }
+# the env's egress proxy's children left unreaped (the machine's other envmgr processes are not ours)
+zombies() { ps -eo stat=,ppid= | awk -v p="$(helper_pid $A)" '$1 ~ /^Z/ && $2 == p' | wc -l; }
 
 # --- env A: allowlist --------------------------------------------------------------
 out=$("$ENVMGR" up --name $A --accel tcg --allow-private 127.0.0.1:$HTTP --allow web.envmgr.test:$HTTP \

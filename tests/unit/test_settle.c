@@ -56,16 +56,17 @@ static void test_long_work_gets_the_whole_window(void)
     CU_ASSERT_DOUBLE_EQUAL(t, 600 + 300, 1e-9); /* still from the sample at 600 ms on */
 }
 
-/* The window grows with the work in between: twice the vCPU time, within [min, settle_ms]. */
-static void test_window_grows_with_work(void)
+/* The shortest window up to SETTLE_QUICK_WORK_MS of work; past it, the whole settle_ms. */
+static void test_window_by_work(void)
 {
     settle_rule r;
     settle_rule_init(&r, 300);
     feed(&r, at(0, 1, 0));
     feed(&r, at(30, 2, 25)); /* changed, 25 ms of work */
-    feed(&r, at(60, 3, 50)); /* changed, 50 ms of work */
-    CU_ASSERT_DOUBLE_EQUAL(settle_rule_window_ms(&r), 2 * 50, 1e-9);
-    CU_ASSERT_DOUBLE_EQUAL(settle_after(&r, 90, 3, 50, 1000), 180, 1e-9); /* the first sample 100 ms past 60 */
+    CU_ASSERT_DOUBLE_EQUAL(settle_rule_window_ms(&r), SETTLE_MIN_MS, 1e-9);
+    feed(&r, at(60, 3, 50)); /* changed, 50 ms of work: it started something */
+    CU_ASSERT_DOUBLE_EQUAL(settle_rule_window_ms(&r), 300, 1e-9);
+    CU_ASSERT_DOUBLE_EQUAL(settle_after(&r, 90, 3, 50, 1000), 360, 1e-9); /* the first sample 300 ms past 60 */
 }
 
 /* Still frames do not settle a guest that works (a dialog being built) or waits for its disk. */
@@ -121,17 +122,17 @@ static void test_work_during_the_action(void)
     settle_rule_init(&r, 300);
     feed(&r, at(0, 4, 0));
     settle_rule_add_work(&r, 120); /* busy through a WAIT */
-    CU_ASSERT_DOUBLE_EQUAL(settle_rule_window_ms(&r), 240, 1e-9);
+    CU_ASSERT_DOUBLE_EQUAL(settle_rule_window_ms(&r), 300, 1e-9);
     CU_ASSERT_FALSE(feed(&r, at(30, 4, 0.5)));
-    CU_ASSERT_FALSE(feed(&r, at(60, 4, 1))); /* two still intervals, but 60 ms < 241 */
-    CU_ASSERT_DOUBLE_EQUAL(settle_after(&r, 90, 4, 1, 1000), 270, 1e-9);
+    CU_ASSERT_FALSE(feed(&r, at(60, 4, 1))); /* two still intervals, but 60 ms < 300 */
+    CU_ASSERT_DOUBLE_EQUAL(settle_after(&r, 90, 4, 1, 1000), 300, 1e-9);
 }
 
 static CU_TestInfo tests[] = {
     {"work during the action counts", test_work_during_the_action},
     {"nothing changes: two refreshes", test_nothing_changes},
     {"long work: the whole window after the last change", test_long_work_gets_the_whole_window},
-    {"the window grows with the guest's work", test_window_grows_with_work},
+    {"the window by the guest's work", test_window_by_work},
     {"a busy guest or its disk is not still", test_busy_or_disk_is_not_still},
     {"no counters: the whole window", test_no_counters_whole_window},
     {"settle_ms below the minimum", test_short_settle_ms},
