@@ -124,9 +124,13 @@ int screen_settle(env *e, double settle_ms, double max_ms, bool freeze, settle_i
         bool first = !rule.started;
         settled = settle_rule_feed(&rule, &s);
         /* the guest's work counts from the action's start: what it did during a WAIT, or while keys
-         * were typed, asks for as long a window as work after it */
+         * were typed, asks for as long a window as work after it. With no action on this QEMU (the
+         * wait after a task's setup, before the first observation) there is nothing to measure
+         * from: the whole window (an application just launched may take the focus after a gap). */
         if (first && since_act && s.have_cpu && s.run_ns >= act_run)
             settle_rule_add_work(&rule, (double)(s.run_ns - act_run) / 1e6);
+        else if (first && !since_act)
+            settle_rule_add_work(&rule, INFINITY);
         frozen = freezing && settled;
         if (freezing && !settled && env_hold(e, false, err) < 0)
             return -1;
