@@ -341,13 +341,12 @@ int vnc_pointer(vnc_session *v, int x, int y, int buttons, em_err *err)
     if (!SendPointerEvent(v->client, wx, wy, buttons))
         return em_fail(err, "vnc %s: send pointer event failed", v->path);
     v->input_sent++;
-    if (counted && after_counted(v, err) < 0)
-        return -1;
+    /* sent: the session knows where the pointer is even if asking QEMU about the batch fails */
     v->wx = wx;
     v->wy = wy;
     v->buttons = buttons;
     v->pointer_known = true;
-    return 0;
+    return counted ? after_counted(v, err) : 0;
 }
 
 void vnc_pointer_state(const vnc_session *v, int *x, int *y, int *buttons)
