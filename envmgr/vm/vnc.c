@@ -25,6 +25,7 @@ struct vnc_session {
     bool extended_keys; /* the server accepted a scancode key event */
     int untaken;        /* key and button events sent since the guest was last seen to have taken them */
     bool key_untaken;   /* ... a key among them */
+    bool button_untaken; /* ... a button pressed or released */
     unsigned input_sent;     /* input events sent */
     unsigned input_read;     /* of those, how many QEMU has read: it answered a request sent after
                               * them, or the input drain saw the guest take them */
@@ -333,11 +334,17 @@ static int after_counted(vnc_session *v, em_err *err)
 
 int vnc_pointer(vnc_session *v, int x, int y, int buttons, em_err *err)
 {
-    /* motion alone needs no drain: QEMU's tablet merges reports whose buttons did not change */
-    bool counted = !v->pointer_known || buttons != v->buttons;
-    if (counted && before_counted(v, err) < 0)
-        return -1;
     int wx = pointer_axis_wire(x, v->client->width), wy = pointer_axis_wire(y, v->client->height);
+    /* Motion alone needs no drain: QEMU's tablet merges a report into the one before it when their
+     * buttons are the same and the guest has not read the earlier one (hw/input/hid.c:
+     * hid_pointer_sync). That merge would also move an unread press or release to where the pointer
+     * goes next (a drag's press landing on its path's second point), so motion right after a button
+     * change waits until the guest has taken it. */
+    bool counted = !v->pointer_known || buttons != v->buttons;
+    bool moves = v->pointer_known && (wx != v->wx || wy != v->wy);
+    if (counted ? before_counted(v, err) < 0
+                : moves && v->button_untaken && vnc_wait_input_taken(v, err) < 0)
+        return -1;
     if (!SendPointerEvent(v->client, wx, wy, buttons))
         return em_fail(err, "vnc %s: send pointer event failed", v->path);
     v->input_sent++;
@@ -346,7 +353,10 @@ int vnc_pointer(vnc_session *v, int x, int y, int buttons, em_err *err)
     v->wy = wy;
     v->buttons = buttons;
     v->pointer_known = true;
-    return counted ? after_counted(v, err) : 0;
+    if (!counted)
+        return 0;
+    v->button_untaken = true;
+    return after_counted(v, err);
 }
 
 void vnc_pointer_state(const vnc_session *v, int *x, int *y, int *buttons)
@@ -390,6 +400,7 @@ int vnc_wait_input_taken(vnc_session *v, em_err *err)
         return -1;
     v->untaken = 0;
     v->key_untaken = false;
+    v->button_untaken = false;
     if (rc > 0) /* taken: QEMU has read everything sent, so closing need not ask it */
         v->input_read = v->input_sent;
     return 0;
