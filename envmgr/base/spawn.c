@@ -9,6 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <net/if.h>
+#include <sched.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -25,10 +28,12 @@ extern char **environ;
 
 /* What the child reports on the close-on-exec pipe. */
 enum stage { ST_NONE, ST_SETSID, ST_SETPGID, ST_PDEATHSIG, ST_PARENT_GONE, ST_NO_NEW_PRIVS, ST_RLIMIT, ST_DUP,
-             ST_CHDIR, ST_EXEC, ST_FORK, ST_SUBREAPER, ST_CGROUP };
+             ST_CHDIR, ST_EXEC, ST_FORK, ST_SUBREAPER, ST_CGROUP, ST_NETNS, ST_LOOPBACK };
 static const char *const stage_names[] = {"", "setsid", "setpgid", "PR_SET_PDEATHSIG", "its parent exited first",
                                           "PR_SET_NO_NEW_PRIVS", "setrlimit", "dup2", "chdir", "exec", "fork",
-                                          "PR_SET_CHILD_SUBREAPER", "joining its cgroup"};
+                                          "PR_SET_CHILD_SUBREAPER", "joining its cgroup",
+                                          "a network namespace of its own (unshare CLONE_NEWNET)",
+                                          "bringing up `lo` in its network namespace"};
 enum msg_kind { MSG_ERROR = 1, MSG_PID = 2 };
 typedef struct child_msg {
     int kind;
@@ -138,6 +143,26 @@ static void format_pid(char *buf, size_t len, pid_t pid)
         buf[i] = '\0';
 }
 
+/* A new network namespace has `lo` down: up it with one ioctl (no `ip` binary). Syscalls only. */
+static int new_netns(int msgfd, int who)
+{
+    if (unshare(CLONE_NEWNET) < 0) {
+        report(msgfd, who, ST_NETNS);
+        return -1;
+    }
+    int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    struct ifreq ifr;
+    memset(&ifr, 0, sizeof ifr);
+    memcpy(ifr.ifr_name, "lo", 3);
+    ifr.ifr_flags = IFF_UP | IFF_LOOPBACK | IFF_RUNNING;
+    if (s < 0 || ioctl(s, SIOCSIFFLAGS, &ifr) < 0) {
+        report(msgfd, who, ST_LOOPBACK);
+        return -1;
+    }
+    close(s);
+    return 0;
+}
+
 static void __attribute__((noreturn)) child_exec(const prepared *p, int msgfd, int who)
 {
     const spawn_opts *o = p->o;
@@ -157,6 +182,8 @@ static void __attribute__((noreturn)) child_exec(const prepared *p, int msgfd, i
                 _exit(126);
             }
     }
+    if ((o->flags & SPAWN_NEWNET) && new_netns(msgfd, who) < 0)
+        _exit(126);
     if (o->flags & SPAWN_PRIVATE_FILES)
         umask(077);
     if ((o->flags & SPAWN_SETSID) && setsid() < 0) {

@@ -25,6 +25,8 @@ enum {
     SPAWN_PGROUP = 1 << 1,       /* its own process group, so killing -pid takes what it started */
     SPAWN_NO_NEW_PRIVS = 1 << 2, /* PR_SET_NO_NEW_PRIVS; the child is not started when that fails */
     SPAWN_PRIVATE_FILES = 1 << 3, /* umask 077: files and sockets it creates are its user's alone */
+    SPAWN_NEWNET = 1 << 4,       /* a network namespace of its own with only `lo`, up (needs CAP_SYS_ADMIN):
+                                    what it listens on is reachable only by a process that enters it */
 };
 
 typedef struct spawn_rlimit {

@@ -187,7 +187,10 @@ static void build_argv(const vm_spec *s, const vm_net *net, const vm_runas *runa
     arg(a, xstrdup("virtserialport,chardev=qga0,name=org.qemu.guest_agent.0"));
     /* restrict=on: the guest reaches nothing but what a guestfwd rule opens. */
     arg(a, xstrdup("-netdev"));
-    arg(a, xstrdup(net->netdev));
+    if (m->guest == MANIFEST_GUEST_OSWORLD) /* in QEMU's own network namespace: vm_spawn */
+        arg(a, xasprintf("%s%s", net->netdev, VM_OSWORLD_HOSTFWD));
+    else
+        arg(a, xstrdup(net->netdev));
     arg(a, xstrdup("-device"));
     arg(a, xstrdup("virtio-net-pci,netdev=net0"));
     arg(a, xstrdup("-device"));
@@ -268,6 +271,15 @@ int vm_spawn(const vm_spec *s, pid_t *pid_out, em_err *err)
                 s->image->name);
         goto done;
     }
+    /* OSWorld's server is reached on the loopback of a network namespace QEMU alone is in (its slirp
+     * forwards 127.0.0.1:5000 there to the guest): no port any other process of the host can reach. */
+    bool own_netns = s->image->guest == MANIFEST_GUEST_OSWORLD;
+    if (own_netns && geteuid() != 0) {
+        em_fail_input(err, "image %s: guest osworld needs root: its QEMU runs in a network namespace of its own "
+                           "(CAP_SYS_ADMIN), so that the guest's server is reachable by no other local user",
+                      s->image->name);
+        goto done;
+    }
     if (load_net(s->dir, &net, err) < 0 || vm_runas_acquire(s->dir, &runas, err) < 0)
         goto done;
     build_argv(s, &net, &runas, &a);
@@ -304,6 +316,8 @@ int vm_spawn(const vm_spec *s, pid_t *pid_out, em_err *err)
                      .pass_fds = diskfd, .npass = runas.drop ? 2 : 0};
     if (net.relaxed)
         qo.flags |= SPAWN_NO_NEW_PRIVS;
+    if (own_netns)
+        qo.flags |= SPAWN_NEWNET;
     spawn_opts so = {0};
     char pid_arg[24] = "";
     if (net.supervisor) { /* the supervisor takes QEMU's pid as its last arguments */

@@ -34,6 +34,14 @@ typedef struct vm_spec {
 #define VM_LOG_FILE "qemu.log"
 #define VM_SERIAL_RING "1M" /* the guest console's ring buffer in QEMU */
 
+/* An image with guest interface osworld: its QEMU runs in a network namespace of its own (only `lo`,
+ * no route out; vm_spawn, needs root) and its slirp forwards that namespace's 127.0.0.1 ports to the
+ * guest's: OSWorld's server (5000), Chrome's DevTools (9222), VLC's HTTP interface (8080). Only a
+ * process that enters the namespace (/proc/QEMU_PID/ns/net: vm/netns.h) reaches them. */
+#define VM_OSWORLD_PORT 5000
+#define VM_OSWORLD_HOSTFWD                                                                                       \
+    ",hostfwd=tcp:127.0.0.1:5000-:5000,hostfwd=tcp:127.0.0.1:9222-:9222,hostfwd=tcp:127.0.0.1:8080-:8080"
+
 /* Network extras of an env (written by netpolicy for allowlist envs; absent
  * for the default, mode none). When <dir>/VM_NET_FILE exists, vm_spawn reads
  *   {"guestfwd": ["tcp:10.0.2.X:PORT-cmd:...", ...], "supervisor": [argv...]}
