@@ -12,6 +12,7 @@
 #include "envmgr/base/base64.h"
 #include "envmgr/base/jsonline.h"
 #include "envmgr/base/util.h"
+#include "envmgr/vm/guest_osworld.h"
 
 /* The largest reply a real agent sends: guest-exec-status with both out-data and err-data at the
  * agent's own 16 MiB output limit, base64 (2 x 22369624 bytes) plus a few dozen bytes of JSON, is
@@ -27,6 +28,7 @@ struct guest {
     jsonline conn;
     char *label;
     unsigned sync_id;
+    osworld *osw; /* guest interface osworld: every operation goes to its server (guest_osworld.c) */
 };
 
 /* The agent answers in order and does not echo ids; guest_sync guards the order. */
@@ -117,10 +119,46 @@ int guest_open(const char *sock_path, double timeout_ms, guest **out, em_err *er
     return 0;
 }
 
+int guest_open_osworld(pid_t qemu_pid, const char *password, guest **out, em_err *err)
+{
+    if (qemu_pid <= 0)
+        return em_fail(err, "OSWorld's server: no QEMU process to reach it through");
+    guest *g = xcalloc(1, sizeof *g);
+    g->label = xasprintf("OSWorld's server in QEMU %d's network namespace", (int)qemu_pid);
+    g->conn.fd = -1;
+    g->osw = osworld_new(qemu_pid, password);
+    *out = g;
+    return 0;
+}
+
+bool guest_is_osworld(const guest *g) { return g && g->osw; }
+
+int guest_osworld_call(guest *g, const char *endpoint, json_t *body, double timeout_s, long *status, char **reply,
+                       em_err *err)
+{
+    if (!g->osw)
+        return em_fail(err, "%s: not OSWorld's server (guest interface osworld only)", endpoint);
+    osworld_reply r;
+    if (osworld_request(g->osw, endpoint, body, timeout_s * 1000, 64 * 1024, &r, err) < 0)
+        return -1;
+    *status = r.status;
+    size_t n = r.len < 300 ? r.len : 300;
+    *reply = xmalloc(n + 1);
+    osworld_excerpt(r.body, r.len, *reply, n);
+    osworld_reply_free(&r);
+    return 0;
+}
+
 void guest_close(guest *g)
 {
     if (!g)
         return;
+    if (g->osw) {
+        osworld_free(g->osw);
+        free(g->label);
+        free(g);
+        return;
+    }
     jsonline_release(&g->conn);
     free(g->label);
     free(g);
@@ -128,6 +166,8 @@ void guest_close(guest *g)
 
 int guest_set_time(guest *g, em_err *err)
 {
+    if (g->osw)
+        return osworld_set_time(g->osw, err);
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     json_t *args = json_pack("{s:I}", "time", (json_int_t)ts.tv_sec * 1000000000 + ts.tv_nsec);
@@ -165,6 +205,10 @@ int guest_exec(guest *g, const char *const *argv, const void *in, size_t in_len,
                guest_exec_result *res, em_err *err)
 {
     memset(res, 0, sizeof *res);
+    if (g->osw && in)
+        return em_fail_input(err, "exec: OSWorld's server gives a command no stdin (guest interface osworld)");
+    if (g->osw)
+        return osworld_exec(g->osw, argv, timeout_s, cap, res, err);
     if (!argv || !argv[0])
         return em_fail_input(err, "exec: empty command");
     if (timeout_s <= 0 || timeout_s > 86400)
@@ -269,6 +313,8 @@ static void file_close(guest *g, json_int_t handle)
 
 int guest_file_read(guest *g, const char *path, size_t cap, char **data, size_t *len, em_err *err)
 {
+    if (g->osw)
+        return osworld_file_read(g->osw, path, cap, data, len, err);
     json_int_t h;
     if (file_open(g, path, "r", &h, err) < 0)
         return -1;
@@ -381,6 +427,8 @@ int guest_file_write(guest *g, const char *path, const void *data, size_t len, e
     if (len > GUEST_FILE_CAP_DEFAULT)
         return em_fail_input(err, "file `%s`: %zu bytes is more than the limit of %u", path, len,
                              GUEST_FILE_CAP_DEFAULT);
+    if (g->osw)
+        return osworld_file_upload(g->osw, path, data, len, NULL, err);
     mem_chunks m = {.data = data, .len = len};
     return write_chunks(g, path, "w", next_mem, &m, err);
 }
@@ -394,6 +442,8 @@ int guest_file_write(guest *g, const char *path, const void *data, size_t len, e
 
 int guest_set_time_fifo(guest *g, const char *fifo, em_err *err)
 {
+    if (g->osw)
+        return em_fail(err, "OSWorld's server: no clock daemon");
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     char line[48];
@@ -451,6 +501,8 @@ int guest_file_upload(guest *g, const char *guest_path, const char *host_path, u
     if ((uint64_t)st.st_size > cap)
         return em_fail_input(err, "upload `%s`: %lld bytes is more than the limit of %llu", host_path,
                              (long long)st.st_size, (unsigned long long)cap);
+    if (g->osw)
+        return osworld_file_upload(g->osw, guest_path, NULL, 0, host_path, err);
     _cleanup_free_ char *buf = xmalloc(FILE_CHUNK);
     fd_chunks f = {.fd = fd, .buf = buf, .left = (uint64_t)st.st_size};
     return write_chunks(g, guest_path, "w", next_fd, &f, err);

@@ -4,8 +4,11 @@
 #ifndef ENVMGR_GUEST_H
 #define ENVMGR_GUEST_H
 
+#include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "envmgr/base/err.h"
 
@@ -31,6 +34,16 @@ int guest_open(const char *sock_path, double timeout_ms, guest **out, em_err *er
 /* A guest agent on connected fd (taken over; closed by guest_close), without the opening sync:
  * for guest_open, and for the fuzz target that plays a hostile agent. */
 guest *guest_attach(int fd, const char *what);
+/* Guest interface osworld: OSWorld's HTTP server, reached through the network namespace of QEMU
+ * process qemu_pid (guest_osworld.h). No request is made here: the first operation connects.
+ * password: the image user's (sudo, for the clock), or NULL. guest_exec, guest_file_* and
+ * guest_set_time then go to the server (exec: /execute, no stdin; files: /file, /setup/upload). */
+int guest_open_osworld(pid_t qemu_pid, const char *password, guest **out, em_err *err);
+bool guest_is_osworld(const guest *g);
+/* A request the server answers itself (POST endpoint with body, "/setup/activate_window"): its HTTP
+ * status and up to 300 printable characters of its reply (*reply, caller frees). osworld only. */
+int guest_osworld_call(guest *g, const char *endpoint, json_t *body, double timeout_s, long *status, char **reply,
+                       em_err *err);
 void guest_close(guest *g);
 /* Set the guest clock from the host: a restored guest wakes with the saved time. */
 int guest_set_time(guest *g, em_err *err);
