@@ -222,9 +222,11 @@ int osworld_exec_reply_parse(long status, const char *body, size_t len, size_t c
         osworld_excerpt(msg, msg ? strlen(msg) : 0, ex, EXCERPT);
         int timed_out = msg && strstr(msg, "timed out") != NULL;
         int not_found = msg && (strstr(msg, "No such file") || strstr(msg, "not found"));
-        json_decref(j);
+        char stx[33];
+        osworld_excerpt(st, strlen(st), stx, 32);
+        json_decref(j); /* st and msg go with it */
         if (!timed_out && !not_found)
-            return em_fail(err, "OSWorld's server /execute: answered %ld, status `%.32s`%s%s", status, st,
+            return em_fail(err, "OSWorld's server /execute: answered %ld, status `%s`%s%s", status, stx,
                            ex[0] ? ": " : "", ex);
         /* as a shell says it: 127 for a program that is not there; a timeout as the agent's */
         res->exit_code = timed_out ? 124 : 127;
