@@ -562,23 +562,26 @@ int env_guest(env *e, guest **g, em_err *err)
 {
     /* Every operation inside the guest comes here: dispatched on the image's guest interface (the
      * envmgr agent and qga: the same QEMU guest agent; osworld slots in here). */
-    bool qga = e->image->guest == MANIFEST_GUEST_QGA;
-    if (e->image->guest != MANIFEST_GUEST_ENVMGR && !qga)
+    bool qga = e->image->guest == MANIFEST_GUEST_QGA, osworld = e->image->guest == MANIFEST_GUEST_OSWORLD;
+    if (e->image->guest != MANIFEST_GUEST_ENVMGR && !qga && !osworld)
         return em_fail_input(err, "env %s: image %s has no envmgr guest agent (guest %s: screenshots and input only)",
                              e->name, e->image->name, manifest_guest_name(e->image->guest));
     if (gone_why(e, err) < 0 || ensure_running(e, err) < 0)
         return -1;
     if (!e->ga) {
-        _cleanup_free_ char *sock = in_dir(e, VM_QGA_SOCK);
-        if (guest_open(sock, AGENT_TIMEOUT_MS, &e->ga, err) < 0) {
+        _cleanup_free_ char *sock = in_dir(e, VM_QGA_SOCK), *password = osworld ? env_user_password(e) : NULL;
+        /* osworld: OSWorld's server on the loopback of this QEMU's own network namespace (vm.h) */
+        int rc = osworld ? guest_open_osworld(e->pid, password, &e->ga, err) : guest_open(sock, AGENT_TIMEOUT_MS, &e->ga, err);
+        if (rc < 0) {
             em_prefix(err, "env %s: ", e->name);
             return env_failed(e, err);
         }
         if (!json_is_true(json_object_get(e->meta, "clock_synced"))) {
             em_err ferr = {0};
             /* qga: no clock FIFO; an agent that cannot set the clock (no /sbin/hwclock) leaves the
-             * golden state's time, said once */
-            if (qga && guest_set_time(e->ga, &ferr) < 0)
+             * golden state's time, said once; osworld: date through /execute (sudo with the image's
+             * password when the server's user may not), the same warning when neither may */
+            if ((qga || osworld) && guest_set_time(e->ga, &ferr) < 0)
                 em_warn("envmgr: env %s: the guest clock stays the saved state's: %s", e->name, ferr.msg);
             else if (!qga && guest_set_time_fifo(e->ga, GUEST_CLOCK_FIFO, &ferr) < 0 && guest_set_time(e->ga, err) < 0)
                 return em_prefix(err, "env %s: set the guest clock: ", e->name);

@@ -103,9 +103,9 @@ int env_image_import(const char *name, const char *disk, const env_image_import_
     int gi = manifest_guest_parse(o->guest ? o->guest : "none");
     if (gi < 0)
         return em_fail_input(err, "--guest: expected envmgr, osworld, qga or none, got `%.32s`", o->guest);
-    if (gi != MANIFEST_GUEST_NONE && gi != MANIFEST_GUEST_QGA) /* golden.c's readiness and env_guest dispatch on it */
-        return em_fail_input(err, "--guest %s: not supported yet (none: screenshots and input; qga: the QEMU guest "
-                                  "agent)", o->guest);
+    if (gi == MANIFEST_GUEST_ENVMGR) /* golden.c's readiness and env_guest dispatch on it */
+        return em_fail_input(err, "--guest envmgr: only for images envmgr builds (none: screenshots and input; qga: "
+                                  "the QEMU guest agent; osworld: OSWorld's server)");
     image_import_opts io = {.guest = (manifest_guest)gi,
                             .width = o->width ? o->width : MANIFEST_DEFAULT_WIDTH,
                             .height = o->height ? o->height : MANIFEST_DEFAULT_HEIGHT,

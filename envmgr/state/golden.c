@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "envmgr/vm/guest.h"
+#include "envmgr/vm/guest_osworld.h"
 #include "envmgr/state/migrate.h"
 #include "envmgr/vm/overlay.h"
 #include "envmgr/base/json_save.h"
@@ -250,6 +251,47 @@ static int wait_agent_and_screen(const char *dir, const manifest *m, pid_t pid, 
     return wait_screen_settled(dir, m, pid, deadline, px, py, err);
 }
 
+/* A guest running OSWorld's server (guest interface osworld): ready once GET /screenshot answers 200,
+ * as OSWorld's own providers wait, through the network namespace of its QEMU (vm.h), and then the
+ * screen has settled as a none guest's, both within the manifest's boot.ready_timeout_s. */
+#define OSWORLD_SCREENSHOT_MAX (32u << 20)
+#define OSWORLD_POLL_TIMEOUT_MS 10000.0
+#define OSWORLD_POLL_PAUSE_MS 1000.0
+
+static int wait_server_and_screen(const char *dir, const manifest *m, pid_t pid, double deadline, int *px, int *py,
+                                  em_err *err)
+{
+    osworld *o = osworld_new(pid, NULL);
+    em_err why = {0};
+    bool ready = false;
+    while (!ready) {
+        double left = deadline - now_ms();
+        osworld_reply r;
+        if (osworld_request(o, "/screenshot", NULL, left < OSWORLD_POLL_TIMEOUT_MS ? left : OSWORLD_POLL_TIMEOUT_MS,
+                            OSWORLD_SCREENSHOT_MAX, &r, &why) == 0) {
+            ready = r.status == 200;
+            if (!ready)
+                em_fail(&why, "GET /screenshot answered %ld", r.status);
+            osworld_reply_free(&r);
+        }
+        if (ready || check_interrupt(err) < 0 || !vm_alive(pid, dir) || now_ms() + OSWORLD_POLL_PAUSE_MS >= deadline)
+            break;
+        sleep_ms(OSWORLD_POLL_PAUSE_MS);
+    }
+    osworld_free(o);
+    if (!ready) {
+        if (interrupted())
+            return -1;
+        if (!vm_alive(pid, dir))
+            return em_fail(err, "QEMU exited while the guest booted");
+        return em_fail_input(err, "OSWorld's server did not answer GET /screenshot with 200 within %d s (the "
+                                  "manifest's boot.ready_timeout_s; guest interface osworld: does the guest run "
+                                  "OSWorld's server on port 5000?); last: %s", m->ready_timeout_s,
+                             why.msg[0] ? why.msg : "no answer");
+    }
+    return wait_screen_settled(dir, m, pid, deadline, px, py, err);
+}
+
 static int save_state(const char *dir, const char *state_path, em_err *err)
 {
     _cleanup_free_ char *sock = xasprintf("%s/" VM_QMP_SOCK, dir);
@@ -327,6 +369,9 @@ static int build(const manifest *m, const char *accel, const char *final_dir, co
             break;
         case MANIFEST_GUEST_QGA:
             rc = wait_agent_and_screen(run, m, pid, deadline, &px, &py, err);
+            break;
+        case MANIFEST_GUEST_OSWORLD:
+            rc = wait_server_and_screen(run, m, pid, deadline, &px, &py, err);
             break;
         default:
             rc = em_fail_input(err, "guest interface %s: not supported yet", manifest_guest_name(m->guest));
