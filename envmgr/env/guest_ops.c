@@ -26,8 +26,9 @@ int guest_ops_run(env *e, const char *const *argv, int as_user, int detach, doub
     const char **full = xcalloc(n + ARGV_WRAP_MAX + 1, sizeof *full);
     size_t k = 0;
     /* A qga image has no desktop user nor display envmgr knows of: its commands run as the agent
-     * runs them (root), argv as given (docs/images.md, "What a qga image can do"). */
-    bool plain = env_manifest(e)->guest == MANIFEST_GUEST_QGA;
+     * runs them (root), argv as given (docs/images.md, "What a qga image can do"); an osworld image's
+     * as its server runs them (the desktop user, with its display, in its home). */
+    bool plain = env_manifest(e)->guest == MANIFEST_GUEST_QGA || env_manifest(e)->guest == MANIFEST_GUEST_OSWORLD;
     if (plain)
         as_user = 0;
     if (as_user) {
@@ -71,6 +72,17 @@ int guest_ops_run(env *e, const char *const *argv, int as_user, int detach, doub
     int rc = guest_exec(g, full, NULL, 0, timeout_s, cap, res, err);
     free(full);
     return rc < 0 ? env_failed(e, err) : 0;
+}
+
+bool guest_ops_osworld(env *e) { return env_manifest(e)->guest == MANIFEST_GUEST_OSWORLD; }
+
+int guest_ops_server_step(env *e, const char *endpoint, json_t *body, double timeout_s, long *status, char **reply,
+                          em_err *err)
+{
+    guest *g;
+    if (env_guest(e, &g, err) < 0)
+        return -1;
+    return guest_osworld_call(g, endpoint, body, timeout_s, status, reply, err) < 0 ? env_failed(e, err) : 0;
 }
 
 /* Getter commands: as the desktop user (as OSWorld's in-guest server runs them), root on request. */

@@ -20,4 +20,12 @@ void guest_ops_bind_host(em_env_ops *ops);
 int guest_ops_run(env *e, const char *const *argv, int as_user, int detach, double timeout_s, size_t cap,
                   guest_exec_result *res, em_err *err);
 
+/* Does this env's guest run OSWorld's server (guest interface osworld)? Then the setup steps it does
+ * itself go to it: guest_ops_server_step. */
+bool guest_ops_osworld(env *e);
+/* POST body to the server's endpoint ("/setup/activate_window"); *status its HTTP status, *reply up
+ * to 300 printable characters of its answer (caller frees). */
+int guest_ops_server_step(env *e, const char *endpoint, json_t *body, double timeout_s, long *status, char **reply,
+                          em_err *err);
+
 #endif

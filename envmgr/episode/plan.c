@@ -124,18 +124,42 @@ static getter_need step_guest_need(const task_step *s)
     }
 }
 
+/* The steps OSWorld's server does itself (guest interface osworld, episode/setup.c: server_step),
+ * beyond a guest agent's commands and files. */
+static bool osworld_step(const task_step *s)
+{
+    switch (s->type) {
+    case STEP_LAUNCH:
+    case STEP_OPEN:
+    case STEP_ACTIVATE_WINDOW:
+    case STEP_CLOSE_WINDOW:
+    case STEP_CHANGE_WALLPAPER:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* What step s needs beyond what the interface has (has: its level; osworld: its server's own steps too). */
+static bool step_refused(const task_step *s, getter_need has, bool osworld)
+{
+    return step_guest_need(s) > has && !(osworld && osworld_step(s));
+}
+
 int plan_guest_refusal(const task *t, const char *iface, const char *image, em_err *err)
 {
-    /* what the interface reaches: none, a guest agent's commands and files (qga), everything (envmgr) */
-    getter_need has = !strcmp(iface, "none")  ? GETTER_OFF_GUEST
-                      : !strcmp(iface, "qga") ? GETTER_GUEST_AGENT
-                                              : GETTER_GUEST_TOOLBELT;
+    /* what the interface reaches: none, a guest agent's commands and files (qga), those and the steps
+     * OSWorld's server does itself (osworld), everything (envmgr) */
+    bool osworld = !strcmp(iface, "osworld");
+    getter_need has = !strcmp(iface, "none")             ? GETTER_OFF_GUEST
+                      : !strcmp(iface, "qga") || osworld ? GETTER_GUEST_AGENT
+                                                         : GETTER_GUEST_TOOLBELT;
     if (has == GETTER_GUEST_TOOLBELT)
         return 0;
     const char *what = NULL;
     char where[96] = "";
     for (size_t i = 0; !what && i < t->nconfig; i++)
-        if (step_guest_need(&t->config[i]) > has) {
+        if (step_refused(&t->config[i], has, osworld)) {
             what = task_step_type_name(t->config[i].type);
             snprintf(where, sizeof where, "config[%zu]", i);
         }
@@ -148,7 +172,7 @@ int plan_guest_refusal(const task *t, const char *iface, const char *image, em_e
             }
     }
     for (size_t i = 0; !what && i < t->npostconfig; i++)
-        if (step_guest_need(&t->postconfig[i]) > has) {
+        if (step_refused(&t->postconfig[i], has, osworld)) {
             what = task_step_type_name(t->postconfig[i].type);
             snprintf(where, sizeof where, "evaluator.postconfig[%zu]", i);
         }
@@ -157,6 +181,10 @@ int plan_guest_refusal(const task *t, const char *iface, const char *image, em_e
     if (has == GETTER_OFF_GUEST)
         return em_fail_input(err, "%s: %.64s needs the guest, and image `%s` has no guest interface (guest none: "
                                   "screenshots and input only)", where, what ? what : "?", image);
+    if (osworld)
+        return em_fail_input(err, "%s: %.64s needs envmgr's toolbelt in the guest (its desktop session and helpers); "
+                                  "image `%s` has guest osworld (OSWorld's server: commands, files, launch, open, "
+                                  "window activation and closing, wallpaper)", where, what ? what : "?", image);
     return em_fail_input(err, "%s: %.64s needs envmgr's toolbelt in the guest (its desktop session and helpers); "
                               "image `%s` has guest %s (the QEMU guest agent: commands and files only)",
                          where, what ? what : "?", image, iface);

@@ -1,5 +1,7 @@
 /* What each guest interface runs, in one table (plan_guest_refusal, getter_guest_need): none runs
- * nothing inside the guest, qga a guest agent's commands and files, envmgr everything; a refusal
+ * nothing inside the guest, qga a guest agent's commands and files, osworld those and the steps
+ * OSWorld's server does itself (launch, open, activate and close a window, wallpaper), envmgr
+ * everything; a refusal
  * names the first step or getter the interface cannot run (docs/images.md). */
 #include <CUnit/CUnit.h>
 #include <stdio.h>
@@ -68,6 +70,36 @@ static void test_toolbelt_steps_refused_on_qga(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "evaluator.postconfig[1]: activate_window needs envmgr's toolbelt"));
 }
 
+/* osworld: a guest agent's commands and files, and the steps OSWorld's server does itself */
+static void test_osworld_server_steps(void)
+{
+    em_err err;
+    const char *t = "{\"id\": \"o\", \"instruction\": \"x\", \"config\": [" EXEC_STEP ", "
+                    "{\"type\": \"activate_window\", \"parameters\": {\"window_name\": \"Terminal\"}}, "
+                    "{\"type\": \"close_window\", \"parameters\": {\"window_name\": \"w\"}}, "
+                    "{\"type\": \"launch\", \"parameters\": {\"command\": [\"gedit\"]}}, "
+                    "{\"type\": \"open\", \"parameters\": {\"path\": \"/tmp/h\"}}, " UPLOAD_STEP "],"
+                    " \"evaluator\": {\"func\": \"exact_match\", \"result\": " FILE_GETTER ", \"expected\": "
+                    RULE_GETTER ", \"postconfig\": [{\"type\": \"activate_window\", \"parameters\": "
+                    "{\"window_name\": \"w\"}}]}}";
+    CU_ASSERT_EQUAL(refusal(t, "osworld", &err), 0);
+    CU_ASSERT_EQUAL(refusal(t, "qga", &err), -1); /* qga has no server to ask */
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "config[1]: activate_window needs envmgr's toolbelt"));
+    /* what needs envmgr's toolbelt is refused, naming the step and the interface */
+    const char *c = "{\"id\": \"p\", \"instruction\": \"x\", \"config\": [" EXEC_STEP ", "
+                    "{\"type\": \"chrome_open_tabs\", \"parameters\": {\"urls_to_open\": [\"https://example.com\"]}}],"
+                    " \"evaluator\": {\"func\": \"infeasible\"}}";
+    CU_ASSERT_EQUAL(refusal(c, "osworld", &err), -1);
+    CU_ASSERT_STRING_EQUAL(err.msg, "config[1]: chrome_open_tabs needs envmgr's toolbelt in the guest (its desktop "
+                                    "session and helpers); image `img` has guest osworld (OSWorld's server: commands, "
+                                    "files, launch, open, window activation and closing, wallpaper)");
+    CU_ASSERT_EQUAL(err.code, EM_EXIT_USAGE);
+    const char *g = "{\"id\": \"q\", \"instruction\": \"x\", \"evaluator\": {\"func\": \"exact_match\", "
+                    "\"result\": {\"type\": \"vm_window_title\"}, \"expected\": " RULE_GETTER "}}";
+    CU_ASSERT_EQUAL(refusal(g, "osworld", &err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "evaluator.result[0]: vm_window_title needs envmgr's toolbelt"));
+}
+
 static void test_getter_needs(void)
 {
     static const struct {
@@ -93,6 +125,7 @@ static void test_getter_needs(void)
 static CU_TestInfo tests[] = {
     {"commands and files run on qga, not on none", test_commands_and_files_run_on_qga},
     {"toolbelt steps and getters are refused on qga", test_toolbelt_steps_refused_on_qga},
+    {"osworld: commands, files and the server's own steps", test_osworld_server_steps},
     {"getter_guest_need's table", test_getter_needs},
     CU_TEST_INFO_NULL,
 };
