@@ -9,7 +9,7 @@
 #     compiled .pyc, so the guest compiles nothing), without ssl (downloads in the guest are http only),
 #     OpenSSL's hashes, bz2 or lzma;
 #   - bash (task commands run `bash eval.sh`; the console's shell), iproute2's ip, coreutils' timeout,
-#     chmod, chown, cp, rm, touch, env, id, head, tail, wc, grep, sed, util-linux's setsid (the console shell's controlling
+#     date (envmgr sets the clock with date -s), chmod, chown, cp, rm, touch, env, id, head, tail, wc, grep, sed, util-linux's setsid (the console shell's controlling
 #     terminal), each with its host libraries;
 #   - /osworld-init: mounts proc, sys and dev, loads virtio_pci and virtio_net, brings lo up and eth0
 #     up as 10.0.2.15/24 with 10.0.2.2 the gateway (QEMU's slirp defaults), creates the user `user`
@@ -87,7 +87,7 @@ PY
 grep -q '/os.py$' "$tmp/modules" || { echo "$0: could not list the server's modules" >&2; exit 1; }
 /usr/bin/python3 - "$tmp/extra.cpio" "$tmp/osworld-init" "$server" "$tmp/modules" "$py" /usr/bin/bash \
     /usr/bin/ip /usr/bin/timeout /usr/bin/chmod /usr/bin/chown /usr/bin/cp /usr/bin/rm /usr/bin/touch \
-    /usr/bin/env /usr/bin/id /usr/bin/setsid /usr/bin/grep /usr/bin/sed \
+    /usr/bin/env /usr/bin/id /usr/bin/date /usr/bin/setsid /usr/bin/grep /usr/bin/sed \
     /usr/bin/head /usr/bin/tail /usr/bin/wc <<'PY'
 import importlib.util, os, re, subprocess, sys
 out, init, server, modlist, progs = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:]
