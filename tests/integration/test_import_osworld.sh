@@ -1,0 +1,188 @@
+#!/usr/bin/env bash
+# `envmgr image import --guest osworld` (issue 41): a disk with its own bootloader whose guest runs a
+# stand-in of OSWorld's server on port 5000 (tests/tools/boot-disk.sh --osworld) is imported; its golden
+# state is made once GET /screenshot answers 200 and the screen settles; QEMU runs in a network namespace
+# of its own and the server is reached only through it (no port on the host: the host's and another
+# namespace's 127.0.0.1:5000 refuse, the guest reaches nothing outside); `envmgr exec` runs commands as the
+# server runs them; a real OSWorld-Verified task (tests/data/osworld-image) scores 1.0 with its solution
+# typed on the console and 0 with the null agent, its setup's and postconfig's trace lines showing the
+# server's answers; a hostile server's oversize and slow replies are capped and time out with one line; a
+# disk whose guest never answers /screenshot is refused with one line and nothing kept.
+. "$(dirname "$0")/lib.sh"
+
+real_cache=${ENVMGR_CACHE_DIR:-/var/cache/envmgr}
+[ "$(id -u)" = 0 ] || { echo "test_import_osworld: skipped: guest osworld needs root (a network namespace for QEMU)"; finish; exit; }
+BOOT=$("$ROOT/tests/tools/boot-disk.sh") && OSW=$("$ROOT/tests/tools/boot-disk.sh" --osworld) ||
+    { bad "the boot disks (tests/tools/boot-disk.sh --osworld: the desktop image, Debian's python3.11)"; finish; exit; }
+export ENVMGR_IMAGE_DIR=$T/images ENVMGR_CACHE_DIR=$T/cache
+mkdir -p "$ENVMGR_IMAGE_DIR" "$ENVMGR_CACHE_DIR"
+cp "$real_cache/accel.json" "$ENVMGR_CACHE_DIR/" 2>/dev/null   # the host's KVM verdict, if probed
+ms_since() { python3 -c "import sys,time; print(f'{(time.time()-float(sys.argv[1]))*1000:.0f}')" "$1"; }
+D=$ROOT/tests/data/osworld-image
+TASK=$D/5ced85fc-fa1a-4217-95fd-0fb530545ce2.json
+MIRROR="https://huggingface.co/datasets/xlangai/ubuntu_osworld_file_cache/resolve/main/=$D/assets"
+# http_code URL: what curl gets from this network namespace (000: nothing answered)
+http_code() { curl -s -m 3 -o /dev/null -w '%{http_code}' "$1"; }
+
+# A disk whose guest never answers /screenshot, imported as osworld: one line, exit 2, nothing kept.
+out=$("$ENVMGR" image import noserver "$BOOT" --guest osworld --screen 720x400 --memory 256 --ready-timeout 30 \
+    --accel tcg 2>&1); rc=$?
+lines=$(printf '%s\n' "$out" | grep -vc 'checked in [0-9.]* s; copying\|building the golden state of')
+check "a disk without OSWorld's server imported as osworld: exit 2, one line: /screenshot not answered within 30 s" bash -c \
+    "[ $rc = 2 ] && [ $lines = 1 ] && printf '%s' \"\$1\" | grep -q \"noserver: not kept: .*OSWorld's server did not answer GET /screenshot with 200 within 30 s\"" _ "$out"
+[ $rc = 2 ] || printf '%s\n' "$out"
+check "... and nothing kept: no image, no golden state" bash -c \
+    "[ -z \"\$(ls -A '$ENVMGR_IMAGE_DIR')\" ] && [ -z \"\$(ls '$ENVMGR_CACHE_DIR/golden' 2>/dev/null | grep -v '\.lock$')\" ]"
+check "... no QEMU left" no_qemu_under "$ENVMGR_RUN_DIR/"
+
+# The import.
+t0=$(date +%s.%N)
+out=$("$ENVMGR" image import osw "$OSW" --guest osworld --screen 720x400 --memory 256 --ready-timeout 240 --accel tcg 2>&1); rc=$?
+check "import the stand-in's disk (--guest osworld): exit 0" test $rc = 0
+[ $rc = 0 ] || printf '%s\n' "$out"
+echo "   import + golden state: $(ms_since $t0) ms; $(printf '%s\n' "$out" | grep -o 'golden state ready in.*')"
+check "image ls: osw, guest osworld, imported" bash -c "'$ENVMGR' image ls | grep -qE '^osw +[^ ]+ +osworld +.*/osw \(imported\)$'"
+
+E=osw-$$
+check "up --image osw" "$ENVMGR" up --name $E --image osw --accel tcg
+QPID=$(cat "$ENVMGR_RUN_DIR/$E/qemu.pid" 2>/dev/null)
+out=$("$ENVMGR" exec $E -- sh -c 'echo out-$((6*7)); echo err-x >&2; exit 3' 2>"$T/exec.err"); rc=$?
+check "exec (POST /execute): the command's stdout" test "$out" = out-42
+check "exec: its exit code (3)" test $rc = 3
+check "exec: its stderr" grep -q '^err-x' "$T/exec.err"
+check "exec runs where the server runs (its working directory, /home/user)" test "$("$ENVMGR" exec $E -- sh -c pwd)" = /home/user
+out=$("$ENVMGR" exec $E --timeout 2 -- sh -c 'sleep 30' 2>&1); rc=$?
+check "exec --timeout 2 of a 30 s command: ends with one line, exit non-zero" bash -c \
+    "[ $rc != 0 ] && printf '%s' \"\$1\" | grep -q 'timed out after 2 s'" _ "$out"
+out=$(printf 'x' | "$ENVMGR" exec $E --stdin -- cat 2>&1); rc=$?
+check "exec --stdin: refused with one line (the server gives a command no stdin)" bash -c \
+    "[ $rc != 0 ] && printf '%s' \"\$1\" | grep -q 'no stdin'" _ "$out"
+lat=()
+for i in 1 2 3 4 5 6 7 8 9; do t0=$(date +%s.%N); "$ENVMGR" exec $E -- true; lat+=("$(ms_since $t0)"); done
+echo "   exec true: p50 $(printf '%s\n' "${lat[@]}" | sort -n | sed -n 5p) ms over 9 (wall, CLI included)"
+
+# No port another process can reach: QEMU is in a namespace of its own, listening only there.
+check "QEMU runs in a network namespace of its own" bash -c \
+    "[ -n '$QPID' ] && [ \"\$(readlink /proc/$QPID/ns/net)\" != \"\$(readlink /proc/self/ns/net)\" ]"
+check "... where 127.0.0.1:5000, 9222 and 8080 listen (slirp's forwards)" bash -c \
+    "s=\$(nsenter -t $QPID -n ss -Htln); for p in 5000 9222 8080; do printf '%s' \"\$s\" | grep -q \"127.0.0.1:\$p \" || exit 1; done"
+check "... and QEMU listens on no TCP port of the host's namespace" bash -c "! ss -Htlnp | grep -q 'pid=$QPID,'"
+check "the host's 127.0.0.1:5000 does not reach the guest's server" bash -c \
+    "[ \"\$(curl -s -m 3 http://127.0.0.1:5000/platform)\" != Linux ]"
+check "another namespace's 127.0.0.1:5000 refuses (unshare -n)" bash -c \
+    "[ \"\$(unshare -n sh -c 'ip link set lo up; curl -s -m 3 -o /dev/null -w %{http_code} http://127.0.0.1:5000/screenshot')\" = 000 ]"
+check "inside QEMU's namespace the server answers (what envmgr reaches)" bash -c \
+    "[ \"\$(nsenter -t $QPID -n curl -s -m 5 -o /dev/null -w %{http_code} http://127.0.0.1:5000/screenshot)\" = 200 ]"
+out=$("$ENVMGR" exec $E -- python3 -c "
+import socket, sys
+for host, port in (('10.0.2.2', 5000), ('10.0.2.2', 22), ('10.0.2.3', 53), ('1.1.1.1', 80)):
+    try:
+        socket.create_connection((host, port), 3).close(); print('reached', host, port); sys.exit(1)
+    except OSError:
+        pass
+print('none')" 2>&1)
+check "the guest reaches nothing outside (the host's 10.0.2.2, slirp's DNS, the internet)" test "$out" = none
+
+t0=$(date +%s.%N)
+check "reset" "$ENVMGR" reset $E
+echo "   reset: $(ms_since $t0) ms wall"
+sleep 2
+t0=$(date +%s.%N)
+g=$("$ENVMGR" exec $E -- date +%s)
+echo "   first exec after reset (clock through /execute + exec): $(ms_since $t0) ms"
+check "after a reset the guest's clock is the host's (date through /execute), not the golden state's" \
+    bash -c "d=\$(( $(date +%s) - ${g:-0} )); [ \${d#-} -le 3 ]"
+
+# The real OSWorld-Verified task: setup (execute, activate_window), the solution typed on the guest's
+# console, postconfig (download through the asset mirror, execute), the vm_command_line getter.
+cat >"$T/solution.json" <<'J'
+{"id": "5ced85fc-fa1a-4217-95fd-0fb530545ce2", "instruction": "the solution of tests/data/osworld-image's task",
+ "solution": [{"action_type": "TYPING", "text": "printf '1<br/>\\n2<br/>\\n3<br/>\\n' >output.txt\n"},
+              {"action_type": "WAIT", "seconds": 1}]}
+J
+score() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['score'])" "$1/result.json" 2>/dev/null; }
+out=$("$ENVMGR" run "$TASK" --env $E --offline --asset-mirror "$MIRROR" \
+    --agent "$ROOT/tasks/agents/scripted --tasks $T/solution.json" --out "$T/solved" 2>&1); rc=$?
+check "OSWorld-Verified 5ced85fc with its solution (scripted, typed on the console): exit 0, score 1.0" \
+    test "$rc $(score "$T/solved")" = "0 1.0"
+[ "$(score "$T/solved")" = 1.0 ] || printf '%s\n' "$out" | tail -5
+check "its trace verifies" bash -c "'$ENVMGR' trace verify '$T/solved/trace' >/dev/null"
+tr=$T/solved/trace/trace.jsonl
+check "setup's trace: execute's answer (the stand-in has no pyautogui: exit 1, tolerated)" bash -c \
+    "grep '\"type\":\"setup\",\"index\":0' '$tr' | grep -q '\"exit_code\":1.*No module named'"
+check "setup's trace: activate_window went to the server, its 404 tolerated as OSWorld does" bash -c \
+    "grep '\"type\":\"setup\",\"index\":1' '$tr' | grep -q '\"server\":\"/setup/activate_window\",\"status\":404,\"reply\":\"Window Terminal not found'"
+check "postconfig's trace: eval.sh from the mirror uploaded, chmod ran (exit 0)" bash -c \
+    "grep -q '\"type\":\"postconfig\",\"index\":0.*\"path\":\"eval.sh\"' '$tr' && grep '\"type\":\"postconfig\",\"index\":1' '$tr' | grep -q '\"exit_code\":0'"
+out=$("$ENVMGR" run "$TASK" --image osw --accel tcg --offline --asset-mirror "$MIRROR" --agent "$ROOT/tasks/agents/null" \
+    --out "$T/null" 2>&1); rc=$?
+check "the task with the null agent (a temporary env): score 0" test "$(score "$T/null")" = 0.0
+[ "$(score "$T/null")" = 0.0 ] || printf '%s\n' "$out" | tail -5
+
+# What needs envmgr's toolbelt is refused at plan time, naming the step, before any VM starts.
+cat >"$T/tabs.json" <<'J'
+{"id": "t", "instruction": "x", "config": [{"type": "activate_window", "parameters": {"window_name": "x"}},
+ {"type": "chrome_open_tabs", "parameters": {"urls_to_open": ["https://example.com"]}}], "evaluator": {"func": "infeasible"}}
+J
+out=$("$ENVMGR" run "$T/tabs.json" --image osw --agent "$ROOT/tasks/agents/null" --out "$T/tabs" 2>&1); rc=$?
+check "a toolbelt step on an osworld image: exit 2, one line naming config[1] chrome_open_tabs" bash -c \
+    "[ $rc = 2 ] && [ \$(printf '%s\n' \"\$1\" | wc -l) = 1 ] && printf '%s' \"\$1\" | grep -q \"config\[1\]: chrome_open_tabs needs envmgr's toolbelt in the guest.*image .osw. has guest osworld\"" _ "$out"
+[ $rc = 2 ] || printf '%s\n' "$out"
+
+# A hostile server (guest root replaces OSWorld's): an endless reply is cut at the cap, a reply that
+# drips a byte a second times out, each with one line; a reset brings the real one back.
+HOSTILE='
+import os, socket, time
+os.setsid()
+time.sleep(1)
+for p in os.listdir("/proc"):
+    try:
+        if p.isdigit() and int(p) != os.getpid() and b"osworld-standin/server.py" in open("/proc/%s/cmdline" % p, "rb").read():
+            os.kill(int(p), 9)
+    except OSError:
+        pass
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+for i in range(100):
+    try:
+        s.bind(("0.0.0.0", 5000)); break
+    except OSError:
+        time.sleep(0.1)
+s.listen(16)
+while True:
+    c, _ = s.accept()
+    if os.fork() == 0:
+        req = c.recv(65536)
+        try:
+            if b"endless" in req:
+                c.sendall(b"HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n{\"status\": \"success\", \"output\": \"")
+                while True:
+                    c.sendall(b"a" * 65536)
+            c.sendall(b"HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n")
+            while True:
+                c.sendall(b" "); time.sleep(1)
+        except OSError:
+            os._exit(0)
+    c.close()
+'
+"$ENVMGR" exec $E -- sh -c 'python3 -c "$1" </dev/null >/dev/null 2>&1 & exit 0' sh "$HOSTILE" >/dev/null 2>&1
+sleep 3
+t0=$(date +%s.%N)
+out=$("$ENVMGR" exec $E -- echo endless 2>&1); rc=$?
+big_ms=$(ms_since $t0)
+check "an endless /execute reply: cut at the cap, one line, exit non-zero ($big_ms ms)" bash -c \
+    "[ $rc != 0 ] && [ \$(printf '%s\n' \"\$1\" | wc -l) = 1 ] && printf '%s' \"\$1\" | grep -q 'reply is over the limit of [0-9]* bytes'" _ "$out"
+[ $rc != 0 ] || printf '%s\n' "$out"
+t0=$(date +%s.%N)
+out=$("$ENVMGR" exec $E --timeout 1 -- echo slow 2>&1); rc=$?
+slow_ms=$(ms_since $t0)
+check "a reply that drips a byte a second: times out (the command's 1 s + 10 s), one line ($slow_ms ms)" bash -c \
+    "[ $rc != 0 ] && [ $slow_ms -lt 20000 ] && [ \$(printf '%s\n' \"\$1\" | wc -l) = 1 ] && printf '%s' \"\$1\" | grep -q 'no whole reply within 11.0 s'" _ "$out"
+[ $rc != 0 ] || printf '%s\n' "$out"
+check "reset after the hostile server" "$ENVMGR" reset $E
+check "... and the real server answers again" test "$("$ENVMGR" exec $E -- sh -c 'echo back')" = back
+
+check "down" "$ENVMGR" down $E
+check "image rm osw" "$ENVMGR" image rm osw
+check "no QEMU left" no_qemu_under "$ENVMGR_RUN_DIR/"
+finish
