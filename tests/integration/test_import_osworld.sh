@@ -129,6 +129,28 @@ check "a toolbelt step on an osworld image: exit 2, one line naming config[1] ch
     "[ $rc = 2 ] && [ \$(printf '%s\n' \"\$1\" | wc -l) = 1 ] && printf '%s' \"\$1\" | grep -q \"config\[1\]: chrome_open_tabs needs envmgr's toolbelt in the guest.*image .osw. has guest osworld\"" _ "$out"
 [ $rc = 2 ] || printf '%s\n' "$out"
 
+# The egress proxy's relays (guestfwd cmd: children of QEMU, so in its namespace) reach the proxy over
+# its unix socket: an allowlisted host service answers the guest.
+mkdir -p "$T/www" && echo hello-from-host >"$T/www/index.html"
+HTTP=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+python3 -m http.server --bind 127.0.0.1 --directory "$T/www" $HTTP >/dev/null 2>&1 &
+http_pid=$!
+N=oswnet-$$
+check "up --image osw --allow-private 127.0.0.1:$HTTP (relays from QEMU's namespace)" bash -c \
+    "'$ENVMGR' up --name $N --image osw --accel tcg --allow-private 127.0.0.1:$HTTP >/dev/null 2>&1"
+addr=$("$ENVMGR" net show $N --json 2>/dev/null | python3 -c "import json,sys; print(json.load(sys.stdin)['relays'][0]['guest_address'])" 2>/dev/null)
+out=$("$ENVMGR" exec $N -- python3 -c "
+import socket
+s = socket.create_connection(('$addr', $HTTP), 5); s.sendall(b'GET /index.html HTTP/1.0\r\n\r\n'); d = b''
+while True:
+    b = s.recv(4096)
+    if not b: break
+    d += b
+print(d.strip().split(b'\n')[-1].decode())" 2>&1)
+check "... the guest reaches the allowlisted host service through its relay ($addr:$HTTP)" test "$out" = hello-from-host
+"$ENVMGR" down $N >/dev/null 2>&1
+kill $http_pid 2>/dev/null
+
 # A hostile server (guest root replaces OSWorld's): an endless reply is cut at the cap, a reply that
 # drips a byte a second times out, each with one line; a reset brings the real one back.
 HOSTILE='
