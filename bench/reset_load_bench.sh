@@ -11,7 +11,7 @@ export ENVMGR_RUN_DIR=${ENVMGR_RUN_DIR:-$(mktemp -d /tmp/envmgr-reset-load.XXXXX
 cleanup() { "$B" down bench-busy >/dev/null 2>&1 || true; }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-resets() { "$root/build/bench/envbench" --resets "$n" --shots 1 | grep -E '^reset \(n='; }
+resets() { "$root/build/bench/envbench" --resets "$n" --shots 1 | grep -E '^(reset \(n=|  of which stop)'; }
 echo "reset, quiet host:          $(resets)"
 "$B" up --name bench-busy >/dev/null
 "$B" exec bench-busy -- sh -c 'nohup sh -c "while :; do :; done" >/dev/null 2>&1 &' >/dev/null

@@ -14,6 +14,7 @@
 #include "envmgr/state/states.h"
 #include "envmgr/vm/accel.h"
 #include "envmgr/vm/boundaries.h"
+#include "envmgr/vm/cgroup.h"
 #include "envmgr/state/golden.h"
 #include "envmgr/vm/overlay.h"
 #include "envmgr/state/ramfs.h"
@@ -305,10 +306,12 @@ void env_pointer_wire(env *e, int *x, int *y)
  * no process starts in the guest, the image's clock daemon: ~0.2 s after a restore under TCG, where
  * the agent's guest-set-time, which starts hwclock, took ~0.75 s), so up/reset do not wait for it:
  * the screen and input are usable at once. (A served state's RAM still warming makes the guest slow
- * to take its first input, not lose it: keys and buttons go a batch at a time, each taken first.) */
+ * to take its first input, not lose it: keys and buttons go a batch at a time, each taken first.)
+ * Its cgroup goes back to a running guest's CPU weight now (a restore has ten times it: cgroup.h). */
 static void mark_restored(env *e)
 {
     json_object_set_new(e->meta, "clock_synced", json_false());
+    vm_cgroup_restored(e->dir);
 }
 
 /* Network machinery of allowlist envs: the egress proxy (started with QEMU

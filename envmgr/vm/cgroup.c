@@ -23,12 +23,18 @@
 #define ENV_PIDS_MAX 512       /* QEMU's threads (its I/O pool up to 64), proxy threads, 256 relays at most */
 #define ENV_CPU_PER_VCPU 100    /* each vCPU thread may use a core */
 #define ENV_CPU_QEMU_OWN 50     /* QEMU's I/O and display threads */
+/* CPU weights, v1 (cpu.shares) and v2 (cpu.weight): the defaults, and ten times them (vm_cgroup_restored) */
+#define WEIGHT_V1_RUNNING "1024"
+#define WEIGHT_V1_RESTORING "10240"
+#define WEIGHT_V2_RUNNING "100"
+#define WEIGHT_V2_RESTORING "1000"
 
 void vm_cgroup_limits_for(int memory_mb, int cpus, vm_cgroup_limits *out)
 {
     out->memory_bytes = ((uint64_t)(memory_mb > 0 ? memory_mb : 0) + QEMU_OVERHEAD_MIB) << 20;
     out->pids = ENV_PIDS_MAX;
     out->cpu_percent = (unsigned)(cpus > 0 ? cpus : 1) * ENV_CPU_PER_VCPU + ENV_CPU_QEMU_OWN;
+    out->restoring = false;
 }
 
 /* One place where the env's cgroup lives: a directory and the files that set its limits. */
@@ -146,7 +152,8 @@ static int set_limits(const place *pl, const vm_cgroup_limits *lim, em_err *err)
     if (pl->v2) {
         snprintf(cpu, sizeof cpu, "%u 100000", lim->cpu_percent * 1000);
         if (write_text(pl->dir, "memory.max", mem, err) < 0 || write_text(pl->dir, "pids.max", pids, err) < 0 ||
-            write_text(pl->dir, "cpu.max", cpu, err) < 0)
+            write_text(pl->dir, "cpu.max", cpu, err) < 0 ||
+            write_text(pl->dir, "cpu.weight", lim->restoring ? WEIGHT_V2_RESTORING : WEIGHT_V2_RUNNING, err) < 0)
             return -1;
         return 0;
     }
@@ -155,7 +162,8 @@ static int set_limits(const place *pl, const vm_cgroup_limits *lim, em_err *err)
     if (!strcmp(pl->what, "pids"))
         return write_text(pl->dir, "pids.max", pids, err);
     snprintf(cpu, sizeof cpu, "%u", lim->cpu_percent * 1000);
-    if (write_text(pl->dir, "cpu.cfs_period_us", "100000", err) < 0)
+    if (write_text(pl->dir, "cpu.cfs_period_us", "100000", err) < 0 ||
+        write_text(pl->dir, "cpu.shares", lim->restoring ? WEIGHT_V1_RESTORING : WEIGHT_V1_RUNNING, err) < 0)
         return -1;
     return write_text(pl->dir, "cpu.cfs_quota_us", cpu, err);
 }
@@ -235,6 +243,24 @@ static void kill_members(const char *cg)
         long pid;
         if (parse_int(line, 2, 1 << 30, &pid) == 0)
             kill((pid_t)pid, SIGKILL);
+    }
+}
+
+void vm_cgroup_restored(const char *dir)
+{
+    char name[18], why[300];
+    cgroup_name(dir, name);
+    place pl[VM_CGROUP_MAX_FDS];
+    size_t n = 0;
+    if (find_places(name, pl, &n, why, sizeof why) < 0)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        em_err ignored; /* no cgroup (ENVMGR_CGROUP=off, not root): nothing was raised */
+        if (pl[i].v2)
+            write_text(pl[i].dir, "cpu.weight", WEIGHT_V2_RUNNING, &ignored);
+        else if (!strcmp(pl[i].what, "cpu"))
+            write_text(pl[i].dir, "cpu.shares", WEIGHT_V1_RUNNING, &ignored);
+        free(pl[i].dir);
     }
 }
 

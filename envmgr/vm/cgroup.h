@@ -22,6 +22,7 @@ typedef struct vm_cgroup_limits {
     uint64_t memory_bytes; /* RAM + page cache charged to the env */
     unsigned pids;         /* processes and threads */
     unsigned cpu_percent;  /* of one core */
+    bool restoring;        /* a restore: the CPU goes to it first until vm_cgroup_restored */
 } vm_cgroup_limits;
 
 /* The limits for a guest of memory_mb and cpus vCPUs: its RAM plus QEMU's own (TCG's code
@@ -35,6 +36,12 @@ void vm_cgroup_limits_for(int memory_mb, int cpus, vm_cgroup_limits *out);
  * exists but refuses its limits. */
 int vm_cgroup_prepare(const char *dir, const vm_cgroup_limits *lim, int fds[VM_CGROUP_MAX_FDS], size_t *nfds,
                       em_err *err);
+/* A restore is what an agent or trainer waits for, and its QEMU is a short burst of CPU (start,
+ * device state, the first frames), where a running guest is throughput: while restoring, the env's
+ * cgroup has ten times the CPU weight of a running one (cpu.shares, cpu.weight), so a neighbour's
+ * busy vCPU does not stretch the restore's tail. This puts it back to a running guest's weight once
+ * the guest runs (best effort: an env without a cgroup has nothing to put back). */
+void vm_cgroup_restored(const char *dir);
 /* Remove the cgroup of dir once its processes are gone (waits up to a second for them). */
 void vm_cgroup_remove(const char *dir);
 /* Remove every env cgroup with no process in it (a run directory removed by hand, a reboot's

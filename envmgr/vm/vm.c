@@ -308,6 +308,7 @@ int vm_spawn(const vm_spec *s, pid_t *pid_out, em_err *err)
     }
     vm_cgroup_limits lim;
     vm_cgroup_limits_for(s->image->memory_mb, s->image->cpus, &lim);
+    lim.restoring = s->incoming; /* vm_cgroup_restored (env.c) lowers it once the guest runs */
     if (vm_cgroup_prepare(s->dir, &lim, cg, &ncg, err) < 0 ||
         vm_log_keeper_start(s->dir, cg, ncg, &logfd, &keeper, err) < 0)
         goto done;
