@@ -42,6 +42,11 @@ typedef struct em_env_ops {
     /* The episode's egress events (what the episode runner recorded in artifact_dir), at most max,
      * appended to the array *events (created when NULL). No record is an error. */
     int (*egress_events)(void *ctx, const char *artifact_dir, size_t max, json_t **events, em_err *err);
+    /* Only on a guest that runs OSWorld's server (guest interface osworld), else NULL: one request to
+     * its path, GET when body is NULL, else POST of body as JSON; *status its HTTP status, *data its
+     * body (at most cap bytes: a longer one is an error). Getters the server answers itself use it. */
+    int (*server)(void *ctx, const char *path, json_t *body, size_t cap, long *status, char **data, size_t *len,
+                  em_err *err);
     int screen_w, screen_h;
 } em_env_ops;
 

@@ -360,6 +360,12 @@ getter_need getter_guest_need(const json_t *spec)
     return GETTER_GUEST_TOOLBELT;
 }
 
+bool getter_osworld_native(const json_t *spec)
+{
+    const char *type = json_string_value(json_object_get(spec, "type"));
+    return type && (!strcmp(type, "accessibility_tree") || !strcmp(type, "vm_wallpaper"));
+}
+
 bool getter_needs_guest(const json_t *spec) { return getter_guest_need(spec) != GETTER_OFF_GUEST; }
 
 int getter_check(json_t *spec, em_err *err)

@@ -60,8 +60,44 @@ static int check_a11y_tree(json_t *spec, em_err *err) { return getter_check_flag
 
 /* envmgr's own `showing` (the observations set it): only the nodes that are showing, as OSWorld's
  * agents keep them, at a tenth of the calls for a LibreOffice window. */
+/* A getter OSWorld's server answers itself (guest interface osworld): its reply's body, or one line
+ * with its status and what it said. */
+#define SERVER_GETTER_CAP (32u << 20)
+
+static int server_get(const getter_call *gc, const char *type, const char *path, json_t *body, char **data,
+                      size_t *len, em_err *err)
+{
+    long status = 0;
+    if (gc->ops->server(gc->ops->ctx, path, body, SERVER_GETTER_CAP, &status, data, len, err) < 0)
+        return em_prefix(err, "%s: ", type);
+    if (status == 200)
+        return 0;
+    char ex[201];
+    size_t k = 0;
+    for (size_t i = 0; i < *len && k < 200; i++)
+        ex[k++] = (*data)[i] >= 0x20 && (*data)[i] < 0x7f ? (*data)[i] : ' ';
+    ex[k] = '\0';
+    free(*data);
+    *data = NULL;
+    return em_fail(err, "%s: OSWorld's server %s answered %ld%s%s", type, path, status, k ? ": " : "", ex);
+}
+
+static int server_a11y_tree(const getter_call *gc, json_t **art, em_err *err)
+{
+    _cleanup_free_ char *data = NULL;
+    size_t len;
+    if (server_get(gc, "accessibility_tree", "/accessibility", NULL, &data, &len, err) < 0)
+        return -1;
+    json_auto_t *j = json_loadb(data, len, JSON_REJECT_DUPLICATES, NULL);
+    if (!json_is_string(json_object_get(j, "AT")))
+        return em_fail(err, "accessibility_tree: OSWorld's server /accessibility answered no {\"AT\": string}");
+    return toolbelt_text("accessibility_tree", j, "AT", art, err);
+}
+
 static int run_a11y_tree(const getter_call *gc, json_t *spec, json_t **art, em_err *err)
 {
+    if (gc->ops->server) /* its server's whole tree (`showing` is envmgr's own) */
+        return server_a11y_tree(gc, art, err);
     const char *args[] = {"a11y-tree", getter_flag_true(json_object_get(spec, "showing")) ? "--showing" : NULL, NULL};
     json_auto_t *a = NULL;
     if (toolbelt_run(gc, "accessibility_tree", args, &a, err) < 0)
@@ -85,6 +121,15 @@ static int check_dest(json_t *spec, em_err *err) { return getter_check_string(sp
 
 static int run_wallpaper(const getter_call *gc, json_t *spec, json_t **art, em_err *err)
 {
+    if (gc->ops->server) { /* the server sends the wallpaper's file */
+        _cleanup_free_ char *data = NULL;
+        size_t len;
+        json_auto_t *body = json_object();
+        if (server_get(gc, "vm_wallpaper", "/wallpaper", body, &data, &len, err) < 0)
+            return -1;
+        return getter_save_bytes(gc, "vm_wallpaper", json_string_value(json_object_get(spec, "dest")), data, len, art,
+                                 err);
+    }
     const char *args[] = {"wallpaper", NULL};
     json_auto_t *a = NULL;
     if (toolbelt_run(gc, "vm_wallpaper", args, &a, err) < 0)

@@ -166,7 +166,7 @@ int plan_guest_refusal(const task *t, const char *iface, const char *image, em_e
     for (size_t i = 0; !what && i < t->eval.nmetrics; i++) {
         json_t *spec[2] = {t->eval.metrics[i].result, t->eval.metrics[i].expected};
         for (size_t k = 0; !what && k < 2; k++)
-            if (getter_guest_need(spec[k]) > has) {
+            if (getter_guest_need(spec[k]) > has && !(osworld && getter_osworld_native(spec[k]))) {
                 what = json_string_value(json_object_get(spec[k], "type"));
                 snprintf(where, sizeof where, "evaluator.%s[%zu]", k ? "expected" : "result", i);
             }
@@ -184,7 +184,7 @@ int plan_guest_refusal(const task *t, const char *iface, const char *image, em_e
     if (osworld)
         return em_fail_input(err, "%s: %.64s needs envmgr's toolbelt in the guest (its desktop session and helpers); "
                                   "image `%s` has guest osworld (OSWorld's server: commands, files, launch, open, "
-                                  "window activation and closing, wallpaper)", where, what ? what : "?", image);
+                                  "windows, wallpaper, accessibility tree)", where, what ? what : "?", image);
     return em_fail_input(err, "%s: %.64s needs envmgr's toolbelt in the guest (its desktop session and helpers); "
                               "image `%s` has guest %s (the QEMU guest agent: commands and files only)",
                          where, what ? what : "?", image, iface);

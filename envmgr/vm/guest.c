@@ -149,6 +149,20 @@ int guest_osworld_call(guest *g, const char *endpoint, json_t *body, double time
     return 0;
 }
 
+int guest_osworld_fetch(guest *g, const char *path, json_t *body, double timeout_s, size_t cap, long *status,
+                        char **data, size_t *len, em_err *err)
+{
+    if (!g->osw)
+        return em_fail(err, "%s: not OSWorld's server (guest interface osworld only)", path);
+    osworld_reply r;
+    if (osworld_request(g->osw, path, body, timeout_s * 1000, cap, &r, err) < 0)
+        return -1;
+    *status = r.status;
+    *data = r.body;
+    *len = r.len;
+    return 0;
+}
+
 void guest_close(guest *g)
 {
     if (!g)

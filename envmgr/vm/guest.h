@@ -44,6 +44,10 @@ bool guest_is_osworld(const guest *g);
  * status and up to 300 printable characters of its reply (*reply, caller frees). osworld only. */
 int guest_osworld_call(guest *g, const char *endpoint, json_t *body, double timeout_s, long *status, char **reply,
                        em_err *err);
+/* The same, whole: its body up to cap bytes (*data, NUL-terminated, caller frees; longer is an error);
+ * GET when body is NULL. */
+int guest_osworld_fetch(guest *g, const char *path, json_t *body, double timeout_s, size_t cap, long *status,
+                        char **data, size_t *len, em_err *err);
 void guest_close(guest *g);
 /* Set the guest clock from the host: a restored guest wakes with the saved time. */
 int guest_set_time(guest *g, em_err *err);

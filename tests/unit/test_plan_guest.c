@@ -92,12 +92,18 @@ static void test_osworld_server_steps(void)
     CU_ASSERT_EQUAL(refusal(c, "osworld", &err), -1);
     CU_ASSERT_STRING_EQUAL(err.msg, "config[1]: chrome_open_tabs needs envmgr's toolbelt in the guest (its desktop "
                                     "session and helpers); image `img` has guest osworld (OSWorld's server: commands, "
-                                    "files, launch, open, window activation and closing, wallpaper)");
+                                    "files, launch, open, windows, wallpaper, accessibility tree)");
     CU_ASSERT_EQUAL(err.code, EM_EXIT_USAGE);
     const char *g = "{\"id\": \"q\", \"instruction\": \"x\", \"evaluator\": {\"func\": \"exact_match\", "
                     "\"result\": {\"type\": \"vm_window_title\"}, \"expected\": " RULE_GETTER "}}";
     CU_ASSERT_EQUAL(refusal(g, "osworld", &err), -1);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "evaluator.result[0]: vm_window_title needs envmgr's toolbelt"));
+    /* the server's own getters run there, not on qga */
+    const char *a = "{\"id\": \"r\", \"instruction\": \"x\", \"evaluator\": {\"func\": [\"exact_match\", "
+                    "\"exact_match\"], \"result\": [{\"type\": \"accessibility_tree\"}, {\"type\": \"vm_wallpaper\", "
+                    "\"dest\": \"w\"}], \"expected\": [" RULE_GETTER ", " RULE_GETTER "]}}";
+    CU_ASSERT_EQUAL(refusal(a, "osworld", &err), 0);
+    CU_ASSERT_EQUAL(refusal(a, "qga", &err), -1);
 }
 
 static void test_getter_needs(void)
