@@ -76,7 +76,7 @@ python3 -c "import sys; f=open(sys.argv[1],'r+b'); f.seek(4); f.write((7).to_byt
 refuse "a qcow2 header of version 7" "qcow2 header: version 7" x "$d/base.qcow2"
 refuse "a disk that is not there" "disk .*No such file" x "$d/nothing.qcow2"
 refuse "a FIFO" "not a regular file" x "$(mkfifo "$d/fifo" && echo "$d/fifo")"
-refuse "--guest osworld: not yet" "--guest osworld: not supported yet" x "$BOOT" --guest osworld
+refuse "--guest envmgr: only for built images" "--guest envmgr: only for images envmgr builds" x "$BOOT" --guest envmgr
 refuse "--guest nonsense" "--guest: expected envmgr, osworld, qga or none" x "$BOOT" --guest nonsense
 refuse "a bad name" "image" "../x" "$BOOT"
 refuse "--screen 10x10" "--screen: expected WxH" x "$BOOT" --screen 10x10
