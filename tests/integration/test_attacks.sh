@@ -354,6 +354,8 @@ check "5 held: QEMU is in a cgroup of its own ($memdir)" bash -c "case '$memdir'
 guest_mib=$(tr '\0' '\n' </proc/$QPID/cmdline | awk '$0 == "-m" {getline; print; exit}')
 check "5 held: its limits are memory = guest RAM ($guest_mib MiB) + 1 GiB, 512 processes, 150% of a core" bash -c \
     "[ \$(cat '$memdir/memory.limit_in_bytes') = $(( (guest_mib + 1024) * 1048576 )) ] && [ \$(cat '$pidsdir/pids.max') = 512 ] && [ \$(cat '$cpudir/cpu.cfs_quota_us') = 150000 ]"
+check "5 held: once restored, its CPU weight is a running guest's (cpu.shares 1024; a restore had ten times it)" \
+    test "$(cat "$cpudir/cpu.shares")" = 1024
 check "5 held: ls --json records the same limits" bash -c \
     "'$ENVMGR' ls --json | python3 -c \"import json,sys; c=[x for x in json.load(sys.stdin) if x['name']=='$E'][0]['boundaries']['cgroup']; sys.exit(0 if (c['pids']['limit'], c['cpu']['limit'], c['memory']['limit']) == ('512', '150000', '$(( (guest_mib + 1024) * 1048576 ))') else 1)\""
 quid=$(awk '/^Uid:/ {print $3}' /proc/$QPID/status)
