@@ -151,6 +151,17 @@ check "... the guest reaches the allowlisted host service through its relay ($ad
 "$ENVMGR" down $N >/dev/null 2>&1
 kill $http_pid 2>/dev/null
 
+# Getters the server answers itself: the accessibility tree through GET /accessibility (the stand-in has no
+# desktop: it answers 500, as OSWorld's server where it has no tree), named in the result's reason.
+cat >"$T/a11y.json" <<'J'
+{"id": "a", "instruction": "x", "evaluator": {"func": "exact_match", "result": {"type": "accessibility_tree"},
+ "expected": {"type": "rule", "rules": {"expected": "x"}}}}
+J
+out=$("$ENVMGR" run "$T/a11y.json" --env $E --agent "$ROOT/tasks/agents/null" --out "$T/a11y" 2>&1); rc=$?
+check "accessibility_tree goes to the server (not refused at plan time); its 500 is the getter's error" bash -c \
+    "grep -q \"accessibility_tree: OSWorld's server /accessibility answered 500\" '$T/a11y/result.json'"
+[ -f "$T/a11y/result.json" ] || printf '%s\n' "$out" | tail -3
+
 # A hostile server (guest root replaces OSWorld's): an endless reply is cut at the cap, a reply that
 # drips a byte a second times out, each with one line; a reset brings the real one back.
 HOSTILE='
