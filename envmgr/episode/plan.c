@@ -125,10 +125,12 @@ static getter_need step_guest_need(const task_step *s)
 }
 
 /* The steps OSWorld's server does itself (guest interface osworld, episode/setup.c: server_step),
- * beyond a guest agent's commands and files. */
+ * beyond a guest agent's commands and files; and execute_with_verification, commands through its
+ * /execute (wmctrl for window_exists, which OSWorld's image has: its server uses it). */
 static bool osworld_step(const task_step *s)
 {
     switch (s->type) {
+    case STEP_EXECUTE_WITH_VERIFICATION:
     case STEP_LAUNCH:
     case STEP_OPEN:
     case STEP_ACTIVATE_WINDOW:

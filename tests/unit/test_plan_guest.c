@@ -78,7 +78,9 @@ static void test_osworld_server_steps(void)
                     "{\"type\": \"activate_window\", \"parameters\": {\"window_name\": \"Terminal\"}}, "
                     "{\"type\": \"close_window\", \"parameters\": {\"window_name\": \"w\"}}, "
                     "{\"type\": \"launch\", \"parameters\": {\"command\": [\"gedit\"]}}, "
-                    "{\"type\": \"open\", \"parameters\": {\"path\": \"/tmp/h\"}}, " UPLOAD_STEP "],"
+                    "{\"type\": \"open\", \"parameters\": {\"path\": \"/tmp/h\"}}, "
+                    "{\"type\": \"execute_with_verification\", \"parameters\": {\"command\": [\"true\"], "
+                    "\"verification\": {\"command_success\": \"true\"}}}, " UPLOAD_STEP "],"
                     " \"evaluator\": {\"func\": \"exact_match\", \"result\": " FILE_GETTER ", \"expected\": "
                     RULE_GETTER ", \"postconfig\": [{\"type\": \"activate_window\", \"parameters\": "
                     "{\"window_name\": \"w\"}}]}}";
