@@ -685,7 +685,7 @@ static int splice_guest_file(guest *g, const char *path, const char *block, em_e
         len = 0;
     }
     _cleanup_free_ char *text = netpolicy_splice_block(data ? data : "", len, block);
-    if (guest_file_write(g, path, text, strlen(text), err) < 0)
+    if (guest_file_write_system(g, path, text, strlen(text), err) < 0)
         return em_prefix(err, "network setup: ");
     return 0;
 }

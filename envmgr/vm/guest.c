@@ -447,6 +447,13 @@ int guest_file_write(guest *g, const char *path, const void *data, size_t len, e
     return write_chunks(g, path, "w", next_mem, &m, err);
 }
 
+int guest_file_write_system(guest *g, const char *path, const void *data, size_t len, em_err *err)
+{
+    if (g->osw)
+        return osworld_file_write_system(g->osw, path, data, len, err);
+    return guest_file_write(g, path, data, len, err);
+}
+
 /* The guest clock through the image's clock daemon (vm-images/toolbelt/envmgr_guest/clockd.py): a
  * line written into its FIFO, opened read-write so the open cannot block on a pipe with no reader,
  * then the guest's clock read back until it agrees. No process starts in the guest. */

@@ -63,6 +63,10 @@ void guest_exec_result_free(guest_exec_result *res);
 
 int guest_file_read(guest *g, const char *path, size_t cap, char **data, size_t *len, em_err *err);
 int guest_file_write(guest *g, const char *path, const void *data, size_t len, em_err *err);
+/* A system file envmgr itself writes (an allowlist env's /etc/hosts and /etc/environment): as
+ * guest_file_write, except on an osworld image, whose server's user may not write /etc there: then
+ * through /execute and sudo with the image's password (guest_osworld.h). */
+int guest_file_write_system(guest *g, const char *path, const void *data, size_t len, em_err *err);
 /* A host file (at most cap bytes) into a guest file, a chunk at a time: large assets never sit in
  * memory whole. */
 int guest_file_upload(guest *g, const char *guest_path, const char *host_path, uint64_t cap, em_err *err);

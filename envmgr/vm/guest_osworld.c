@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "envmgr/base/json_type.h"
 #include "envmgr/base/util.h"
@@ -386,6 +387,30 @@ int osworld_file_upload(osworld *o, const char *guest_path, const void *data, si
     }
     osworld_reply_free(&r);
     return rc;
+}
+
+int osworld_file_write_system(osworld *o, const char *path, const void *data, size_t len, em_err *err)
+{
+    char tmp[64];
+    snprintf(tmp, sizeof tmp, "/tmp/.envmgr-system-%d-%ld", (int)getpid(), (long)now_ms());
+    if (osworld_file_upload(o, tmp, data, len, NULL, err) < 0)
+        return -1;
+    /* cat into the file keeps its owner and mode; the copy in /tmp goes either way */
+    const char *argv[] = {"sh", "-c",
+                          "cat \"$1\" 2>/dev/null >\"$2\" || { [ -n \"$3\" ] && printf '%s\\n' \"$3\" | "
+                          "sudo -S -p '' sh -c 'cat \"$1\" >\"$2\"' sh \"$1\" \"$2\"; }; rc=$?; rm -f \"$1\"; exit $rc",
+                          "sh", tmp, path, o->password ? o->password : "", NULL};
+    guest_exec_result r;
+    if (osworld_exec(o, argv, 30, 4096, &r, err) < 0)
+        return em_prefix(err, "file `%s`: ", path);
+    int code = r.exit_code;
+    char ex[EXCERPT + 1];
+    osworld_excerpt(r.err, r.err_len, ex, EXCERPT);
+    guest_exec_result_free(&r);
+    if (code != 0)
+        return em_fail(err, "file `%s`: neither the server's user nor sudo may write it (exit status %d)%s%s", path,
+                       code, ex[0] ? ": " : "", ex);
+    return 0;
 }
 
 /* ---- the clock ---- */

@@ -41,6 +41,10 @@ int osworld_file_read(osworld *o, const char *path, size_t cap, char **data, siz
 /* POST /setup/upload: the bytes of data (len) or, with data NULL, of the host file host_path. */
 int osworld_file_upload(osworld *o, const char *guest_path, const void *data, size_t len, const char *host_path,
                         em_err *err);
+/* A system file envmgr itself writes (an allowlist env's /etc/hosts): uploaded beside it in /tmp, then
+ * moved over it by /execute, as the server's user when it may, else through sudo with the image's
+ * password (the server's user on OSWorld's image may not write /etc). */
+int osworld_file_write_system(osworld *o, const char *path, const void *data, size_t len, em_err *err);
 /* The guest clock from the host's, through /execute (date as the server's user, else sudo with the
  * image's password). */
 int osworld_set_time(osworld *o, em_err *err);
