@@ -8,9 +8,9 @@
 #     only the modules the server loads, found by loading it in the host's Python (each with its
 #     compiled .pyc, so the guest compiles nothing), without ssl (downloads in the guest are http only),
 #     OpenSSL's hashes, bz2 or lzma;
-#   - bash (task commands run `bash eval.sh`; the console's shell), iproute2's ip, coreutils' timeout,
-#     date (envmgr sets the clock with date -s), chmod, chown, cp, rm, touch, env, id, head, tail, wc, grep, sed, util-linux's setsid (the console shell's controlling
-#     terminal), each with its host libraries;
+#   - bash (task commands run `bash eval.sh`; the console's shell), iproute2's ip, grep, sed, util-linux's
+#     setsid (the console shell's controlling terminal), coreutils' timeout, date (envmgr sets the clock
+#     with date -s) and the usual others (the list below; over klibc's), each with its host libraries;
 #   - /osworld-init: mounts proc, sys and dev, loads virtio_pci and virtio_net, brings lo up and eth0
 #     up as 10.0.2.15/24 with 10.0.2.2 the gateway (QEMU's slirp defaults), creates the user `user`
 #     (uid 1000, home /home/user, with a Desktop folder), starts the server on 0.0.0.0:5000 as root (its
@@ -27,6 +27,9 @@ py=/usr/bin/python3.11
 for f in $py /usr/bin/bash /usr/bin/ip /usr/bin/timeout "$server"; do
     [ -r "$f" ] || { echo "$0: $f missing (python3.11-minimal, bash, iproute2, coreutils)" >&2; exit 1; }
 done
+# coreutils' own, over klibc's where the first archive has one (klibc's ls, cat, mkdir take no or few options)
+coreutils="timeout date echo ls cat mkdir mv ln sleep chmod chown cp rm touch env id head tail wc sort cut tr
+           stat dirname basename uname readlink"
 tmp=$(mktemp -d "${out}.tmp.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 cat >"$tmp/osworld-init" <<'SH'
@@ -86,9 +89,7 @@ for mod in list(sys.modules.values()):
 PY
 grep -q '/os.py$' "$tmp/modules" || { echo "$0: could not list the server's modules" >&2; exit 1; }
 /usr/bin/python3 - "$tmp/extra.cpio" "$tmp/osworld-init" "$server" "$tmp/modules" "$py" /usr/bin/bash \
-    /usr/bin/ip /usr/bin/timeout /usr/bin/chmod /usr/bin/chown /usr/bin/cp /usr/bin/rm /usr/bin/touch \
-    /usr/bin/env /usr/bin/id /usr/bin/date /usr/bin/setsid /usr/bin/grep /usr/bin/sed \
-    /usr/bin/head /usr/bin/tail /usr/bin/wc <<'PY'
+    /usr/bin/ip /usr/bin/setsid /usr/bin/grep /usr/bin/sed $(printf '/usr/bin/%s ' $coreutils) <<'PY'
 import importlib.util, os, re, subprocess, sys
 out, init, server, modlist, progs = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:]
 files = {}          # archive path -> (mode, data, mtime)
