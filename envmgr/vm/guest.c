@@ -442,7 +442,7 @@ int guest_file_write(guest *g, const char *path, const void *data, size_t len, e
         return em_fail_input(err, "file `%s`: %zu bytes is more than the limit of %u", path, len,
                              GUEST_FILE_CAP_DEFAULT);
     if (g->osw)
-        return osworld_file_upload(g->osw, path, data, len, NULL, err);
+        return osworld_file_upload(g->osw, path, data, len, -1, err);
     mem_chunks m = {.data = data, .len = len};
     return write_chunks(g, path, "w", next_mem, &m, err);
 }
@@ -523,7 +523,7 @@ int guest_file_upload(guest *g, const char *guest_path, const char *host_path, u
         return em_fail_input(err, "upload `%s`: %lld bytes is more than the limit of %llu", host_path,
                              (long long)st.st_size, (unsigned long long)cap);
     if (g->osw)
-        return osworld_file_upload(g->osw, guest_path, NULL, 0, host_path, err);
+        return osworld_file_upload(g->osw, guest_path, NULL, (size_t)st.st_size, fd, err);
     _cleanup_free_ char *buf = xmalloc(FILE_CHUNK);
     fd_chunks f = {.fd = fd, .buf = buf, .left = (uint64_t)st.st_size};
     return write_chunks(g, guest_path, "w", next_fd, &f, err);

@@ -1,10 +1,10 @@
 #include "envmgr/vm/guest_osworld.h"
 
 #include <curl/curl.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -345,39 +345,53 @@ int osworld_file_read(osworld *o, const char *path, size_t cap, char **data, siz
     return 0;
 }
 
-int osworld_file_upload(osworld *o, const char *guest_path, const void *data, size_t len, const char *host_path,
-                        em_err *err)
+typedef struct fd_src {
+    int fd;
+    curl_off_t left;
+} fd_src;
+
+static size_t read_fd(char *buf, size_t size, size_t n, void *ctx)
 {
-    uint64_t size = len;
-    if (!data) {
-        struct stat st;
-        if (stat(host_path, &st) < 0)
-            return em_fail_errno(err, "upload `%s`", host_path);
-        size = (uint64_t)st.st_size;
-    }
+    fd_src *f = ctx;
+    size_t want = size * n;
+    if ((curl_off_t)want > f->left)
+        want = (size_t)f->left;
+    if (want == 0)
+        return 0;
+    ssize_t r;
+    do
+        r = read(f->fd, buf, want);
+    while (r < 0 && errno == EINTR);
+    if (r <= 0) /* shorter than it was: the transfer fails rather than sending less */
+        return CURL_READFUNC_ABORT;
+    f->left -= r;
+    return (size_t)r;
+}
+
+int osworld_file_upload(osworld *o, const char *guest_path, const void *data, size_t len, int fd, em_err *err)
+{
     CURL *c = curl_easy_init();
     if (!c)
         return em_fail(err, "file `%s`: curl_easy_init failed", guest_path);
+    fd_src src = {.fd = fd, .left = (curl_off_t)len};
     curl_mime *mime = curl_mime_init(c);
     curl_mimepart *part = curl_mime_addpart(mime);
     curl_mime_name(part, "file_path");
     curl_mime_data(part, guest_path, CURL_ZERO_TERMINATED);
     part = curl_mime_addpart(mime);
     curl_mime_name(part, "file_data");
-    CURLcode mrc = data ? curl_mime_data(part, data, len) : curl_mime_filedata(part, host_path);
+    if (data)
+        curl_mime_data(part, data, len);
+    else
+        curl_mime_data_cb(part, (curl_off_t)len, read_fd, NULL, NULL, &src);
     curl_mime_filename(part, "file"); /* a file field, as the server's request.files wants */
     curl_mime_type(part, "application/octet-stream");
-    int rc = 0;
+    curl_easy_setopt(c, CURLOPT_MIMEPOST, mime);
     osworld_reply r = {0};
-    if (mrc != CURLE_OK)
-        rc = em_fail(err, "upload `%s`: %s", data ? "(memory)" : host_path, curl_easy_strerror(mrc));
-    if (rc == 0) {
-        curl_easy_setopt(c, CURLOPT_MIMEPOST, mime);
-        rc = perform(o, c, "/setup/upload", NULL, FILE_TIMEOUT_BASE_MS + 1000.0 * (double)(size >> 20), 64 * 1024,
-                     &r, err);
-        if (rc < 0)
-            em_prefix(err, "file `%s`: ", guest_path);
-    }
+    int rc = perform(o, c, "/setup/upload", NULL, FILE_TIMEOUT_BASE_MS + 1000.0 * (double)(len >> 20), 64 * 1024, &r,
+                     err);
+    if (rc < 0)
+        em_prefix(err, "file `%s`: ", guest_path);
     curl_easy_cleanup(c);
     curl_mime_free(mime);
     if (rc == 0 && r.status != 200) {
@@ -393,7 +407,7 @@ int osworld_file_write_system(osworld *o, const char *path, const void *data, si
 {
     char tmp[64];
     snprintf(tmp, sizeof tmp, "/tmp/.envmgr-system-%d-%ld", (int)getpid(), (long)now_ms());
-    if (osworld_file_upload(o, tmp, data, len, NULL, err) < 0)
+    if (osworld_file_upload(o, tmp, data, len, -1, err) < 0)
         return -1;
     /* cat into the file keeps its owner and mode; the copy in /tmp goes either way */
     const char *argv[] = {"sh", "-c",

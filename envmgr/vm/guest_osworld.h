@@ -38,9 +38,9 @@ int osworld_request(osworld *o, const char *path, json_t *body, double timeout_m
 int osworld_exec(osworld *o, const char *const *argv, double timeout_s, size_t cap, guest_exec_result *res,
                  em_err *err);
 int osworld_file_read(osworld *o, const char *path, size_t cap, char **data, size_t *len, em_err *err);
-/* POST /setup/upload: the bytes of data (len) or, with data NULL, of the host file host_path. */
-int osworld_file_upload(osworld *o, const char *guest_path, const void *data, size_t len, const char *host_path,
-                        em_err *err);
+/* POST /setup/upload: the bytes of data (len) or, with data NULL, the first len bytes of the open host
+ * file fd (read from its start; what it grows by after the caller's check is not sent). */
+int osworld_file_upload(osworld *o, const char *guest_path, const void *data, size_t len, int fd, em_err *err);
 /* A system file envmgr itself writes (an allowlist env's /etc/hosts): uploaded beside it in /tmp, then
  * moved over it by /execute, as the server's user when it may, else through sudo with the image's
  * password (the server's user on OSWorld's image may not write /etc). */
