@@ -132,6 +132,17 @@ def fb_visible_size():
     return w, h
 
 
+_rgb565 = None
+
+
+def rgb565_table():
+    global _rgb565
+    if _rgb565 is None:
+        _rgb565 = [bytes((((p >> 11) & 31) * 255 // 31, ((p >> 5) & 63) * 255 // 63, (p & 31) * 255 // 31))
+                   for p in range(65536)]
+    return _rgb565
+
+
 def screenshot_png():
     info = fb_info()
     if info:
@@ -152,12 +163,8 @@ def screenshot_png():
                 elif bpp == 24:    # B G R
                     rgb = bytearray(w * 3)
                     rgb[0::3], rgb[1::3], rgb[2::3] = line[2::3], line[1::3], line[0::3]
-                else:              # RGB565
-                    px = struct.unpack("<%dH" % w, line)
-                    rgb = bytearray(w * 3)
-                    rgb[0::3] = bytes(((p >> 11) & 31) * 255 // 31 for p in px)
-                    rgb[1::3] = bytes(((p >> 5) & 63) * 255 // 63 for p in px)
-                    rgb[2::3] = bytes((p & 31) * 255 // 31 for p in px)
+                else:              # RGB565, through a table of every pixel value
+                    rgb = b"".join(map(rgb565_table().__getitem__, struct.unpack("<%dH" % w, line)))
                 rows.append(bytes(rgb))
             return png_encode(w, h, rows)
     return png_encode(8, 8, [bytes(24)] * 8)
