@@ -74,6 +74,12 @@ int toolbelt_run(const getter_call *gc, const char *type, const char *const *arg
 int toolbelt_run_for(const getter_call *gc, const char *type, const char *const *args, double timeout_s,
                      json_t **answer, em_err *err);
 
+/* A getter OSWorld's server answers itself (gc->ops->server, guest interface osworld): GET path when
+ * body is NULL, else POST body; its reply's body (*data, caller frees) when it answered 200, else
+ * one line naming type, path, the status and what it said. */
+int getter_server_get(const getter_call *gc, const char *type, const char *path, json_t *body, char **data,
+                      size_t *len, em_err *err);
+
 /* A string member of a toolbelt answer as a text artifact; a missing one is an error naming type. */
 int toolbelt_text(const char *type, json_t *answer, const char *key, json_t **art, em_err *err);
 

@@ -363,7 +363,8 @@ getter_need getter_guest_need(const json_t *spec)
 bool getter_osworld_native(const json_t *spec)
 {
     const char *type = json_string_value(json_object_get(spec, "type"));
-    return type && (!strcmp(type, "accessibility_tree") || !strcmp(type, "vm_wallpaper"));
+    return type && (!strcmp(type, "accessibility_tree") || !strcmp(type, "vm_wallpaper") ||
+                    !strcmp(type, "vm_window_size"));
 }
 
 bool getter_needs_guest(const json_t *spec) { return getter_guest_need(spec) != GETTER_OFF_GUEST; }
@@ -698,9 +699,30 @@ static int run_screen_size(const getter_call *gc, json_t *spec, json_t **art, em
     return 0;
 }
 
+/* On an osworld image: its server's /window_size, {"width", "height"} of the class's window. */
+static int server_window_size(const getter_call *gc, const char *cls, json_t **art, em_err *err)
+{
+    _cleanup_free_ char *data = NULL;
+    size_t len;
+    json_auto_t *body = json_pack("{s:s}", "app_class_name", cls);
+    if (getter_server_get(gc, "vm_window_size", "/window_size", body, &data, &len, err) < 0)
+        return -1;
+    json_auto_t *j = json_loadb(data, len, JSON_REJECT_DUPLICATES, NULL);
+    json_t *w = json_object_get(j, "width"), *h = json_object_get(j, "height");
+    if (!json_is_integer(w) || !json_is_integer(h) || json_integer_value(w) < 0 || json_integer_value(h) < 0 ||
+        json_integer_value(w) > 65535 || json_integer_value(h) > 65535)
+        return em_fail(err, "vm_window_size: OSWorld's server /window_size answered no {width, height} for `%.64s`",
+                       cls);
+    *art = json_pack("{s:s, s:{s:I, s:I}}", "type", "json", "value", "width", json_integer_value(w), "height",
+                     json_integer_value(h));
+    return 0;
+}
+
 static int run_window_size(const getter_call *gc, json_t *spec, json_t **art, em_err *err)
 {
     const char *cls = json_string_value(json_object_get(spec, "app_class_name"));
+    if (gc->ops && gc->ops->server)
+        return server_window_size(gc, cls, art, err);
     const char *argv[] = {"sh", "-c",
                           "w=$(xdotool search --onlyvisible --class \"$1\" | head -n 1) && [ -n \"$w\" ] && "
                           "xdotool getwindowgeometry --shell \"$w\"",

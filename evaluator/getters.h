@@ -51,7 +51,7 @@ int getter_run(const em_env_ops *ops, json_t *spec, const char *artifact_dir, co
 typedef enum { GETTER_OFF_GUEST, GETTER_GUEST_AGENT, GETTER_GUEST_TOOLBELT } getter_need;
 getter_need getter_guest_need(const json_t *spec);
 /* A getter OSWorld's server answers itself (accessibility_tree: /accessibility, vm_wallpaper:
- * /wallpaper), so it runs on guest interface osworld though it needs the toolbelt elsewhere. */
+ * /wallpaper, vm_window_size: /window_size), so it runs on guest interface osworld though it needs the toolbelt elsewhere. */
 bool getter_osworld_native(const json_t *spec);
 /* getter_guest_need(spec) != GETTER_OFF_GUEST */
 bool getter_needs_guest(const json_t *spec);

@@ -64,7 +64,7 @@ static int check_a11y_tree(json_t *spec, em_err *err) { return getter_check_flag
  * with its status and what it said. */
 #define SERVER_GETTER_CAP (32u << 20)
 
-static int server_get(const getter_call *gc, const char *type, const char *path, json_t *body, char **data,
+int getter_server_get(const getter_call *gc, const char *type, const char *path, json_t *body, char **data,
                       size_t *len, em_err *err)
 {
     long status = 0;
@@ -76,6 +76,8 @@ static int server_get(const getter_call *gc, const char *type, const char *path,
     size_t k = 0;
     for (size_t i = 0; i < *len && k < 200; i++)
         ex[k++] = (*data)[i] >= 0x20 && (*data)[i] < 0x7f ? (*data)[i] : ' ';
+    while (k > 0 && ex[k - 1] == ' ')
+        k--;
     ex[k] = '\0';
     free(*data);
     *data = NULL;
@@ -86,7 +88,7 @@ static int server_a11y_tree(const getter_call *gc, json_t **art, em_err *err)
 {
     _cleanup_free_ char *data = NULL;
     size_t len;
-    if (server_get(gc, "accessibility_tree", "/accessibility", NULL, &data, &len, err) < 0)
+    if (getter_server_get(gc, "accessibility_tree", "/accessibility", NULL, &data, &len, err) < 0)
         return -1;
     json_auto_t *j = json_loadb(data, len, JSON_REJECT_DUPLICATES, NULL);
     if (!json_is_string(json_object_get(j, "AT")))
@@ -125,7 +127,7 @@ static int run_wallpaper(const getter_call *gc, json_t *spec, json_t **art, em_e
         _cleanup_free_ char *data = NULL;
         size_t len;
         json_auto_t *body = json_object();
-        if (server_get(gc, "vm_wallpaper", "/wallpaper", body, &data, &len, err) < 0)
+        if (getter_server_get(gc, "vm_wallpaper", "/wallpaper", body, &data, &len, err) < 0)
             return -1;
         return getter_save_bytes(gc, "vm_wallpaper", json_string_value(json_object_get(spec, "dest")), data, len, art,
                                  err);
