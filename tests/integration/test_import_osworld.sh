@@ -8,6 +8,14 @@
 # typed on the console and 0 with the null agent, its setup's and postconfig's trace lines showing the
 # server's answers; a hostile server's oversize and slow replies are capped and time out with one line; a
 # disk whose guest never answers /screenshot is refused with one line and nothing kept.
+# The whole test runs in a network namespace of its own with only loopback (it re-executes itself under
+# `unshare --net`), envmgr included: its probes and the relays' HTTP server touch nothing of the host's
+# network, and "envmgr's namespace" below is that one (QEMU's is yet another, its own).
+if [ -z "${ENVMGR_OSW_NS:-}" ] && [ "$(id -u)" = 0 ]; then
+    unshare --net true 2>/dev/null || { echo "FAIL this test needs network namespaces (unshare --net)"; echo "test_import_osworld: 0 passed, 1 failed"; exit 1; }
+    exec unshare --net -- env ENVMGR_OSW_NS=1 bash "$0" "$@"
+fi
+[ -z "${ENVMGR_OSW_NS:-}" ] || ip link set lo up || { echo "FAIL ip link set lo up"; exit 1; }
 . "$(dirname "$0")/lib.sh"
 
 real_cache=${ENVMGR_CACHE_DIR:-/var/cache/envmgr}
@@ -66,9 +74,9 @@ check "QEMU runs in a network namespace of its own" bash -c \
     "[ -n '$QPID' ] && [ \"\$(readlink /proc/$QPID/ns/net)\" != \"\$(readlink /proc/self/ns/net)\" ]"
 check "... where 127.0.0.1:5000, 9222 and 8080 listen (slirp's forwards)" bash -c \
     "s=\$(nsenter -t $QPID -n ss -Htln); for p in 5000 9222 8080; do printf '%s' \"\$s\" | grep -q \"127.0.0.1:\$p \" || exit 1; done"
-check "... and QEMU listens on no TCP port of the host's namespace" bash -c "! ss -Htlnp | grep -q 'pid=$QPID,'"
-check "the host's 127.0.0.1:5000 does not reach the guest's server" bash -c \
-    "[ \"\$(curl -s -m 3 http://127.0.0.1:5000/platform)\" != Linux ]"
+check "... and QEMU listens on no TCP port of envmgr's namespace" bash -c "! ss -Htlnp | grep -q 'pid=$QPID,'"
+check "envmgr's namespace's 127.0.0.1:5000, 9222, 8080 refuse (nothing listens there)" bash -c \
+    "for p in 5000 9222 8080; do [ \"\$(curl -s -m 3 -o /dev/null -w %{http_code} http://127.0.0.1:\$p/)\" = 000 ] || exit 1; done"
 check "another namespace's 127.0.0.1:5000 refuses (unshare -n)" bash -c \
     "[ \"\$(unshare -n sh -c 'ip link set lo up; curl -s -m 3 -o /dev/null -w %{http_code} http://127.0.0.1:5000/screenshot')\" = 000 ]"
 check "inside QEMU's namespace the server answers (what envmgr reaches)" bash -c \
@@ -92,6 +100,15 @@ g=$("$ENVMGR" exec $E -- date +%s)
 echo "   first exec after reset (clock through /execute + exec): $(ms_since $t0) ms"
 check "after a reset the guest's clock is the host's (date through /execute), not the golden state's" \
     bash -c "d=\$(( $(date +%s) - ${g:-0} )); [ \${d#-} -le 3 ]"
+
+# A saved state of it: saved, reset away, restored (a new QEMU in a new namespace, the server reached again).
+"$ENVMGR" exec $E -- sh -c 'echo saved-marker >/home/user/m.txt' >/dev/null
+check "state save" bash -c "'$ENVMGR' state save $E osw-s1 >/dev/null"
+"$ENVMGR" reset $E >/dev/null
+check "... after a reset the file is gone" bash -c "! '$ENVMGR' exec $E -- cat /home/user/m.txt >/dev/null 2>&1"
+check "... state restore brings it back through the new QEMU's namespace" bash -c \
+    "'$ENVMGR' state restore $E osw-s1 >/dev/null && [ \"\$('$ENVMGR' exec $E -- cat /home/user/m.txt)\" = saved-marker ]"
+"$ENVMGR" reset $E >/dev/null
 
 # The real OSWorld-Verified task: setup (execute, activate_window), the solution typed on the guest's
 # console, postconfig (download through the asset mirror, execute), the vm_command_line getter.
