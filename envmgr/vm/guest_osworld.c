@@ -2,6 +2,7 @@
 
 #include <curl/curl.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,16 +24,16 @@ struct osworld {
     char *password; /* the image user's (sudo for the clock), or NULL */
 };
 
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+
+static void curl_setup(void) { curl_global_init(CURL_GLOBAL_DEFAULT); }
+
 osworld *osworld_new(pid_t qemu_pid, const char *password)
 {
     osworld *o = xcalloc(1, sizeof *o);
     o->pid = qemu_pid;
     o->password = password ? xstrdup(password) : NULL;
-    static int inited;
-    if (!inited) { /* idempotent in libcurl since 7.84; the first call of a process sets it up */
-        curl_global_init(CURL_GLOBAL_DEFAULT);
-        inited = 1;
-    }
+    pthread_once(&curl_once, curl_setup); /* once per process, whichever thread (the API's) comes first */
     return o;
 }
 
@@ -71,7 +72,7 @@ typedef struct xfer {
     bool sock_failed;
     char *buf;
     size_t len, cap;
-    bool over;
+    bool over, stopped;
 } xfer;
 
 static curl_socket_t on_open(void *ctx, curlsocktype purpose, struct curl_sockaddr *addr)
@@ -105,6 +106,14 @@ static size_t on_data(char *p, size_t size, size_t n, void *ctx)
     return k;
 }
 
+/* Ctrl-C (or the API's stop) ends a long request as it ends envmgr's other waits. */
+static int on_progress(void *ctx, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow)
+{
+    xfer *x = ctx;
+    x->stopped = interrupted() != 0;
+    return x->stopped;
+}
+
 /* Perform c (method and body set by the caller) on path under timeout and cap; content_type, when
  * not NULL, is the request body's. */
 static int perform(osworld *o, CURL *c, const char *path, const char *content_type, double timeout_ms, size_t cap,
@@ -134,11 +143,18 @@ static int perform(osworld *o, CURL *c, const char *path, const char *content_ty
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &x);
     curl_easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)cap);
+    curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+    curl_easy_setopt(c, CURLOPT_XFERINFODATA, &x);
     CURLcode rc = curl_easy_perform(c);
+    /* nothing of this frame stays with the handle */
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
+    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, NULL);
     curl_slist_free_all(hdr);
     if (rc != CURLE_OK) {
         free(x.buf);
+        if (x.stopped)
+            return check_interrupt(err) < 0 ? -1 : em_fail(err, "OSWorld's server %s: interrupted", path);
         if (x.sock_failed)
             return em_fail(err, "OSWorld's server %s: %s", path, x.sock_err.msg);
         if (x.over || rc == CURLE_FILESIZE_EXCEEDED)
