@@ -549,8 +549,25 @@ void vm_threads_sched(pid_t pid, const pid_t *tids, size_t n, uint64_t *run_ns, 
     }
 }
 
+/* Whether thread tid of pid, asleep by its state, sleeps outside a system call: in a page fault
+ * (/proc's syscall file reads "-1 sp pc" then). A guest whose RAM is a saved state's served over
+ * FUSE waits so for the pages it touches (request_wait_answer, state S) while the server reads them
+ * from disk: not idle, and not done taking its input. Unreadable (no ptrace access to QEMU): no. */
+static bool asleep_in_fault(pid_t pid, const char *tid)
+{
+    char path[320], buf[8];
+    snprintf(path, sizeof path, "/proc/%d/task/%s/syscall", (int)pid, tid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    ssize_t r = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    return r >= 3 && !memcmp(buf, "-1 ", 3);
+}
+
 /* How many of QEMU's threads are (in) or are not (!in) in one of these states (/proc stat's third
- * field); -1 when its threads cannot be read (it is gone). */
+ * field), counting a thread asleep in a page fault as waiting for I/O, not asleep; -1 when its
+ * threads cannot be read (it is gone). */
 static int threads_in_states(pid_t pid, const char *states, bool in)
 {
     char path[64];
@@ -574,7 +591,11 @@ static int threads_in_states(pid_t pid, const char *states, bool in)
             continue;
         buf[r] = '\0';
         const char *after = strrchr(buf, ')'); /* the name in parentheses may hold anything */
-        if (after && after[1] == ' ' && after[2] && (strchr(states, after[2]) != NULL) == in)
+        if (!after || after[1] != ' ' || !after[2])
+            continue;
+        char st = after[2];
+        bool asleep = st == 'S' || st == 'I';
+        if ((strchr(states, st) != NULL) == in || (asleep && asleep_in_fault(pid, de->d_name)))
             n++;
     }
     closedir(d);

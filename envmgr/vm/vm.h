@@ -79,11 +79,12 @@ int vm_vcpu_threads(const char *dir, pid_t *tids, size_t max, size_t *n, em_err 
 /* How long those threads of process pid ran, and waited runnable for a CPU, in ns (schedstat;
  * 0 when unreadable). The rest of the time they slept: a halted (idle) vCPU. */
 void vm_threads_sched(pid_t pid, const pid_t *tids, size_t n, uint64_t *run_ns, uint64_t *wait_ns);
-/* How many of QEMU's threads wait in the kernel for I/O right now (state D): a guest read that the
- * host's disk has not answered yet, which QEMU's counters show only once it completes. */
+/* How many of QEMU's threads wait in the kernel for I/O right now (state D, or asleep in a page fault:
+ * a served state's RAM page on its way): a guest read that the host's disk has not answered yet,
+ * which QEMU's counters show only once it completes. */
 int vm_threads_in_io(pid_t pid);
 /* How many of QEMU's threads are not asleep right now: running, waiting for a CPU, waiting for I/O
- * (D) or stopped; -1 when its threads cannot be read. 0 means QEMU and its guest have nothing left to
+ * (D, or a page fault) or stopped; -1 when its threads cannot be read. 0 means QEMU and its guest have nothing left to
  * do (a halted vCPU sleeps). */
 int vm_threads_awake(pid_t pid);
 
