@@ -246,14 +246,19 @@ static void kill_members(const char *cg)
     }
 }
 
-void vm_cgroup_restored(const char *dir)
+/* Where the cgroup of run directory dir is (or would be); 0 places when none can be had. */
+static size_t places_of(const char *dir, place pl[VM_CGROUP_MAX_FDS])
 {
     char name[18], why[300];
     cgroup_name(dir, name);
-    place pl[VM_CGROUP_MAX_FDS];
     size_t n = 0;
-    if (find_places(name, pl, &n, why, sizeof why) < 0)
-        return;
+    return find_places(name, pl, &n, why, sizeof why) < 0 ? 0 : n;
+}
+
+void vm_cgroup_restored(const char *dir)
+{
+    place pl[VM_CGROUP_MAX_FDS];
+    size_t n = places_of(dir, pl);
     for (size_t i = 0; i < n; i++) {
         em_err ignored; /* no cgroup (ENVMGR_CGROUP=off, not root): nothing was raised */
         if (pl[i].v2)
@@ -266,12 +271,8 @@ void vm_cgroup_restored(const char *dir)
 
 void vm_cgroup_remove(const char *dir)
 {
-    char name[18], why[300];
-    cgroup_name(dir, name);
     place pl[VM_CGROUP_MAX_FDS];
-    size_t n = 0;
-    if (find_places(name, pl, &n, why, sizeof why) < 0)
-        return;
+    size_t n = places_of(dir, pl);
     double deadline = now_ms() + 2000;
     for (size_t i = 0; i < n; i++) {
         /* What QEMU's user left running (a QEMU taken over can fork) dies with the env: it would
