@@ -135,6 +135,8 @@ out=$("$ENVMGR" run "$TASK" --image osw --accel tcg --offline --asset-mirror "$M
     --out "$T/null" 2>&1); rc=$?
 check "the task with the null agent (a temporary env): score 0" test "$(score "$T/null")" = 0.0
 [ "$(score "$T/null")" = 0.0 ] || printf '%s\n' "$out" | tail -5
+check "the setup cache works on the imported image: the null run's setup was saved as a state, or came from one" \
+    grep -qE '"setup_cache":\{"key":"[0-9a-f]+","state":"[^"]+","used":"(ran|restored)"' "$T/null/trace/trace.jsonl"
 
 # What needs envmgr's toolbelt is refused at plan time, naming the step, before any VM starts.
 cat >"$T/tabs.json" <<'J'
