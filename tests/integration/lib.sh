@@ -103,3 +103,27 @@ for line in open(sys.argv[1]+'/results.jsonl'):
     r=json.loads(line)
     if r.get('task_id')==sys.argv[2] and r.get('final', True): s=r['score']
 print(s)" "$1" "$2"; }
+# import_scratch: this test's own image root and cache (an imported image's golden state is the
+# test's, not the operator's), with the host's KVM verdict copied in if probed
+import_scratch() {
+    local real=${ENVMGR_CACHE_DIR:-/var/cache/envmgr}
+    [ "$(id -u)" = 0 ] || real=${ENVMGR_CACHE_DIR:-$HOME/.cache/envmgr}
+    export ENVMGR_IMAGE_DIR=$T/images ENVMGR_CACHE_DIR=$T/cache
+    mkdir -p "$ENVMGR_IMAGE_DIR" "$ENVMGR_CACHE_DIR"
+    cp "$real/accel.json" "$ENVMGR_CACHE_DIR/" 2>/dev/null
+}
+ms_since() { python3 -c "import sys,time; print(f'{(time.time()-float(sys.argv[1]))*1000:.0f}')" "$1"; }
+# import_not_kept LABEL WHY_RE NAME DISK ARGS...: `image import NAME DISK ARGS` of a guest that never
+# gets ready exits 2 with one line (besides progress) matching WHY_RE, and keeps nothing: no image, no
+# golden state, no QEMU
+import_not_kept() {
+    local label=$1 re=$2 out rc lines; shift 2
+    out=$("$ENVMGR" image import "$@" 2>&1); rc=$?
+    lines=$(printf '%s\n' "$out" | grep -vc 'checked in [0-9.]* s; copying\|building the golden state of')
+    check "$label: exit 2, one line" bash -c \
+        "[ $rc = 2 ] && [ $lines = 1 ] && printf '%s' \"\$1\" | grep -q -- \"\$2\"" _ "$out" "$re"
+    [ $rc = 2 ] || printf '%s\n' "$out"
+    check "... and nothing kept: no image, no golden state" bash -c \
+        "[ -z \"\$(ls -A '$ENVMGR_IMAGE_DIR')\" ] && [ -z \"\$(ls '$ENVMGR_CACHE_DIR/golden' 2>/dev/null | grep -v '\.lock$')\" ]"
+    check "... no QEMU left" no_qemu_under "$ENVMGR_RUN_DIR/"
+}

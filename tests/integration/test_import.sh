@@ -8,13 +8,10 @@
 
 # The test disk (its kernel and initramfs are the built desktop image's), then this run's own image
 # root and cache (the imported image's golden state is this run's, not the operator's).
-real_cache=${ENVMGR_CACHE_DIR:-/var/cache/envmgr}
-[ "$(id -u)" = 0 ] || real_cache=${ENVMGR_CACHE_DIR:-$HOME/.cache/envmgr}
 BOOT=$("$ROOT/tests/tools/boot-disk.sh") && RESTLESS=$("$ROOT/tests/tools/boot-disk.sh" --restless) ||
     { bad "the boot disks (tests/tools/boot-disk.sh: the desktop image, scripts/install-deps)"; finish; exit; }
-export ENVMGR_IMAGE_DIR=$T/images ENVMGR_CACHE_DIR=$T/cache
-mkdir -p "$ENVMGR_IMAGE_DIR" "$ENVMGR_CACHE_DIR" "$T/d"
-cp "$real_cache/accel.json" "$ENVMGR_CACHE_DIR/" 2>/dev/null   # the host's KVM verdict, if probed
+import_scratch
+mkdir -p "$T/d"
 
 PROGRESS='checked in [0-9.]* s; copying\|building the golden state of\|^usage: '
 tree() { find "$ENVMGR_IMAGE_DIR" -printf '%p %s %M\n' | sort; }
