@@ -356,10 +356,7 @@ json_t *action_to_json(const action *a)
 
 static int key_event(vnc_session *v, const key_code *k, bool down, em_err *err)
 {
-    if (vnc_key(v, k, down, err) < 0)
-        return -1;
-    sleep_ms(KEY_PACE_MS);
-    return 0;
+    return vnc_key(v, k, down, KEY_PACE_MS, err);
 }
 
 static const key_code shift_key = {.keysym = 0xffe1, .scancode = 0x2a};

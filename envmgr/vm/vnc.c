@@ -26,6 +26,7 @@ struct vnc_session {
     int untaken;        /* key and button events sent since the guest was last seen to have taken them */
     bool key_untaken;   /* ... a key among them */
     bool button_untaken; /* ... a button pressed or released */
+    double key_at;       /* when the last key event was sent (now_ms) */
     unsigned input_sent;     /* input events sent */
     unsigned input_read;     /* of those, how many QEMU has read: it answered a request sent after
                               * them, or the input drain saw the guest take them */
@@ -411,8 +412,11 @@ int vnc_wait_keys_taken(vnc_session *v, em_err *err)
     return v->key_untaken ? vnc_wait_input_taken(v, err) : 0;
 }
 
-int vnc_key(vnc_session *v, const key_code *k, bool down, em_err *err)
+int vnc_key(vnc_session *v, const key_code *k, bool down, double pace_ms, em_err *err)
 {
+    double wait = v->key_at + pace_ms - now_ms();
+    if (wait > 0)
+        sleep_ms(wait);
     if (before_counted(v, err) < 0)
         return -1;
     /* With scancodes the guest gets the physical key regardless of QEMU's keymap. */
@@ -420,6 +424,7 @@ int vnc_key(vnc_session *v, const key_code *k, bool down, em_err *err)
         v->extended_keys = true;
     else if (!SendKeyEvent(v->client, k->keysym, down))
         return em_fail(err, "vnc %s: send key event failed", v->path);
+    v->key_at = now_ms();
     v->input_sent++;
     v->key_untaken = true;
     return after_counted(v, err);

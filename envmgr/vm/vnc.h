@@ -46,10 +46,11 @@ void vnc_pointer_state(const vnc_session *v, int *x, int *y, int *buttons);
 void vnc_pointer_wire(const vnc_session *v, int *wx, int *wy, int *buttons);
 /* Tell the session the pointer's VNC position (restored from the env's state) without sending anything. */
 void vnc_set_pointer_wire(vnc_session *v, int wx, int wy, int buttons);
-/* Send a key event. Once INPUT_DRAIN_BATCH key and button events are untaken, it first waits until
- * the guest has taken them (vnc_wait_input_taken); vnc_pointer does the same for a button pressed or
- * released. */
-int vnc_key(vnc_session *v, const key_code *k, bool down, em_err *err);
+/* Send a key event, at least pace_ms after this session's previous one (the pace is between keys:
+ * nothing waits after the last). Once INPUT_DRAIN_BATCH key and button events are untaken, it first
+ * waits until the guest has taken them (vnc_wait_input_taken); vnc_pointer does the same for a
+ * button pressed or released. */
+int vnc_key(vnc_session *v, const key_code *k, bool down, double pace_ms, em_err *err);
 /* Returns once the guest has taken every key and button event sent (at once when there is none): the
  * input drain's judgement (input_drain.h), or without one, once QEMU has read them. */
 int vnc_wait_input_taken(vnc_session *v, em_err *err);
