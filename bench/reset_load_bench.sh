@@ -7,8 +7,10 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 B=${ENVMGR_BIN:-$root/bin/envmgr}
 n=${1:-30}
-export ENVMGR_RUN_DIR=${ENVMGR_RUN_DIR:-$(mktemp -d /tmp/envmgr-reset-load.XXXXXX)}
-cleanup() { "$B" down bench-busy >/dev/null 2>&1 || true; }
+own_run=
+[ -n "${ENVMGR_RUN_DIR:-}" ] || { ENVMGR_RUN_DIR=$(mktemp -d /tmp/envmgr-reset-load.XXXXXX); own_run=$ENVMGR_RUN_DIR; }
+export ENVMGR_RUN_DIR
+cleanup() { "$B" down bench-busy >/dev/null 2>&1 || true; [ -z "$own_run" ] || rm -rf "$own_run"; }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 resets() { "$root/build/bench/envbench" --resets "$n" --shots 1 | grep -E '^(reset \(n=|  of which stop)'; }
