@@ -12,6 +12,7 @@
 #include "envmgr/base/base64.h"
 #include "envmgr/base/jsonline.h"
 #include "envmgr/base/util.h"
+#include "envmgr/vm/guest_cmd.h"
 #include "envmgr/vm/guest_osworld.h"
 
 /* The largest reply a real agent sends: guest-exec-status with both out-data and err-data at the
@@ -223,27 +224,13 @@ int guest_exec(guest *g, const char *const *argv, const void *in, size_t in_len,
         return em_fail_input(err, "exec: OSWorld's server gives a command no stdin (guest interface osworld)");
     if (g->osw)
         return osworld_exec(g->osw, argv, timeout_s, cap, res, err);
-    if (!argv || !argv[0])
-        return em_fail_input(err, "exec: empty command");
-    if (timeout_s <= 0 || timeout_s > 86400)
-        return em_fail_input(err, "exec: timeout must be in (0, 86400] seconds");
-    if (in_len > GUEST_STDIN_MAX)
+    json_t *args = guest_cmd_timeout_args(argv, timeout_s, err);
+    if (!args)
+        return -1;
+    if (in_len > GUEST_STDIN_MAX) {
+        json_decref(args);
         return em_fail_input(err, "exec: stdin: %zu bytes, over the %d MiB the guest agent takes in one message",
                              in_len, GUEST_STDIN_MAX >> 20);
-    /* coreutils timeout in the guest kills a runaway command even if the host gives up. */
-    json_t *args = json_array();
-    char secs[32];
-    snprintf(secs, sizeof secs, "%.3f", timeout_s);
-    json_array_append_new(args, json_string("-k"));
-    json_array_append_new(args, json_string("2"));
-    json_array_append_new(args, json_string(secs));
-    for (size_t i = 0; argv[i]; i++) {
-        json_t *s = json_string(argv[i]);
-        if (!s) {
-            json_decref(args);
-            return em_fail_input(err, "exec: argument %zu is not valid UTF-8", i);
-        }
-        json_array_append_new(args, s);
     }
     json_t *req = json_pack("{s:s, s:o, s:b}", "path", "/usr/bin/timeout", "arg", args, "capture-output", 1);
     if (in) {
@@ -271,11 +258,7 @@ int guest_exec(guest *g, const char *const *argv, const void *in, size_t in_len,
             json_t *code = json_object_get(st, "exitcode");
             res->exit_code = code ? (int)json_integer_value(code) : -1;
             res->signal = (int)json_integer_value(json_object_get(st, "signal"));
-            /* timeout(1) exits 124 (137 after -k), but so may the program itself: only a command
-             * that ran for its whole timeout was stopped by it. The host's clock started before the
-             * guest's and stops after it, so a real timeout always passes this test. */
-            res->timed_out = (res->exit_code == 124 || res->exit_code == 137) &&
-                             now_ms() - started >= timeout_s * 1000;
+            res->timed_out = guest_cmd_timed_out(res->exit_code, started, timeout_s);
             res->truncated = json_is_true(json_object_get(st, "out-truncated")) ||
                              json_is_true(json_object_get(st, "err-truncated"));
             rc = decode_field(st, "out-data", cap, &res->out, &res->out_len, &res->truncated, err);

@@ -11,6 +11,7 @@
 
 #include "envmgr/base/json_type.h"
 #include "envmgr/base/util.h"
+#include "envmgr/vm/guest_cmd.h"
 #include "envmgr/vm/netns.h"
 #include "envmgr/vm/vm.h"
 
@@ -282,27 +283,12 @@ int osworld_exec(osworld *o, const char *const *argv, double timeout_s, size_t c
                  em_err *err)
 {
     memset(res, 0, sizeof *res);
-    if (!argv || !argv[0])
-        return em_fail_input(err, "exec: empty command");
-    if (timeout_s <= 0 || timeout_s > 86400)
-        return em_fail_input(err, "exec: timeout must be in (0, 86400] seconds");
     /* coreutils' timeout in the guest stops a runaway command, as on the guest agent; the server's
      * own limit of 120 s stops it first when the timeout is longer */
-    json_t *cmd = json_array();
-    char secs[32];
-    snprintf(secs, sizeof secs, "%.3f", timeout_s);
-    json_array_append_new(cmd, json_string("timeout"));
-    json_array_append_new(cmd, json_string("-k"));
-    json_array_append_new(cmd, json_string("2"));
-    json_array_append_new(cmd, json_string(secs));
-    for (size_t i = 0; argv[i]; i++) {
-        json_t *s = json_string(argv[i]);
-        if (!s) {
-            json_decref(cmd);
-            return em_fail_input(err, "exec: argument %zu is not valid UTF-8", i);
-        }
-        json_array_append_new(cmd, s);
-    }
+    json_t *cmd = guest_cmd_timeout_args(argv, timeout_s, err);
+    if (!cmd)
+        return -1;
+    json_array_insert_new(cmd, 0, json_string("timeout"));
     json_t *req = json_pack("{s:o, s:b}", "command", cmd, "shell", 0);
     /* two streams of cap bytes, each byte at most 6 in JSON (\u00XX), and the object around them */
     size_t body_cap = cap > (OSWORLD_REPLY_MAX - 65536) / 12 ? OSWORLD_REPLY_MAX : cap * 12 + 65536;
@@ -317,8 +303,7 @@ int osworld_exec(osworld *o, const char *const *argv, double timeout_s, size_t c
     osworld_reply_free(&r);
     if (rc < 0)
         return em_prefix(err, "exec `%s`: ", argv[0]);
-    /* timeout(1) exits 124 (137 after -k), and so may the program: only one that ran its whole time */
-    if ((res->exit_code == 124 || res->exit_code == 137) && now_ms() - started >= timeout_s * 1000)
+    if (guest_cmd_timed_out(res->exit_code, started, timeout_s))
         res->timed_out = 1;
     return 0;
 }
