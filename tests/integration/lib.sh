@@ -127,3 +127,24 @@ import_not_kept() {
         "[ -z \"\$(ls -A '$ENVMGR_IMAGE_DIR')\" ] && [ -z \"\$(ls '$ENVMGR_CACHE_DIR/golden' 2>/dev/null | grep -v '\.lock$')\" ]"
     check "... no QEMU left" no_qemu_under "$ENVMGR_RUN_DIR/"
 }
+# import_ok LABEL NAME GUEST DISK ARGS...: `image import NAME DISK --guest GUEST ARGS` exits 0 (the time
+# it took printed), and `image ls` lists NAME with that guest interface as imported
+import_ok() {
+    local label=$1 name=$2 guest=$3 disk=$4 out rc t0; shift 4
+    t0=$(date +%s.%N)
+    out=$("$ENVMGR" image import "$name" "$disk" --guest "$guest" "$@" 2>&1); rc=$?
+    check "$label: exit 0" test $rc = 0
+    [ $rc = 0 ] || printf '%s\n' "$out"
+    echo "   import + golden state: $(ms_since $t0) ms; $(printf '%s\n' "$out" | grep -o 'golden state ready in.*')"
+    check "image ls: $name, guest $guest, imported" bash -c \
+        "'$ENVMGR' image ls | grep -qE '^$name +[^ ]+ +$guest +.*/$name \\(imported\\)\$'"
+}
+# exec_basics E HOW: `envmgr exec` on env E gives back a command's stdout, exit code and stderr (HOW
+# names the way it goes, in the first check's label)
+exec_basics() {
+    local e=$1 how=$2 out rc
+    out=$("$ENVMGR" exec "$e" -- sh -c 'echo out-$((6*7)); echo err-x >&2; exit 3' 2>"$T/exec.err"); rc=$?
+    check "exec ($how): the command's stdout" test "$out" = out-42
+    check "exec: its exit code (3)" test $rc = 3
+    check "exec: its stderr" grep -q '^err-x' "$T/exec.err"
+}

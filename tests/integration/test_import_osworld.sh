@@ -34,20 +34,13 @@ import_not_kept "a disk without OSWorld's server imported as osworld: /screensho
     noserver "$BOOT" --guest osworld --screen 720x400 --memory 256 --ready-timeout 30 --accel tcg
 
 # The import.
-t0=$(date +%s.%N)
-out=$("$ENVMGR" image import osw "$OSW" --guest osworld --screen 720x400 --memory 256 --ready-timeout 240 --accel tcg 2>&1); rc=$?
-check "import the stand-in's disk (--guest osworld): exit 0" test $rc = 0
-[ $rc = 0 ] || printf '%s\n' "$out"
-echo "   import + golden state: $(ms_since $t0) ms; $(printf '%s\n' "$out" | grep -o 'golden state ready in.*')"
-check "image ls: osw, guest osworld, imported" bash -c "'$ENVMGR' image ls | grep -qE '^osw +[^ ]+ +osworld +.*/osw \(imported\)$'"
+import_ok "import the stand-in's disk (--guest osworld)" osw osworld "$OSW" --screen 720x400 --memory 256 \
+    --ready-timeout 240 --accel tcg
 
 E=osw-$$
 check "up --image osw" "$ENVMGR" up --name $E --image osw --accel tcg
 QPID=$(cat "$ENVMGR_RUN_DIR/$E/qemu.pid" 2>/dev/null)
-out=$("$ENVMGR" exec $E -- sh -c 'echo out-$((6*7)); echo err-x >&2; exit 3' 2>"$T/exec.err"); rc=$?
-check "exec (POST /execute): the command's stdout" test "$out" = out-42
-check "exec: its exit code (3)" test $rc = 3
-check "exec: its stderr" grep -q '^err-x' "$T/exec.err"
+exec_basics $E "POST /execute"
 check "exec runs where the server runs (its working directory, /home/user)" test "$("$ENVMGR" exec $E -- sh -c pwd)" = /home/user
 out=$("$ENVMGR" exec $E --timeout 2 -- sh -c 'sleep 30' 2>&1); rc=$?
 check "exec --timeout 2 of a 30 s command: ends with one line, exit non-zero" bash -c \
