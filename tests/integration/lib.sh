@@ -148,3 +148,17 @@ exec_basics() {
     check "exec: its exit code (3)" test $rc = 3
     check "exec: its stderr" grep -q '^err-x' "$T/exec.err"
 }
+# reset_clock E HOW: env E resets (its wall time printed), and its first exec after the reset (time
+# printed) finds the guest's clock set to the host's, not the golden state's (HOW: what sets it)
+reset_clock() {
+    local e=$1 how=$2 t0 g
+    t0=$(date +%s.%N)
+    check "reset" "$ENVMGR" reset "$e"
+    echo "   reset: $(ms_since $t0) ms wall"
+    sleep 2
+    t0=$(date +%s.%N)
+    g=$("$ENVMGR" exec "$e" -- date +%s)
+    echo "   first exec after reset ($how + exec): $(ms_since $t0) ms"
+    check "after a reset the guest's clock is the host's ($how), not the golden state's" \
+        bash -c "d=\$(( $(date +%s) - ${g:-0} )); [ \${d#-} -le 3 ]"
+}

@@ -38,15 +38,7 @@ check "pyautogui code outside the subset (the toolbelt runs it): exit 2, one lin
 lat=()
 for i in 1 2 3 4 5 6 7 8 9; do t0=$(date +%s.%N); "$ENVMGR" exec $E -- true; lat+=("$(ms_since $t0)"); done
 echo "   exec true: p50 $(printf '%s\n' "${lat[@]}" | sort -n | sed -n 5p) ms over 9 (wall, CLI included)"
-t0=$(date +%s.%N)
-check "reset" "$ENVMGR" reset $E
-echo "   reset: $(ms_since $t0) ms wall"
-sleep 2
-t0=$(date +%s.%N)
-g=$("$ENVMGR" exec $E -- date +%s)
-echo "   first exec after reset (agent sync + guest-set-time + exec): $(ms_since $t0) ms"
-check "after a reset the guest's clock is the host's (guest-set-time), not the golden state's" \
-    bash -c "d=\$(( $(date +%s) - ${g:-0} )); [ \${d#-} -le 3 ]"
+reset_clock $E "agent sync + guest-set-time"
 
 # A task: an uploaded file (guest-file-write), an execute step, the agent's command on the console, a
 # vm_file getter (guest-file-read) and a command getter.
