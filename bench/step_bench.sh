@@ -96,7 +96,7 @@ fi
 
 late_dir=${STEP_BENCH_LATE_DIR:-$root/tasks/demo}
 if ! skip late && ls "$late_dir"/*.json >/dev/null 2>&1; then
-    obs=0 late=0 ran=0 missing=""
+    obs=0 late=0 live=0 ran=0 missing="" where_late=""
     # the demo tasks on this bench's env; another folder's (STEP_BENCH_LATE_DIR, e.g. tasks/apps) each
     # on an env of its own image (STEP_BENCH_LATE_IMAGE)
     where=(--env $E)
@@ -104,13 +104,18 @@ if ! skip late && ls "$late_dir"/*.json >/dev/null 2>&1; then
     for t in "$late_dir"/*.json; do
         id=$(basename "$t" .json)
         "$B" run "$t" "${where[@]}" --agent "$AGENT --tasks $t" --probe-late 2000 --out "$work/late-$id" >/dev/null 2>&1 || true
-        read -r o l < <(python3 -c "
+        # each change names both frames in the task's trace (its frames/ folder)
+        read -r o l v s < <(python3 -c "
 import json; p = json.load(open('$work/late-$id/result.json')).get('late_probe', {})
-print(p.get('observations', 0), p.get('late_changes', 0))" 2>/dev/null || echo "0 0")
-        obs=$((obs + o)) late=$((late + l))
+c = p.get('changes', [])
+print(p.get('observations', 0), p.get('late_changes', 0), sum(1 for x in c if x['still_changing']),
+      ','.join('%d%s' % (x['step'], '(live)' if x['still_changing'] else '') for x in c) or '-')" 2>/dev/null || echo "0 0 0 -")
+        obs=$((obs + o)) late=$((late + l)) live=$((live + v))
+        [ "$s" = - ] || where_late="$where_late $id:$s"
         if [ -f "$work/late-$id/result.json" ]; then ran=$((ran + 1)); else missing="$missing $id"; fi
     done
-    line "late changes (frame 2 s after the observation)" "$late of $obs observations ($ran tasks of $(basename "$late_dir"))"
+    line "late changes (frame 2 s after the observation)" "$late of $obs observations ($ran tasks of $(basename "$late_dir"); $live of them on a screen that changed again 2 s later: live)"
+    [ -z "$where_late" ] || echo "  at (task:steps):$where_late"
     [ -z "$missing" ] || echo "  no result (not counted):$missing"
 fi
 "$B" down $E >/dev/null

@@ -54,6 +54,7 @@ struct episode {
     bool held;                    /* the guest is paused while the agent thinks */
     bool frozen_frame;            /* ... and the env's current frame was taken after the pause (settle.h) */
     int late_changes, late_probes; /* --probe-late: observations that changed while the guest ran on */
+    json_t *late_list;             /* ... each change: [{step, observed, later, still_changing}] */
     double hold_ms, hold_max_ms;  /* what pausing and resuming cost */
     int holds;
     bool agent_boxed; /* the agent runs in its sandbox (agent_sandbox.h) */
@@ -427,15 +428,30 @@ static int execute_actions(run *r, json_t *actions, const char *source, double a
 static int probe_late(run *r, em_err *err)
 {
     uint64_t seen = r->last_hash;
+    char observed[65];
+    memcpy(observed, r->before, sizeof observed);
     sleep_ms(r->o.late_probe_ms);
     if (check_interrupt(err) < 0 || frame_sha(r, true, r->before, err) < 0)
         return -1;
     r->late_probes++;
-    if (r->last_hash != seen) {
-        r->late_changes++;
-        em_warn("envmgr: late change: the observation of step %d changed %.0f ms later", r->steps,
-                r->o.late_probe_ms);
-    }
+    if (r->last_hash == seen)
+        return 0;
+    /* Both frames are in the trace, so what changed can be seen. A screen that changes again as
+     * long after is live (a clock, a playing video): no still window would have ended on it. */
+    uint64_t later = r->last_hash;
+    char later_sha[65];
+    memcpy(later_sha, r->before, sizeof later_sha);
+    sleep_ms(r->o.late_probe_ms);
+    if (check_interrupt(err) < 0 || frame_sha(r, true, r->before, err) < 0)
+        return -1;
+    bool live = r->last_hash != later;
+    r->late_changes++;
+    if (!r->late_list)
+        r->late_list = json_array();
+    json_array_append_new(r->late_list, json_pack("{s:i, s:s, s:s, s:b}", "step", r->steps, "observed", observed,
+                                                  "later", later_sha, "still_changing", live));
+    em_warn("envmgr: late change: the observation of step %d changed %.0f ms later%s", r->steps,
+            r->o.late_probe_ms, live ? " (and again as long after: the screen is live)" : "");
     return 0;
 }
 
@@ -725,6 +741,7 @@ static void episode_free(episode *ep)
     agent_stop(ep->ag, 0);
     free(ep->reason);
     json_decref(ep->setup_flags);
+    json_decref(ep->late_list);
     json_decref(ep->said);
     action_reply_free(&ep->last);
     free(ep->task_path);
@@ -980,6 +997,8 @@ int episode_finish(episode *ep, exit_cause cause, json_t **result, em_err *err)
         json_object_set_new(res, "late_probe", json_pack("{s:i, s:i, s:f}", "observations", r->late_probes,
                                                          "late_changes", r->late_changes, "after_ms",
                                                          r->o.late_probe_ms));
+    if (r->late_list)
+        json_object_set(json_object_get(res, "late_probe"), "changes", r->late_list);
     json_object_set_new(res, "status", json_string(status ? status : "scored"));
     if (eval_error)
         json_object_set(res, "evaluator_error", eval_error);
