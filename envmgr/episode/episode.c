@@ -324,9 +324,13 @@ static int record_step(run *r, json_t *act_json, const char *source, double agen
 {
     json_t *line = json_pack("{s:s, s:O, s:s, s:f, s:f, s:s}", "type", "step", "action", act_json, "source", source,
                              "agent_ms", agent_ms, "action_ms", action_ms, "frame_before", before);
-    if (settle && settle->why) /* how the wait before frame_after ended: settled, or the bound with why */
-        json_object_set_new(line, "settle", json_pack("{s:f, s:s, s:f, s:i}", "ms", settle->ms, "result", settle->why,
-                                                      "window_ms", settle->window_ms, "frames", settle->frames));
+    if (settle && settle->why) { /* how the wait before frame_after ended: settled, or the bound with why */
+        json_t *st = json_pack("{s:f, s:s, s:f, s:i}", "ms", settle->ms, "result", settle->why, "window_ms",
+                               settle->window_ms, "frames", settle->frames);
+        if (isfinite(settle->work_ms)) /* what chose the window */
+            json_object_set_new(st, "work_ms", json_real(settle->work_ms));
+        json_object_set_new(line, "settle", st);
+    }
     if (clk) /* milliseconds from the step's beginning; "recorded" is now, as the line is written */
         json_object_set_new(line, "timing",
                             json_pack("{s:f, s:f, s:f, s:f}", "sent_ms", clk->sent - clk->begin, "settled_ms",

@@ -22,6 +22,7 @@
 typedef struct settle_info {
     double ms;        /* how long it took */
     double window_ms; /* the still window it asked for (by the guest's work since the action) */
+    double work_ms;   /* the guest's vCPU time since the action began; infinite without the counters */
     int frames;       /* frames it looked at */
     bool settled;     /* false: the upper bound ended it */
     bool frozen;      /* it ended with the guest paused, on a frame taken after the pause */

@@ -50,7 +50,8 @@ for l in open(sys.argv[1] + "/trace/trace.jsonl"):
         s, t = j["settle"], j.get("timing", {})
         print(j["action"]["action_type"], j["frame_before"], j.get("frame_after", "-"), s["result"], round(s["ms"]),
               round(s.get("window_ms", -1)), s.get("frames", -1),
-              int(0 <= t.get("sent_ms", -1) <= t.get("settled_ms", -1) <= t.get("frame_ms", -1) <= t.get("recorded_ms", -1)))
+              int(0 <= t.get("sent_ms", -1) <= t.get("settled_ms", -1) <= t.get("frame_ms", -1) <= t.get("recorded_ms", -1)),
+              "%.3f" % s.get("work_ms", -1))
 PY
 }
 still_steps "$T/still" | tee "$T/still.steps"
@@ -71,6 +72,8 @@ check "clicks that change nothing: settled on a short window (< 150 ms, not sett
 check "key presses that change nothing: the same" short 11 13
 check "every step's timing: sent <= settled <= frame taken <= recorded" \
     bash -c "awk '\$8 != 1 {bad=1} END {exit bad}' '$T/still.steps'"
+check "each step records the guest's work that chose its window (<= 30 ms: 55 ms, else settle_ms)" \
+    bash -c "awk '\$9 < 0 || (\$9 <= 30) != (\$6 < 100) {bad=1} END {exit bad}' '$T/still.steps'"
 check "each observation is the frame the step settled on, frozen (the next step's frame_before is this frame_after)" \
     bash -c "awk 'NR > 1 && \$2 != prev {bad=1} {prev=\$3} END {exit bad}' '$T/still.steps'"
 "$ENVMGR" run "$T/still.json" --env $E --agent "$ROOT/tasks/agents/scripted --tasks $T/still.json" --out "$T/still-late" \
