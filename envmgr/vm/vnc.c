@@ -149,19 +149,29 @@ static void begin_request(vnc_session *v, bool full)
     v->frame_done = false;
 }
 
-/* poke: an input message first, which resets QEMU's refresh timer (vnc_sync's requests follow input
- * that did, and a poke would wake the guest it waits to see asleep) */
-static int send_request(vnc_session *v, bool full, bool poke, em_err *err)
+/* A client message of a type above the update request's (key, pointer, cut text) resets QEMU's
+ * display refresh to its base interval
+ * (30 ms), which backs off by 50 ms after each refresh that found nothing new. An empty cut text
+ * does it without reaching the guest (the guests have no clipboard agent): a pointer event at the
+ * same place would wake the guest's input stack, which the settle and the input drain watch for
+ * sleep. */
+static int poke_refresh(vnc_session *v, em_err *err)
 {
-    /* the position QEMU last had: a poke that moves nothing */
-    rfbBool poked = !poke                ? TRUE
-                    : v->pointer_known ? SendPointerEvent(v->client, v->wx, v->wy, v->buttons)
-                                       : SendClientCutText(v->client, "", 0); /* no clipboard peer: no effect */
-    if (!poked)
-        return em_fail(err, "vnc %s: send input event failed", v->path);
+    if (!SendClientCutText(v->client, "", 0))
+        return em_fail(err, "vnc %s: send cut text failed", v->path);
+    return 0;
+}
+
+/* The request, then the poke: a poke that QEMU reads before the request can start a refresh that
+ * finds nothing to send, which backs the next one off to 80 ms (seen: a frame after a pause took
+ * 80 ms in a quarter of the settles). */
+static int send_request(vnc_session *v, bool full, em_err *err)
+{
     int w = full ? v->client->width : 1, h = full ? v->client->height : 1;
     if (!SendFramebufferUpdateRequest(v->client, 0, 0, w, h, FALSE))
         return em_fail(err, "vnc %s: send update request failed", v->path);
+    if (poke_refresh(v, err) < 0)
+        return -1;
     v->request_covers = v->input_sent;
     v->request_out = true;
     v->request_at = now_ms();
@@ -189,8 +199,12 @@ static int request_frame(vnc_session *v, bool full, double deadline, em_err *err
         return -1;
     if (!owed)
         begin_request(v, full);
+    /* the owed answer comes at QEMU's next refresh: not a backed-off one (a drain that waited for the
+     * guest saw refreshes with nothing new) */
+    else if (poke_refresh(v, err) < 0)
+        return -1;
     for (bool ask = !owed;; ask = true) {
-        if (ask && send_request(v, full, true, err) < 0)
+        if (ask && send_request(v, full, err) < 0)
             return -1;
         double until = (ask ? now_ms() : v->request_at) + REQUEST_RETRY_MS;
         int rc = wait_frame(v, until < deadline ? until : deadline, err);
@@ -439,7 +453,7 @@ int vnc_sync(vnc_session *v, em_err *err)
     /* one request in flight at a time: the answer to an earlier one would pass for a later one's */
     if (!v->request_out || now_ms() - v->request_at >= REQUEST_RETRY_MS) {
         begin_request(v, false);
-        if (send_request(v, false, false, err) < 0)
+        if (send_request(v, false, err) < 0)
             return -1;
     }
     return 0;
