@@ -429,13 +429,18 @@ static int execute_actions(run *r, json_t *actions, const char *source, double a
 
 /* A measurement (make bench): let the guest run on after an observation and count the
  * observations a later frame contradicts; the later frame becomes the one the agent sees. */
+static int frame_later(run *r, em_err *err)
+{
+    sleep_ms(r->o.late_probe_ms);
+    return check_interrupt(err) < 0 || frame_sha(r, true, r->before, err) < 0 ? -1 : 0;
+}
+
 static int probe_late(run *r, em_err *err)
 {
     uint64_t seen = r->last_hash;
     char observed[65];
     memcpy(observed, r->before, sizeof observed);
-    sleep_ms(r->o.late_probe_ms);
-    if (check_interrupt(err) < 0 || frame_sha(r, true, r->before, err) < 0)
+    if (frame_later(r, err) < 0)
         return -1;
     r->late_probes++;
     if (r->last_hash == seen)
@@ -445,8 +450,7 @@ static int probe_late(run *r, em_err *err)
     uint64_t later = r->last_hash;
     char later_sha[65];
     memcpy(later_sha, r->before, sizeof later_sha);
-    sleep_ms(r->o.late_probe_ms);
-    if (check_interrupt(err) < 0 || frame_sha(r, true, r->before, err) < 0)
+    if (frame_later(r, err) < 0)
         return -1;
     bool live = r->last_hash != later;
     r->late_changes++;
