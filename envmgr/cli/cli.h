@@ -129,7 +129,7 @@ int cmd_gc(int argc, char **argv);
 enum { CLI_OPT_SETTLE_MS = 0x1040, CLI_OPT_OBSERVATION, CLI_OPT_VIDEO, CLI_OPT_ALLOW_PRIVATE, CLI_OPT_OFFLINE,
        CLI_OPT_ASSET_MIRROR };
 typedef struct cli_episode {
-    double settle_ms;        /* --settle-ms (default 300) */
+    double settle_ms;        /* --settle-ms (default SETTLE_DEFAULT_MS) */
     obs_kind observation;    /* --observation */
     bool video;              /* --video */
     plan_image_choice image; /* --image, --force-image */
@@ -160,7 +160,7 @@ void cli_pool_from_episode(struct pool_opts *o, const cli_episode *ep);
     "  --max-envs N        envs the server may own at once (default 4, at most 64)\n"                                \
     "  --out DIR           episodes: DIR/<env id>/<n>/{result.json,trace/} (default ./envmgr-out/serve)\n"          \
     "  --task-root DIR     task paths in requests resolve inside DIR (default: the current directory)\n"           \
-    "  --settle-ms MS      after each action wait for a still screen and an idle guest, up to MS (default 300)\n" \
+    "  --settle-ms MS      after each action wait for a still screen and an idle guest, up to MS (default 550)\n" \
     "  --allow-private A:P every env may reach this loopback/private address when its task's allowlist\n"         \
     "                      applies, and the host may fetch task assets from it (the operator's choice:\n"          \
     "                      no request or task can; repeatable)\n" CLI_NET_LIMITS_USAGE CLI_IMAGE_USAGE

@@ -3,12 +3,13 @@
 #include <getopt.h>
 
 #include "cli.h"
+#include "envmgr/episode/settle.h"
 #include "envmgr/base/util.h"
 #include "envmgr/suite/suite_pool.h"
 
 void cli_episode_init(cli_episode *e)
 {
-    *e = (cli_episode){.settle_ms = 300, .observation = OBS_SCREENSHOT};
+    *e = (cli_episode){.settle_ms = SETTLE_DEFAULT_MS, .observation = OBS_SCREENSHOT};
     netpolicy_init(&e->net);
 }
 

@@ -9,7 +9,7 @@
 #include "envmgr/episode/setup.h"
 
 #define ACT_TEXT_MAX (256 * 1024) /* a reply on the command line: pyautogui code, a tool call */
-#define ACT_SETTLE_MS 300.0       /* before a tool's answer frame: the settle rule's default window */
+#define ACT_SETTLE_MS SETTLE_DEFAULT_MS /* before a tool's answer frame: the settle rule's default window */
 #define ACT_SETTLE_MAX_MS 20000.0
 
 static const char usage[] =

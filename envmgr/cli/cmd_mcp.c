@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "envmgr/episode/settle.h"
 #include "envmgr/api/api.h"
 #include "envmgr/api/api_mcp.h"
 #include "envmgr/base/linebuf.h"
@@ -104,7 +105,7 @@ int cmd_mcp(int argc, char **argv)
 {
     if (cli_wants_help(argc, argv, usage))
         return 0;
-    api_config c = {.max_envs = 1, .settle_ms = 300, .accel = "auto", .no_listen = true};
+    api_config c = {.max_envs = 1, .settle_ms = SETTLE_DEFAULT_MS, .accel = "auto", .no_listen = true};
     static const struct option opts[] = {{"display", required_argument, 0, 'D'}, CLI_API_OPTIONS, {0, 0, 0, 0}};
     cli_episode ep;
     cli_episode_init(&ep);

@@ -37,7 +37,7 @@ static const char usage[] =
     "  --out DIR       default: ./envmgr-out/<task id> (one task) or ./envmgr-out (a folder)\n"
     "  --settle-ms MS  after each action wait until the screen was still and the guest idle (vCPUs\n"
     "                  and disk) over a window of 55 ms when the guest barely worked, else MS\n"
-    "                  (default 300), at most the task's limits.settle_max_s\n"
+    "                  (default 550), at most the task's limits.settle_max_s\n"
     "  --probe-late MS a measurement: after each observation let the guest run MS longer and count\n"
     "                  the observations that changed (result.json late_probe: each change names both\n"
     "                  frames in the trace and says whether the screen changed again as long after,\n"

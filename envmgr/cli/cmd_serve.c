@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "envmgr/episode/settle.h"
 #include "envmgr/api/api.h"
 #include "envmgr/base/paths.h"
 #include "envmgr/episode/plan.h"
@@ -39,7 +40,7 @@ int cmd_serve(int argc, char **argv)
 {
     if (cli_wants_help(argc, argv, usage))
         return 0;
-    api_config c = {.max_envs = 4, .settle_ms = 300, .accel = "auto"};
+    api_config c = {.max_envs = 4, .settle_ms = SETTLE_DEFAULT_MS, .accel = "auto"};
     const char *token_file = NULL;
     static const struct option opts[] = {{"listen", required_argument, 0, 'l'},
                                          {"socket", required_argument, 0, 'S'},

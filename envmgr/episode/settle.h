@@ -30,6 +30,11 @@ typedef struct settle_info {
                        * "disk busy" */
 } settle_info;
 
+/* The still window of a step whose guest worked (--settle-ms's default). It outlasts GTK's tooltip,
+ * which comes 500 ms after the pointer rests on a widget, also when a window opens under a resting
+ * pointer: seen with 300 ms, in one of three runs of a demo task a tooltip came after the
+ * observation (an idle gap longer than the window), and so did a replay's divergence. */
+#define SETTLE_DEFAULT_MS 550.0
 /* An interval is idle when the vCPUs ran at most this share of the time they could run (a guest
  * with work never sleeps, close to 1 per vCPU; an idle one mostly sleeps: 1-4 % under TCG). */
 #define SETTLE_BUSY_MAX 0.25

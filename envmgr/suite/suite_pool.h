@@ -29,6 +29,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 
+#include "envmgr/episode/settle.h"
 #include "envmgr/base/err.h"
 #include "envmgr/episode/observation.h"
 #include "envmgr/suite/suite.h"
@@ -58,7 +59,7 @@ typedef struct pool_opts {
 } pool_opts;
 /* The defaults suite run and suite audit start from. */
 #define POOL_OPTS_DEFAULTS                                                                                            \
-    {.accel = "auto", .repeat = 1, .retries = 1, .settle_ms = 300, .watchdog_margin_s = SUITE_WATCHDOG_MARGIN_S,  \
+    {.accel = "auto", .repeat = 1, .retries = 1, .settle_ms = SETTLE_DEFAULT_MS, .watchdog_margin_s = SUITE_WATCHDOG_MARGIN_S,  \
      .progress = -1}
 
 /* Run (or, with resume, finish) the suite into o->out_dir. Returns 0 when
