@@ -3,8 +3,8 @@
 #include <getopt.h>
 
 #include "cli.h"
-#include "envmgr/episode/settle.h"
 #include "envmgr/base/util.h"
+#include "envmgr/episode/settle.h"
 #include "envmgr/suite/suite_pool.h"
 
 void cli_episode_init(cli_episode *e)

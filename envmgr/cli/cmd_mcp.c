@@ -7,12 +7,12 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "envmgr/episode/settle.h"
 #include "envmgr/api/api.h"
 #include "envmgr/api/api_mcp.h"
 #include "envmgr/base/linebuf.h"
 #include "envmgr/base/util.h"
 #include "envmgr/episode/plan.h"
+#include "envmgr/episode/settle.h"
 #include "envmgr/net/netpolicy.h"
 
 #define POLL_MS 200 /* how soon a SIGINT/SIGTERM is noticed while the client is silent */

@@ -6,11 +6,11 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "envmgr/episode/settle.h"
 #include "envmgr/api/api.h"
 #include "envmgr/base/paths.h"
 #include "envmgr/episode/plan.h"
 #include "envmgr/base/util.h"
+#include "envmgr/episode/settle.h"
 #include "envmgr/net/netpolicy.h"
 
 static const char usage[] =

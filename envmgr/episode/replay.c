@@ -268,7 +268,8 @@ int replay_run(env *e, bool fresh, const replay_opts *o, json_t **out, em_err *e
      * recording, bound in read-only wherever it is. */
     const char *show[] = {o->trace_dir, NULL};
     episode_opts eo = {.agent_argv = argv, .out_dir = o->out_dir, .fresh = (fresh || from) && !(cached && !from),
-                       .agent_show = show, .settle_ms = json_is_number(settle) ? json_number_value(settle) : 300, /* the default when traces did not record it */
+                       /* a trace that does not record its window was made when the default was 300 ms */
+                       .agent_show = show, .settle_ms = json_is_number(settle) ? json_number_value(settle) : 300,
                        .from_state = from};
     json_t *result = NULL;
     double t0 = now_ms();

@@ -136,7 +136,7 @@ int screen_settle(env *e, double settle_ms, double max_ms, bool freeze, settle_i
             return -1;
     } while (!settled && now_ms() < deadline);
     if (info)
-        *info = (settle_info){.ms = now_ms() - t0, .window_ms = settle_rule_window_ms(&rule), .work_ms = rule.work_ms, .frames = rule.frames,
-                              .settled = settled, .frozen = frozen, .why = rule.why};
+        *info = (settle_info){.ms = now_ms() - t0, .window_ms = settle_rule_window_ms(&rule), .work_ms = rule.work_ms,
+                              .frames = rule.frames, .settled = settled, .frozen = frozen, .why = rule.why};
     return 0;
 }

@@ -29,9 +29,9 @@
 #include <jansson.h>
 #include <stdbool.h>
 
-#include "envmgr/episode/settle.h"
 #include "envmgr/base/err.h"
 #include "envmgr/episode/observation.h"
+#include "envmgr/episode/settle.h"
 #include "envmgr/suite/suite.h"
 
 #define SUITE_EXIT_INTERRUPTED 130
@@ -59,8 +59,8 @@ typedef struct pool_opts {
 } pool_opts;
 /* The defaults suite run and suite audit start from. */
 #define POOL_OPTS_DEFAULTS                                                                                            \
-    {.accel = "auto", .repeat = 1, .retries = 1, .settle_ms = SETTLE_DEFAULT_MS, .watchdog_margin_s = SUITE_WATCHDOG_MARGIN_S,  \
-     .progress = -1}
+    {.accel = "auto", .repeat = 1, .retries = 1, .settle_ms = SETTLE_DEFAULT_MS,                                   \
+     .watchdog_margin_s = SUITE_WATCHDOG_MARGIN_S, .progress = -1}
 
 /* Run (or, with resume, finish) the suite into o->out_dir. Returns 0 when
  * every episode is over, -1 otherwise (err says why; code

@@ -150,11 +150,10 @@ static void begin_request(vnc_session *v, bool full)
 }
 
 /* A client message of a type above the update request's (key, pointer, cut text) resets QEMU's
- * display refresh to its base interval
- * (30 ms), which backs off by 50 ms after each refresh that found nothing new. An empty cut text
- * does it without reaching the guest (the guests have no clipboard agent): a pointer event at the
- * same place would wake the guest's input stack, which the settle and the input drain watch for
- * sleep. */
+ * display refresh to its base interval (30 ms), which backs off by 50 ms after each refresh that
+ * found nothing new. An empty cut text does it without reaching the guest (the guests have no
+ * clipboard agent): a pointer event at the same place would wake the guest's input stack, which the
+ * settle and the input drain watch for sleep. */
 static int poke_refresh(vnc_session *v, em_err *err)
 {
     if (!SendClientCutText(v->client, "", 0))
