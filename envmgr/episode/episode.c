@@ -53,6 +53,8 @@ struct episode {
     size_t egress_lines, egress_dropped;
     bool held;                    /* the guest is paused while the agent thinks */
     bool frozen_frame;            /* ... and the env's current frame was taken after the pause (settle.h) */
+    bool settled_frame;           /* the env's current frame is the one the last action's settle judged
+                                   * still, the guest running on: the observation right after is that frame */
     int late_changes, late_probes; /* --probe-late: observations that changed while the guest ran on */
     json_t *late_list;             /* ... each change: [{step, observed, later, still_changing}] */
     double hold_ms, hold_max_ms;  /* what pausing and resuming cost */
@@ -391,8 +393,10 @@ static int execute_actions(run *r, json_t *actions, const char *source, double a
                 r->held = r->frozen_frame = true;
                 r->holds++;
             }
+            r->settled_frame = rc == 0 && settle.settled && !settle.frozen;
         } else {
             clk.sent = t0;
+            r->settled_frame = false;
         }
         double action_ms = now_ms() - t0;
         clk.settled = now_ms();
@@ -467,8 +471,11 @@ int episode_observe(episode *ep, char sha[65], em_err *err)
 {
     ep->tree[0] = ep->tree_seen[0] = '\0';
     bool freeze_first = observe_frozen(ep);
-    /* a settle that ended by pausing the guest took its frame after the pause: that is the screen */
-    bool fresh = !(freeze_first && ep->held && ep->frozen_frame);
+    /* A settle that ended by pausing the guest took its frame after the pause: that is the screen.
+     * One that ended with the guest running judged its last frame still: a new fetch would only wait a
+     * display refresh (25-30 ms a step) for the same screen. */
+    bool fresh = !((freeze_first && ep->held && ep->frozen_frame) || ep->settled_frame);
+    ep->settled_frame = false;
     if (freeze_first && hold_guest(ep, true, err) < 0)
         return -1;
     if (frame_sha(ep, fresh, ep->before, err) < 0 || (ep->o.late_probe_ms > 0 && probe_late(ep, err) < 0))
@@ -494,6 +501,7 @@ int episode_step(episode *r, json_t *reply, double agent_ms, episode_step_out *o
     }
     em_err ferr = {0};
     double t_reply = now_ms();
+    r->settled_frame = false;
     /* the guest runs again (the reply acts now); no observation yet: it acts on the current screen */
     if (hold_guest(r, false, &ferr) < 0 || (!r->before[0] && frame_sha(r, true, r->before, &ferr) < 0)) {
         set_end(r, EXIT_ENV_ERROR, ferr.msg);
