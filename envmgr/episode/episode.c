@@ -393,11 +393,10 @@ static int execute_actions(run *r, json_t *actions, const char *source, double a
                 r->held = r->frozen_frame = true;
                 r->holds++;
             }
-            r->settled_frame = rc == 0 && settle.settled && !settle.frozen;
         } else {
             clk.sent = t0;
-            r->settled_frame = false;
         }
+        r->settled_frame = rc == 0 && settle.settled && !settle.frozen; /* a terminal action has no settle */
         double action_ms = now_ms() - t0;
         clk.settled = now_ms();
         r->action_ms += action_ms;
@@ -501,7 +500,6 @@ int episode_step(episode *r, json_t *reply, double agent_ms, episode_step_out *o
     }
     em_err ferr = {0};
     double t_reply = now_ms();
-    r->settled_frame = false;
     /* the guest runs again (the reply acts now); no observation yet: it acts on the current screen */
     if (hold_guest(r, false, &ferr) < 0 || (!r->before[0] && frame_sha(r, true, r->before, &ferr) < 0)) {
         set_end(r, EXIT_ENV_ERROR, ferr.msg);
